@@ -1,0 +1,3 @@
+module github.com/tbhub/tbhub/frontend-api
+
+go 1.26

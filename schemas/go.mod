@@ -1,0 +1,3 @@
+module github.com/tbhub/tbhub/schemas
+
+go 1.26

@@ -1,0 +1,3 @@
+module github.com/tbhub/tbhub/services
+
+go 1.26

@@ -1,0 +1,3 @@
+module github.com/tbhub/tbhub/uploader
+
+go 1.26
