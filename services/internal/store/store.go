@@ -1,0 +1,438 @@
+// Package store defines what tbhub keeps about experiments and how the
+// services read and write it: the domain types, the Reader, Writer and
+// Sweeper interfaces every backend implements (Cloud Spanner in
+// store/spannerstore, SQLite in store/sqlitestore), and the sentinel errors
+// they return. Every backend passes the same conformance suite,
+// store/storetest.
+//
+// The package has no generated-proto dependencies: summary metadata and
+// tensors are kept as opaque serialized bytes next to the few fields the
+// store itself needs decoded (plugin name, data class, dtype, shape).
+//
+// # Keys
+//
+// An experiment is identified by an unguessable ID (NewExperimentID). Inside
+// it a time series is identified by (run, tag) and a point by (run, tag,
+// step); a blob by (run, tag, step, index). Every write is keyed this way and
+// is therefore idempotent: writing the same batch twice leaves the store as
+// after the first write, and a later write of an existing step replaces the
+// point. Within one call, later entries for the same key win.
+//
+// A time series' metadata (plugin name, summary metadata, data class,
+// display name, description) is fixed by the first write that creates it
+// ("first write wins", as in TensorBoard); later writes may repeat or omit
+// it and never change it.
+//
+// # Deletion
+//
+// DeleteExperiment marks an experiment deleted in one transaction: from then
+// on every method given its ID behaves as if it did not exist (ErrNotFound).
+// Its rows and blob objects are removed later by Sweep.
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Sentinel errors. Backends wrap them (fmt.Errorf("...: %w", ErrNotFound))
+// and callers test them with errors.Is; the RPC edge maps them to status
+// codes. Any other error is internal.
+var (
+	// ErrNotFound: the experiment, user, series, blob sequence or blob does
+	// not exist, or the experiment has been deleted.
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyExists: a create named an ID or unique name already in use.
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrInvalidArgument: the request is malformed (empty run or tag name,
+	// bad experiment ID, blob index outside its sequence, ...). Permanent.
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrFailedPrecondition: the request is well formed but conflicts with
+	// stored state, e.g. writing scalars to a series created as tensors.
+	// Permanent.
+	ErrFailedPrecondition = errors.New("failed precondition")
+	// ErrUnavailable: a transient backend failure (contention, timeout,
+	// lost connection). The caller may retry; writes are idempotent.
+	ErrUnavailable = errors.New("unavailable")
+)
+
+// Visibility says who may read an experiment besides its owner and the users
+// holding a read grant.
+type Visibility string
+
+const (
+	// VisibilityPrivate: the owner and granted readers only.
+	VisibilityPrivate Visibility = "private"
+	// VisibilityUnlisted: anyone who knows the ID; never listed publicly.
+	VisibilityUnlisted Visibility = "unlisted"
+	// VisibilityPublic: anyone; may appear in public listings.
+	VisibilityPublic Visibility = "public"
+)
+
+// Valid reports whether v is one of the three visibilities.
+func (v Visibility) Valid() bool {
+	switch v {
+	case VisibilityPrivate, VisibilityUnlisted, VisibilityPublic:
+		return true
+	}
+	return false
+}
+
+// DataClass is how a time series' values are stored. The numbers are those
+// of tensorboard.DataClass in summary.proto.
+type DataClass int32
+
+const (
+	// DataClassUnknown is never stored; in ListSeries it matches every class.
+	DataClassUnknown      DataClass = 0
+	DataClassScalar       DataClass = 1
+	DataClassTensor       DataClass = 2
+	DataClassBlobSequence DataClass = 3
+)
+
+func (c DataClass) String() string {
+	switch c {
+	case DataClassScalar:
+		return "scalar"
+	case DataClassTensor:
+		return "tensor"
+	case DataClassBlobSequence:
+		return "blob_sequence"
+	}
+	return fmt.Sprintf("DataClass(%d)", int32(c))
+}
+
+// BlobState is the upload state of one blob. The numbers are those of
+// tensorboard.service.BlobState in blob.proto.
+type BlobState int32
+
+const (
+	BlobStateUnknown BlobState = 0
+	// BlobStateUnfinalized: the upload has started and not finished; Size
+	// and CRC32C cover the bytes received so far.
+	BlobStateUnfinalized BlobState = 1
+	// BlobStateCurrent: the object is complete and verified; readable.
+	BlobStateCurrent BlobState = 2
+)
+
+// User is an account. Tokens and authentication live elsewhere.
+type User struct {
+	ID   string // opaque, assigned by the caller; non-empty
+	Name string // unique, non-empty
+	// CreateTime is set by the store.
+	CreateTime time.Time
+}
+
+// Experiment is one uploaded logdir and its metadata.
+type Experiment struct {
+	ID          string // see NewExperimentID
+	Name        string
+	Description string // markdown
+	Owner       string // User.ID
+	Visibility  Visibility
+
+	// The fields below are output-only: the store sets them and ignores
+	// them on CreateExperiment.
+
+	// Readers are the user IDs holding a read grant, sorted.
+	Readers []string
+	// CreateTime is when the experiment was created; UpdateTime when it or
+	// its data last changed.
+	CreateTime, UpdateTime time.Time
+	// Counts over the experiment's data. NumTags counts distinct tag names
+	// across runs; NumScalars, NumTensors and NumBlobSequences count points
+	// of each class; NumBlobs and TotalBlobBytes count current blobs only.
+	NumRuns          int64
+	NumTags          int64
+	NumScalars       int64
+	NumTensors       int64
+	NumBlobSequences int64
+	NumBlobs         int64
+	TotalTensorBytes int64 // sum of len(TensorPoint.Tensor)
+	TotalBlobBytes   int64
+}
+
+// ExperimentUpdate changes the fields that are non-nil.
+type ExperimentUpdate struct {
+	Name        *string
+	Description *string
+	Visibility  *Visibility
+}
+
+// ExperimentFilter selects experiments for ListExperiments.
+type ExperimentFilter struct {
+	// Owner, if non-empty, keeps only that user's experiments.
+	Owner string
+	// Visibilities, if non-nil, keeps only experiments with one of these
+	// visibilities (an empty non-nil slice keeps none).
+	Visibilities []Visibility
+}
+
+// Run is one run of an experiment. Runs come into being with the first
+// point written to one of their series.
+type Run struct {
+	Name string
+	// StartTime is the smallest wall time (seconds since the Unix epoch) of
+	// any point written to the run, NaN values ignored; 0 if none is known.
+	StartTime float64
+}
+
+// TimeSeries is a (run, tag) and the metadata fixed by its first write.
+type TimeSeries struct {
+	Run string // non-empty
+	Tag string // non-empty
+	// PluginName is the owning plugin (SummaryMetadata.plugin_data.plugin_name),
+	// possibly empty.
+	PluginName string
+	// SummaryMetadata is a serialized tensorboard.SummaryMetadata, kept
+	// opaque; nil and empty are the same.
+	SummaryMetadata []byte
+	DataClass       DataClass
+	DisplayName     string
+	Description     string
+}
+
+// SeriesSummary is a time series with facts about its points, as returned by
+// ListSeries.
+type SeriesSummary struct {
+	TimeSeries
+	// PointCount is the number of distinct steps stored.
+	PointCount int64
+	// MaxStep is the largest step stored (0 if PointCount is 0).
+	MaxStep int64
+	// MaxWallTime is the largest wall time of any point written to the
+	// series; rewriting a step never lowers it.
+	MaxWallTime float64
+	// MaxLength is, for blob sequences, the largest Length of any point;
+	// 0 for other classes.
+	MaxLength int64
+}
+
+// ScalarPoint is one scalar value. NaN and ±Inf are stored and returned as
+// they are.
+type ScalarPoint struct {
+	Step     int64
+	WallTime float64 // seconds since the Unix epoch
+	Value    float64
+}
+
+// TensorPoint is one tensor value.
+type TensorPoint struct {
+	Step     int64
+	WallTime float64
+	// DType is the tensorboard.DataType number; Shape the dimension sizes.
+	// Both are copies of fields inside Tensor, kept for queries.
+	DType int32
+	Shape []int64
+	// Tensor is a serialized tensorboard.TensorProto, kept opaque.
+	Tensor []byte
+}
+
+// BlobSequencePoint is one step of a blob sequence: Length upload slots,
+// numbered 0..Length-1, of which Blobs are the ones that have a row.
+type BlobSequencePoint struct {
+	Step     int64
+	WallTime float64
+	Length   int64
+	// Blobs is sorted by Index; slots never written are absent. Read
+	// methods include blobs in every state; callers decide what to show.
+	Blobs []Blob
+}
+
+// Blob is one object of a blob sequence. The object's bytes live in a blob
+// store under ObjectKey; the row is written after the object (see PutBlob).
+type Blob struct {
+	Index     int64
+	ObjectKey string
+	Size      int64
+	CRC32C    uint32 // Castagnoli CRC of the Size bytes, unmasked
+	State     BlobState
+}
+
+// SeriesRef names a series inside an experiment.
+type SeriesRef struct {
+	Run, Tag string
+}
+
+// BlobRef names one blob inside an experiment.
+type BlobRef struct {
+	Run, Tag string
+	Step     int64
+	Index    int64
+}
+
+// ScalarSeries is a batch of scalar points for one series. Series carries
+// the metadata used if the series does not exist yet; its DataClass must be
+// DataClassScalar or DataClassUnknown (taken as scalar).
+type ScalarSeries struct {
+	Series TimeSeries
+	Points []ScalarPoint
+}
+
+// TensorSeries is a batch of tensor points for one series; as ScalarSeries,
+// with DataClassTensor.
+type TensorSeries struct {
+	Series TimeSeries
+	Points []TensorPoint
+}
+
+// Filter selects time series by run, tag and plugin. For each field nil
+// means "all" and an empty non-nil slice means "none" (the RunTagFilter rule
+// of TensorBoard's data provider); otherwise names match exactly.
+type Filter struct {
+	Runs    []string
+	Tags    []string
+	Plugins []string
+}
+
+// AllPoints as Query.MaxPoints reads every point of every selected series
+// (no downsampling), streamed in step order.
+const AllPoints int64 = math.MaxInt64
+
+// Query selects series (Filter), a window of their points (MinStep, MaxStep,
+// MaxWallTime; nil = unbounded; bounds inclusive) and downsamples the window
+// to at most MaxPoints points per series with downsample.Select's rule: the
+// point with the largest step in the window plus the MaxPoints-1 others with
+// the smallest downsample.SampleKey, returned in step order. MaxPoints 0
+// selects no points; negative is ErrInvalidArgument.
+type Query struct {
+	Filter
+	MinStep     *int64
+	MaxStep     *int64
+	MaxWallTime *float64
+	MaxPoints   int64
+}
+
+// Point visitors receive the points of a read. A visitor is called at least
+// once for every selected series (with an empty slice when the window holds
+// no point), series in (run, tag) order; the calls for one series are
+// consecutive and their points ascend by step. The slice and the series are
+// only valid during the call. Returning an error stops the read, which
+// returns that error.
+type (
+	ScalarVisitor       func(s *TimeSeries, points []ScalarPoint) error
+	TensorVisitor       func(s *TimeSeries, points []TensorPoint) error
+	BlobSequenceVisitor func(s *TimeSeries, points []BlobSequencePoint) error
+)
+
+// Reader reads experiments. Every method given an experiment ID returns
+// ErrNotFound if the experiment does not exist or is deleted.
+type Reader interface {
+	GetUser(ctx context.Context, id string) (User, error)
+	GetUserByName(ctx context.Context, name string) (User, error)
+
+	GetExperiment(ctx context.Context, eid string) (Experiment, error)
+	// ListExperiments calls fn for each live experiment matching f, newest
+	// first (CreateTime descending, then ID).
+	ListExperiments(ctx context.Context, f ExperimentFilter, fn func(Experiment) error) error
+
+	// ListRuns returns the experiment's runs sorted by name.
+	ListRuns(ctx context.Context, eid string) ([]Run, error)
+	// ListPlugins returns the distinct plugin names of its series, sorted.
+	ListPlugins(ctx context.Context, eid string) ([]string, error)
+	// ListSeries returns the series of class c (every class if
+	// DataClassUnknown) matching f, sorted by (run, tag).
+	ListSeries(ctx context.Context, eid string, c DataClass, f Filter) ([]SeriesSummary, error)
+
+	// ReadScalars, ReadTensors and ReadBlobSequences read the series of
+	// their class selected by q; see Query and the visitor types.
+	ReadScalars(ctx context.Context, eid string, q Query, fn ScalarVisitor) error
+	ReadTensors(ctx context.Context, eid string, q Query, fn TensorVisitor) error
+	ReadBlobSequences(ctx context.Context, eid string, q Query, fn BlobSequenceVisitor) error
+
+	// GetBlob returns one blob row in any state; ErrNotFound if no row.
+	GetBlob(ctx context.Context, eid string, ref BlobRef) (Blob, error)
+}
+
+// Writer changes experiments. Every method given an experiment ID returns
+// ErrNotFound if the experiment does not exist or is deleted.
+type Writer interface {
+	// CreateUser stores u (ID and Name non-empty); ErrAlreadyExists if
+	// either is taken.
+	CreateUser(ctx context.Context, u User) error
+
+	// CreateExperiment stores e; its ID must be valid (ValidateExperimentID),
+	// Owner an existing user and Visibility valid. ErrAlreadyExists if the
+	// ID is taken.
+	CreateExperiment(ctx context.Context, e Experiment) error
+	// UpdateExperiment applies u and returns the result.
+	UpdateExperiment(ctx context.Context, eid string, u ExperimentUpdate) (Experiment, error)
+	// DeleteExperiment makes the experiment and all its data unreadable at
+	// once; Sweep removes them later.
+	DeleteExperiment(ctx context.Context, eid string) error
+	// GrantRead and RevokeRead add and remove a user's read grant; both are
+	// idempotent. GrantRead returns ErrNotFound for an unknown user.
+	GrantRead(ctx context.Context, eid, userID string) error
+	RevokeRead(ctx context.Context, eid, userID string) error
+
+	// WriteScalars and WriteTensors upsert points, creating runs and series
+	// as needed. A batch of any size is accepted (backends split it as
+	// their commit limits require; a split batch that fails may be partly
+	// written, and retrying it is safe). If a series exists with another
+	// data class the call fails with ErrFailedPrecondition before writing
+	// anything.
+	WriteScalars(ctx context.Context, eid string, batch []ScalarSeries) error
+	WriteTensors(ctx context.Context, eid string, batch []TensorSeries) error
+
+	// GetOrCreateBlobSequence returns the blob sequence at (series, step),
+	// creating the run, the series (class DataClassBlobSequence) and the
+	// point with the given wall time and length (>= 0) if absent. An
+	// existing point is returned unchanged, whatever wallTime and length say.
+	GetOrCreateBlobSequence(ctx context.Context, eid string, series TimeSeries, step int64, wallTime float64, length int64) (BlobSequencePoint, error)
+	// PutBlob upserts the row of blob ref. The blob sequence must exist
+	// (ErrNotFound) and 0 <= ref.Index < its Length (ErrInvalidArgument).
+	// Write the object to the blob store first and the row last: a
+	// BlobStateCurrent row is the proof that the object is complete.
+	PutBlob(ctx context.Context, eid string, ref BlobRef, b Blob) error
+}
+
+// Sweeper is the background half of DeleteExperiment; see Sweep.
+type Sweeper interface {
+	// ListDeletedExperiments returns up to limit IDs of experiments that are
+	// deleted and not yet purged.
+	ListDeletedExperiments(ctx context.Context, limit int) ([]string, error)
+	// ListObjectKeys calls fn with the ObjectKey of every blob row of a
+	// deleted experiment; ErrFailedPrecondition if the experiment is live.
+	ListObjectKeys(ctx context.Context, eid string, fn func(objectKey string) error) error
+	// PurgeExperiment removes every row of a deleted experiment, the
+	// experiment row last; ErrFailedPrecondition if it is live. Purging an
+	// unknown ID succeeds.
+	PurgeExperiment(ctx context.Context, eid string) error
+}
+
+// Store is everything a backend implements.
+type Store interface {
+	Reader
+	Writer
+	Sweeper
+}
+
+// experimentIDBytes is the number of random bytes in an experiment ID
+// (128 bits, 22 base64url characters).
+const experimentIDBytes = 16
+
+// NewExperimentID returns a fresh experiment ID: 128 random bits from
+// crypto/rand, unpadded base64url, so it is unguessable and URL-safe.
+func NewExperimentID() string {
+	b := make([]byte, experimentIDBytes)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (it aborts the process instead)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// ValidateExperimentID reports, wrapping ErrInvalidArgument, whether id is
+// not of the form NewExperimentID returns.
+func ValidateExperimentID(id string) error {
+	if len(id) != base64.RawURLEncoding.EncodedLen(experimentIDBytes) {
+		return fmt.Errorf("experiment id %q: want %d characters: %w",
+			id, base64.RawURLEncoding.EncodedLen(experimentIDBytes), ErrInvalidArgument)
+	}
+	if _, err := base64.RawURLEncoding.Strict().DecodeString(id); err != nil {
+		return fmt.Errorf("experiment id %q: not base64url: %w", id, ErrInvalidArgument)
+	}
+	return nil
+}
