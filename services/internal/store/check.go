@@ -1,0 +1,57 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+)
+
+// CheckSeries validates the series of a write whose values are of class c:
+// run and tag must be non-empty and the declared class must be c or
+// DataClassUnknown, which it sets to c. Errors wrap ErrInvalidArgument.
+// Backends call it so that they reject the same writes.
+func CheckSeries(s *TimeSeries, c DataClass) error {
+	if s.Run == "" || s.Tag == "" {
+		return fmt.Errorf("series (%q, %q): run and tag must be non-empty: %w", s.Run, s.Tag, ErrInvalidArgument)
+	}
+	switch s.DataClass {
+	case DataClassUnknown:
+		s.DataClass = c
+	case c:
+	default:
+		return fmt.Errorf("series (%q, %q): data class %v written as %v: %w", s.Run, s.Tag, s.DataClass, c, ErrInvalidArgument)
+	}
+	return nil
+}
+
+// CheckQuery validates q; errors wrap ErrInvalidArgument.
+func CheckQuery(q Query) error {
+	if q.MaxPoints < 0 {
+		return fmt.Errorf("downsample to %d points: must be >= 0: %w", q.MaxPoints, ErrInvalidArgument)
+	}
+	return nil
+}
+
+// Match reports whether f selects the series s.
+func (f Filter) Match(s *TimeSeries) bool {
+	return matchName(f.Runs, s.Run) && matchName(f.Tags, s.Tag) && matchName(f.Plugins, s.PluginName)
+}
+
+// Empty reports whether f selects nothing because one of its sets is empty
+// and non-nil, so a backend can answer without a query.
+func (f Filter) Empty() bool {
+	return isNone(f.Runs) || isNone(f.Tags) || isNone(f.Plugins)
+}
+
+func matchName(set []string, name string) bool {
+	return set == nil || slices.Contains(set, name)
+}
+
+func isNone(set []string) bool { return set != nil && len(set) == 0 }
+
+// InWindow reports whether a point at (step, wallTime) lies in q's step and
+// wall-time window.
+func (q *Query) InWindow(step int64, wallTime float64) bool {
+	return (q.MinStep == nil || step >= *q.MinStep) &&
+		(q.MaxStep == nil || step <= *q.MaxStep) &&
+		(q.MaxWallTime == nil || wallTime <= *q.MaxWallTime)
+}
