@@ -1,0 +1,89 @@
+// Package cli implements tbup's subcommands: one flag set per command, parsed from
+// the arguments and environment, each running against a context that Ctrl-C cancels.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Env is what a command may touch of the process.
+type Env struct {
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+}
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, env Env, args []string) error
+}
+
+var commands = map[string]command{
+	"inspect": {"show what an upload of a logdir would send, without a server", runInspect},
+}
+
+// ErrUsage marks a command line that could not be understood; usage was printed.
+var ErrUsage = errors.New("usage error")
+
+// Run dispatches args (without the program name) to a subcommand.
+func Run(ctx context.Context, env Env, args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(env.Stderr)
+		if len(args) == 0 {
+			return ErrUsage
+		}
+		return nil
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(env.Stderr, "tbup: unknown command %q\n\n", args[0])
+		usage(env.Stderr)
+		return ErrUsage
+	}
+	return cmd.run(ctx, env, args[1:])
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "tbup uploads TensorBoard logdirs to a tbhub server.\n\nUsage: tbup <command> [flags]\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-16s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'tbup <command> -h' for a command's flags.")
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting.
+func newFlagSet(env Env, name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet("tbup "+name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.Stderr, "Usage: tbup %s %s\n\nFlags:\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags, allowing them after positional arguments too.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return ErrUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		fs.Usage()
+		return ErrUsage
+	}
+	return nil
+}
