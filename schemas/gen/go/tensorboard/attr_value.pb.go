@@ -23,8 +23,9 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// The value of one attribute. The graphs plugin drops values larger than a
-// size limit before serving a graph, so they are kept structured here.
+// The value of one attribute. Exactly one member of the oneof is set; which
+// one follows from the attribute's declared type. (TensorBoard's uploader
+// strips values larger than 1 KiB from graphs before uploading them.)
 type AttrValue struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Value:

@@ -361,7 +361,7 @@ func (x *CostGraphDef_Node_InputInfo) GetPrecedingPort() int32 {
 type CostGraphDef_Node_OutputInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Size  int64                  `protobuf:"varint,1,opt,name=size,proto3" json:"size,omitempty"`
-	// Input port this output reuses the buffer of, or -1.
+	// Input port whose buffer this output aliases; negative if none.
 	AliasInputPort int64             `protobuf:"varint,2,opt,name=alias_input_port,json=aliasInputPort,proto3" json:"alias_input_port,omitempty"`
 	Shape          *TensorShapeProto `protobuf:"bytes,3,opt,name=shape,proto3" json:"shape,omitempty"`
 	Dtype          DataType          `protobuf:"varint,4,opt,name=dtype,proto3,enum=tensorboard.DataType" json:"dtype,omitempty"`

@@ -32,7 +32,7 @@ type ResourceHandleProto struct {
 	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
 	// Hash of the resource's C++ type, used for run-time type checks.
 	HashCode uint64 `protobuf:"varint,4,opt,name=hash_code,json=hashCode,proto3" json:"hash_code,omitempty"`
-	// Demangled type name, for error messages only.
+	// Name of the resource's type, if known; for debugging only.
 	MaybeTypeName   string                               `protobuf:"bytes,5,opt,name=maybe_type_name,json=maybeTypeName,proto3" json:"maybe_type_name,omitempty"`
 	DtypesAndShapes []*ResourceHandleProto_DtypeAndShape `protobuf:"bytes,6,rep,name=dtypes_and_shapes,json=dtypesAndShapes,proto3" json:"dtypes_and_shapes,omitempty"`
 	unknownFields   protoimpl.UnknownFields

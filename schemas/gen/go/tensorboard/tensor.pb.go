@@ -42,7 +42,7 @@ type TensorProto struct {
 	FloatVal []float32 `protobuf:"fixed32,5,rep,packed,name=float_val,json=floatVal,proto3" json:"float_val,omitempty"`
 	// DT_DOUBLE.
 	DoubleVal []float64 `protobuf:"fixed64,6,rep,packed,name=double_val,json=doubleVal,proto3" json:"double_val,omitempty"`
-	// DT_INT32, DT_INT16, DT_UINT16, DT_INT8, DT_UINT8 and the 4/2-bit ints.
+	// DT_INT32, DT_INT16, DT_UINT16, DT_INT8, DT_UINT8.
 	IntVal []int32 `protobuf:"varint,7,rep,packed,name=int_val,json=intVal,proto3" json:"int_val,omitempty"`
 	// DT_STRING: one entry per element.
 	StringVal [][]byte `protobuf:"bytes,8,rep,name=string_val,json=stringVal,proto3" json:"string_val,omitempty"`
