@@ -313,7 +313,8 @@ type Query struct {
 // no point), series in (run, tag) order; the calls for one series are
 // consecutive and their points ascend by step. The slice and the series are
 // only valid during the call. Returning an error stops the read, which
-// returns that error.
+// returns that error. A visitor must not call the same store: the read may
+// hold a connection or transaction until it returns.
 type (
 	ScalarVisitor       func(s *TimeSeries, points []ScalarPoint) error
 	TensorVisitor       func(s *TimeSeries, points []TensorPoint) error

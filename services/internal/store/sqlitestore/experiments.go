@@ -1,0 +1,375 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+// CreateUser implements store.Writer.
+func (s *Store) CreateUser(ctx context.Context, u store.User) error {
+	if u.ID == "" || u.Name == "" {
+		return fmt.Errorf("sqlitestore.CreateUser: id and name must be non-empty: %w", store.ErrInvalidArgument)
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM users WHERE id = ? OR name = ?", u.ID, u.Name).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("sqlitestore.CreateUser %q (%q): %w", u.ID, u.Name, store.ErrAlreadyExists)
+		}
+		_, err := tx.ExecContext(ctx, "INSERT INTO users (id, name, create_time) VALUES (?, ?, ?)", u.ID, u.Name, nanos(s.now()))
+		return err
+	})
+}
+
+// GetUser implements store.Reader.
+func (s *Store) GetUser(ctx context.Context, id string) (store.User, error) {
+	return s.getUser(ctx, "id", id)
+}
+
+// GetUserByName implements store.Reader.
+func (s *Store) GetUserByName(ctx context.Context, name string) (store.User, error) {
+	return s.getUser(ctx, "name", name)
+}
+
+func (s *Store) getUser(ctx context.Context, column, value string) (store.User, error) {
+	var u store.User
+	var created int64
+	err := s.r.QueryRowContext(ctx, "SELECT id, name, create_time FROM users WHERE "+column+" = ?", value).
+		Scan(&u.ID, &u.Name, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.User{}, fmt.Errorf("sqlitestore: user with %s %q: %w", column, value, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.User{}, fmt.Errorf("sqlitestore: user with %s %q: %w", column, value, classify(err))
+	}
+	u.CreateTime = fromNanos(created)
+	return u, nil
+}
+
+// CreateExperiment implements store.Writer.
+func (s *Store) CreateExperiment(ctx context.Context, e store.Experiment) error {
+	if err := store.ValidateExperimentID(e.ID); err != nil {
+		return fmt.Errorf("sqlitestore.CreateExperiment: %w", err)
+	}
+	if !e.Visibility.Valid() {
+		return fmt.Errorf("sqlitestore.CreateExperiment: visibility %q: %w", e.Visibility, store.ErrInvalidArgument)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM users WHERE id = ?", e.Owner).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("owner %q: %w", e.Owner, store.ErrNotFound)
+		}
+		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM experiments WHERE id = ?", e.ID).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("experiment %q: %w", e.ID, store.ErrAlreadyExists)
+		}
+		now := nanos(s.now())
+		_, err := tx.ExecContext(ctx, `INSERT INTO experiments
+			(id, name, description, owner, visibility, create_time, update_time) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			e.ID, e.Name, e.Description, e.Owner, string(e.Visibility), now, now)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlitestore.CreateExperiment: %w", err)
+	}
+	return nil
+}
+
+// GetExperiment implements store.Reader.
+func (s *Store) GetExperiment(ctx context.Context, eid string) (store.Experiment, error) {
+	var e store.Experiment
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var err error
+		e, err = getExperiment(ctx, tx, eid)
+		return err
+	})
+	if err != nil {
+		return store.Experiment{}, fmt.Errorf("sqlitestore.GetExperiment: %w", err)
+	}
+	return e, nil
+}
+
+const experimentColumns = "id, name, description, owner, visibility, create_time, update_time"
+
+func scanExperiment(row interface{ Scan(...any) error }) (store.Experiment, error) {
+	var e store.Experiment
+	var vis string
+	var created, updated int64
+	if err := row.Scan(&e.ID, &e.Name, &e.Description, &e.Owner, &vis, &created, &updated); err != nil {
+		return store.Experiment{}, err
+	}
+	e.Visibility = store.Visibility(vis)
+	e.CreateTime, e.UpdateTime = fromNanos(created), fromNanos(updated)
+	return e, nil
+}
+
+// getExperiment reads a live experiment with its read grants and counts.
+func getExperiment(ctx context.Context, tx *sql.Tx, eid string) (store.Experiment, error) {
+	e, err := scanExperiment(tx.QueryRowContext(ctx,
+		"SELECT "+experimentColumns+" FROM experiments WHERE id = ? AND deleted = 0", eid))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Experiment{}, fmt.Errorf("experiment %q: %w", eid, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Experiment{}, err
+	}
+	if err := fillExperiment(ctx, tx, &e); err != nil {
+		return store.Experiment{}, err
+	}
+	return e, nil
+}
+
+// fillExperiment adds the read grants and the counts, which come from the
+// running totals kept on series rows.
+func fillExperiment(ctx context.Context, tx *sql.Tx, e *store.Experiment) error {
+	var err error
+	e.Readers, err = queryStrings(ctx, tx, "SELECT user_id FROM read_grants WHERE experiment_id = ? ORDER BY user_id", e.ID)
+	if err != nil {
+		return err
+	}
+	err = tx.QueryRowContext(ctx, `SELECT
+			(SELECT COUNT(*) FROM runs WHERE experiment_id = ?1),
+			COUNT(DISTINCT tag),
+			COALESCE(SUM(CASE data_class WHEN 1 THEN point_count END), 0),
+			COALESCE(SUM(CASE data_class WHEN 2 THEN point_count END), 0),
+			COALESCE(SUM(CASE data_class WHEN 3 THEN point_count END), 0),
+			COALESCE(SUM(blob_count), 0),
+			COALESCE(SUM(CASE data_class WHEN 2 THEN total_bytes END), 0),
+			COALESCE(SUM(CASE data_class WHEN 3 THEN total_bytes END), 0)
+		FROM series WHERE experiment_id = ?1`, e.ID).
+		Scan(&e.NumRuns, &e.NumTags, &e.NumScalars, &e.NumTensors, &e.NumBlobSequences,
+			&e.NumBlobs, &e.TotalTensorBytes, &e.TotalBlobBytes)
+	return err
+}
+
+// ListExperiments implements store.Reader.
+func (s *Store) ListExperiments(ctx context.Context, f store.ExperimentFilter, fn func(store.Experiment) error) error {
+	if f.Visibilities != nil && len(f.Visibilities) == 0 {
+		return nil
+	}
+	query := "SELECT " + experimentColumns + " FROM experiments WHERE deleted = 0"
+	var args []any
+	if f.Owner != "" {
+		query += " AND owner = ?"
+		args = append(args, f.Owner)
+	}
+	if f.Visibilities != nil {
+		query += " AND visibility IN (?" + strings.Repeat(", ?", len(f.Visibilities)-1) + ")"
+		for _, v := range f.Visibilities {
+			args = append(args, string(v))
+		}
+	}
+	query += " ORDER BY create_time DESC, id"
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		// Collect first: fillExperiment queries the same transaction.
+		var list []store.Experiment
+		for rows.Next() {
+			e, err := scanExperiment(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			list = append(list, e)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, e := range list {
+			if err := fillExperiment(ctx, tx, &e); err != nil {
+				return err
+			}
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlitestore.ListExperiments: %w", err)
+	}
+	return nil
+}
+
+// UpdateExperiment implements store.Writer.
+func (s *Store) UpdateExperiment(ctx context.Context, eid string, u store.ExperimentUpdate) (store.Experiment, error) {
+	if u.Visibility != nil && !u.Visibility.Valid() {
+		return store.Experiment{}, fmt.Errorf("sqlitestore.UpdateExperiment: visibility %q: %w", *u.Visibility, store.ErrInvalidArgument)
+	}
+	var e store.Experiment
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := liveExperiment(ctx, tx, eid); err != nil {
+			return err
+		}
+		set := []string{"update_time = ?"}
+		args := []any{nanos(s.now())}
+		if u.Name != nil {
+			set, args = append(set, "name = ?"), append(args, *u.Name)
+		}
+		if u.Description != nil {
+			set, args = append(set, "description = ?"), append(args, *u.Description)
+		}
+		if u.Visibility != nil {
+			set, args = append(set, "visibility = ?"), append(args, string(*u.Visibility))
+		}
+		args = append(args, eid)
+		if _, err := tx.ExecContext(ctx, "UPDATE experiments SET "+strings.Join(set, ", ")+" WHERE id = ?", args...); err != nil {
+			return err
+		}
+		var err error
+		e, err = getExperiment(ctx, tx, eid)
+		return err
+	})
+	if err != nil {
+		return store.Experiment{}, fmt.Errorf("sqlitestore.UpdateExperiment: %w", err)
+	}
+	return e, nil
+}
+
+// DeleteExperiment implements store.Writer: one UPDATE hides everything.
+func (s *Store) DeleteExperiment(ctx context.Context, eid string) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := liveExperiment(ctx, tx, eid); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "UPDATE experiments SET deleted = 1, update_time = ? WHERE id = ?", nanos(s.now()), eid)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlitestore.DeleteExperiment: %w", err)
+	}
+	return nil
+}
+
+// GrantRead implements store.Writer.
+func (s *Store) GrantRead(ctx context.Context, eid, userID string) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := liveExperiment(ctx, tx, eid); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM users WHERE id = ?", userID).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("user %q: %w", userID, store.ErrNotFound)
+		}
+		_, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO read_grants (experiment_id, user_id) VALUES (?, ?)", eid, userID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlitestore.GrantRead: %w", err)
+	}
+	return nil
+}
+
+// RevokeRead implements store.Writer.
+func (s *Store) RevokeRead(ctx context.Context, eid, userID string) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := liveExperiment(ctx, tx, eid); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "DELETE FROM read_grants WHERE experiment_id = ? AND user_id = ?", eid, userID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlitestore.RevokeRead: %w", err)
+	}
+	return nil
+}
+
+// ListDeletedExperiments implements store.Sweeper.
+func (s *Store) ListDeletedExperiments(ctx context.Context, limit int) ([]string, error) {
+	var ids []string
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var err error
+		ids, err = queryStrings(ctx, tx, "SELECT id FROM experiments WHERE deleted = 1 ORDER BY id LIMIT ?", limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore.ListDeletedExperiments: %w", err)
+	}
+	return ids, nil
+}
+
+// deletedExperiment fails with store.ErrFailedPrecondition if eid is live.
+// An unknown eid passes: there is nothing of it to sweep.
+func deletedExperiment(ctx context.Context, tx *sql.Tx, eid string) error {
+	var deleted bool
+	err := tx.QueryRowContext(ctx, "SELECT deleted FROM experiments WHERE id = ?", eid).Scan(&deleted)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err == nil && !deleted {
+		return fmt.Errorf("experiment %q is not deleted: %w", eid, store.ErrFailedPrecondition)
+	}
+	return err
+}
+
+// ListObjectKeys implements store.Sweeper.
+func (s *Store) ListObjectKeys(ctx context.Context, eid string, fn func(string) error) error {
+	var keys []string
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		if err := deletedExperiment(ctx, tx, eid); err != nil {
+			return err
+		}
+		var err error
+		keys, err = queryStrings(ctx, tx, `SELECT b.object_key FROM blobs b JOIN series s ON s.id = b.series_id
+			WHERE s.experiment_id = ? ORDER BY b.object_key`, eid)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlitestore.ListObjectKeys: %w", err)
+	}
+	// fn deletes objects, which may be slow: call it outside the snapshot.
+	for _, k := range keys {
+		if err := fn(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PurgeExperiment implements store.Sweeper.
+func (s *Store) PurgeExperiment(ctx context.Context, eid string) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := deletedExperiment(ctx, tx, eid); err != nil {
+			return err
+		}
+		for _, q := range []string{
+			"DELETE FROM scalar_points WHERE series_id IN (SELECT id FROM series WHERE experiment_id = ?)",
+			"DELETE FROM tensor_points WHERE series_id IN (SELECT id FROM series WHERE experiment_id = ?)",
+			"DELETE FROM blobs WHERE series_id IN (SELECT id FROM series WHERE experiment_id = ?)",
+			"DELETE FROM blob_sequences WHERE series_id IN (SELECT id FROM series WHERE experiment_id = ?)",
+			"DELETE FROM series WHERE experiment_id = ?",
+			"DELETE FROM runs WHERE experiment_id = ?",
+			"DELETE FROM read_grants WHERE experiment_id = ?",
+			"DELETE FROM experiments WHERE id = ?",
+		} {
+			if _, err := tx.ExecContext(ctx, q, eid); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlitestore.PurgeExperiment: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package sqlitestore
+
+// migrations are the schema, one entry per version: migrations[i] takes a
+// database from version i to version i+1 (PRAGMA user_version). Entries are
+// append-only; a released entry is never edited.
+//
+// Layout notes, valid for every version:
+//
+//   - Times are Unix nanoseconds (INTEGER); wall times of points are float
+//     seconds (REAL), as TensorBoard records them. SQLite cannot store NaN
+//     as REAL (it becomes NULL), so a NULL wall time reads back as NaN.
+//   - Scalar values are stored as their IEEE-754 bits (INTEGER), so NaN
+//     payloads, infinities and -0 come back exactly.
+//   - Points hang off series.id, a small integer, instead of repeating
+//     (experiment, run, tag) in every row.
+//   - Every point table has a primary key (series_id, step), which makes
+//     writes idempotent upserts and step ranges index scans, and an index
+//     (series_id, sample_key), which downsampling walks to read O(k) rows
+//     (see package downsample); the index names step explicitly so that
+//     it is ordered by (sample_key, step) in rowid tables too.
+//   - series keeps running facts about its points (count, max step, max
+//     wall time, bytes) so that listings and experiment counts never scan
+//     points.
+var migrations = []string{
+	// Version 1.
+	`
+CREATE TABLE users (
+	id          TEXT PRIMARY KEY,
+	name        TEXT NOT NULL UNIQUE,
+	create_time INTEGER NOT NULL
+);
+
+-- deleted = 1 hides the experiment and everything in it at once; the sweep
+-- removes the rows afterwards.
+CREATE TABLE experiments (
+	id          TEXT PRIMARY KEY,
+	name        TEXT NOT NULL,
+	description TEXT NOT NULL,
+	owner       TEXT NOT NULL,
+	visibility  TEXT NOT NULL,
+	create_time INTEGER NOT NULL,
+	update_time INTEGER NOT NULL,
+	deleted     INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX experiments_by_owner ON experiments (owner, create_time);
+CREATE INDEX experiments_deleted ON experiments (deleted) WHERE deleted = 1;
+
+CREATE TABLE read_grants (
+	experiment_id TEXT NOT NULL,
+	user_id       TEXT NOT NULL,
+	PRIMARY KEY (experiment_id, user_id)
+) WITHOUT ROWID;
+
+-- start_time is NULL until a point with a real wall time arrives.
+CREATE TABLE runs (
+	experiment_id TEXT NOT NULL,
+	name          TEXT NOT NULL,
+	start_time    REAL,
+	PRIMARY KEY (experiment_id, name)
+) WITHOUT ROWID;
+
+-- total_bytes: tensor bytes for tensor series, bytes of current blobs for
+-- blob sequences; blob_count: current blobs. max_length: blob sequences.
+CREATE TABLE series (
+	id            INTEGER PRIMARY KEY,
+	experiment_id TEXT NOT NULL,
+	run           TEXT NOT NULL,
+	tag           TEXT NOT NULL,
+	plugin        TEXT NOT NULL,
+	metadata      BLOB,
+	data_class    INTEGER NOT NULL,
+	display_name  TEXT NOT NULL,
+	description   TEXT NOT NULL,
+	point_count   INTEGER NOT NULL DEFAULT 0,
+	max_step      INTEGER NOT NULL DEFAULT 0,
+	max_wall_time REAL,
+	max_length    INTEGER NOT NULL DEFAULT 0,
+	total_bytes   INTEGER NOT NULL DEFAULT 0,
+	blob_count    INTEGER NOT NULL DEFAULT 0,
+	UNIQUE (experiment_id, run, tag)
+);
+
+CREATE TABLE scalar_points (
+	series_id  INTEGER NOT NULL,
+	step       INTEGER NOT NULL,
+	sample_key INTEGER NOT NULL,
+	wall_time  REAL,
+	value_bits INTEGER NOT NULL,
+	PRIMARY KEY (series_id, step)
+) WITHOUT ROWID;
+CREATE INDEX scalar_points_sample ON scalar_points (series_id, sample_key, step);
+
+-- Rows can be large (serialized TensorProto), so a rowid table: SQLite
+-- advises WITHOUT ROWID only for small rows.
+CREATE TABLE tensor_points (
+	series_id  INTEGER NOT NULL,
+	step       INTEGER NOT NULL,
+	sample_key INTEGER NOT NULL,
+	wall_time  REAL,
+	dtype      INTEGER NOT NULL,
+	shape      BLOB,
+	tensor     BLOB NOT NULL,
+	UNIQUE (series_id, step)
+);
+CREATE INDEX tensor_points_sample ON tensor_points (series_id, sample_key, step);
+
+CREATE TABLE blob_sequences (
+	series_id  INTEGER NOT NULL,
+	step       INTEGER NOT NULL,
+	sample_key INTEGER NOT NULL,
+	wall_time  REAL,
+	length     INTEGER NOT NULL,
+	PRIMARY KEY (series_id, step)
+) WITHOUT ROWID;
+CREATE INDEX blob_sequences_sample ON blob_sequences (series_id, sample_key, step);
+
+CREATE TABLE blobs (
+	series_id  INTEGER NOT NULL,
+	step       INTEGER NOT NULL,
+	idx        INTEGER NOT NULL,
+	object_key TEXT NOT NULL,
+	size       INTEGER NOT NULL,
+	crc32c     INTEGER NOT NULL,
+	state      INTEGER NOT NULL,
+	PRIMARY KEY (series_id, step, idx)
+) WITHOUT ROWID;
+`,
+}
+
+// SchemaVersion is the schema version this package writes.
+var SchemaVersion = len(migrations)

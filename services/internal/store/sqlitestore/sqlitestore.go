@@ -1,0 +1,211 @@
+// Package sqlitestore is the embedded store.Store: one SQLite file in WAL
+// mode, through the pure-Go driver modernc.org/sqlite, for `tbhub serve
+// --data DIR`. The schema (schema.go) is versioned and applied on Open.
+//
+// All writes go through one connection, so they are serialized in the
+// process and never meet SQLITE_BUSY among themselves; reads use a pool of
+// query-only connections, each read in one transaction, so a read sees one
+// snapshot while writes proceed (WAL).
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+// DefaultFile is the database's file name inside a --data directory.
+const DefaultFile = "tbhub.db"
+
+// Options tunes a Store.
+type Options struct {
+	// Now is the clock for create and update times; time.Now if nil.
+	Now func() time.Time
+	// ReadConns is the size of the read pool; GOMAXPROCS+1 if zero.
+	ReadConns int
+}
+
+// Store is the SQLite implementation of store.Store. It is safe for
+// concurrent use.
+type Store struct {
+	w   *sql.DB // exactly one connection: every write
+	r   *sql.DB // query-only pool: every read
+	now func() time.Time
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at path and brings its schema
+// to SchemaVersion.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if strings.ContainsAny(path, "?#") || path == "" {
+		return nil, fmt.Errorf("sqlitestore.Open %q: path must be non-empty and free of '?' and '#'", path)
+	}
+	common := "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
+		"&_pragma=cache_size(-65536)&_pragma=temp_store(MEMORY)"
+	w, err := sql.Open("sqlite", path+common+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore.Open: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxIdleTime(0)
+	w.SetConnMaxLifetime(0)
+	s := &Store{w: w, now: opts.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if _, err := s.migrate(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+	r, err := sql.Open("sqlite", path+common+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlitestore.Open: %w", err)
+	}
+	n := opts.ReadConns
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0) + 1
+	}
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	s.r = r
+	return s, nil
+}
+
+// Migrate brings the database at path to SchemaVersion and reports the
+// version it found. Running it again changes nothing.
+func Migrate(ctx context.Context, path string) (from, to int, err error) {
+	s, err := Open(ctx, path, Options{})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer s.Close()
+	// Open already migrated; ask again to report the versions.
+	from, err = s.migrate(ctx)
+	return from, SchemaVersion, err
+}
+
+// migrate applies the missing migrations, each in its own transaction
+// together with the version bump, and returns the version found before.
+func (s *Store) migrate(ctx context.Context) (int, error) {
+	var found int
+	if err := s.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&found); err != nil {
+		return 0, fmt.Errorf("sqlitestore: read schema version: %w", err)
+	}
+	if found > SchemaVersion {
+		return found, fmt.Errorf("sqlitestore: database schema version %d is newer than this binary's %d", found, SchemaVersion)
+	}
+	for v := found; v < SchemaVersion; v++ {
+		err := s.write(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1))
+			return err
+		})
+		if err != nil {
+			return found, fmt.Errorf("sqlitestore: migrate to version %d: %w", v+1, err)
+		}
+	}
+	return found, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// write runs fn in a write transaction (BEGIN IMMEDIATE) and commits it.
+func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return classify(err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return classify(err)
+	}
+	return classify(tx.Commit())
+}
+
+// read runs fn in a read transaction: one consistent snapshot.
+func (s *Store) read(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.r.BeginTx(ctx, nil)
+	if err != nil {
+		return classify(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only: nothing to keep
+	return classify(fn(tx))
+}
+
+// classify marks the errors a retry can cure (a database locked by another
+// process beyond the busy timeout) as store.ErrUnavailable.
+func classify(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+		}
+	}
+	return err
+}
+
+// liveExperiment fails with store.ErrNotFound unless eid names an experiment
+// that is not deleted.
+func liveExperiment(ctx context.Context, tx *sql.Tx, eid string) error {
+	var deleted bool
+	err := tx.QueryRowContext(ctx, "SELECT deleted FROM experiments WHERE id = ?", eid).Scan(&deleted)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && deleted) {
+		return fmt.Errorf("experiment %q: %w", eid, store.ErrNotFound)
+	}
+	return err
+}
+
+// queryStrings runs a query of one text column and returns its values.
+func queryStrings(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// Wall times are REAL; SQLite turns NaN into NULL, so NULL means NaN.
+func wallTimeArg(w float64) any {
+	if math.IsNaN(w) {
+		return nil
+	}
+	return w
+}
+
+func wallTimeOf(w sql.NullFloat64) float64 {
+	if !w.Valid {
+		return math.NaN()
+	}
+	return w.Float64
+}
+
+func nanos(t time.Time) int64 { return t.UnixNano() }
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }

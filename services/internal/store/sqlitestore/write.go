@@ -1,0 +1,481 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/tbhub/tbhub/services/internal/downsample"
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+// seriesRow is what a write needs to know about a series row.
+type seriesRow struct {
+	id      int64
+	class   store.DataClass
+	count   int64
+	maxStep int64
+	maxWall sql.NullFloat64
+}
+
+// hasStepAtOrAfter reports whether some stored point may have a step >= step,
+// i.e. whether writing step could overwrite an existing point.
+func (r *seriesRow) hasStepAtOrAfter(step int64) bool {
+	return r.count > 0 && r.maxStep >= step
+}
+
+// findSeries reads the series row of (eid, run, tag); found is false if
+// there is none.
+func findSeries(ctx context.Context, tx *sql.Tx, eid, run, tag string) (r seriesRow, found bool, err error) {
+	err = tx.QueryRowContext(ctx, `SELECT id, data_class, point_count, max_step, max_wall_time
+		FROM series WHERE experiment_id = ? AND run = ? AND tag = ?`, eid, run, tag).
+		Scan(&r.id, &r.class, &r.count, &r.maxStep, &r.maxWall)
+	if errors.Is(err, sql.ErrNoRows) {
+		return seriesRow{}, false, nil
+	}
+	return r, err == nil, err
+}
+
+// findBlobSeries returns the blob-sequence series of ref, or
+// store.ErrNotFound.
+func findBlobSeries(ctx context.Context, tx *sql.Tx, eid string, ref store.BlobRef) (seriesRow, error) {
+	r, found, err := findSeries(ctx, tx, eid, ref.Run, ref.Tag)
+	if err == nil && (!found || r.class != store.DataClassBlobSequence) {
+		err = fmt.Errorf("blob sequence (%q, %q): %w", ref.Run, ref.Tag, store.ErrNotFound)
+	}
+	return r, err
+}
+
+// ensureSeries returns the row of ts, creating it (and its run) with ts's
+// metadata if absent: first write wins. An existing series of another data
+// class is store.ErrFailedPrecondition.
+func ensureSeries(ctx context.Context, tx *sql.Tx, eid string, ts *store.TimeSeries) (seriesRow, error) {
+	r, found, err := findSeries(ctx, tx, eid, ts.Run, ts.Tag)
+	if err != nil {
+		return seriesRow{}, err
+	}
+	if found {
+		if r.class != ts.DataClass {
+			return seriesRow{}, fmt.Errorf("series (%q, %q) holds %v, not %v: %w",
+				ts.Run, ts.Tag, r.class, ts.DataClass, store.ErrFailedPrecondition)
+		}
+		return r, nil
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO runs (experiment_id, name) VALUES (?, ?)", eid, ts.Run); err != nil {
+		return seriesRow{}, err
+	}
+	err = tx.QueryRowContext(ctx, `INSERT INTO series
+		(experiment_id, run, tag, plugin, metadata, data_class, display_name, description)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		eid, ts.Run, ts.Tag, ts.PluginName, ts.SummaryMetadata, ts.DataClass, ts.DisplayName, ts.Description).
+		Scan(&r.id)
+	r.class = ts.DataClass
+	return r, err
+}
+
+// pointFacts are the running totals one series' write adds.
+type pointFacts struct {
+	added    int64   // points that did not exist before
+	bytes    int64   // change of total_bytes
+	maxStep  int64   // largest step written
+	maxWall  float64 // largest wall time written; NaN if none
+	minWall  float64 // smallest wall time written; NaN if none
+	maxLen   int64   // largest blob-sequence length written
+	anyPoint bool
+}
+
+func newFacts() pointFacts {
+	return pointFacts{maxWall: math.NaN(), minWall: math.NaN(), maxStep: math.MinInt64}
+}
+
+func (f *pointFacts) see(step int64, wall float64) {
+	f.anyPoint = true
+	f.maxStep = max(f.maxStep, step)
+	if !math.IsNaN(wall) {
+		if math.IsNaN(f.maxWall) || wall > f.maxWall {
+			f.maxWall = wall
+		}
+		if math.IsNaN(f.minWall) || wall < f.minWall {
+			f.minWall = wall
+		}
+	}
+}
+
+// record adds f to the series row, the run's start time and the
+// experiment's update time.
+func (s *Store) record(ctx context.Context, tx *sql.Tx, eid, run string, r seriesRow, f pointFacts) error {
+	if !f.anyPoint {
+		return nil
+	}
+	maxStep := f.maxStep
+	if r.count > 0 {
+		maxStep = max(maxStep, r.maxStep)
+	}
+	maxWall := wallTimeOf(r.maxWall)
+	if math.IsNaN(maxWall) || f.maxWall > maxWall {
+		maxWall = f.maxWall
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE series SET point_count = point_count + ?, max_step = ?,
+		max_wall_time = ?, total_bytes = total_bytes + ?, max_length = max(max_length, ?) WHERE id = ?`,
+		f.added, maxStep, wallTimeArg(maxWall), f.bytes, f.maxLen, r.id); err != nil {
+		return err
+	}
+	if !math.IsNaN(f.minWall) {
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET start_time = ?1
+			WHERE experiment_id = ?2 AND name = ?3 AND (start_time IS NULL OR start_time > ?1)`,
+			f.minWall, eid, run); err != nil {
+			return err
+		}
+	}
+	_, err := tx.ExecContext(ctx, "UPDATE experiments SET update_time = ? WHERE id = ?", nanos(s.now()), eid)
+	return err
+}
+
+// lastPerStep returns the points sorted by step with one point per step, the
+// last one given for it (later entries win). Already strictly increasing
+// input, the common case, is returned as is.
+func lastPerStep[P any](points []P, step func(*P) int64) []P {
+	increasing := true
+	for i := 1; i < len(points); i++ {
+		if step(&points[i-1]) >= step(&points[i]) {
+			increasing = false
+			break
+		}
+	}
+	if increasing {
+		return points
+	}
+	out := slices.Clone(points)
+	slices.SortStableFunc(out, func(a, b P) int {
+		sa, sb := step(&a), step(&b)
+		switch {
+		case sa < sb:
+			return -1
+		case sa > sb:
+			return 1
+		}
+		return 0
+	})
+	w := 0
+	for i := range out {
+		if i+1 < len(out) && step(&out[i]) == step(&out[i+1]) {
+			continue // a later entry has the same step
+		}
+		out[w] = out[i]
+		w++
+	}
+	return out[:w]
+}
+
+// existingSize reports whether (series, step) has a row in table and the
+// stored size sizeExpr computes for it.
+func existingSize(ctx context.Context, tx *sql.Tx, table, sizeExpr string, seriesID, step int64) (bool, int64, error) {
+	var size int64
+	err := tx.QueryRowContext(ctx, "SELECT "+sizeExpr+" FROM "+table+" WHERE series_id = ? AND step = ?", seriesID, step).Scan(&size)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, 0, nil
+	}
+	return err == nil, size, err
+}
+
+// scalarRowsPerInsert is how many points one INSERT statement carries:
+// fewer statements per point, well under SQLite's 32,766 parameters.
+const scalarRowsPerInsert = 200
+
+func scalarInsertSQL(rows int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO scalar_points (series_id, step, sample_key, wall_time, value_bits) VALUES ")
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?)")
+	}
+	b.WriteString(" ON CONFLICT (series_id, step) DO UPDATE SET wall_time = excluded.wall_time, value_bits = excluded.value_bits")
+	return b.String()
+}
+
+var fullScalarInsert = scalarInsertSQL(scalarRowsPerInsert)
+
+// WriteScalars implements store.Writer. The whole batch is one transaction.
+func (s *Store) WriteScalars(ctx context.Context, eid string, batch []store.ScalarSeries) error {
+	err := writeBatch(ctx, s, eid, store.DataClassScalar, batch, scalarBatchSeries, func(tx *sql.Tx) error {
+		full, err := tx.PrepareContext(ctx, fullScalarInsert)
+		if err != nil {
+			return err
+		}
+		defer full.Close()
+		args := make([]any, 0, 5*scalarRowsPerInsert)
+		for _, b := range batch {
+			points := lastPerStep(b.Points, func(p *store.ScalarPoint) int64 { return p.Step })
+			if len(points) == 0 {
+				continue
+			}
+			r, err := ensureSeries(ctx, tx, eid, &b.Series)
+			if err != nil {
+				return err
+			}
+			f := newFacts()
+			for _, p := range points {
+				f.see(p.Step, p.WallTime)
+			}
+			f.added = int64(len(points))
+			if r.hasStepAtOrAfter(points[0].Step) {
+				for _, p := range points {
+					if p.Step > r.maxStep {
+						break
+					}
+					found, _, err := existingSize(ctx, tx, "scalar_points", "0", r.id, p.Step)
+					if err != nil {
+						return err
+					}
+					if found {
+						f.added--
+					}
+				}
+			}
+			for start := 0; start < len(points); start += scalarRowsPerInsert {
+				chunk := points[start:min(start+scalarRowsPerInsert, len(points))]
+				args = args[:0]
+				for _, p := range chunk {
+					args = append(args, r.id, p.Step, downsample.SampleKey(p.Step), wallTimeArg(p.WallTime), int64(math.Float64bits(p.Value)))
+				}
+				if len(chunk) == scalarRowsPerInsert {
+					_, err = full.ExecContext(ctx, args...)
+				} else {
+					_, err = tx.ExecContext(ctx, scalarInsertSQL(len(chunk)), args...)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			if err := s.record(ctx, tx, eid, b.Series.Run, r, f); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlitestore.WriteScalars: %w", err)
+	}
+	return nil
+}
+
+// writeBatch validates a write batch of class c and runs body in one write
+// transaction, after creating every series of the batch that has points:
+// a data-class conflict anywhere fails the whole batch before any point is
+// written. Bodies read each series row again when they reach it, because
+// the same series may appear twice in a batch.
+func writeBatch[B any](ctx context.Context, s *Store, eid string, c store.DataClass, batch []B,
+	series func(*B) (*store.TimeSeries, int), body func(*sql.Tx) error) error {
+	for i := range batch {
+		ts, _ := series(&batch[i])
+		if err := store.CheckSeries(ts, c); err != nil {
+			return err
+		}
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		if err := liveExperiment(ctx, tx, eid); err != nil {
+			return err
+		}
+		for i := range batch {
+			if ts, points := series(&batch[i]); points > 0 {
+				if _, err := ensureSeries(ctx, tx, eid, ts); err != nil {
+					return err
+				}
+			}
+		}
+		return body(tx)
+	})
+}
+
+func scalarBatchSeries(b *store.ScalarSeries) (*store.TimeSeries, int) {
+	return &b.Series, len(b.Points)
+}
+func tensorBatchSeries(b *store.TensorSeries) (*store.TimeSeries, int) {
+	return &b.Series, len(b.Points)
+}
+
+// encodeShape stores a tensor shape as consecutive little-endian int64s.
+func encodeShape(shape []int64) []byte {
+	b := make([]byte, 0, 8*len(shape))
+	for _, d := range shape {
+		b = binary.LittleEndian.AppendUint64(b, uint64(d))
+	}
+	return b
+}
+
+func decodeShape(b []byte) []int64 {
+	shape := make([]int64, len(b)/8)
+	for i := range shape {
+		shape[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return shape
+}
+
+// WriteTensors implements store.Writer. The whole batch is one transaction.
+func (s *Store) WriteTensors(ctx context.Context, eid string, batch []store.TensorSeries) error {
+	err := writeBatch(ctx, s, eid, store.DataClassTensor, batch, tensorBatchSeries, func(tx *sql.Tx) error {
+		insert, err := tx.PrepareContext(ctx, `INSERT INTO tensor_points
+			(series_id, step, sample_key, wall_time, dtype, shape, tensor) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (series_id, step) DO UPDATE SET wall_time = excluded.wall_time,
+			dtype = excluded.dtype, shape = excluded.shape, tensor = excluded.tensor`)
+		if err != nil {
+			return err
+		}
+		defer insert.Close()
+		for _, b := range batch {
+			points := lastPerStep(b.Points, func(p *store.TensorPoint) int64 { return p.Step })
+			if len(points) == 0 {
+				continue
+			}
+			r, err := ensureSeries(ctx, tx, eid, &b.Series)
+			if err != nil {
+				return err
+			}
+			f := newFacts()
+			for _, p := range points {
+				f.see(p.Step, p.WallTime)
+				f.added++
+				f.bytes += int64(len(p.Tensor))
+				if r.hasStepAtOrAfter(p.Step) {
+					found, old, err := existingSize(ctx, tx, "tensor_points", "length(tensor)", r.id, p.Step)
+					if err != nil {
+						return err
+					}
+					if found {
+						f.added--
+						f.bytes -= old
+					}
+				}
+				tensor := p.Tensor
+				if tensor == nil {
+					tensor = []byte{} // NOT NULL: an empty TensorProto serializes to no bytes
+				}
+				if _, err := insert.ExecContext(ctx, r.id, p.Step, downsample.SampleKey(p.Step), wallTimeArg(p.WallTime),
+					p.DType, encodeShape(p.Shape), tensor); err != nil {
+					return err
+				}
+			}
+			if err := s.record(ctx, tx, eid, b.Series.Run, r, f); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlitestore.WriteTensors: %w", err)
+	}
+	return nil
+}
+
+// GetOrCreateBlobSequence implements store.Writer.
+func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, ts store.TimeSeries, step int64, wallTime float64, length int64) (store.BlobSequencePoint, error) {
+	if err := store.CheckSeries(&ts, store.DataClassBlobSequence); err != nil {
+		return store.BlobSequencePoint{}, fmt.Errorf("sqlitestore.GetOrCreateBlobSequence: %w", err)
+	}
+	if length < 0 {
+		return store.BlobSequencePoint{}, fmt.Errorf("sqlitestore.GetOrCreateBlobSequence: length %d: %w", length, store.ErrInvalidArgument)
+	}
+	var out store.BlobSequencePoint
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := liveExperiment(ctx, tx, eid); err != nil {
+			return err
+		}
+		r, err := ensureSeries(ctx, tx, eid, &ts)
+		if err != nil {
+			return err
+		}
+		var wall sql.NullFloat64
+		err = tx.QueryRowContext(ctx, "SELECT wall_time, length FROM blob_sequences WHERE series_id = ? AND step = ?", r.id, step).
+			Scan(&wall, &out.Length)
+		if err == nil {
+			out.Step, out.WallTime = step, wallTimeOf(wall)
+			out.Blobs, err = blobsAt(ctx, tx, r.id, step)
+			return err
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO blob_sequences (series_id, step, sample_key, wall_time, length)
+			VALUES (?, ?, ?, ?, ?)`, r.id, step, downsample.SampleKey(step), wallTimeArg(wallTime), length); err != nil {
+			return err
+		}
+		f := newFacts()
+		f.see(step, wallTime)
+		f.added, f.maxLen = 1, length
+		out = store.BlobSequencePoint{Step: step, WallTime: wallTime, Length: length}
+		return s.record(ctx, tx, eid, ts.Run, r, f)
+	})
+	if err != nil {
+		return store.BlobSequencePoint{}, fmt.Errorf("sqlitestore.GetOrCreateBlobSequence: %w", err)
+	}
+	return out, nil
+}
+
+// PutBlob implements store.Writer. ref.Index names the slot; b.Index is
+// ignored.
+func (s *Store) PutBlob(ctx context.Context, eid string, ref store.BlobRef, b store.Blob) error {
+	if b.State != store.BlobStateUnfinalized && b.State != store.BlobStateCurrent {
+		return fmt.Errorf("sqlitestore.PutBlob: state %d: %w", b.State, store.ErrInvalidArgument)
+	}
+	if b.Size < 0 || b.ObjectKey == "" {
+		return fmt.Errorf("sqlitestore.PutBlob: size %d, object key %q: %w", b.Size, b.ObjectKey, store.ErrInvalidArgument)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := liveExperiment(ctx, tx, eid); err != nil {
+			return err
+		}
+		r, err := findBlobSeries(ctx, tx, eid, ref)
+		if err != nil {
+			return err
+		}
+		var length int64
+		err = tx.QueryRowContext(ctx, "SELECT length FROM blob_sequences WHERE series_id = ? AND step = ?", r.id, ref.Step).Scan(&length)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("blob sequence (%q, %q) step %d: %w", ref.Run, ref.Tag, ref.Step, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if ref.Index < 0 || ref.Index >= length {
+			return fmt.Errorf("blob index %d outside sequence of length %d: %w", ref.Index, length, store.ErrInvalidArgument)
+		}
+		var count, bytes int64
+		if b.State == store.BlobStateCurrent {
+			count, bytes = 1, b.Size
+		}
+		var oldState store.BlobState
+		var oldSize int64
+		err = tx.QueryRowContext(ctx, "SELECT state, size FROM blobs WHERE series_id = ? AND step = ? AND idx = ?",
+			r.id, ref.Step, ref.Index).Scan(&oldState, &oldSize)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		case oldState == store.BlobStateCurrent:
+			count, bytes = count-1, bytes-oldSize
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (series_id, step, idx, object_key, size, crc32c, state)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (series_id, step, idx) DO UPDATE SET
+			object_key = excluded.object_key, size = excluded.size, crc32c = excluded.crc32c, state = excluded.state`,
+			r.id, ref.Step, ref.Index, b.ObjectKey, b.Size, int64(b.CRC32C), b.State); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE series SET blob_count = blob_count + ?, total_bytes = total_bytes + ? WHERE id = ?",
+			count, bytes, r.id); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, "UPDATE experiments SET update_time = ? WHERE id = ?", nanos(s.now()), eid)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlitestore.PutBlob: %w", err)
+	}
+	return nil
+}
