@@ -184,7 +184,7 @@ func Decode(b []byte, ev *Event) error {
 	ev.Summary.Values = ev.Summary.Values[:0]
 	ev.TaggedRunMetadata = TaggedRunMetadata{}
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return malformed("bad tag", 0)
 		}
@@ -272,6 +272,15 @@ func (ev *Event) setWhat(w What) {
 	ev.TaggedRunMetadata = TaggedRunMetadata{}
 }
 
+// consumeTag reads a field tag, rejecting field numbers outside 1..2^29-1 as protobuf does.
+func consumeTag(b []byte) (protowire.Number, protowire.Type, int) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n >= 0 && num > protowire.MaxValidNumber {
+		return 0, 0, -1
+	}
+	return num, typ, n
+}
+
 // skipField consumes an unknown field (or a known one with an unexpected wire type),
 // rejecting what protobuf rejects: wire types 6 and 7, a stray end-group, malformed
 // groups and varints.
@@ -286,7 +295,7 @@ func skipField(num protowire.Number, typ protowire.Type, b []byte) int {
 // the given numbers (LogMessage, SessionLog, SourceMetadata): well-formed, valid UTF-8.
 func checkStrings(b []byte, stringFields ...protowire.Number) error {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return malformed("bad tag", 0)
 		}
@@ -328,7 +337,7 @@ func consumeString(b []byte, num protowire.Number) ([]byte, int, error) {
 
 func decodeTaggedRunMetadata(b []byte, t *TaggedRunMetadata) error {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return malformed("bad tag", 0)
 		}
@@ -355,7 +364,7 @@ func decodeTaggedRunMetadata(b []byte, t *TaggedRunMetadata) error {
 
 func decodeSummary(b []byte, s *Summary) error {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return malformed("bad tag", 0)
 		}
@@ -417,7 +426,7 @@ func (v *Value) setKind(k ValueKind) {
 
 func decodeValue(b []byte, v *Value) error {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return malformed("bad tag", 0)
 		}
@@ -479,7 +488,7 @@ func decodeValue(b []byte, v *Value) error {
 func decodeMetadata(b []byte, md *Metadata) error {
 	md.Present = true
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return malformed("bad tag", 0)
 		}
@@ -515,7 +524,7 @@ func decodeMetadata(b []byte, md *Metadata) error {
 
 func decodePluginData(b []byte, md *Metadata) error {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return malformed("bad tag", 0)
 		}
@@ -542,7 +551,7 @@ func decodePluginData(b []byte, md *Metadata) error {
 
 func decodeImage(b []byte, im *Image) error {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return malformed("bad tag", 0)
 		}
@@ -574,7 +583,7 @@ func decodeImage(b []byte, im *Image) error {
 
 func decodeAudio(b []byte, a *Audio) error {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return malformed("bad tag", 0)
 		}
@@ -613,7 +622,7 @@ func decodeAudio(b []byte, a *Audio) error {
 
 func decodeHisto(b []byte, h *Histogram) error {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return malformed("bad tag", 0)
 		}
@@ -702,7 +711,7 @@ var tensorValField = [19]struct {
 func decodeTensor(b []byte, t *Tensor) error {
 	t.Raw = append(t.Raw, b)
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return malformed("bad tag", 0)
 		}
@@ -806,7 +815,7 @@ func consumeElem(elem protowire.Type, b []byte) (uint64, int) {
 
 func decodeShape(b []byte, t *Tensor) error {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return malformed("bad tag", 0)
 		}
@@ -841,7 +850,7 @@ func decodeShape(b []byte, t *Tensor) error {
 func decodeDim(b []byte) (int64, error) {
 	var size int64
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return 0, malformed("bad tag", 0)
 		}
