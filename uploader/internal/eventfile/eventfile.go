@@ -85,6 +85,19 @@ func WithBufferSize(n int) Option {
 	}
 }
 
+// WithBuffer makes the reader use buf (e.g. one a previous Reader returned from Buffer)
+// instead of allocating its own.
+func WithBuffer(buf []byte) Option {
+	return func(r *Reader) {
+		if len(buf) >= headerLen+footerLen {
+			r.buf = buf
+		}
+	}
+}
+
+// Buffer returns the reader's buffer, possibly grown, for reuse by the next Reader.
+func (r *Reader) Buffer() []byte { return r.buf }
+
 // NewReader reads records from r, whose first byte is at file offset offset.
 func NewReader(r io.Reader, offset int64, opts ...Option) *Reader {
 	rd := &Reader{r: r, off: offset, maxRecord: DefaultMaxRecordSize}

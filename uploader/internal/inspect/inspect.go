@@ -229,6 +229,7 @@ func inspectRun(ctx context.Context, src logdir.Source, run logdir.Run, opts Opt
 	if maxRecord <= 0 {
 		maxRecord = eventfile.DefaultMaxRecordSize
 	}
+	var buf []byte // the read buffer goes from file to file
 	for _, f := range run.Files {
 		if ctx.Err() != nil {
 			return res
@@ -242,7 +243,7 @@ func inspectRun(ctx context.Context, src logdir.Source, run logdir.Run, opts Opt
 			fileErr(0, ReasonUnreadable, err.Error())
 			continue
 		}
-		rd := eventfile.NewReader(rc, 0, eventfile.WithMaxRecordSize(maxRecord))
+		rd := eventfile.NewReader(rc, 0, eventfile.WithMaxRecordSize(maxRecord), eventfile.WithBuffer(buf))
 	records:
 		for {
 			rec, err := rd.Next()
@@ -274,6 +275,7 @@ func inspectRun(ctx context.Context, src logdir.Source, run logdir.Run, opts Opt
 			mr.Add(&ev, emit)
 		}
 		rc.Close()
+		buf = rd.Buffer()
 	}
 	res.series = stats
 	for _, st := range stats {

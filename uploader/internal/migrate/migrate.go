@@ -118,6 +118,7 @@ type Point struct {
 type Run struct {
 	series map[string]*Series
 	order  []*Series
+	point  Point // reused for every point handed to emit
 }
 
 // NewRun returns an empty run.
@@ -131,19 +132,20 @@ func (r *Run) Lookup(tag string) *Series { return r.series[tag] }
 
 // Add migrates one event and calls emit for each point it yields, in order.
 func (r *Run) Add(ev *event.Event, emit func(*Series, *Point)) {
-	p := Point{Step: ev.Step, WallTime: ev.WallTime}
+	p := &r.point
+	*p = Point{Step: ev.Step, WallTime: ev.WallTime}
 	switch ev.What {
 	case event.WhatGraphDef:
 		p.Kind, p.Blob = FromGraphDef, ev.GraphDef
-		r.accept(runGraphTag, PluginGraphs, &p, emit)
+		r.accept(runGraphTag, PluginGraphs, p, emit)
 	case event.WhatTaggedRunMetadata:
 		p.Kind, p.Blob = FromTaggedRunMetadata, ev.TaggedRunMetadata.RunMetadata
-		r.accept(ev.TaggedRunMetadata.Tag, PluginGraphTaggedRunMetadata, &p, emit)
+		r.accept(ev.TaggedRunMetadata.Tag, PluginGraphTaggedRunMetadata, p, emit)
 	case event.WhatSummary:
 		for i := range ev.Summary.Values {
 			v := &ev.Summary.Values[i]
 			p.Kind, p.Value = FromValue, v
-			r.accept(v.Tag, ownPlugin(v), &p, emit)
+			r.accept(v.Tag, ownPlugin(v), p, emit)
 		}
 	}
 }
@@ -251,8 +253,8 @@ const (
 
 // scalarDTypes gives, for each dtype a scalar may have, its width in tensor_content
 // and the typed *_val field it is read from otherwise.
-var scalarDTypes = map[int32]struct {
-	width int
+var scalarDTypes = [DTUint64 + 1]struct {
+	width int // 0: not a scalar dtype
 	field int
 }{
 	DTFloat:    {4, event.ValFloat},
@@ -285,10 +287,10 @@ func ScalarValue(p *Point) (v float64, ok bool) {
 		return 0, false
 	}
 	t := &p.Value.Tensor
-	spec, known := scalarDTypes[t.DType]
-	if !known || t.NumElements() != 1 {
+	if t.DType < 0 || int(t.DType) >= len(scalarDTypes) || scalarDTypes[t.DType].width == 0 || t.NumElements() != 1 {
 		return 0, false
 	}
+	spec := scalarDTypes[t.DType]
 	var bits uint64
 	if len(t.Content) > 0 {
 		if len(t.Content) != spec.width {
