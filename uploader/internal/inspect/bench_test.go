@@ -111,7 +111,9 @@ func BenchmarkPipeline(b *testing.B) {
 	}
 }
 
-func tagName(i int) string { return [...]string{"loss", "acc", "lr", "val/loss", "val/acc", "grad_norm", "t/a", "t/b", "t/c", "t/d"}[i] }
+func tagName(i int) string {
+	return [...]string{"loss", "acc", "lr", "val/loss", "val/acc", "grad_norm", "t/a", "t/b", "t/c", "t/d"}[i]
+}
 
 // BenchmarkInspectCorpus runs the whole inspection (files from disk, one worker) over
 // the shared corpus of real and generated event files.
