@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs every check and test of the repository, the way CI does:
+# formatting, generated-code drift, go vet, and `go test` over every workspace module
+# (the Spanner tests start the official emulator themselves; see services/).
+#
+#   scripts/test.sh            everything
+#   scripts/test.sh -short     skip the slow tiers (emulator, 64 MiB blobs, browsers)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mods=$(go list -m -f '{{.Dir}}' | while read -r d; do echo "./${d#"$PWD"/}/..."; done)
+
+echo "== gofmt"
+unformatted=$(git ls-files -co --exclude-standard -- '*.go' | grep -v '\.pb\.go$' | xargs -r gofmt -l)
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+echo "== generated code matches schemas/proto"
+scripts/gen.sh --check
+
+echo "== go vet"
+# shellcheck disable=SC2086
+go vet $mods
+
+echo "== go test"
+# shellcheck disable=SC2086
+go test -count=1 "$@" $mods
