@@ -1,0 +1,300 @@
+// Package pbtxt writes protobuf messages in the text format TensorBoard
+// serves: what Python's text_format.MessageToString (and so str(message))
+// produces with default options. The graphs dashboard fetches GraphDef and
+// RunMetadata in this form and parses it line by line, expecting
+// "name {" to open a message and one "name: value" per line.
+//
+// Go's own prototext output is not usable there: it writes "name: {" and
+// deliberately varies its whitespace between builds. prototext.Unmarshal
+// does read this package's output, so it remains the parser.
+package pbtxt
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// Marshal returns m in Python's default text format:
+//   - fields in field-number order; implicit-presence fields only when
+//     non-zero, fields with presence whenever set (including oneof members
+//     set to a zero value); unknown fields are dropped;
+//   - one line per scalar or repeated element, two spaces of indent per
+//     nesting level, messages as "name {" ... "}";
+//   - map entries sorted by key, each printed as a message with key and value;
+//   - strings and bytes C-escaped, with every byte outside printable ASCII
+//     written as a three-digit octal escape (also inside valid UTF-8);
+//   - floating point numbers as Python's repr: shortest round-trip digits,
+//     "1.0" rather than "1", exponents as "1e-05" and "1e+16"; float32
+//     values with the fewest digits that read back as the same float32.
+//
+// The output ends with a newline unless m has no fields, in which case it is
+// empty.
+func Marshal(m proto.Message) []byte {
+	w := writer{}
+	w.message(m.ProtoReflect(), 0)
+	return w.buf
+}
+
+type writer struct {
+	buf []byte
+}
+
+type fieldValue struct {
+	fd protoreflect.FieldDescriptor
+	v  protoreflect.Value
+}
+
+func (w *writer) message(m protoreflect.Message, depth int) {
+	var fields []fieldValue
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		fields = append(fields, fieldValue{fd, v})
+		return true
+	})
+	slices.SortFunc(fields, func(a, b fieldValue) int { return cmp.Compare(a.fd.Number(), b.fd.Number()) })
+
+	for _, f := range fields {
+		switch {
+		case f.fd.IsMap():
+			w.mapField(f.fd, f.v.Map(), depth)
+		case f.fd.IsList():
+			list := f.v.List()
+			for i := range list.Len() {
+				w.field(f.fd, f.fd.TextName(), list.Get(i), depth)
+			}
+		default:
+			w.field(f.fd, f.fd.TextName(), f.v, depth)
+		}
+	}
+}
+
+// mapField prints a map as its entries, sorted by key. Like Python, an entry
+// shows a key or scalar value only if it is non-zero (in proto3 files the
+// synthetic entry fields have no presence); a message value always shows.
+func (w *writer) mapField(fd protoreflect.FieldDescriptor, m protoreflect.Map, depth int) {
+	keys := make([]protoreflect.MapKey, 0, m.Len())
+	m.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
+		keys = append(keys, k)
+		return true
+	})
+	slices.SortFunc(keys, compareMapKeys)
+
+	keyFD, valueFD := fd.MapKey(), fd.MapValue()
+	for _, k := range keys {
+		w.indent(depth)
+		w.buf = append(w.buf, fd.TextName()...)
+		w.buf = append(w.buf, " {\n"...)
+		if keyFD.HasPresence() || !isZero(keyFD, k.Value()) {
+			w.field(keyFD, "key", k.Value(), depth+1)
+		}
+		if v := m.Get(k); valueFD.HasPresence() || !isZero(valueFD, v) {
+			w.field(valueFD, "value", v, depth+1)
+		}
+		w.indent(depth)
+		w.buf = append(w.buf, "}\n"...)
+	}
+}
+
+// field prints one value of fd under the given name.
+func (w *writer) field(fd protoreflect.FieldDescriptor, name string, v protoreflect.Value, depth int) {
+	w.indent(depth)
+	w.buf = append(w.buf, name...)
+	if fd.Kind() == protoreflect.MessageKind || fd.Kind() == protoreflect.GroupKind {
+		w.buf = append(w.buf, " {\n"...)
+		w.message(v.Message(), depth+1)
+		w.indent(depth)
+		w.buf = append(w.buf, "}\n"...)
+		return
+	}
+	w.buf = append(w.buf, ": "...)
+	w.buf = appendScalar(w.buf, fd, v)
+	w.buf = append(w.buf, '\n')
+}
+
+func (w *writer) indent(depth int) {
+	for range depth {
+		w.buf = append(w.buf, "  "...)
+	}
+}
+
+func appendScalar(b []byte, fd protoreflect.FieldDescriptor, v protoreflect.Value) []byte {
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return strconv.AppendBool(b, v.Bool())
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return strconv.AppendInt(b, v.Int(), 10)
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind,
+		protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return strconv.AppendUint(b, v.Uint(), 10)
+	case protoreflect.FloatKind:
+		return appendPythonFloat(b, v.Float(), 32)
+	case protoreflect.DoubleKind:
+		return appendPythonFloat(b, v.Float(), 64)
+	case protoreflect.StringKind:
+		return appendQuoted(b, []byte(v.String()))
+	case protoreflect.BytesKind:
+		return appendQuoted(b, v.Bytes())
+	case protoreflect.EnumKind:
+		if ev := fd.Enum().Values().ByNumber(v.Enum()); ev != nil {
+			return append(b, ev.Name()...)
+		}
+		return strconv.AppendInt(b, int64(v.Enum()), 10)
+	}
+	panic("pbtxt: unexpected field kind " + fd.Kind().String())
+}
+
+// appendQuoted writes s between double quotes with C escapes: \t \n \r \"
+// \' \\ by name, any other byte below 0x20 or from 0x7f up as \ooo.
+func appendQuoted(b, s []byte) []byte {
+	b = append(b, '"')
+	for _, c := range s {
+		switch c {
+		case '\t':
+			b = append(b, `\t`...)
+		case '\n':
+			b = append(b, `\n`...)
+		case '\r':
+			b = append(b, `\r`...)
+		case '"':
+			b = append(b, `\"`...)
+		case '\'':
+			b = append(b, `\'`...)
+		case '\\':
+			b = append(b, `\\`...)
+		default:
+			if c < 0x20 || c >= 0x7f {
+				b = append(b, '\\', '0'+(c>>6), '0'+((c>>3)&7), '0'+(c&7))
+			} else {
+				b = append(b, c)
+			}
+		}
+	}
+	return append(b, '"')
+}
+
+// appendPythonFloat writes f the way Python's repr writes a float. For
+// bitSize 32, f is first rounded as Python's text_format rounds float
+// fields: to the fewest significant digits, but at least 6, that read back
+// as the same float32. (The "at least 6" shows for subnormals: the smallest
+// float32 prints as 1.4013e-45, not 1e-45.)
+func appendPythonFloat(b []byte, f float64, bitSize int) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, "nan"...)
+	case math.IsInf(f, 1):
+		return append(b, "inf"...)
+	case math.IsInf(f, -1):
+		return append(b, "-inf"...)
+	}
+	if bitSize == 32 {
+		f = shortestFloat32(f)
+	}
+	// Shortest round-trip digits in scientific form: "-d.ddde±XX".
+	sci := strconv.FormatFloat(f, 'e', -1, 64)
+	if strings.HasPrefix(sci, "-") {
+		b = append(b, '-')
+		sci = sci[1:]
+	}
+	mantissa, expText, _ := strings.Cut(sci, "e")
+	exp, _ := strconv.Atoi(expText)
+	digits := strings.Replace(mantissa, ".", "", 1)
+
+	// Python switches to exponent notation below 1e-4 and from 1e16 up.
+	if exp < -4 || exp >= 16 {
+		b = append(b, digits[0])
+		if len(digits) > 1 {
+			b = append(b, '.')
+			b = append(b, digits[1:]...)
+		}
+		b = append(b, 'e')
+		if exp < 0 {
+			b = append(b, '-')
+			exp = -exp
+		} else {
+			b = append(b, '+')
+		}
+		if exp < 10 {
+			b = append(b, '0')
+		}
+		return strconv.AppendInt(b, int64(exp), 10)
+	}
+	if exp < 0 {
+		b = append(b, "0."...)
+		b = append(b, strings.Repeat("0", -exp-1)...)
+		return append(b, digits...)
+	}
+	intLen := exp + 1
+	if len(digits) <= intLen {
+		b = append(b, digits...)
+		b = append(b, strings.Repeat("0", intLen-len(digits))...)
+		return append(b, ".0"...)
+	}
+	b = append(b, digits[:intLen]...)
+	b = append(b, '.')
+	return append(b, digits[intLen:]...)
+}
+
+// shortestFloat32 returns f rounded to p significant digits for the smallest
+// p >= 6 at which it still converts to the same float32. f holds a float32.
+func shortestFloat32(f float64) float64 {
+	for digits := 6; digits < 17; digits++ {
+		rounded, err := strconv.ParseFloat(strconv.FormatFloat(f, 'e', digits-1, 64), 64)
+		if err == nil && float64(float32(rounded)) == f {
+			return rounded
+		}
+	}
+	return f // 9 digits always suffice for a float32; not reached
+}
+
+// isZero reports whether v is the zero value of a field without presence.
+// Floating point zero means all bits zero, so -0.0 is not zero.
+func isZero(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return !v.Bool()
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return v.Int() == 0
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind,
+		protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return v.Uint() == 0
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		return math.Float64bits(v.Float()) == 0
+	case protoreflect.StringKind:
+		return v.String() == ""
+	case protoreflect.BytesKind:
+		return len(v.Bytes()) == 0
+	case protoreflect.EnumKind:
+		return v.Enum() == 0
+	}
+	return false
+}
+
+// compareMapKeys orders keys as Python's sorted() does: numbers by value,
+// false before true, strings by code point (which is UTF-8 byte order).
+func compareMapKeys(a, b protoreflect.MapKey) int {
+	switch av := a.Interface().(type) {
+	case bool:
+		bv := b.Bool()
+		switch {
+		case av == bv:
+			return 0
+		case !av:
+			return -1
+		default:
+			return 1
+		}
+	case int32, int64:
+		return cmp.Compare(a.Int(), b.Int())
+	case uint32, uint64:
+		return cmp.Compare(a.Uint(), b.Uint())
+	default:
+		return strings.Compare(a.String(), b.String())
+	}
+}
