@@ -404,7 +404,7 @@ func TensorInfo(p *Point, dims []int64) TensorShape {
 func histoRange(h *event.Histogram) (first, last int) {
 	first, last = -1, -1
 	for i, c := range h.Bucket {
-		if c != 0 {
+		if c > 0 { // as TensorBoard: NaN and negative counts are "empty"
 			if first < 0 {
 				first = i
 			}
