@@ -33,8 +33,14 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 # --- protoc -----------------------------------------------------------------
-if ! command -v protoc >/dev/null 2>&1; then
-  echo "gen.sh: protoc not found; installing protobuf-compiler with apt-get" >&2
+# Well-known types (google/protobuf/*.proto) ship with libprotobuf-dev.
+find_wkt_dir() {
+  for d in /usr/include /usr/local/include; do
+    if [ -f "$d/google/protobuf/timestamp.proto" ]; then echo "$d"; return; fi
+  done
+}
+if ! command -v protoc >/dev/null 2>&1 || [ -z "$(find_wkt_dir)" ]; then
+  echo "gen.sh: protoc or its well-known types missing; installing protobuf-compiler and libprotobuf-dev with apt-get" >&2
   apt_get=(apt-get)
   if [ "$(id -u)" -ne 0 ]; then apt_get=(sudo apt-get); fi
   "${apt_get[@]}" update -qq
@@ -46,12 +52,7 @@ if [ "$have" != "$PROTOC_VERSION" ]; then
   echo "        generated headers embed the protoc version, so output would drift." >&2
   exit 1
 fi
-
-# Well-known types (google/protobuf/*.proto) ship with libprotobuf-dev.
-wkt_dir=""
-for d in /usr/include /usr/local/include; do
-  if [ -f "$d/google/protobuf/timestamp.proto" ]; then wkt_dir="$d"; break; fi
-done
+wkt_dir="$(find_wkt_dir)"
 if [ -z "$wkt_dir" ]; then
   echo "gen.sh: google/protobuf/timestamp.proto not found; install libprotobuf-dev" >&2
   exit 1
