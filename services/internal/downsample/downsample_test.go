@@ -154,3 +154,29 @@ func TestSelectIsUniform(t *testing.T) {
 		}
 	}
 }
+
+func TestLevelBoundsTheKey(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(7, 8))
+	counts := map[int]int{}
+	for range 200000 {
+		step := int64(r.Uint64())
+		l, k := Level(step), SampleKey(step)
+		if l < 0 || l > 63 {
+			t.Fatalf("Level(%d) = %d outside 0..63", step, l)
+		}
+		for _, bound := range []int{l, l + 1} {
+			below := bound > 0 && bound <= 63 && k < int64(1)<<(63-bound) || bound == 0
+			if (l >= bound) != below {
+				t.Fatalf("step %d: key %d, level %d: level >= %d is %v but key < 2^%d is %v", step, k, l, bound, l >= bound, 63-bound, below)
+			}
+		}
+		counts[l]++
+	}
+	// Half the steps at level 0, a quarter at level 1, an eighth at 2.
+	for l, want := range []int{100000, 50000, 25000} {
+		if c := counts[l]; c < want*9/10 || c > want*11/10 {
+			t.Errorf("level %d holds %d of 200000 steps, want about %d", l, c, want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tbhub/tbhub/services/internal/downsample"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
@@ -144,8 +145,10 @@ func (s *Store) ListSeries(ctx context.Context, eid string, c store.DataClass, f
 type pointTable[P any] struct {
 	table   string // the table; its downsampling index is table+"_sample"
 	columns string // selected columns, step first
-	scan    func(*sql.Rows, *P) error
-	step    func(*P) int64
+	// scan reads a row of columns into a point, then any extra columns
+	// into extra.
+	scan func(rows *sql.Rows, p *P, extra ...any) error
+	step func(*P) int64
 	// complete, if set, fills in what the row alone does not hold (the
 	// blobs of blob-sequence points).
 	complete func(ctx context.Context, tx *sql.Tx, seriesID int64, points []P) error
@@ -154,10 +157,10 @@ type pointTable[P any] struct {
 var scalarTable = pointTable[store.ScalarPoint]{
 	table:   "scalar_points",
 	columns: "step, wall_time, value_bits",
-	scan: func(rows *sql.Rows, p *store.ScalarPoint) error {
+	scan: func(rows *sql.Rows, p *store.ScalarPoint, extra ...any) error {
 		var wall sql.NullFloat64
 		var bits int64
-		if err := rows.Scan(&p.Step, &wall, &bits); err != nil {
+		if err := rows.Scan(append([]any{&p.Step, &wall, &bits}, extra...)...); err != nil {
 			return err
 		}
 		p.WallTime, p.Value = wallTimeOf(wall), math.Float64frombits(uint64(bits))
@@ -169,10 +172,10 @@ var scalarTable = pointTable[store.ScalarPoint]{
 var tensorTable = pointTable[store.TensorPoint]{
 	table:   "tensor_points",
 	columns: "step, wall_time, dtype, shape, tensor",
-	scan: func(rows *sql.Rows, p *store.TensorPoint) error {
+	scan: func(rows *sql.Rows, p *store.TensorPoint, extra ...any) error {
 		var wall sql.NullFloat64
 		var shape []byte
-		if err := rows.Scan(&p.Step, &wall, &p.DType, &shape, &p.Tensor); err != nil {
+		if err := rows.Scan(append([]any{&p.Step, &wall, &p.DType, &shape, &p.Tensor}, extra...)...); err != nil {
 			return err
 		}
 		p.WallTime, p.Shape = wallTimeOf(wall), decodeShape(shape)
@@ -184,9 +187,9 @@ var tensorTable = pointTable[store.TensorPoint]{
 var blobSequenceTable = pointTable[store.BlobSequencePoint]{
 	table:   "blob_sequences",
 	columns: "step, wall_time, length",
-	scan: func(rows *sql.Rows, p *store.BlobSequencePoint) error {
+	scan: func(rows *sql.Rows, p *store.BlobSequencePoint, extra ...any) error {
 		var wall sql.NullFloat64
-		if err := rows.Scan(&p.Step, &wall, &p.Length); err != nil {
+		if err := rows.Scan(append([]any{&p.Step, &wall, &p.Length}, extra...)...); err != nil {
 			return err
 		}
 		p.WallTime, p.Blobs = wallTimeOf(wall), nil
@@ -320,9 +323,9 @@ func readSeries[P any, V ~func(*store.TimeSeries, []P) error](ctx context.Contex
 		}
 		return fn(ts, nil)
 	}
-	points, err := queryPoints(ctx, tx, t, "SELECT "+t.columns+" FROM "+t.table+" INDEXED BY "+t.table+"_sample"+
-		" WHERE series_id = ?"+window+" AND step <> ? ORDER BY sample_key, step LIMIT ?",
-		append(args, t.step(&latest[0]), q.MaxPoints-1), make([]P, 0, q.MaxPoints))
+	points, err := smallestKeys(ctx, tx, t, "SELECT "+t.columns+", sample_level FROM "+t.table+
+		" INDEXED BY "+t.table+"_sample WHERE series_id = ?"+window+" AND step <> ? ORDER BY sample_level DESC",
+		append(args, t.step(&latest[0])), q.MaxPoints-1)
 	if err != nil {
 		return err
 	}
@@ -343,6 +346,48 @@ func readSeries[P any, V ~func(*store.TimeSeries, []P) error](ctx context.Contex
 		}
 	}
 	return fn(ts, points)
+}
+
+// smallestKeys returns the want points of a query that come first in
+// downsample.Less order. The query must return its points by descending
+// sample level, the level as an extra last column. It reads the levels
+// from the top until the end of the first level by which want points were
+// seen: those are every point whose key is below that level's bound, so
+// they hold the want smallest keys; about 2·want rows in all.
+func smallestKeys[P any](ctx context.Context, tx *sql.Tx, t pointTable[P], query string, args []any, want int64) ([]P, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var points []P
+	level := math.MaxInt
+	for rows.Next() {
+		var p P
+		var l int
+		if err := t.scan(rows, &p, &l); err != nil {
+			return nil, err
+		}
+		if l < level && int64(len(points)) >= want {
+			break
+		}
+		level = l
+		points = append(points, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(points, func(a, b P) int {
+		sa, sb := t.step(&a), t.step(&b)
+		switch {
+		case sa == sb:
+			return 0
+		case downsample.Less(sa, sb):
+			return -1
+		}
+		return 1
+	})
+	return points[:min(int64(len(points)), want)], nil
 }
 
 // queryPoints runs a point query and appends its rows to dst.

@@ -14,10 +14,14 @@ package sqlitestore
 //   - Points hang off series.id, a small integer, instead of repeating
 //     (experiment, run, tag) in every row.
 //   - Every point table has a primary key (series_id, step), which makes
-//     writes idempotent upserts and step ranges index scans, and an index
-//     (series_id, sample_key), which downsampling walks to read O(k) rows
-//     (see package downsample); the index names step explicitly so that
-//     it is ordered by (sample_key, step) in rowid tables too.
+//     writes idempotent upserts and step ranges index scans, and stores
+//     the point's downsample.Level in sample_level, indexed by
+//     (series_id, sample_level, step), which downsampling walks from the
+//     top level down to read O(k) rows. Inserts land at the end of each
+//     level's step range, so a commit dirties a few index pages instead of
+//     pages all over an index on the random sample key (see package
+//     downsample; measured in docs/benchmarks.md). The key itself is
+//     recomputed from the step, not stored.
 //   - series keeps running facts about its points (count, max step, max
 //     wall time, bytes) so that listings and experiment counts never scan
 //     points.
@@ -81,38 +85,40 @@ CREATE TABLE series (
 );
 
 CREATE TABLE scalar_points (
-	series_id  INTEGER NOT NULL,
-	step       INTEGER NOT NULL,
-	sample_key INTEGER NOT NULL,
-	wall_time  REAL,
-	value_bits INTEGER NOT NULL,
+	series_id    INTEGER NOT NULL,
+	step         INTEGER NOT NULL,
+	sample_level INTEGER NOT NULL,
+	wall_time    REAL,
+	value_bits   INTEGER NOT NULL,
 	PRIMARY KEY (series_id, step)
 ) WITHOUT ROWID;
-CREATE INDEX scalar_points_sample ON scalar_points (series_id, sample_key, step);
+-- Covering: a downsampled read touches only the top levels' contiguous
+-- index entries, never the table.
+CREATE INDEX scalar_points_sample ON scalar_points (series_id, sample_level, step, wall_time, value_bits);
 
 -- Rows can be large (serialized TensorProto), so a rowid table: SQLite
 -- advises WITHOUT ROWID only for small rows.
 CREATE TABLE tensor_points (
-	series_id  INTEGER NOT NULL,
-	step       INTEGER NOT NULL,
-	sample_key INTEGER NOT NULL,
-	wall_time  REAL,
-	dtype      INTEGER NOT NULL,
-	shape      BLOB,
-	tensor     BLOB NOT NULL,
+	series_id    INTEGER NOT NULL,
+	step         INTEGER NOT NULL,
+	sample_level INTEGER NOT NULL,
+	wall_time    REAL,
+	dtype        INTEGER NOT NULL,
+	shape        BLOB,
+	tensor       BLOB NOT NULL,
 	UNIQUE (series_id, step)
 );
-CREATE INDEX tensor_points_sample ON tensor_points (series_id, sample_key, step);
+CREATE INDEX tensor_points_sample ON tensor_points (series_id, sample_level, step);
 
 CREATE TABLE blob_sequences (
-	series_id  INTEGER NOT NULL,
-	step       INTEGER NOT NULL,
-	sample_key INTEGER NOT NULL,
-	wall_time  REAL,
-	length     INTEGER NOT NULL,
+	series_id    INTEGER NOT NULL,
+	step         INTEGER NOT NULL,
+	sample_level INTEGER NOT NULL,
+	wall_time    REAL,
+	length       INTEGER NOT NULL,
 	PRIMARY KEY (series_id, step)
 ) WITHOUT ROWID;
-CREATE INDEX blob_sequences_sample ON blob_sequences (series_id, sample_key, step);
+CREATE INDEX blob_sequences_sample ON blob_sequences (series_id, sample_level, step);
 
 CREATE TABLE blobs (
 	series_id  INTEGER NOT NULL,

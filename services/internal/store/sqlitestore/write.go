@@ -189,7 +189,7 @@ const scalarRowsPerInsert = 200
 
 func scalarInsertSQL(rows int) string {
 	var b strings.Builder
-	b.WriteString("INSERT INTO scalar_points (series_id, step, sample_key, wall_time, value_bits) VALUES ")
+	b.WriteString("INSERT INTO scalar_points (series_id, step, sample_level, wall_time, value_bits) VALUES ")
 	for i := range rows {
 		if i > 0 {
 			b.WriteString(", ")
@@ -243,7 +243,7 @@ func (s *Store) WriteScalars(ctx context.Context, eid string, batch []store.Scal
 				chunk := points[start:min(start+scalarRowsPerInsert, len(points))]
 				args = args[:0]
 				for _, p := range chunk {
-					args = append(args, r.id, p.Step, downsample.SampleKey(p.Step), wallTimeArg(p.WallTime), int64(math.Float64bits(p.Value)))
+					args = append(args, r.id, p.Step, downsample.Level(p.Step), wallTimeArg(p.WallTime), int64(math.Float64bits(p.Value)))
 				}
 				if len(chunk) == scalarRowsPerInsert {
 					_, err = full.ExecContext(ctx, args...)
@@ -322,7 +322,7 @@ func decodeShape(b []byte) []int64 {
 func (s *Store) WriteTensors(ctx context.Context, eid string, batch []store.TensorSeries) error {
 	err := writeBatch(ctx, s, eid, store.DataClassTensor, batch, tensorBatchSeries, func(tx *sql.Tx) error {
 		insert, err := tx.PrepareContext(ctx, `INSERT INTO tensor_points
-			(series_id, step, sample_key, wall_time, dtype, shape, tensor) VALUES (?, ?, ?, ?, ?, ?, ?)
+			(series_id, step, sample_level, wall_time, dtype, shape, tensor) VALUES (?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (series_id, step) DO UPDATE SET wall_time = excluded.wall_time,
 			dtype = excluded.dtype, shape = excluded.shape, tensor = excluded.tensor`)
 		if err != nil {
@@ -357,7 +357,7 @@ func (s *Store) WriteTensors(ctx context.Context, eid string, batch []store.Tens
 				if tensor == nil {
 					tensor = []byte{} // NOT NULL: an empty TensorProto serializes to no bytes
 				}
-				if _, err := insert.ExecContext(ctx, r.id, p.Step, downsample.SampleKey(p.Step), wallTimeArg(p.WallTime),
+				if _, err := insert.ExecContext(ctx, r.id, p.Step, downsample.Level(p.Step), wallTimeArg(p.WallTime),
 					p.DType, encodeShape(p.Shape), tensor); err != nil {
 					return err
 				}
@@ -402,8 +402,8 @@ func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, ts stor
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO blob_sequences (series_id, step, sample_key, wall_time, length)
-			VALUES (?, ?, ?, ?, ?)`, r.id, step, downsample.SampleKey(step), wallTimeArg(wallTime), length); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO blob_sequences (series_id, step, sample_level, wall_time, length)
+			VALUES (?, ?, ?, ?, ?)`, r.id, step, downsample.Level(step), wallTimeArg(wallTime), length); err != nil {
 			return err
 		}
 		f := newFacts()
