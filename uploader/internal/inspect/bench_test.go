@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
@@ -102,11 +105,12 @@ func BenchmarkPipeline(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0 := cpuSeconds()
 			events := 0
 			for range b.N {
 				events += runPipeline(b, data)
 			}
-			b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+			reportRates(b, events, int64(len(data))*int64(b.N), cpuSeconds()-cpu0)
 		})
 	}
 }
@@ -115,27 +119,67 @@ func tagName(i int) string {
 	return [...]string{"loss", "acc", "lr", "val/loss", "val/acc", "grad_norm", "t/a", "t/b", "t/c", "t/d"}[i]
 }
 
-// BenchmarkInspectCorpus runs the whole inspection (files from disk, one worker) over
-// the shared corpus of real and generated event files.
+// BenchmarkInspectCorpus inspects the shared corpus on one goroutine: all of it, its
+// real-world files and the generated ones. "read" reads, checks, decodes, migrates and
+// summarizes every file of an already scanned logdir; "scan+read" includes walking the
+// directory tree.
 func BenchmarkInspectCorpus(b *testing.B) {
-	src := logdir.Local(corpustest.Dir(b))
-	rep, err := Inspect(context.Background(), src, Options{Workers: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	runs, _ := src.Scan(context.Background())
-	var size int64
-	for _, r := range runs {
-		for _, f := range r.Files {
-			size += f.Size
-		}
-	}
-	b.SetBytes(size)
-	b.ResetTimer()
-	for range b.N {
-		if _, err := Inspect(context.Background(), src, Options{Workers: 1}); err != nil {
+	for _, sub := range []string{".", "real", "generated"} {
+		src := logdir.Local(filepath.Join(corpustest.Dir(b), sub))
+		runs, err := src.Scan(context.Background())
+		if err != nil {
 			b.Fatal(err)
 		}
+		var size int64
+		for _, r := range runs {
+			for _, f := range r.Files {
+				fi, err := os.Stat(f.Path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				size += fi.Size()
+			}
+		}
+		rep, err := inspectRuns(context.Background(), src, runs, Options{Workers: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, mode := range []string{"read", "scan+read"} {
+			b.Run(sub+"/"+mode, func(b *testing.B) {
+				b.SetBytes(size)
+				b.ResetTimer()
+				cpu0 := cpuSeconds()
+				for range b.N {
+					var err error
+					if mode == "read" {
+						_, err = inspectRuns(context.Background(), src, runs, Options{Workers: 1})
+					} else {
+						_, err = Inspect(context.Background(), src, Options{Workers: 1})
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				reportRates(b, rep.Totals.Records*b.N, size*int64(b.N), cpuSeconds()-cpu0)
+			})
+		}
 	}
-	b.ReportMetric(float64(rep.Totals.Records*b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// cpuSeconds is the process's user+system CPU time. Rates per CPU-second stay
+// meaningful on a machine shared with other work, where wall-clock rates do not.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+func reportRates(b *testing.B, events int, bytes int64, cpu float64) {
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+	if cpu > 0 {
+		b.ReportMetric(float64(events)/cpu, "events/cpu-s")
+		b.ReportMetric(float64(bytes)/cpu/1e6, "MB/cpu-s")
+	}
 }

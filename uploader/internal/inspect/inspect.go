@@ -117,6 +117,11 @@ func Inspect(ctx context.Context, src logdir.Source, opts Options) (*Report, err
 	if err != nil {
 		return nil, err
 	}
+	return inspectRuns(ctx, src, runs, opts)
+}
+
+// inspectRuns reads the runs of a scanned logdir.
+func inspectRuns(ctx context.Context, src logdir.Source, runs []logdir.Run, opts Options) (*Report, error) {
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -128,10 +133,12 @@ func Inspect(ctx context.Context, src logdir.Source, opts Options) (*Report, err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var buf []byte // each worker reuses one read buffer for all its files
 			for i := range next {
-				res := inspectRun(ctx, src, runs[i], opts, nil)
+				var res *runResult
+				res, buf = inspectRun(ctx, src, runs[i], opts, nil, buf)
 				if len(res.rewritten) > 0 {
-					res = inspectRun(ctx, src, runs[i], opts, res.rewritten)
+					res, buf = inspectRun(ctx, src, runs[i], opts, res.rewritten, buf)
 				}
 				results[i] = res
 			}
@@ -214,7 +221,9 @@ type runResult struct {
 
 // inspectRun reads one run's files in order. Series named in exact are kept point by
 // point; the others are summarized as they stream.
-func inspectRun(ctx context.Context, src logdir.Source, run logdir.Run, opts Options, exact map[string]bool) *runResult {
+// buf is a read buffer to reuse (nil: allocate one sized to the files); the buffer
+// used, possibly grown, is returned for the next run.
+func inspectRun(ctx context.Context, src logdir.Source, run logdir.Run, opts Options, exact map[string]bool, buf []byte) (*runResult, []byte) {
 	res := &runResult{name: run.Name}
 	mr := migrate.NewRun()
 	var stats []*seriesStats
@@ -229,10 +238,16 @@ func inspectRun(ctx context.Context, src logdir.Source, run logdir.Run, opts Opt
 	if maxRecord <= 0 {
 		maxRecord = eventfile.DefaultMaxRecordSize
 	}
-	var buf []byte // the read buffer goes from file to file
 	for _, f := range run.Files {
 		if ctx.Err() != nil {
-			return res
+			return res, buf
+		}
+		if len(buf) < readBufferSize && (f.Size < 0 || int64(len(buf)) < f.Size+16) {
+			size := int64(readBufferSize)
+			if f.Size >= 0 {
+				size = min(size, max(f.Size+16, 4096))
+			}
+			buf = make([]byte, size)
 		}
 		res.eventFiles++
 		fileErr := func(off int64, reason, detail string) {
@@ -286,8 +301,12 @@ func inspectRun(ctx context.Context, src logdir.Source, run logdir.Run, opts Opt
 			res.rewritten[st.series.Tag] = true
 		}
 	}
-	return res
+	return res, buf
 }
+
+// readBufferSize is the largest read buffer allocated up front; records larger than
+// the buffer grow it.
+const readBufferSize = 256 << 10
 
 // pointSummary is what the exact pass keeps of each step.
 type pointSummary struct {

@@ -25,7 +25,7 @@ import (
 type File struct {
 	Name string // base name
 	Path string // what Source.Open takes
-	Size int64  // size when listed; files may grow
+	Size int64  // size when listed, -1 if not known; files may grow
 }
 
 // Run is a directory of event files.
@@ -96,12 +96,16 @@ func (l Local) Scan(ctx context.Context) ([]Run, error) {
 		if d.IsDir() || !IsEventFile(d.Name()) {
 			return nil
 		}
-		fi, err := os.Stat(p) // follows a symlink to a file; broken links fail
-		if err != nil || !fi.Mode().IsRegular() {
-			return nil
+		size := int64(-1) // unknown: regular files are not stat'ed, it costs a syscall each
+		if !d.Type().IsRegular() {
+			fi, err := os.Stat(p) // follows a symlink to a file; broken links fail
+			if err != nil || !fi.Mode().IsRegular() {
+				return nil
+			}
+			size = fi.Size()
 		}
 		dir := filepath.Dir(p)
-		byDir[dir] = append(byDir[dir], File{Name: d.Name(), Path: p, Size: fi.Size()})
+		byDir[dir] = append(byDir[dir], File{Name: d.Name(), Path: p, Size: size})
 		return nil
 	})
 	if err != nil {
