@@ -131,6 +131,8 @@ CREATE TABLE blobs (
 	PRIMARY KEY (series_id, step, idx)
 ) WITHOUT ROWID;
 `,
+	// Version 2: OIDC identities and API tokens (identity.go).
+	identitySchema,
 }
 
 // SchemaVersion is the schema version this package writes.

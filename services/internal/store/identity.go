@@ -1,0 +1,153 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"strings"
+	"time"
+)
+
+// This file is the identity half of the store: who a user is to the outside
+// world (an OpenID Connect issuer and subject, with an email shown to
+// others), the API tokens that stand in for a user, and how much of the
+// per-user quotas a user has consumed. Authentication itself (verifying ID
+// tokens, hashing presented secrets) lives in package auth; the store only
+// keeps the records.
+
+// TokenScopes is a set of scopes an API token grants.
+type TokenScopes uint8
+
+const (
+	// ScopeUpload allows creating, changing, deleting and writing the
+	// user's own experiments.
+	ScopeUpload TokenScopes = 1 << iota
+	// ScopeRead allows reading the experiments the user may see.
+	ScopeRead
+
+	// AllScopes is what a signed-in (OIDC) user holds.
+	AllScopes = ScopeUpload | ScopeRead
+)
+
+// Has reports whether every scope of want is in s.
+func (s TokenScopes) Has(want TokenScopes) bool { return s&want == want }
+
+func (s TokenScopes) String() string {
+	var parts []string
+	if s.Has(ScopeUpload) {
+		parts = append(parts, "upload")
+	}
+	if s.Has(ScopeRead) {
+		parts = append(parts, "read")
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "+")
+}
+
+// OIDCIdentity binds an OpenID Connect identity to a user. The pair
+// (Issuer, Subject) is the identity; Email is informational (shown to
+// people who may read the user's experiments) and refreshed at sign-in.
+type OIDCIdentity struct {
+	Issuer  string
+	Subject string
+	UserID  string
+	Email   string
+}
+
+// TokenHash is the SHA-256 of an API token's secret. The store keeps only
+// this, so a leaked table grants nothing.
+type TokenHash [sha256.Size]byte
+
+// HashTokenSecret returns the hash under which a token secret is stored.
+func HashTokenSecret(secret string) TokenHash { return sha256.Sum256([]byte(secret)) }
+
+// APIToken is the stored record of one API token; never its secret.
+type APIToken struct {
+	// ID is public and stable (NewTokenID); it names the token in listings
+	// and revocations.
+	ID     string
+	UserID string
+	// Name is the user's label ("laptop", "ci").
+	Name   string
+	Scopes TokenScopes
+	Hash   TokenHash
+	// SecretPrefix is the first characters of the secret, so a user can
+	// recognise a token; too short to use it.
+	SecretPrefix string
+	// CreateTime is set by the store. ExpireTime zero means no expiry;
+	// LastUseTime and RevokeTime are zero until set.
+	CreateTime  time.Time
+	ExpireTime  time.Time
+	LastUseTime time.Time
+	RevokeTime  time.Time
+}
+
+// Usable reports whether the token may authenticate a call at now: not
+// revoked and not expired.
+func (t *APIToken) Usable(now time.Time) bool {
+	return t.RevokeTime.IsZero() && (t.ExpireTime.IsZero() || now.Before(t.ExpireTime))
+}
+
+// Usage is a user's consumption of the per-user quotas, over live
+// (not deleted) experiments.
+type Usage struct {
+	Experiments int64 // experiments owned
+	Points      int64 // scalar and tensor points stored
+	BlobBytes   int64 // bytes of current blobs
+}
+
+// IdentityStore keeps users' outside identities, API tokens and usage.
+// Methods wrap the sentinel errors of this package.
+type IdentityStore interface {
+	// GetOrCreateOIDCUser returns the user bound to (issuer, subject). If
+	// there is none it creates a user named after the email (made unique
+	// if taken) with ID newUserID and binds it, in one transaction. The
+	// stored email is updated when it changed.
+	GetOrCreateOIDCUser(ctx context.Context, issuer, subject, email, newUserID string) (User, error)
+	// GetOIDCIdentity returns the OIDC identity bound to a user;
+	// ErrNotFound for users created locally.
+	GetOIDCIdentity(ctx context.Context, userID string) (OIDCIdentity, error)
+
+	// CreateAPIToken stores t (ID, UserID, Hash and a non-empty Scopes
+	// required; CreateTime is set by the store). ErrNotFound for an
+	// unknown user, ErrAlreadyExists if the ID or hash is taken.
+	CreateAPIToken(ctx context.Context, t APIToken) (APIToken, error)
+	// GetAPITokenByHash returns the token with that hash in any state;
+	// ErrNotFound if none.
+	GetAPITokenByHash(ctx context.Context, h TokenHash) (APIToken, error)
+	// ListAPITokens returns a user's tokens in every state, oldest first.
+	ListAPITokens(ctx context.Context, userID string) ([]APIToken, error)
+	// RevokeAPIToken marks a user's token revoked at the given time; a
+	// token already revoked keeps its first revocation time. ErrNotFound
+	// if the user has no token with that ID.
+	RevokeAPIToken(ctx context.Context, userID, tokenID string, at time.Time) error
+	// TouchAPIToken records a use of the token at the given time (never
+	// moving LastUseTime backwards). Unknown IDs are ignored.
+	TouchAPIToken(ctx context.Context, tokenID string, at time.Time) error
+
+	// UserUsage sums the user's live experiments.
+	UserUsage(ctx context.Context, userID string) (Usage, error)
+	// ListGrantedExperiments returns the IDs of live experiments on which
+	// the user holds a read grant, sorted.
+	ListGrantedExperiments(ctx context.Context, userID string) ([]string, error)
+}
+
+// NewUserID returns a fresh opaque user ID: "u" and 96 random bits.
+func NewUserID() string { return "u" + randomText(12) }
+
+// NewTokenID returns a fresh public token ID: "tok" and 64 random bits.
+func NewTokenID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // never fails; see NewExperimentID
+	return "tok" + hex.EncodeToString(b)
+}
+
+func randomText(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}

@@ -1,0 +1,292 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+// identitySchema is schema version 2: OIDC identities and API tokens.
+//
+//   - oidc_identities is keyed by (issuer, subject), the identity an ID
+//     token proves; each user has at most one.
+//   - api_tokens keeps the SHA-256 of the secret, never the secret;
+//     authentication is one lookup on the unique hash. Times are Unix
+//     nanoseconds, NULL while unset.
+const identitySchema = `
+CREATE TABLE oidc_identities (
+	issuer  TEXT NOT NULL,
+	subject TEXT NOT NULL,
+	user_id TEXT NOT NULL UNIQUE,
+	email   TEXT NOT NULL,
+	PRIMARY KEY (issuer, subject)
+) WITHOUT ROWID;
+
+CREATE TABLE api_tokens (
+	id            TEXT PRIMARY KEY,
+	hash          BLOB NOT NULL UNIQUE,
+	user_id       TEXT NOT NULL,
+	name          TEXT NOT NULL,
+	scopes        INTEGER NOT NULL,
+	secret_prefix TEXT NOT NULL,
+	create_time   INTEGER NOT NULL,
+	expire_time   INTEGER,
+	last_use_time INTEGER,
+	revoke_time   INTEGER
+);
+CREATE INDEX api_tokens_by_user ON api_tokens (user_id, create_time);
+`
+
+var _ store.IdentityStore = (*Store)(nil)
+
+// GetOrCreateOIDCUser implements store.IdentityStore.
+func (s *Store) GetOrCreateOIDCUser(ctx context.Context, issuer, subject, email, newUserID string) (store.User, error) {
+	if issuer == "" || subject == "" || newUserID == "" {
+		return store.User{}, fmt.Errorf("sqlitestore.GetOrCreateOIDCUser: issuer, subject and user id must be non-empty: %w", store.ErrInvalidArgument)
+	}
+	var u store.User
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var userID, stored string
+		err := tx.QueryRowContext(ctx, "SELECT user_id, email FROM oidc_identities WHERE issuer = ? AND subject = ?",
+			issuer, subject).Scan(&userID, &stored)
+		switch {
+		case err == nil:
+			if stored != email {
+				if _, err := tx.ExecContext(ctx, "UPDATE oidc_identities SET email = ? WHERE issuer = ? AND subject = ?",
+					email, issuer, subject); err != nil {
+					return err
+				}
+			}
+		case errors.Is(err, sql.ErrNoRows):
+			userID = newUserID
+			name, err := freeUserName(ctx, tx, email, newUserID)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, "INSERT INTO users (id, name, create_time) VALUES (?, ?, ?)",
+				userID, name, nanos(s.now())); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, "INSERT INTO oidc_identities (issuer, subject, user_id, email) VALUES (?, ?, ?, ?)",
+				issuer, subject, userID, email); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+		var created int64
+		if err := tx.QueryRowContext(ctx, "SELECT id, name, create_time FROM users WHERE id = ?", userID).
+			Scan(&u.ID, &u.Name, &created); err != nil {
+			return err
+		}
+		u.CreateTime = fromNanos(created)
+		return nil
+	})
+	if err != nil {
+		return store.User{}, fmt.Errorf("sqlitestore.GetOrCreateOIDCUser: %w", err)
+	}
+	return u, nil
+}
+
+// freeUserName picks the name of a new OIDC user: the email, or the email
+// qualified by the user ID if another user has it (or the ID alone if the
+// issuer gave no email).
+func freeUserName(ctx context.Context, tx *sql.Tx, email, userID string) (string, error) {
+	if email == "" {
+		return userID, nil
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM users WHERE name = ?", email).Scan(&n); err != nil {
+		return "", err
+	}
+	if n == 0 {
+		return email, nil
+	}
+	return email + "#" + userID, nil
+}
+
+// GetOIDCIdentity implements store.IdentityStore.
+func (s *Store) GetOIDCIdentity(ctx context.Context, userID string) (store.OIDCIdentity, error) {
+	id := store.OIDCIdentity{UserID: userID}
+	err := s.r.QueryRowContext(ctx, "SELECT issuer, subject, email FROM oidc_identities WHERE user_id = ?", userID).
+		Scan(&id.Issuer, &id.Subject, &id.Email)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.OIDCIdentity{}, fmt.Errorf("sqlitestore.GetOIDCIdentity %q: %w", userID, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.OIDCIdentity{}, fmt.Errorf("sqlitestore.GetOIDCIdentity %q: %w", userID, classify(err))
+	}
+	return id, nil
+}
+
+// CreateAPIToken implements store.IdentityStore.
+func (s *Store) CreateAPIToken(ctx context.Context, t store.APIToken) (store.APIToken, error) {
+	if t.ID == "" || t.UserID == "" || t.Scopes == 0 || t.Hash == (store.TokenHash{}) {
+		return store.APIToken{}, fmt.Errorf("sqlitestore.CreateAPIToken: id, user, scopes and hash are required: %w", store.ErrInvalidArgument)
+	}
+	t.CreateTime = s.now().UTC()
+	t.LastUseTime, t.RevokeTime = time.Time{}, time.Time{}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM users WHERE id = ?", t.UserID).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("user %q: %w", t.UserID, store.ErrNotFound)
+		}
+		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM api_tokens WHERE id = ? OR hash = ?", t.ID, t.Hash[:]).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("token %q: %w", t.ID, store.ErrAlreadyExists)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO api_tokens
+			(id, hash, user_id, name, scopes, secret_prefix, create_time, expire_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, t.Hash[:], t.UserID, t.Name, int64(t.Scopes), t.SecretPrefix, nanos(t.CreateTime), optionalNanos(t.ExpireTime))
+		return err
+	})
+	if err != nil {
+		return store.APIToken{}, fmt.Errorf("sqlitestore.CreateAPIToken: %w", err)
+	}
+	return t, nil
+}
+
+const tokenColumns = "id, hash, user_id, name, scopes, secret_prefix, create_time, expire_time, last_use_time, revoke_time"
+
+func scanToken(row interface{ Scan(...any) error }) (store.APIToken, error) {
+	var t store.APIToken
+	var hash []byte
+	var scopes, created int64
+	var expire, lastUse, revoke sql.NullInt64
+	if err := row.Scan(&t.ID, &hash, &t.UserID, &t.Name, &scopes, &t.SecretPrefix, &created, &expire, &lastUse, &revoke); err != nil {
+		return store.APIToken{}, err
+	}
+	copy(t.Hash[:], hash)
+	t.Scopes = store.TokenScopes(scopes)
+	t.CreateTime = fromNanos(created)
+	t.ExpireTime, t.LastUseTime, t.RevokeTime = timeOf(expire), timeOf(lastUse), timeOf(revoke)
+	return t, nil
+}
+
+// GetAPITokenByHash implements store.IdentityStore.
+func (s *Store) GetAPITokenByHash(ctx context.Context, h store.TokenHash) (store.APIToken, error) {
+	t, err := scanToken(s.r.QueryRowContext(ctx, "SELECT "+tokenColumns+" FROM api_tokens WHERE hash = ?", h[:]))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.APIToken{}, fmt.Errorf("sqlitestore.GetAPITokenByHash: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return store.APIToken{}, fmt.Errorf("sqlitestore.GetAPITokenByHash: %w", classify(err))
+	}
+	return t, nil
+}
+
+// ListAPITokens implements store.IdentityStore.
+func (s *Store) ListAPITokens(ctx context.Context, userID string) ([]store.APIToken, error) {
+	var out []store.APIToken
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, "SELECT "+tokenColumns+" FROM api_tokens WHERE user_id = ? ORDER BY create_time, id", userID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			t, err := scanToken(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, t)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore.ListAPITokens: %w", err)
+	}
+	return out, nil
+}
+
+// RevokeAPIToken implements store.IdentityStore.
+func (s *Store) RevokeAPIToken(ctx context.Context, userID, tokenID string, at time.Time) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE api_tokens SET revoke_time = COALESCE(revoke_time, ?)
+			WHERE id = ? AND user_id = ?`, nanos(at), tokenID, userID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return errors.Join(err, fmt.Errorf("token %q of user %q: %w", tokenID, userID, store.ErrNotFound))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlitestore.RevokeAPIToken: %w", err)
+	}
+	return nil
+}
+
+// TouchAPIToken implements store.IdentityStore.
+func (s *Store) TouchAPIToken(ctx context.Context, tokenID string, at time.Time) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE api_tokens SET last_use_time = ?1
+			WHERE id = ?2 AND (last_use_time IS NULL OR last_use_time < ?1)`, nanos(at), tokenID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlitestore.TouchAPIToken: %w", err)
+	}
+	return nil
+}
+
+// UserUsage implements store.IdentityStore. Deleted experiments do not
+// count: their data is on its way out.
+func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, error) {
+	var u store.Usage
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM experiments WHERE owner = ? AND deleted = 0", userID).
+			Scan(&u.Experiments); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT
+				COALESCE(SUM(CASE WHEN s.data_class IN (1, 2) THEN s.point_count END), 0),
+				COALESCE(SUM(CASE WHEN s.data_class = 3 THEN s.total_bytes END), 0)
+			FROM experiments e JOIN series s ON s.experiment_id = e.id
+			WHERE e.owner = ? AND e.deleted = 0`, userID).Scan(&u.Points, &u.BlobBytes)
+	})
+	if err != nil {
+		return store.Usage{}, fmt.Errorf("sqlitestore.UserUsage: %w", err)
+	}
+	return u, nil
+}
+
+// ListGrantedExperiments implements store.IdentityStore.
+func (s *Store) ListGrantedExperiments(ctx context.Context, userID string) ([]string, error) {
+	var ids []string
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var err error
+		ids, err = queryStrings(ctx, tx, `SELECT g.experiment_id FROM read_grants g
+			JOIN experiments e ON e.id = g.experiment_id
+			WHERE g.user_id = ? AND e.deleted = 0 ORDER BY g.experiment_id`, userID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore.ListGrantedExperiments: %w", err)
+	}
+	return ids, nil
+}
+
+func optionalNanos(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return nanos(t)
+}
+
+func timeOf(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return fromNanos(n.Int64)
+}

@@ -1,0 +1,228 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+// IdentityBackend is a store that also keeps identities.
+type IdentityBackend interface {
+	store.Store
+	store.IdentityStore
+}
+
+// RunIdentity is the conformance suite of store.IdentityStore, run like Run.
+func RunIdentity(t *testing.T, newStore func(t *testing.T) IdentityBackend) {
+	for _, tc := range []struct {
+		name string
+		fn   func(t *testing.T, s IdentityBackend)
+	}{
+		{"OIDCUsers", testOIDCUsers},
+		{"APITokens", testAPITokens},
+		{"Usage", testUsage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, newStore(t))
+		})
+	}
+}
+
+func testOIDCUsers(t *testing.T, s IdentityBackend) {
+	ctx := t.Context()
+	const iss = "https://issuer.example"
+	u, err := s.GetOrCreateOIDCUser(ctx, iss, "sub-1", "ada@example.com", "u-ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.ID != "u-ada" || u.Name != "ada@example.com" {
+		t.Errorf("new OIDC user = %+v, want id u-ada named by email", u)
+	}
+	// The same identity is the same user, whatever ID is offered.
+	again, err := s.GetOrCreateOIDCUser(ctx, iss, "sub-1", "ada@new.example", "u-other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID != "u-ada" {
+		t.Errorf("second sign-in gave user %q, want u-ada", again.ID)
+	}
+	id, err := s.GetOIDCIdentity(ctx, "u-ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id != (store.OIDCIdentity{Issuer: iss, Subject: "sub-1", UserID: "u-ada", Email: "ada@new.example"}) {
+		t.Errorf("identity = %+v, want email refreshed", id)
+	}
+	// Another subject with a taken email still gets its own user.
+	if err := s.CreateUser(ctx, store.User{ID: "u-local", Name: "bob@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	bob, err := s.GetOrCreateOIDCUser(ctx, iss, "sub-2", "bob@example.com", "u-bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bob.ID != "u-bob" || bob.Name == "bob@example.com" {
+		t.Errorf("OIDC user with a taken name = %+v, want its own id and another name", bob)
+	}
+	// Same subject at another issuer is another user.
+	other, err := s.GetOrCreateOIDCUser(ctx, "https://other.example", "sub-1", "", "u-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.ID != "u-x" {
+		t.Errorf("same subject, other issuer: user %q, want u-x", other.ID)
+	}
+	if _, err := s.GetOIDCIdentity(ctx, "u-local"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetOIDCIdentity(local user) = %v, want ErrNotFound", err)
+	}
+	if _, err := s.GetOrCreateOIDCUser(ctx, "", "s", "", "u-y"); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("GetOrCreateOIDCUser without issuer = %v, want ErrInvalidArgument", err)
+	}
+}
+
+func testAPITokens(t *testing.T, s IdentityBackend) {
+	ctx := t.Context()
+	u1, u2 := newUser(t, s, "1"), newUser(t, s, "2")
+	expire := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	tok := store.APIToken{
+		ID: "tok1", UserID: u1, Name: "laptop", Scopes: store.ScopeRead,
+		Hash: store.HashTokenSecret("secret-1"), SecretPrefix: "tbh_abcd", ExpireTime: expire,
+	}
+	created, err := s.CreateAPIToken(ctx, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.CreateTime.IsZero() {
+		t.Error("CreateAPIToken did not set CreateTime")
+	}
+	got, err := s.GetAPITokenByHash(ctx, store.HashTokenSecret("secret-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != "tok1" || got.UserID != u1 || got.Name != "laptop" || got.Scopes != store.ScopeRead ||
+		got.SecretPrefix != "tbh_abcd" || !got.ExpireTime.Equal(expire) || !got.LastUseTime.IsZero() || !got.RevokeTime.IsZero() {
+		t.Errorf("GetAPITokenByHash = %+v, want what was created", got)
+	}
+	if _, err := s.GetAPITokenByHash(ctx, store.HashTokenSecret("secret-2")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown hash: %v, want ErrNotFound", err)
+	}
+	for _, bad := range []store.APIToken{
+		{ID: "tok1", UserID: u1, Scopes: store.ScopeRead, Hash: store.HashTokenSecret("x")},        // ID taken
+		{ID: "tok9", UserID: u1, Scopes: store.ScopeRead, Hash: store.HashTokenSecret("secret-1")}, // hash taken
+	} {
+		if _, err := s.CreateAPIToken(ctx, bad); !errors.Is(err, store.ErrAlreadyExists) {
+			t.Errorf("CreateAPIToken(%s) = %v, want ErrAlreadyExists", bad.ID, err)
+		}
+	}
+	if _, err := s.CreateAPIToken(ctx, store.APIToken{ID: "tok8", UserID: "nobody", Scopes: store.ScopeRead, Hash: store.HashTokenSecret("y")}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("CreateAPIToken(unknown user) = %v, want ErrNotFound", err)
+	}
+	if _, err := s.CreateAPIToken(ctx, store.APIToken{ID: "tok7", UserID: u1, Hash: store.HashTokenSecret("z")}); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Errorf("CreateAPIToken(no scopes) = %v, want ErrInvalidArgument", err)
+	}
+	if _, err := s.CreateAPIToken(ctx, store.APIToken{ID: "tok2", UserID: u1, Scopes: store.AllScopes, Hash: store.HashTokenSecret("secret-2")}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Touch never moves backwards.
+	t1 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	for _, at := range []time.Time{t1, t1.Add(-time.Hour)} {
+		if err := s.TouchAPIToken(ctx, "tok1", at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.TouchAPIToken(ctx, "no-such-token", t1); err != nil {
+		t.Errorf("TouchAPIToken(unknown) = %v, want nil", err)
+	}
+	got, _ = s.GetAPITokenByHash(ctx, store.HashTokenSecret("secret-1"))
+	if !got.LastUseTime.Equal(t1) {
+		t.Errorf("LastUseTime = %v, want %v", got.LastUseTime, t1)
+	}
+
+	// Revocation: only by the owner, first time kept.
+	if err := s.RevokeAPIToken(ctx, u2, "tok1", t1); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("RevokeAPIToken by another user = %v, want ErrNotFound", err)
+	}
+	for _, at := range []time.Time{t1, t1.Add(time.Hour)} {
+		if err := s.RevokeAPIToken(ctx, u1, "tok1", at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ = s.GetAPITokenByHash(ctx, store.HashTokenSecret("secret-1"))
+	if !got.RevokeTime.Equal(t1) || got.Usable(t1) {
+		t.Errorf("revoked token: RevokeTime %v usable %v, want %v and false", got.RevokeTime, got.Usable(t1), t1)
+	}
+	list, err := s.ListAPITokens(ctx, u1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].ID != "tok1" || list[1].ID != "tok2" {
+		t.Errorf("ListAPITokens = %+v, want tok1, tok2", list)
+	}
+	if list, _ := s.ListAPITokens(ctx, u2); len(list) != 0 {
+		t.Errorf("ListAPITokens(u2) = %+v, want none", list)
+	}
+}
+
+func testUsage(t *testing.T, s IdentityBackend) {
+	ctx := t.Context()
+	owner, reader := newUser(t, s, "owner"), newUser(t, s, "reader")
+	var eids []string
+	for range 3 {
+		eid := store.NewExperimentID()
+		if err := s.CreateExperiment(ctx, store.Experiment{ID: eid, Owner: owner, Visibility: store.VisibilityPrivate}); err != nil {
+			t.Fatal(err)
+		}
+		eids = append(eids, eid)
+	}
+	points := []store.ScalarPoint{{Step: 1, Value: 1}, {Step: 2, Value: 2}}
+	for _, eid := range eids {
+		if err := s.WriteScalars(ctx, eid, []store.ScalarSeries{{Series: store.TimeSeries{Run: "r", Tag: "t"}, Points: points}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.WriteTensors(ctx, eids[0], []store.TensorSeries{{Series: store.TimeSeries{Run: "r", Tag: "x"},
+		Points: []store.TensorPoint{{Step: 1, Tensor: []byte{1, 2, 3}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	ts := store.TimeSeries{Run: "r", Tag: "img"}
+	if _, err := s.GetOrCreateBlobSequence(ctx, eids[0], ts, 1, 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	for i, state := range []store.BlobState{store.BlobStateCurrent, store.BlobStateUnfinalized} {
+		ref := store.BlobRef{Run: "r", Tag: "img", Step: 1, Index: int64(i)}
+		if err := s.PutBlob(ctx, eids[0], ref, store.Blob{Index: int64(i), ObjectKey: "k" + string(rune('0'+i)), Size: 100, State: state}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteExperiment(ctx, eids[2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.GrantRead(ctx, eids[1], reader); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.GrantRead(ctx, eids[2], reader); err != nil && !errors.Is(err, store.ErrNotFound) {
+		t.Fatal(err)
+	}
+	u, err := s.UserUsage(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two live experiments, 2+2 scalars and 1 tensor; one current blob.
+	if want := (store.Usage{Experiments: 2, Points: 5, BlobBytes: 100}); u != want {
+		t.Errorf("UserUsage = %+v, want %+v", u, want)
+	}
+	if u, _ := s.UserUsage(ctx, reader); u != (store.Usage{}) {
+		t.Errorf("UserUsage(reader) = %+v, want zero", u)
+	}
+	ids, err := s.ListGrantedExperiments(ctx, reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 1 || ids[0] != eids[1] {
+		t.Errorf("ListGrantedExperiments = %v, want [%s]", ids, eids[1])
+	}
+}
