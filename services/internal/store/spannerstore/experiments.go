@@ -1,0 +1,335 @@
+package spannerstore
+
+import (
+	"context"
+	"fmt"
+
+	"cloud.google.com/go/spanner"
+	"google.golang.org/grpc/codes"
+
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+// CreateUser implements store.Writer.
+func (s *Store) CreateUser(ctx context.Context, u store.User) error {
+	defer s.serialize()()
+	if u.ID == "" || u.Name == "" {
+		return fail("CreateUser", fmt.Errorf("user id and name must be non-empty: %w", store.ErrInvalidArgument))
+	}
+	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		_, err := tx.ReadRowUsingIndex(ctx, "Users", "UsersByName", spanner.Key{u.Name}, []string{"UserId"})
+		if err == nil {
+			return fmt.Errorf("user name %q: %w", u.Name, store.ErrAlreadyExists)
+		}
+		if spanner.ErrCode(err) != codes.NotFound {
+			return err
+		}
+		// Insert fails with AlreadyExists if the id is taken.
+		return tx.BufferWrite([]*spanner.Mutation{spanner.Insert("Users",
+			[]string{"UserId", "Name", "CreateTime"}, []any{u.ID, u.Name, spanner.CommitTimestamp})})
+	})
+	return fail("CreateUser", err)
+}
+
+var userColumns = []string{"UserId", "Name", "CreateTime"}
+
+func userFromRow(row *spanner.Row) (store.User, error) {
+	var u store.User
+	err := row.Columns(&u.ID, &u.Name, &u.CreateTime)
+	return u, err
+}
+
+// GetUser implements store.Reader.
+func (s *Store) GetUser(ctx context.Context, id string) (store.User, error) {
+	defer s.serialize()()
+	row, err := s.client.Single().ReadRow(ctx, "Users", spanner.Key{id}, userColumns)
+	if err != nil {
+		return store.User{}, fail("GetUser", err)
+	}
+	u, err := userFromRow(row)
+	return u, fail("GetUser", err)
+}
+
+// GetUserByName implements store.Reader.
+func (s *Store) GetUserByName(ctx context.Context, name string) (store.User, error) {
+	defer s.serialize()()
+	tx := s.client.ReadOnlyTransaction()
+	defer tx.Close()
+	row, err := tx.ReadRowUsingIndex(ctx, "Users", "UsersByName", spanner.Key{name}, []string{"UserId"})
+	if err != nil {
+		return store.User{}, fail("GetUserByName", err)
+	}
+	var id string
+	if err := row.Column(0, &id); err != nil {
+		return store.User{}, fail("GetUserByName", err)
+	}
+	row, err = tx.ReadRow(ctx, "Users", spanner.Key{id}, userColumns)
+	if err != nil {
+		return store.User{}, fail("GetUserByName", err)
+	}
+	u, err := userFromRow(row)
+	return u, fail("GetUserByName", err)
+}
+
+// CreateExperiment implements store.Writer.
+func (s *Store) CreateExperiment(ctx context.Context, e store.Experiment) error {
+	defer s.serialize()()
+	if err := store.ValidateExperimentID(e.ID); err != nil {
+		return fail("CreateExperiment", err)
+	}
+	if !e.Visibility.Valid() {
+		return fail("CreateExperiment", fmt.Errorf("visibility %q: %w", e.Visibility, store.ErrInvalidArgument))
+	}
+	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		if _, err := tx.ReadRow(ctx, "Users", spanner.Key{e.Owner}, []string{"UserId"}); err != nil {
+			if spanner.ErrCode(err) == codes.NotFound {
+				return fmt.Errorf("owner %q: %w", e.Owner, store.ErrNotFound)
+			}
+			return err
+		}
+		return tx.BufferWrite([]*spanner.Mutation{spanner.Insert("Experiments",
+			[]string{"ExperimentId", "Name", "Description", "OwnerId", "Visibility", "State", "CreateTime", "UpdateTime"},
+			[]any{e.ID, e.Name, e.Description, e.Owner, string(e.Visibility), stateLive, spanner.CommitTimestamp, spanner.CommitTimestamp})})
+	})
+	return fail("CreateExperiment", err)
+}
+
+// experimentSQL selects live experiments with their readers and the counts
+// summed over their series rows (one row per series, never points).
+const experimentSQL = `SELECT e.ExperimentId, e.Name, e.Description, e.OwnerId, e.Visibility, e.CreateTime,
+  GREATEST(e.UpdateTime, IFNULL((SELECT MAX(s.UpdateTime) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId), e.UpdateTime)),
+  ARRAY(SELECT g.UserId FROM ReadGrants g WHERE g.ExperimentId = e.ExperimentId ORDER BY g.UserId),
+  (SELECT COUNT(*) FROM Runs r WHERE r.ExperimentId = e.ExperimentId),
+  (SELECT COUNT(DISTINCT s.Tag) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
+  (SELECT IFNULL(SUM(IF(s.DataClass = 1, s.PointCount, 0)), 0) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
+  (SELECT IFNULL(SUM(IF(s.DataClass = 2, s.PointCount, 0)), 0) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
+  (SELECT IFNULL(SUM(IF(s.DataClass = 3, s.PointCount, 0)), 0) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
+  (SELECT IFNULL(SUM(s.BlobCount), 0) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
+  (SELECT IFNULL(SUM(s.TensorBytes), 0) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
+  (SELECT IFNULL(SUM(s.BlobBytes), 0) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId)
+FROM Experiments e
+WHERE e.State = 'LIVE'`
+
+func experimentFromRow(row *spanner.Row) (store.Experiment, error) {
+	var e store.Experiment
+	var vis string
+	err := row.Columns(&e.ID, &e.Name, &e.Description, &e.Owner, &vis, &e.CreateTime, &e.UpdateTime, &e.Readers,
+		&e.NumRuns, &e.NumTags, &e.NumScalars, &e.NumTensors, &e.NumBlobSequences, &e.NumBlobs, &e.TotalTensorBytes, &e.TotalBlobBytes)
+	e.Visibility = store.Visibility(vis)
+	return e, err
+}
+
+// getExperiment reads one live experiment with its counts inside tx.
+func getExperiment(ctx context.Context, tx txReader, eid string) (store.Experiment, error) {
+	var e store.Experiment
+	found := false
+	err := tx.Query(ctx, spanner.Statement{
+		SQL:    experimentSQL + " AND e.ExperimentId = @eid",
+		Params: map[string]any{"eid": eid},
+	}).Do(func(row *spanner.Row) error {
+		var err error
+		e, err = experimentFromRow(row)
+		found = true
+		return err
+	})
+	if err == nil && !found {
+		err = fmt.Errorf("experiment %q: %w", eid, store.ErrNotFound)
+	}
+	return e, err
+}
+
+// GetExperiment implements store.Reader.
+func (s *Store) GetExperiment(ctx context.Context, eid string) (store.Experiment, error) {
+	defer s.serialize()()
+	tx := s.client.ReadOnlyTransaction()
+	defer tx.Close()
+	e, err := getExperiment(ctx, tx, eid)
+	return e, fail("GetExperiment", err)
+}
+
+// ListExperiments implements store.Reader.
+func (s *Store) ListExperiments(ctx context.Context, f store.ExperimentFilter, fn func(store.Experiment) error) error {
+	defer s.serialize()()
+	if f.Visibilities != nil && len(f.Visibilities) == 0 {
+		return nil
+	}
+	stmt := spanner.Statement{SQL: experimentSQL, Params: map[string]any{}}
+	if f.Owner != "" {
+		stmt.SQL += " AND e.OwnerId = @owner"
+		stmt.Params["owner"] = f.Owner
+	}
+	if f.Visibilities != nil {
+		vis := make([]string, len(f.Visibilities))
+		for i, v := range f.Visibilities {
+			vis[i] = string(v)
+		}
+		stmt.SQL += " AND e.Visibility IN UNNEST(@vis)"
+		stmt.Params["vis"] = vis
+	}
+	stmt.SQL += " ORDER BY e.CreateTime DESC, e.ExperimentId"
+	err := s.client.Single().Query(ctx, stmt).Do(func(row *spanner.Row) error {
+		e, err := experimentFromRow(row)
+		if err != nil {
+			return err
+		}
+		return fn(e)
+	})
+	return fail("ListExperiments", err)
+}
+
+// UpdateExperiment implements store.Writer.
+func (s *Store) UpdateExperiment(ctx context.Context, eid string, u store.ExperimentUpdate) (store.Experiment, error) {
+	defer s.serialize()()
+	if u.Visibility != nil && !u.Visibility.Valid() {
+		return store.Experiment{}, fail("UpdateExperiment", fmt.Errorf("visibility %q: %w", *u.Visibility, store.ErrInvalidArgument))
+	}
+	cols := []string{"ExperimentId", "UpdateTime"}
+	vals := []any{eid, spanner.CommitTimestamp}
+	if u.Name != nil {
+		cols, vals = append(cols, "Name"), append(vals, *u.Name)
+	}
+	if u.Description != nil {
+		cols, vals = append(cols, "Description"), append(vals, *u.Description)
+	}
+	if u.Visibility != nil {
+		cols, vals = append(cols, "Visibility"), append(vals, string(*u.Visibility))
+	}
+	var e store.Experiment
+	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		if err := checkLive(ctx, tx, eid); err != nil {
+			return err
+		}
+		return tx.BufferWrite([]*spanner.Mutation{spanner.Update("Experiments", cols, vals)})
+	})
+	if err == nil {
+		tx := s.client.ReadOnlyTransaction()
+		defer tx.Close()
+		e, err = getExperiment(ctx, tx, eid)
+	}
+	return e, fail("UpdateExperiment", err)
+}
+
+// DeleteExperiment implements store.Writer: one transaction flips the state,
+// after which every read and write of the experiment fails with
+// store.ErrNotFound.
+func (s *Store) DeleteExperiment(ctx context.Context, eid string) error {
+	defer s.serialize()()
+	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		if err := checkLive(ctx, tx, eid); err != nil {
+			return err
+		}
+		return tx.BufferWrite([]*spanner.Mutation{spanner.Update("Experiments",
+			[]string{"ExperimentId", "State", "DeleteTime"}, []any{eid, stateDeleted, spanner.CommitTimestamp})})
+	})
+	return fail("DeleteExperiment", err)
+}
+
+// GrantRead implements store.Writer.
+func (s *Store) GrantRead(ctx context.Context, eid, userID string) error {
+	defer s.serialize()()
+	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		if err := checkLive(ctx, tx, eid); err != nil {
+			return err
+		}
+		if _, err := tx.ReadRow(ctx, "Users", spanner.Key{userID}, []string{"UserId"}); err != nil {
+			if spanner.ErrCode(err) == codes.NotFound {
+				return fmt.Errorf("user %q: %w", userID, store.ErrNotFound)
+			}
+			return err
+		}
+		return tx.BufferWrite([]*spanner.Mutation{spanner.InsertOrUpdate("ReadGrants",
+			[]string{"ExperimentId", "UserId", "CreateTime"}, []any{eid, userID, spanner.CommitTimestamp})})
+	})
+	return fail("GrantRead", err)
+}
+
+// RevokeRead implements store.Writer.
+func (s *Store) RevokeRead(ctx context.Context, eid, userID string) error {
+	defer s.serialize()()
+	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		if err := checkLive(ctx, tx, eid); err != nil {
+			return err
+		}
+		return tx.BufferWrite([]*spanner.Mutation{spanner.Delete("ReadGrants", spanner.Key{eid, userID})})
+	})
+	return fail("RevokeRead", err)
+}
+
+// ListDeletedExperiments implements store.Sweeper, oldest deletions first
+// is not promised; any order lets the sweep make progress.
+func (s *Store) ListDeletedExperiments(ctx context.Context, limit int) ([]string, error) {
+	defer s.serialize()()
+	var ids []string
+	err := s.client.Single().ReadWithOptions(ctx, "Experiments", spanner.Key{stateDeleted}.AsPrefix(),
+		[]string{"ExperimentId"}, &spanner.ReadOptions{Index: "ExperimentsByState", Limit: limit}).Do(func(row *spanner.Row) error {
+		var id string
+		if err := row.Column(0, &id); err != nil {
+			return err
+		}
+		ids = append(ids, id)
+		return nil
+	})
+	return ids, fail("ListDeletedExperiments", err)
+}
+
+// checkDeleted returns whether the experiment has a row, and
+// store.ErrFailedPrecondition if that row is live.
+func checkDeleted(ctx context.Context, tx txReader, eid string) (bool, error) {
+	state, err := experimentState(ctx, tx, eid)
+	if err != nil {
+		return false, err
+	}
+	if state == stateLive {
+		return true, fmt.Errorf("experiment %q is live: %w", eid, store.ErrFailedPrecondition)
+	}
+	return state != "", nil
+}
+
+// ListObjectKeys implements store.Sweeper.
+func (s *Store) ListObjectKeys(ctx context.Context, eid string, fn func(objectKey string) error) error {
+	defer s.serialize()()
+	tx := s.client.ReadOnlyTransaction()
+	defer tx.Close()
+	if _, err := checkDeleted(ctx, tx, eid); err != nil {
+		return fail("ListObjectKeys", err)
+	}
+	err := tx.Read(ctx, "Blobs", spanner.Key{eid}.AsPrefix(), []string{"ObjectKey"}).Do(func(row *spanner.Row) error {
+		var key string
+		if err := row.Column(0, &key); err != nil {
+			return err
+		}
+		return fn(key)
+	})
+	return fail("ListObjectKeys", err)
+}
+
+// purgeOrder lists the experiment's tables children first, so an
+// interrupted purge never leaves a child without its parent row.
+var purgeOrder = []string{"Blobs", "BlobSequences", "TensorPoints", "ScalarPoints", "TimeSeries", "Runs", "ReadGrants"}
+
+// PurgeExperiment implements store.Sweeper. Each table is emptied with
+// partitioned DML, which has no per-commit mutation limit; the experiment
+// row goes last, in a transaction that checks it is still deleted.
+func (s *Store) PurgeExperiment(ctx context.Context, eid string) error {
+	defer s.serialize()()
+	exists, err := checkDeleted(ctx, s.client.Single(), eid)
+	if err != nil || !exists {
+		return fail("PurgeExperiment", err)
+	}
+	for _, table := range purgeOrder {
+		_, err := s.client.PartitionedUpdate(ctx, spanner.Statement{
+			SQL:    "DELETE FROM " + table + " WHERE ExperimentId = @eid",
+			Params: map[string]any{"eid": eid},
+		})
+		if err != nil {
+			return fail("PurgeExperiment", fmt.Errorf("emptying %s: %w", table, err))
+		}
+	}
+	_, err = s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		if _, err := checkDeleted(ctx, tx, eid); err != nil {
+			return err
+		}
+		return tx.BufferWrite([]*spanner.Mutation{spanner.Delete("Experiments", spanner.Key{eid})})
+	})
+	return fail("PurgeExperiment", err)
+}

@@ -1,0 +1,192 @@
+// Package spannerstore is the Cloud Spanner backend of package store, on the
+// schema in github.com/tbhub/tbhub/schemas/spanner (see its DDL for the key
+// layout, the interleaving and why).
+//
+// # Writes
+//
+// Points are upserted (InsertOrUpdate) keyed by (experiment, run, tag, step),
+// so a retried batch rewrites the same rows. Each write transaction first
+// reads the experiment's State, which takes a shared lock on the row: a
+// concurrent DeleteExperiment either commits before (the write then fails
+// with store.ErrNotFound) or waits for the write, so nothing is written into
+// a deleted experiment. The transaction also reads the series rows and the
+// rows it is about to overwrite, to keep the per-series counters exact under
+// rewrites; appends past a series' MaxStep skip that read.
+//
+// A batch is cut into commits that stay well inside Spanner's limits (80,000
+// mutations, where an inserted row counts once per column and once more per
+// column of each index entry, and 100 MB per commit): a big batch becomes
+// several transactions, never an error. A batch that fits one commit is
+// atomic.
+//
+// # Reads
+//
+// Every read method runs in one read-only transaction (a consistent
+// snapshot) that begins by checking the experiment's State. Downsampling
+// follows package downsample: the latest point of the window, then the
+// series' SampleKey index walked from its start, keeping in-window points,
+// until k-1 are found. Without a step window that reads k index entries;
+// with a narrow step window the window itself is read instead; reading
+// every point streams the primary-key range in step order.
+//
+// # Deletion
+//
+// DeleteExperiment flips State to DELETED in one transaction. PurgeExperiment
+// removes the rows with partitioned DML (a big experiment has far more rows
+// and index entries than one commit may delete) and the experiment row last.
+package spannerstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"cloud.google.com/go/spanner"
+	"google.golang.org/grpc/codes"
+
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+// Experiment states, Experiments.State.
+const (
+	stateLive    = "LIVE"
+	stateDeleted = "DELETED"
+)
+
+// Options tunes a Store; the zero value is right for production Spanner.
+type Options struct {
+	// MaxMutationsPerCommit caps the mutations one write transaction
+	// buffers. Zero means 60,000, leaving room under Spanner's 80,000 for
+	// the series and run rows a chunk also updates.
+	MaxMutationsPerCommit int
+	// SerializeTransactions runs one store call at a time. The Cloud
+	// Spanner emulator needs it: it allows a single read-write transaction
+	// at a time, and with the multiplexed sessions the Go client always
+	// uses, concurrent transactions fail with FailedPrecondition ("Invalid
+	// transaction ID") instead of being retried (see
+	// GoogleCloudPlatform/cloud-spanner-emulator#282). Never set it on
+	// Spanner. While it is set, visitors must not call back into the store.
+	SerializeTransactions bool
+	// MaxBytesPerCommit caps the point payload (tensor bytes) of one write
+	// transaction. Zero means 32 MiB, under Spanner's 100 MB commit limit.
+	MaxBytesPerCommit int
+}
+
+// Store is a store.Store on one Spanner database.
+type Store struct {
+	client       *spanner.Client
+	maxMutations int
+	maxBytes     int
+	serial       *sync.Mutex // non-nil with Options.SerializeTransactions
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns a Store using client, which the caller owns and closes. One
+// client (one session pool) should serve the whole process.
+func New(client *spanner.Client, opts Options) *Store {
+	s := &Store{client: client, maxMutations: opts.MaxMutationsPerCommit, maxBytes: opts.MaxBytesPerCommit}
+	if s.maxMutations <= 0 {
+		s.maxMutations = 60_000
+	}
+	if s.maxBytes <= 0 {
+		s.maxBytes = 32 << 20
+	}
+	if opts.SerializeTransactions {
+		s.serial = new(sync.Mutex)
+	}
+	return s
+}
+
+// serialize takes the store-wide lock when transactions are serialized and
+// returns its release: defer s.serialize()() in every exported method.
+func (s *Store) serialize() func() {
+	if s.serial == nil {
+		return func() {}
+	}
+	s.serial.Lock()
+	return s.serial.Unlock
+}
+
+// fail wraps err for the caller: store sentinels pass through, Spanner codes
+// become the matching sentinel, and the operation name prefixes the text.
+func fail(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, sentinel := range []error{store.ErrNotFound, store.ErrAlreadyExists, store.ErrInvalidArgument,
+		store.ErrFailedPrecondition, store.ErrUnavailable, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, sentinel) {
+			return fmt.Errorf("spannerstore.%s: %w", op, err)
+		}
+	}
+	switch spanner.ErrCode(err) {
+	case codes.NotFound:
+		return fmt.Errorf("spannerstore.%s: %w: %v", op, store.ErrNotFound, err)
+	case codes.AlreadyExists:
+		return fmt.Errorf("spannerstore.%s: %w: %v", op, store.ErrAlreadyExists, err)
+	case codes.Aborted, codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted:
+		return fmt.Errorf("spannerstore.%s: %w: %v", op, store.ErrUnavailable, err)
+	}
+	return fmt.Errorf("spannerstore.%s: %w", op, err)
+}
+
+// txReader is what read-only and read-write transactions share.
+type txReader interface {
+	ReadRow(ctx context.Context, table string, key spanner.Key, columns []string) (*spanner.Row, error)
+	Read(ctx context.Context, table string, keys spanner.KeySet, columns []string) *spanner.RowIterator
+	ReadWithOptions(ctx context.Context, table string, keys spanner.KeySet, columns []string, opts *spanner.ReadOptions) *spanner.RowIterator
+	Query(ctx context.Context, statement spanner.Statement) *spanner.RowIterator
+}
+
+// experimentState reads Experiments.State; "" if there is no row.
+func experimentState(ctx context.Context, tx txReader, eid string) (string, error) {
+	row, err := tx.ReadRow(ctx, "Experiments", spanner.Key{eid}, []string{"State"})
+	if spanner.ErrCode(err) == codes.NotFound {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var state string
+	err = row.Column(0, &state)
+	return state, err
+}
+
+// checkLive returns store.ErrNotFound unless the experiment exists and is
+// not deleted. In a read-write transaction the read also locks the row
+// against a concurrent delete.
+func checkLive(ctx context.Context, tx txReader, eid string) error {
+	state, err := experimentState(ctx, tx, eid)
+	if err != nil {
+		return err
+	}
+	if state != stateLive {
+		return fmt.Errorf("experiment %q: %w", eid, store.ErrNotFound)
+	}
+	return nil
+}
+
+// readOnly runs f in a strong read-only transaction after checking that the
+// experiment is live.
+func (s *Store) readOnly(ctx context.Context, eid string, f func(tx *spanner.ReadOnlyTransaction) error) error {
+	tx := s.client.ReadOnlyTransaction()
+	defer tx.Close()
+	if err := checkLive(ctx, tx, eid); err != nil {
+		return err
+	}
+	return f(tx)
+}
+
+// seriesKey is the primary key of a TimeSeries row.
+func seriesKey(eid, run, tag string) spanner.Key { return spanner.Key{eid, run, tag} }
+
+// nullFloat turns a NULL-able FLOAT64 into NaN when NULL.
+func nullFloat(v spanner.NullFloat64) float64 {
+	if !v.Valid {
+		return math.NaN()
+	}
+	return v.Float64
+}
