@@ -130,6 +130,18 @@ func (r *Run) Series() []*Series { return r.order }
 // Lookup returns the series for tag, or nil.
 func (r *Run) Lookup(tag string) *Series { return r.series[tag] }
 
+// Restore recreates a series known from an earlier upload of the same logdir, so that
+// files read now are migrated against the first value seen then.
+func (r *Run) Restore(tag string, md Metadata) *Series {
+	if s := r.series[tag]; s != nil {
+		return s
+	}
+	s := &Series{Tag: tag, Metadata: md, Index: len(r.order)}
+	r.series[tag] = s
+	r.order = append(r.order, s)
+	return s
+}
+
 // Add migrates one event and calls emit for each point it yields, in order.
 func (r *Run) Add(ev *event.Event, emit func(*Series, *Point)) {
 	p := &r.point

@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
+
+	"github.com/tbhub/tbhub/uploader/internal/client"
+)
+
+// credentials are the tokens tbup signed in with, per server. The file is written
+// with mode 0600 in a 0700 directory.
+type credentials struct {
+	Servers map[string]string `json:"servers"` // server URL → token
+}
+
+func (c *credentials) tokenFor(server string) string { return c.Servers[server] }
+
+func credentialsPath(env Env) (string, error) {
+	if d := env.Getenv("TBUP_CONFIG_DIR"); d != "" {
+		return filepath.Join(d, "credentials.json"), nil
+	}
+	if d := env.Getenv("XDG_CONFIG_HOME"); d != "" {
+		return filepath.Join(d, "tbup", "credentials.json"), nil
+	}
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "tbup", "credentials.json"), nil
+}
+
+func loadCredentials(env Env) (*credentials, error) {
+	p, err := credentialsPath(env)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &credentials{Servers: map[string]string{}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var c credentials
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("credentials file %s is damaged: %v", p, err)
+	}
+	if c.Servers == nil {
+		c.Servers = map[string]string{}
+	}
+	return &c, nil
+}
+
+func saveCredentials(env Env, c *credentials) error {
+	p, err := credentialsPath(env)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
+func runAuth(ctx context.Context, env Env, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprintln(env.Stderr, "Usage: tbup auth login|logout|whoami [flags]")
+		return ErrUsage
+	}
+	sub, args := args[0], args[1:]
+	fs := newFlagSet(env, "auth "+sub, "[--server URL] [--token T]")
+	var sf serverFlags
+	sf.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	switch sub {
+	case "login":
+		explicit := sf.token
+		sf.resolve(env)
+		if explicit == "" {
+			return fmt.Errorf("sign in with an API token: tbup auth login --token TOKEN (create one with 'tbhub token create' or on the server's web page)")
+		}
+		c, err := sf.connect(ctx, env, nil)
+		if err != nil {
+			return err
+		}
+		defer c.conn.Close()
+		who, err := authv1.NewAuthServiceClient(c.conn).WhoAmI(ctx, &authv1.WhoAmIRequest{})
+		if err != nil {
+			return fmt.Errorf("the server did not accept the token: %s", client.Describe(err))
+		}
+		creds, err := loadCredentials(env)
+		if err != nil {
+			return err
+		}
+		creds.Servers[sf.server] = explicit
+		if err := saveCredentials(env, creds); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "Signed in to %s as %s.\n", sf.server, describeUser(who))
+		return nil
+	case "logout":
+		sf.resolve(env)
+		creds, err := loadCredentials(env)
+		if err != nil {
+			return err
+		}
+		delete(creds.Servers, sf.server)
+		if err := saveCredentials(env, creds); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "Signed out of %s.\n", sf.server)
+		return nil
+	case "whoami":
+		c, err := sf.connect(ctx, env, nil)
+		if err != nil {
+			return err
+		}
+		defer c.conn.Close()
+		who, err := authv1.NewAuthServiceClient(c.conn).WhoAmI(ctx, &authv1.WhoAmIRequest{})
+		if err != nil {
+			return errors.New(client.Describe(err))
+		}
+		fmt.Fprintf(env.Stdout, "%s on %s\n", describeUser(who), sf.server)
+		return nil
+	}
+	fmt.Fprintf(env.Stderr, "tbup auth: unknown command %q (login, logout, whoami)\n", sub)
+	return ErrUsage
+}
+
+func describeUser(w *authv1.WhoAmIResponse) string {
+	who := w.GetEmail()
+	if who == "" {
+		who = w.GetUserId()
+	}
+	if w.GetEmail() != "" && w.GetUserId() != "" {
+		who += " (" + w.GetUserId() + ")"
+	}
+	return who
+}

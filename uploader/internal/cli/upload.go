@@ -1,0 +1,319 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
+	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+
+	"github.com/tbhub/tbhub/uploader/internal/client"
+	"github.com/tbhub/tbhub/uploader/internal/logdir"
+	"github.com/tbhub/tbhub/uploader/internal/state"
+	"github.com/tbhub/tbhub/uploader/internal/upload"
+)
+
+// DefaultServer is where tbup uploads unless told otherwise: a `tbhub serve` on
+// this machine.
+const DefaultServer = "http://localhost:6006"
+
+// serverFlags are the flags every command that talks to a server takes.
+type serverFlags struct {
+	server string
+	token  string
+}
+
+func (sf *serverFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+}) {
+	fs.StringVar(&sf.server, "server", "", "the tbhub server's URL (default $TBUP_SERVER, else "+DefaultServer+")")
+	fs.StringVar(&sf.token, "token", "", "an API token (default $TBUP_TOKEN, else the credentials of 'tbup auth login')")
+}
+
+// resolve fills server and token from the environment and stored credentials.
+func (sf *serverFlags) resolve(env Env) {
+	if sf.server == "" {
+		sf.server = env.Getenv("TBUP_SERVER")
+	}
+	if sf.server == "" {
+		sf.server = DefaultServer
+	}
+	sf.server = strings.TrimRight(sf.server, "/")
+	if sf.token == "" {
+		sf.token = env.Getenv("TBUP_TOKEN")
+	}
+	if sf.token == "" {
+		if c, err := loadCredentials(env); err == nil && c != nil {
+			sf.token = c.tokenFor(sf.server)
+		}
+	}
+}
+
+// connection is a handshaken, dialled server.
+type connection struct {
+	info *client.ServerInfo
+	conn *grpc.ClientConn
+}
+
+func (sf *serverFlags) connect(ctx context.Context, env Env, plugins []string) (*connection, error) {
+	sf.resolve(env)
+	info, err := client.Handshake(ctx, http.DefaultClient, sf.server, plugins)
+	if err != nil {
+		return nil, err
+	}
+	if info.Warning != "" {
+		fmt.Fprintf(env.Stderr, "Note from the server: %s\n", info.Warning)
+	}
+	conn, err := client.Dial(info.Endpoint, strings.HasPrefix(sf.server, "https://"), sf.token)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", info.Endpoint, err)
+	}
+	return &connection{info: info, conn: conn}, nil
+}
+
+var visibilities = map[string]experimentsv1.Visibility{
+	"private":  experimentsv1.Visibility_VISIBILITY_PRIVATE,
+	"unlisted": experimentsv1.Visibility_VISIBILITY_UNLISTED,
+	"public":   experimentsv1.Visibility_VISIBILITY_PUBLIC,
+}
+
+func runUpload(ctx context.Context, env Env, args []string) error {
+	fs := newFlagSet(env, "upload", "--logdir DIR|gs://BUCKET/PREFIX [flags]")
+	var sf serverFlags
+	sf.register(fs)
+	dir := fs.String("logdir", "", "the log directory to upload: a local path or gs://bucket/prefix (required)")
+	name := fs.String("name", "", "experiment name (at most 100 characters)")
+	description := fs.String("description", "", "experiment description, markdown (at most 600 characters)")
+	experimentID := fs.String("experiment", "", "continue this experiment instead of the one this logdir was last uploaded to")
+	visibility := fs.String("visibility", "", "private, unlisted or public (new experiments are private)")
+	plugins := fs.String("plugins", "", "comma-separated plugins to upload (default: all the server accepts)")
+	oneShot := fs.Bool("one-shot", false, "upload what is there now and exit, instead of watching the logdir")
+	dryRun := fs.Bool("dry-run", false, "read everything and report what would be sent, without a server")
+	asJSON := fs.Bool("json", false, "print one JSON object at the end: experiment_id, url, scalars, tensors, blobs, blob_bytes")
+	verbose := fs.Bool("verbose", false, "report every skipped series")
+	quiet := fs.Bool("quiet", false, "print warnings and the experiment URL only")
+	poll := fs.Duration("poll", 5*time.Second, "how often a continuous upload looks for new data")
+	inFlight := fs.Int("parallel", 4, "requests in flight at once")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		fmt.Fprintln(env.Stderr, "tbup upload: --logdir is required")
+		fs.Usage()
+		return ErrUsage
+	}
+	vis, ok := visibilities[*visibility]
+	if *visibility != "" && !ok {
+		return fmt.Errorf("--visibility must be private, unlisted or public, not %q", *visibility)
+	}
+	if len([]rune(*name)) > 100 || len([]rune(*description)) > 600 {
+		return errors.New("--name is limited to 100 characters and --description to 600")
+	}
+	src, err := logdir.Open(ctx, *dir)
+	if err != nil {
+		return err
+	}
+	prog := &upload.Progress{Out: env.Stderr, TTY: isTerminal(env.Stderr), Quiet: *quiet, Verbose: *verbose}
+	var wanted []string
+	if *plugins != "" {
+		wanted = strings.Split(*plugins, ",")
+	}
+	if *dryRun {
+		return dryRunUpload(ctx, env, src, wanted, prog, *asJSON)
+	}
+
+	c, err := sf.connect(ctx, env, wanted)
+	if err != nil {
+		return err
+	}
+	defer c.conn.Close()
+	writer := servicepb.NewTensorBoardWriterServiceClient(c.conn)
+	experiments := experimentsv1.NewExperimentServiceClient(c.conn)
+
+	allowed := map[string]bool{}
+	for _, p := range c.info.AllowedPlugins {
+		if len(wanted) == 0 || contains(wanted, p) {
+			allowed[p] = true
+		}
+	}
+	stateDir, err := state.DefaultDir()
+	if err != nil {
+		return err
+	}
+	logdirKey := src.String()
+	if abs, err := filepath.Abs(*dir); err == nil && !strings.HasPrefix(*dir, "gs://") {
+		logdirKey = abs
+	}
+	statePath := state.Path(stateDir, sf.server, logdirKey)
+	st, err := state.Load(statePath)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		st = state.New(sf.server, logdirKey)
+	}
+	save := func(s *state.State) error { return state.Save(statePath, s) }
+
+	retry := client.DefaultRetry
+	eid, err := chooseExperiment(ctx, env, writer, experiments, st, *experimentID, *name, *description, retry)
+	if err != nil {
+		return err
+	}
+	if err := save(st); err != nil {
+		return err
+	}
+	if *visibility != "" {
+		if _, err := experiments.SetVisibility(ctx, &experimentsv1.SetVisibilityRequest{ExperimentId: eid, Visibility: vis}); err != nil {
+			return fmt.Errorf("setting visibility: %s", client.Describe(err))
+		}
+	}
+	url := c.info.ExperimentURL(eid)
+	if !*asJSON || !*quiet {
+		fmt.Fprintf(env.Stderr, "Experiment: %s\n", url)
+	}
+	if !*oneShot {
+		prog.Printf("Uploading %s and watching it for new data; press Ctrl-C to stop.", src)
+	}
+	up := upload.New(upload.Config{
+		Source:       src,
+		Writer:       writer,
+		ExperimentID: eid,
+		Limits:       c.info.Limits,
+		Plugins:      allowed,
+		State:        st,
+		SaveState:    save,
+		OneShot:      *oneShot,
+		Poll:         *poll,
+		Retry:        retry,
+		InFlight:     *inFlight,
+		Progress:     prog,
+	})
+	prog.Start()
+	runErr := up.Run(ctx)
+	prog.Stop()
+	if ctx.Err() != nil && runErr == nil {
+		fmt.Fprintln(env.Stderr, "Interrupted; everything read so far was sent. Run the same command to continue.")
+	}
+	fmt.Fprintf(env.Stderr, "Experiment: %s\n", url)
+	if *asJSON {
+		if err := json.NewEncoder(env.Stdout).Encode(up.Summary(url)); err != nil {
+			return err
+		}
+	}
+	return runErr
+}
+
+// chooseExperiment continues the experiment named by --experiment or by the state
+// file, or creates one, and leaves its ID in the state.
+func chooseExperiment(ctx context.Context, env Env, writer servicepb.TensorBoardWriterServiceClient, experiments experimentsv1.ExperimentServiceClient,
+	st *state.State, requested, name, description string, retry client.Retry) (string, error) {
+	eid := requested
+	if eid == "" {
+		eid = st.ExperimentID
+	}
+	if eid != "" {
+		err := retry.Do(ctx, func(ctx context.Context) error {
+			_, err := experiments.ContinueExperiment(ctx, &experimentsv1.ContinueExperimentRequest{ExperimentId: eid})
+			return err
+		})
+		switch {
+		case err == nil:
+			if eid != st.ExperimentID {
+				st.Reset(eid) // another experiment: what this logdir sent before does not count
+			}
+			if name != "" || description != "" {
+				if err := updateMetadata(ctx, writer, eid, name, description); err != nil {
+					return "", err
+				}
+			}
+			return eid, nil
+		case status.Code(err) == codes.NotFound && requested == "":
+			fmt.Fprintf(env.Stderr, "The experiment this logdir was uploaded to before (%s) no longer exists or is not yours; starting a new one.\n", eid)
+		default:
+			return "", fmt.Errorf("continuing experiment %s: %s", eid, client.Describe(err))
+		}
+	}
+	var resp *servicepb.CreateExperimentResponse
+	err := retry.Do(ctx, func(ctx context.Context) error {
+		var err error
+		resp, err = writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: name, Description: description})
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("creating the experiment: %s", client.Describe(err))
+	}
+	st.Reset(resp.GetExperimentId())
+	return resp.GetExperimentId(), nil
+}
+
+func updateMetadata(ctx context.Context, writer servicepb.TensorBoardWriterServiceClient, eid, name, description string) error {
+	req := &servicepb.UpdateExperimentRequest{Experiment: &servicepb.Experiment{ExperimentId: eid}, ExperimentMask: &servicepb.ExperimentMask{}}
+	if name != "" {
+		req.Experiment.Name, req.ExperimentMask.Name = name, true
+	}
+	if description != "" {
+		req.Experiment.Description, req.ExperimentMask.Description = description, true
+	}
+	if _, err := writer.UpdateExperiment(ctx, req); err != nil {
+		return fmt.Errorf("updating the experiment: %s", client.Describe(err))
+	}
+	return nil
+}
+
+// dryRunUpload reads the logdir as an upload would, sending nothing.
+func dryRunUpload(ctx context.Context, env Env, src logdir.Source, wanted []string, prog *upload.Progress, asJSON bool) error {
+	allowed := map[string]bool{}
+	for _, p := range knownPlugins {
+		if len(wanted) == 0 || contains(wanted, p) {
+			allowed[p] = true
+		}
+	}
+	limits := client.DefaultLimits // nothing is sent: no pacing
+	limits.MinScalarInterval, limits.MinTensorInterval, limits.MinBlobInterval = 0, 0, 0
+	up := upload.New(upload.Config{
+		Source: src, Limits: limits, Plugins: allowed, State: state.New("", src.String()),
+		OneShot: true, Retry: client.DefaultRetry, Progress: prog,
+	})
+	prog.Start()
+	err := up.Run(ctx)
+	prog.Stop()
+	if asJSON {
+		if jerr := json.NewEncoder(env.Stdout).Encode(up.Summary("")); jerr != nil {
+			return jerr
+		}
+	}
+	return err
+}
+
+// knownPlugins are the plugins tbhub stores and shows.
+var knownPlugins = []string{"scalars", "histograms", "images", "audio", "text", "pr_curves", "hparams", "mesh", "custom_scalars",
+	"graphs", "graph_run_metadata", "graph_run_metadata_graph", "graph_keras_model", "graph_tagged_run_metadata"}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if strings.TrimSpace(x) == s {
+			return true
+		}
+	}
+	return false
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,278 @@
+// Package client connects tbup to a tbhub server: the HTTP handshake that names the
+// gRPC endpoint, the experiment URL format and the upload limits (TensorBoard.dev's
+// POST /api/uploader protocol), the gRPC connection carrying the user's bearer
+// token, and the retry policy for calls.
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+)
+
+// Version is what tbup reports to servers as its client version.
+const Version = "tbup/0.1"
+
+// Limits are the upload limits a server advertises, with TensorBoard's client
+// defaults where it says nothing.
+type Limits struct {
+	MaxBlobSize          int64
+	MaxTensorPointSize   int64
+	MaxScalarRequestSize int64
+	MaxTensorRequestSize int64
+	MaxBlobRequestSize   int64 // bytes of blob data per WriteBlob message
+	MinScalarInterval    time.Duration
+	MinTensorInterval    time.Duration
+	MinBlobInterval      time.Duration
+}
+
+// DefaultLimits are TensorBoard's uploader defaults for a server that sends none.
+var DefaultLimits = Limits{
+	MaxBlobSize:          10 << 20,
+	MaxTensorPointSize:   16 << 10,
+	MaxScalarRequestSize: 128 << 10,
+	MaxTensorRequestSize: 512 << 10,
+	MaxBlobRequestSize:   4<<20 - 256<<10,
+	MinScalarInterval:    5000 * time.Millisecond,
+	MinTensorInterval:    1000 * time.Millisecond,
+	MinBlobInterval:      1000 * time.Millisecond,
+}
+
+// ServerInfo is the handshake's answer, resolved.
+type ServerInfo struct {
+	Endpoint       string // gRPC target
+	URLTemplate    string
+	IDPlaceholder  string
+	AllowedPlugins []string
+	Limits         Limits
+	Warning        string // the server's compatibility details, if any
+}
+
+// ExperimentURL is where people open an experiment.
+func (s *ServerInfo) ExperimentURL(eid string) string {
+	return strings.ReplaceAll(s.URLTemplate, s.IDPlaceholder, eid)
+}
+
+// Errors a user should be able to tell apart.
+var (
+	ErrServer       = errors.New("server error")
+	ErrIncompatible = errors.New("the server does not accept this client")
+)
+
+// Handshake asks server (an http(s) origin) how to upload.
+func Handshake(ctx context.Context, hc *http.Client, server string, plugins []string) (*ServerInfo, error) {
+	u, err := url.Parse(server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("server %q is not an http:// or https:// URL", server)
+	}
+	req := &servicepb.ServerInfoRequest{Version: Version}
+	if len(plugins) > 0 {
+		req.PluginSpecification = &servicepb.PluginSpecification{UploadPlugins: plugins}
+	}
+	body, err := proto.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(server, "/")+"/api/uploader", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("Content-Type", "application/x-protobuf")
+	hreq.Header.Set("User-Agent", Version)
+	resp, err := hc.Do(hreq)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cannot reach %s: %v", ErrServer, server, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading the handshake from %s: %v", ErrServer, server, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%w: %s answered %s to the upload handshake; is it a tbhub server?", ErrServer, server, resp.Status)
+	}
+	var info servicepb.ServerInfoResponse
+	if err := proto.Unmarshal(raw, &info); err != nil {
+		return nil, fmt.Errorf("%w: %s sent an unreadable handshake; is it a tbhub server?", ErrServer, server)
+	}
+	return resolve(server, &info)
+}
+
+func resolve(server string, info *servicepb.ServerInfoResponse) (*ServerInfo, error) {
+	c := info.GetCompatibility()
+	switch c.GetVerdict() {
+	case servicepb.CompatibilityVerdict_VERDICT_ERROR:
+		return nil, fmt.Errorf("%w: %s", ErrIncompatible, c.GetDetails())
+	}
+	si := &ServerInfo{
+		Endpoint:      info.GetApiServer().GetEndpoint(),
+		URLTemplate:   info.GetUrlFormat().GetTemplate(),
+		IDPlaceholder: info.GetUrlFormat().GetIdPlaceholder(),
+		Warning:       c.GetDetails(),
+		Limits:        DefaultLimits,
+	}
+	if si.Endpoint == "" {
+		return nil, fmt.Errorf("%w: %s named no API endpoint", ErrServer, server)
+	}
+	if si.URLTemplate == "" {
+		si.URLTemplate, si.IDPlaceholder = strings.TrimRight(server, "/")+"/experiment/{{EID}}/", "{{EID}}"
+	}
+	if si.IDPlaceholder == "" {
+		si.IDPlaceholder = "{{EID}}"
+	}
+	if pc := info.GetPluginControl(); pc != nil {
+		si.AllowedPlugins = pc.GetAllowedPlugins()
+	} else {
+		si.AllowedPlugins = []string{"scalars"} // what an old server understood
+	}
+	l := info.GetUploadLimits()
+	setSize := func(dst *int64, v int64) {
+		if v != 0 {
+			*dst = v // negative: that class is not uploaded
+		}
+	}
+	setSize(&si.Limits.MaxBlobSize, l.GetMaxBlobSize())
+	setSize(&si.Limits.MaxTensorPointSize, l.GetMaxTensorPointSize())
+	setSize(&si.Limits.MaxScalarRequestSize, l.GetMaxScalarRequestSize())
+	setSize(&si.Limits.MaxTensorRequestSize, l.GetMaxTensorRequestSize())
+	setSize(&si.Limits.MaxBlobRequestSize, l.GetMaxBlobRequestSize())
+	setInterval := func(dst *time.Duration, ms int64) {
+		if ms != 0 {
+			*dst = time.Duration(max(ms, 0)) * time.Millisecond
+		}
+	}
+	setInterval(&si.Limits.MinScalarInterval, l.GetMinScalarRequestInterval())
+	setInterval(&si.Limits.MinTensorInterval, l.GetMinTensorRequestInterval())
+	setInterval(&si.Limits.MinBlobInterval, l.GetMinBlobRequestInterval())
+	// The handshake cannot say "no interval" with 0 (that means "default"), so a
+	// server that wants none sends 1 ms; treat that as none.
+	for _, d := range []*time.Duration{&si.Limits.MinScalarInterval, &si.Limits.MinTensorInterval, &si.Limits.MinBlobInterval} {
+		if *d <= time.Millisecond {
+			*d = 0
+		}
+	}
+	return si, nil
+}
+
+// bearer attaches a token to every call.
+type bearer struct {
+	token  string
+	secure bool
+}
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	if b.token == "" {
+		return nil, nil
+	}
+	return map[string]string{"authorization": "Bearer " + b.token}, nil
+}
+
+func (b bearer) RequireTransportSecurity() bool { return b.secure }
+
+// Dial connects to a gRPC endpoint. TLS is used when secure; the token (if any)
+// travels as "authorization: Bearer" metadata on every call.
+func Dial(endpoint string, secure bool, token string) (*grpc.ClientConn, error) {
+	creds := insecure.NewCredentials()
+	if secure {
+		creds = credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
+	}
+	return grpc.NewClient(endpoint,
+		grpc.WithTransportCredentials(creds),
+		grpc.WithPerRPCCredentials(bearer{token: token, secure: secure}),
+		grpc.WithUserAgent(Version),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)),
+	)
+}
+
+// Retry is a retry policy with exponential backoff and jitter.
+type Retry struct {
+	Attempts int           // total attempts, at least 1
+	Base     time.Duration // first backoff
+	Max      time.Duration // longest backoff
+	Timeout  time.Duration // per attempt; 0 = none
+	// OnRetry, if set, is told about each retry (for progress output).
+	OnRetry func(err error, wait time.Duration)
+}
+
+// DefaultRetry survives a server restart of a minute or so.
+var DefaultRetry = Retry{Attempts: 10, Base: 500 * time.Millisecond, Max: 15 * time.Second, Timeout: 60 * time.Second}
+
+// Retryable reports whether a failed call may succeed if tried again.
+func Retryable(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.Aborted, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Internal:
+		// Internal covers connections reset mid-stream while a server restarts.
+		return !errors.Is(err, context.Canceled)
+	}
+	return false
+}
+
+// Do calls fn until it succeeds, fails with a permanent error, or attempts run out.
+func (r Retry) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	var err error
+	wait := r.Base
+	for attempt := 1; ; attempt++ {
+		callCtx, cancel := ctx, context.CancelFunc(func() {})
+		if r.Timeout > 0 {
+			callCtx, cancel = context.WithTimeout(ctx, r.Timeout)
+		}
+		err = fn(callCtx)
+		cancel()
+		if err == nil || !Retryable(err) || attempt >= r.Attempts || ctx.Err() != nil {
+			return err
+		}
+		// Full jitter in [wait/2, wait): clients that failed together retry apart.
+		d := wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
+		if r.OnRetry != nil {
+			r.OnRetry(err, d)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(d):
+		}
+		wait = min(2*wait, r.Max)
+	}
+}
+
+// Describe turns a gRPC error into a sentence for people.
+func Describe(err error) string {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err.Error()
+	}
+	switch st.Code() {
+	case codes.Unauthenticated:
+		return "not signed in, or the token is invalid or revoked (" + st.Message() + "); run 'tbup auth login' or pass --token"
+	case codes.PermissionDenied:
+		return "permission denied: " + st.Message()
+	case codes.NotFound:
+		return "not found: " + st.Message()
+	case codes.ResourceExhausted:
+		return "limit reached: " + st.Message()
+	case codes.Unavailable:
+		return "the server is unavailable: " + st.Message()
+	case codes.InvalidArgument:
+		return "rejected by the server: " + st.Message()
+	}
+	return fmt.Sprintf("%s: %s", st.Code(), st.Message())
+}
