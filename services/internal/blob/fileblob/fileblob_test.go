@@ -80,3 +80,15 @@ func TestStaleTempFilesRemoved(t *testing.T) {
 		t.Errorf("recent temp file removed: %v", err)
 	}
 }
+
+func BenchmarkPut(b *testing.B) { blobtest.BenchmarkPut(b, newBenchStore(b)) }
+func BenchmarkGet(b *testing.B) { blobtest.BenchmarkGet(b, newBenchStore(b)) }
+
+func newBenchStore(b *testing.B) *Store {
+	s, err := Open(filepath.Join(b.TempDir(), "blobs"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}

@@ -72,7 +72,7 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-func newStore(t *testing.T, prefix string) (*Store, string) {
+func newStore(prefix string) (*Store, string) {
 	name := fmt.Sprintf("bucket-%d", buckets.Add(1))
 	server.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: name})
 	return New(client, name, Options{Prefix: prefix, ChunkSize: 4 << 20}), name
@@ -85,7 +85,7 @@ func TestAcceptance(t *testing.T) {
 			var mu sync.Mutex
 			blobtest.Run(t, blobtest.Harness{
 				New: func(t *testing.T) blob.Store {
-					s, name := newStore(t, prefix)
+					s, name := newStore(prefix)
 					mu.Lock()
 					bucketOf[s] = name
 					mu.Unlock()
@@ -100,4 +100,16 @@ func TestAcceptance(t *testing.T) {
 			})
 		})
 	}
+}
+
+// The benchmarks measure this client against the in-process fake, which
+// keeps objects in files; they say nothing about GCS itself.
+func BenchmarkPut(b *testing.B) {
+	s, _ := newStore("")
+	blobtest.BenchmarkPut(b, s)
+}
+
+func BenchmarkGet(b *testing.B) {
+	s, _ := newStore("")
+	blobtest.BenchmarkGet(b, s)
 }
