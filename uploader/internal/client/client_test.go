@@ -1,0 +1,107 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+)
+
+func handshakeServer(t *testing.T, resp *servicepb.ServerInfoResponse, code int) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/api/uploader" {
+			http.NotFound(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var req servicepb.ServerInfoRequest
+		if err := proto.Unmarshal(body, &req); err != nil || req.GetVersion() != Version {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		b, _ := proto.Marshal(resp)
+		w.WriteHeader(code)
+		w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestHandshakeDefaultsAndOverrides(t *testing.T) {
+	srv := handshakeServer(t, &servicepb.ServerInfoResponse{
+		Compatibility: &servicepb.Compatibility{Verdict: servicepb.CompatibilityVerdict_VERDICT_WARN, Details: "upgrade soon"},
+		ApiServer:     &servicepb.ApiServer{Endpoint: "localhost:6007"},
+		UrlFormat:     &servicepb.ExperimentUrlFormat{Template: "http://x/experiment/<id>/", IdPlaceholder: "<id>"},
+		PluginControl: &servicepb.PluginControl{AllowedPlugins: []string{"scalars", "images"}},
+		UploadLimits:  &servicepb.UploadLimits{MaxScalarRequestSize: 1 << 20, MinScalarRequestInterval: 1, MaxBlobSize: -1},
+	}, http.StatusOK)
+	info, err := Handshake(context.Background(), srv.Client(), srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Endpoint != "localhost:6007" || info.ExperimentURL("abc") != "http://x/experiment/abc/" || info.Warning != "upgrade soon" {
+		t.Errorf("info %+v", info)
+	}
+	l := info.Limits
+	if l.MaxScalarRequestSize != 1<<20 || l.MinScalarInterval != 0 || l.MaxBlobSize != -1 ||
+		l.MaxTensorRequestSize != DefaultLimits.MaxTensorRequestSize || l.MinTensorInterval != DefaultLimits.MinTensorInterval {
+		t.Errorf("limits %+v", l)
+	}
+
+	srv = handshakeServer(t, &servicepb.ServerInfoResponse{Compatibility: &servicepb.Compatibility{Verdict: servicepb.CompatibilityVerdict_VERDICT_ERROR, Details: "too old"}}, http.StatusOK)
+	if _, err := Handshake(context.Background(), srv.Client(), srv.URL, nil); !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), "too old") {
+		t.Errorf("verdict error: %v", err)
+	}
+	srv = handshakeServer(t, &servicepb.ServerInfoResponse{}, http.StatusNotFound)
+	if _, err := Handshake(context.Background(), srv.Client(), srv.URL, nil); !errors.Is(err, ErrServer) {
+		t.Errorf("404: %v", err)
+	}
+	if _, err := Handshake(context.Background(), srv.Client(), "localhost:6006", nil); err == nil {
+		t.Error("a server without a scheme was accepted")
+	}
+	if _, err := Handshake(context.Background(), http.DefaultClient, "http://127.0.0.1:1", nil); !errors.Is(err, ErrServer) {
+		t.Errorf("unreachable server: %v", err)
+	}
+}
+
+func TestRetry(t *testing.T) {
+	r := Retry{Attempts: 4, Base: time.Millisecond, Max: 4 * time.Millisecond}
+	calls := 0
+	err := r.Do(context.Background(), func(context.Context) error {
+		calls++
+		if calls < 3 {
+			return status.Error(codes.Unavailable, "restarting")
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Errorf("transient failures: err %v after %d calls", err, calls)
+	}
+	calls = 0
+	err = r.Do(context.Background(), func(context.Context) error {
+		calls++
+		return status.Error(codes.InvalidArgument, "bad")
+	})
+	if status.Code(err) != codes.InvalidArgument || calls != 1 {
+		t.Errorf("permanent failure retried: %v after %d calls", err, calls)
+	}
+	calls = 0
+	err = r.Do(context.Background(), func(context.Context) error {
+		calls++
+		return status.Error(codes.Unavailable, "down")
+	})
+	if status.Code(err) != codes.Unavailable || calls != 4 {
+		t.Errorf("gave up after %d calls (%v), want 4", calls, err)
+	}
+}
