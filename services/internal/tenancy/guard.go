@@ -1,0 +1,202 @@
+package tenancy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+
+	"github.com/tbhub/tbhub/services/internal/auth"
+	"github.com/tbhub/tbhub/services/internal/rpcerr"
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+// ExperimentGetter is what the guard reads: store.Reader satisfies it.
+type ExperimentGetter interface {
+	GetExperiment(ctx context.Context, eid string) (store.Experiment, error)
+}
+
+// Guard is the interceptor pair that authenticates and authorizes every
+// call, and translates handler errors to statuses (rpcerr.ToStatus) on the
+// way out.
+type Guard struct {
+	auth        *auth.Authenticator
+	experiments ExperimentGetter
+	methods     map[string]Method
+	logger      *slog.Logger
+}
+
+// NewGuard returns a guard using Methods.
+func NewGuard(a *auth.Authenticator, experiments ExperimentGetter, logger *slog.Logger) *Guard {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Guard{auth: a, experiments: experiments, methods: Methods, logger: logger}
+}
+
+type experimentKey struct{}
+
+// ExperimentFromContext returns the experiment the guard authorized the
+// call on; ok is false for operations that name none.
+func ExperimentFromContext(ctx context.Context) (store.Experiment, bool) {
+	e, ok := ctx.Value(experimentKey{}).(store.Experiment)
+	return e, ok
+}
+
+// Unary is the unary server interceptor.
+func (g *Guard) Unary() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if isPublic(info.FullMethod) {
+			return handler(ctx, req)
+		}
+		ctx, m, err := g.authenticate(ctx, info.FullMethod)
+		if err != nil {
+			return nil, g.toStatus(ctx, info.FullMethod, err)
+		}
+		if ctx, err = g.authorize(ctx, m, req); err != nil {
+			return nil, g.toStatus(ctx, info.FullMethod, err)
+		}
+		resp, err := handler(ctx, req)
+		return resp, g.toStatus(ctx, info.FullMethod, err)
+	}
+}
+
+// Stream is the streaming server interceptor. Authentication happens
+// before the first message; each received message is authorized against
+// the experiment it names.
+func (g *Guard) Stream() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if isPublic(info.FullMethod) {
+			return handler(srv, ss)
+		}
+		ctx, m, err := g.authenticate(ss.Context(), info.FullMethod)
+		if err != nil {
+			return g.toStatus(ctx, info.FullMethod, err)
+		}
+		if m.Experiment == nil {
+			if ctx, err = g.authorize(ctx, m, nil); err != nil {
+				return g.toStatus(ctx, info.FullMethod, err)
+			}
+		}
+		gs := &guardedStream{ServerStream: ss, g: g, m: m, ctx: ctx}
+		return g.toStatus(ctx, info.FullMethod, handler(srv, gs))
+	}
+}
+
+// authenticate finds the method's rule and the caller.
+func (g *Guard) authenticate(ctx context.Context, method string) (context.Context, Method, error) {
+	m, ok := g.methods[method]
+	if !ok {
+		return ctx, Method{}, rpcerr.New(codes.PermissionDenied, "%s has no access rule", method)
+	}
+	p, err := g.auth.FromIncomingContext(ctx)
+	switch {
+	case errors.Is(err, auth.ErrNoCredentials):
+		return ctx, m, nil
+	case errors.Is(err, auth.ErrInvalidCredentials):
+		g.logger.InfoContext(ctx, "rejected credentials", "method", method, "reason", err.Error())
+		return ctx, m, rpcerr.New(codes.Unauthenticated, "invalid credentials: malformed, unknown, expired or revoked")
+	case errors.Is(err, auth.ErrIssuerUnavailable):
+		g.logger.WarnContext(ctx, "identity provider unavailable", "error", err.Error())
+		return ctx, m, rpcerr.New(codes.Unavailable, "identity provider unavailable; retry")
+	case err != nil:
+		return ctx, m, err
+	}
+	return auth.NewContext(ctx, p), m, nil
+}
+
+// authorize consults the table for the request and, for operations on an
+// experiment, stores the experiment in the context.
+func (g *Guard) authorize(ctx context.Context, m Method, req any) (context.Context, error) {
+	p := auth.FromContext(ctx)
+	if m.Experiment == nil {
+		return ctx, outcomeError(Decide(m.Op, p, nil), m.Op, p)
+	}
+	if p == nil {
+		if out, ok := anonymousOutcome(m.Op); ok {
+			return ctx, outcomeError(out, m.Op, p)
+		}
+	}
+	eid := m.Experiment(req)
+	var found *store.Experiment
+	if store.ValidateExperimentID(eid) == nil {
+		e, err := g.experiments.GetExperiment(ctx, eid)
+		switch {
+		case err == nil:
+			found = &e
+		case !errors.Is(err, store.ErrNotFound):
+			return ctx, err
+		}
+	}
+	if err := outcomeError(Decide(m.Op, p, found), m.Op, p); err != nil {
+		return ctx, err
+	}
+	return context.WithValue(ctx, experimentKey{}, *found), nil
+}
+
+func outcomeError(out Outcome, op Op, p *auth.Principal) error {
+	switch out {
+	case Allow:
+		return nil
+	case NotFound:
+		return rpcerr.New(codes.NotFound, "experiment not found")
+	case Unauthenticated:
+		return rpcerr.New(codes.Unauthenticated, "this call needs credentials (authorization: Bearer ...)")
+	}
+	if p != nil && !p.Scopes.Has(rules[op].scope) {
+		return rpcerr.New(codes.PermissionDenied, "the credential's scopes (%v) do not allow %v", p.Scopes, op)
+	}
+	return rpcerr.New(codes.PermissionDenied, "only the experiment's owner may %v it", op)
+}
+
+func (g *Guard) toStatus(ctx context.Context, method string, err error) error {
+	st, internal := rpcerr.ToStatus(err)
+	if internal {
+		g.logger.ErrorContext(ctx, "internal error", "method", method, "error", err.Error())
+	}
+	return st
+}
+
+func isPublic(method string) bool {
+	for _, p := range publicServices {
+		if strings.HasPrefix(method, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// guardedStream authorizes every message it receives and gives the
+// handler a context holding the principal and the last authorized
+// experiment.
+type guardedStream struct {
+	grpc.ServerStream
+	g   *Guard
+	m   Method
+	ctx context.Context
+	eid string // experiment authorized last
+}
+
+func (s *guardedStream) Context() context.Context { return s.ctx }
+
+func (s *guardedStream) RecvMsg(msg any) error {
+	if err := s.ServerStream.RecvMsg(msg); err != nil {
+		return err
+	}
+	if s.m.Experiment == nil {
+		return nil
+	}
+	eid := s.m.Experiment(msg)
+	if s.eid != "" && eid == s.eid {
+		return nil
+	}
+	ctx, err := s.g.authorize(s.ctx, s.m, msg)
+	if err != nil {
+		return err
+	}
+	s.ctx, s.eid = ctx, eid
+	return nil
+}
