@@ -1,0 +1,239 @@
+// Package limits holds the limits that protect the write service (sizes
+// per request, per blob and per point; per-user quotas; per-user request
+// rates) and enforces the per-user ones. The same Limits value is
+// advertised to uploaders in the handshake, so a well-behaved client never
+// meets them; one that does gets RESOURCE_EXHAUSTED with a message naming
+// the limit and its value.
+package limits
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	"google.golang.org/grpc/codes"
+
+	"github.com/tbhub/tbhub/services/internal/rpcerr"
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+// Limits are the service's limits. Sizes are bytes; a zero quota is
+// unlimited.
+type Limits struct {
+	// MaxRequestBytes is the largest gRPC message the server accepts (its
+	// MaxRecvMsgSize); gRPC itself answers RESOURCE_EXHAUSTED above it.
+	MaxRequestBytes int64
+	// Advertised request budgets of the uploader, each at most
+	// MaxRequestBytes.
+	MaxScalarRequestBytes int64
+	MaxTensorRequestBytes int64
+	MaxBlobChunkBytes     int64
+	// MaxBlobBytes is the largest blob WriteBlob accepts.
+	MaxBlobBytes int64
+	// MaxTensorPointBytes is the largest serialized TensorProto of one
+	// tensor point.
+	MaxTensorPointBytes int64
+	// MaxPointsPerRequest bounds the points of one WriteScalar or
+	// WriteTensor call.
+	MaxPointsPerRequest int64
+	// MaxBlobsPerSequence bounds final_sequence_length.
+	MaxBlobsPerSequence int64
+	// Advertised minimum intervals between an uploader's requests.
+	MinScalarRequestInterval time.Duration
+	MinTensorRequestInterval time.Duration
+	MinBlobRequestInterval   time.Duration
+
+	// Per-user quotas over live experiments; 0 = unlimited.
+	MaxExperimentsPerUser int64
+	MaxPointsPerUser      int64
+	MaxBlobBytesPerUser   int64
+
+	// Per-user write rate: RequestsPerSecond sustained, Burst at once.
+	// RequestsPerSecond 0 disables rate limiting.
+	RequestsPerSecond float64
+	Burst             int
+}
+
+// Default returns the limits tbhub runs with unless configured otherwise.
+func Default() Limits {
+	return Limits{
+		MaxRequestBytes:          8 << 20,
+		MaxScalarRequestBytes:    1 << 20,
+		MaxTensorRequestBytes:    1 << 20,
+		MaxBlobChunkBytes:        4<<20 - 256<<10,
+		MaxBlobBytes:             64 << 20,
+		MaxTensorPointBytes:      1 << 20,
+		MaxPointsPerRequest:      100_000,
+		MaxBlobsPerSequence:      10_000,
+		MinScalarRequestInterval: 100 * time.Millisecond,
+		MinTensorRequestInterval: 100 * time.Millisecond,
+		MinBlobRequestInterval:   10 * time.Millisecond,
+		MaxExperimentsPerUser:    1_000,
+		MaxPointsPerUser:         1_000_000_000,
+		MaxBlobBytesPerUser:      100 << 30,
+		RequestsPerSecond:        200,
+		Burst:                    400,
+	}
+}
+
+// Validate reports limits that cannot work together.
+func (l Limits) Validate() error {
+	switch {
+	case l.MaxRequestBytes <= 0:
+		return fmt.Errorf("limits: MaxRequestBytes must be positive")
+	case l.MaxScalarRequestBytes > l.MaxRequestBytes, l.MaxTensorRequestBytes > l.MaxRequestBytes:
+		return fmt.Errorf("limits: request budgets must not exceed MaxRequestBytes (%d)", l.MaxRequestBytes)
+	case l.MaxBlobChunkBytes <= 0 || l.MaxBlobChunkBytes+64<<10 > l.MaxRequestBytes:
+		return fmt.Errorf("limits: MaxBlobChunkBytes must be positive and leave 64 KiB of MaxRequestBytes for the envelope")
+	case l.MaxBlobBytes <= 0, l.MaxTensorPointBytes <= 0, l.MaxPointsPerRequest <= 0, l.MaxBlobsPerSequence <= 0:
+		return fmt.Errorf("limits: blob, tensor point, points-per-request and blobs-per-sequence limits must be positive")
+	case l.RequestsPerSecond < 0 || (l.RequestsPerSecond > 0 && l.Burst < 1):
+		return fmt.Errorf("limits: a rate limit needs a burst of at least 1")
+	}
+	return nil
+}
+
+// UsageSource is where the enforcer reads a user's usage.
+type UsageSource interface {
+	UserUsage(ctx context.Context, userID string) (store.Usage, error)
+}
+
+// usageRefresh is how long a user's cached usage is trusted. In between,
+// admitted work is added to it; a refresh corrects rewrites of existing
+// points (counted as new) and deletions.
+const usageRefresh = 10 * time.Second
+
+// Enforcer enforces the per-user rate limits and quotas. It is safe for
+// concurrent use. Quota checks are as exact as one process can make them:
+// with several server processes each may admit up to one refresh
+// interval's work beyond a quota.
+type Enforcer struct {
+	l     Limits
+	usage UsageSource
+	now   func() time.Time
+
+	mu    sync.Mutex
+	users map[string]*userState
+}
+
+type userState struct {
+	limiter *rate.Limiter
+	mu      sync.Mutex // guards usage and loaded
+	usage   store.Usage
+	loaded  time.Time
+}
+
+// NewEnforcer returns an enforcer of l reading usage from src.
+func NewEnforcer(l Limits, src UsageSource, now func() time.Time) (*Enforcer, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Enforcer{l: l, usage: src, now: now, users: map[string]*userState{}}, nil
+}
+
+// Limits returns the enforced limits.
+func (e *Enforcer) Limits() Limits { return e.l }
+
+func (e *Enforcer) user(id string) *userState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	u, ok := e.users[id]
+	if !ok {
+		limit := rate.Inf
+		if e.l.RequestsPerSecond > 0 {
+			limit = rate.Limit(e.l.RequestsPerSecond)
+		}
+		u = &userState{limiter: rate.NewLimiter(limit, e.l.Burst)}
+		e.users[id] = u
+	}
+	return u
+}
+
+// Allow takes one request from the user's rate budget.
+func (e *Enforcer) Allow(userID string) error {
+	if e.user(userID).limiter.AllowN(e.now(), 1) {
+		return nil
+	}
+	return rpcerr.New(codes.ResourceExhausted,
+		"rate limit exceeded: %g requests/s per user (burst %d); retry later", e.l.RequestsPerSecond, e.l.Burst)
+}
+
+// Usage returns the user's usage read from the store now.
+func (e *Enforcer) Usage(ctx context.Context, userID string) (store.Usage, error) {
+	u := e.user(userID)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if err := e.refresh(ctx, u, userID, true); err != nil {
+		return store.Usage{}, err
+	}
+	return u.usage, nil
+}
+
+func (e *Enforcer) refresh(ctx context.Context, u *userState, userID string, force bool) error {
+	now := e.now()
+	if !force && !u.loaded.IsZero() && now.Sub(u.loaded) < usageRefresh {
+		return nil
+	}
+	usage, err := e.usage.UserUsage(ctx, userID)
+	if err != nil {
+		return fmt.Errorf("limits: usage of %s: %w", userID, err)
+	}
+	u.usage, u.loaded = usage, now
+	return nil
+}
+
+// quota names one per-user quota for messages and selects its counter.
+type quota struct {
+	name  string
+	limit func(Limits) int64
+	used  func(*store.Usage) *int64
+}
+
+var (
+	experimentsQuota = quota{"experiments per user", func(l Limits) int64 { return l.MaxExperimentsPerUser },
+		func(u *store.Usage) *int64 { return &u.Experiments }}
+	pointsQuota = quota{"points per user", func(l Limits) int64 { return l.MaxPointsPerUser },
+		func(u *store.Usage) *int64 { return &u.Points }}
+	blobBytesQuota = quota{"blob bytes per user", func(l Limits) int64 { return l.MaxBlobBytesPerUser },
+		func(u *store.Usage) *int64 { return &u.BlobBytes }}
+)
+
+// ReserveExperiment admits one more experiment for the user.
+func (e *Enforcer) ReserveExperiment(ctx context.Context, userID string) error {
+	return e.reserve(ctx, userID, experimentsQuota, 1)
+}
+
+// ReservePoints admits n more points for the user.
+func (e *Enforcer) ReservePoints(ctx context.Context, userID string, n int64) error {
+	return e.reserve(ctx, userID, pointsQuota, n)
+}
+
+// ReserveBlobBytes admits n more blob bytes for the user.
+func (e *Enforcer) ReserveBlobBytes(ctx context.Context, userID string, n int64) error {
+	return e.reserve(ctx, userID, blobBytesQuota, n)
+}
+
+func (e *Enforcer) reserve(ctx context.Context, userID string, q quota, n int64) error {
+	limit := q.limit(e.l)
+	if limit == 0 || n <= 0 {
+		return nil
+	}
+	u := e.user(userID)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if err := e.refresh(ctx, u, userID, false); err != nil {
+		return err
+	}
+	used := q.used(&u.usage)
+	if *used+n > limit {
+		return rpcerr.New(codes.ResourceExhausted, "quota exceeded: %s is %d (used %d, this request adds %d)",
+			q.name, limit, *used, n)
+	}
+	*used += n
+	return nil
+}

@@ -1,0 +1,113 @@
+package limits
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+type fixedUsage struct {
+	u     store.Usage
+	calls int
+}
+
+func (f *fixedUsage) UserUsage(context.Context, string) (store.Usage, error) {
+	f.calls++
+	return f.u, nil
+}
+
+func wantExhausted(t *testing.T, err error, mention ...string) {
+	t.Helper()
+	s := status.Convert(err)
+	if s.Code() != codes.ResourceExhausted {
+		t.Fatalf("error %v: want RESOURCE_EXHAUSTED", err)
+	}
+	for _, m := range mention {
+		if !strings.Contains(s.Message(), m) {
+			t.Errorf("message %q does not mention %q", s.Message(), m)
+		}
+	}
+}
+
+func TestQuotas(t *testing.T) {
+	l := Default()
+	l.MaxExperimentsPerUser, l.MaxPointsPerUser, l.MaxBlobBytesPerUser = 3, 100, 1000
+	now := time.Unix(1000, 0)
+	src := &fixedUsage{u: store.Usage{Experiments: 2, Points: 90, BlobBytes: 0}}
+	e, err := NewEnforcer(l, src, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := e.ReserveExperiment(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	wantExhausted(t, e.ReserveExperiment(ctx, "u"), "experiments per user", "3")
+	if err := e.ReservePoints(ctx, "u", 10); err != nil {
+		t.Fatal(err)
+	}
+	wantExhausted(t, e.ReservePoints(ctx, "u", 1), "points per user", "100")
+	wantExhausted(t, e.ReserveBlobBytes(ctx, "u", 1001), "blob bytes per user", "1000")
+	if err := e.ReserveBlobBytes(ctx, "u", 1000); err != nil {
+		t.Fatal(err)
+	}
+	// Another user has their own budget.
+	if err := e.ReservePoints(ctx, "v", 10); err != nil {
+		t.Fatal(err)
+	}
+	// After the refresh interval the store's figures count again.
+	src.u.Points = 0
+	now = now.Add(usageRefresh + time.Second)
+	if err := e.ReservePoints(ctx, "u", 100); err != nil {
+		t.Errorf("after refresh: %v", err)
+	}
+	if u, err := e.Usage(ctx, "u"); err != nil || u != src.u {
+		t.Errorf("Usage = %+v, %v; want %+v", u, err, src.u)
+	}
+	// Zero quota means unlimited.
+	l.MaxPointsPerUser = 0
+	e2, _ := NewEnforcer(l, src, nil)
+	if err := e2.ReservePoints(ctx, "u", 1<<40); err != nil {
+		t.Errorf("unlimited: %v", err)
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	l := Default()
+	l.RequestsPerSecond, l.Burst = 2, 3
+	now := time.Unix(1000, 0)
+	e, err := NewEnforcer(l, &fixedUsage{}, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := e.Allow("u"); err != nil {
+			t.Fatalf("request %d within burst: %v", i, err)
+		}
+	}
+	wantExhausted(t, e.Allow("u"), "rate limit", "2 requests/s", "burst 3")
+	if err := e.Allow("v"); err != nil {
+		t.Errorf("other user limited by u: %v", err)
+	}
+	now = now.Add(time.Second)
+	if err := e.Allow("u"); err != nil {
+		t.Errorf("after a second: %v", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	if err := Default().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := Default()
+	bad.MaxBlobChunkBytes = bad.MaxRequestBytes
+	if bad.Validate() == nil {
+		t.Error("chunk as large as the request limit accepted")
+	}
+}
