@@ -271,8 +271,8 @@ func readWindow[P any](ctx context.Context, tx txReader, eid string, ts *store.T
 
 // sample applies the downsample rule to the window [lo, hi] of a series
 // with more than k points: the latest point in the window, then the
-// SampleKey index from its start, skipping points outside the window, until
-// k-1 others are found. Points come back in step order, as the index stores
+// SampleKey index from its start (walkSampleKeys), skipping points outside
+// the window, until k-1 others are found. Points come back in step order, as the index stores
 // them (fill completes them).
 func sample[P any](ctx context.Context, tx txReader, eid string, sum *store.SeriesSummary, lo, hi int64, q store.Query, sp *pointSpec[P]) ([]P, error) {
 	ts := &sum.TimeSeries
@@ -317,33 +317,65 @@ func sample[P any](ctx context.Context, tx txReader, eid string, sum *store.Seri
 	latestStep := sp.step(latest)
 	out := make([]P, 0, k)
 	if k > 1 {
-		opts := &spanner.ReadOptions{Index: sp.index}
-		if q.MinStep == nil && q.MaxWallTime == nil && hi == sum.MaxStep {
-			// Whole series: the first k entries hold the k-1 others.
-			opts.Limit = int(k)
-		}
-		err := tx.ReadWithOptions(ctx, sp.table, spanner.Key{eid, ts.Run, ts.Tag}.AsPrefix(), sp.indexColumns, opts).Do(func(row *spanner.Row) error {
-			p, err := sp.fromIndex(row)
-			if err != nil {
-				return err
+		err := walkSampleKeys(ctx, tx, eid, sum, sp, k, func(p *P) bool {
+			st := sp.step(p)
+			if st == latestStep || st < lo || st > hi || !q.InWindow(st, sp.wallTime(p)) {
+				return true
 			}
-			st := sp.step(&p)
-			if st == latestStep || st < lo || st > hi || !q.InWindow(st, sp.wallTime(&p)) {
-				return nil
-			}
-			out = append(out, p)
-			if int64(len(out)) == k-1 {
-				return errStop
-			}
-			return nil
+			out = append(out, *p)
+			return int64(len(out)) < k-1
 		})
-		if err != nil && err != errStop {
+		if err != nil {
 			return nil, err
 		}
 	}
 	out = append(out, *latest)
 	slices.SortFunc(out, func(a, b P) int { return cmp.Compare(sp.step(&a), sp.step(&b)) })
 	return out, nil
+}
+
+// walkSampleKeys visits the series' SampleKey index entries in index order
+// (SampleKey, then step) until visit returns false or the index ends.
+//
+// It reads the index in SampleKey ranges rather than with a row limit: keys
+// are uniform over [0, 2^63), so the first range, sized to hold about 1.5k
+// of the series' n entries, almost always holds the k-1 points wanted, and
+// each further range doubles the span. The reads stay O(k) on any engine,
+// including the emulator, which applies a read's limit only after scanning
+// the whole key range. A step window admitting w of the n points makes the
+// walk read about k·n/w entries.
+func walkSampleKeys[P any](ctx context.Context, tx txReader, eid string, sum *store.SeriesSummary, sp *pointSpec[P], k int64, visit func(*P) bool) error {
+	const keySpace = float64(1 << 63)
+	span := keySpace * (1.5*float64(k) + 16) / float64(max(sum.PointCount, 1))
+	from := int64(0)
+	for {
+		r := spanner.KeyRange{Start: spanner.Key{eid, sum.Run, sum.Tag, from}, Kind: spanner.ClosedOpen}
+		last := span >= keySpace-float64(from)
+		if last {
+			r.End, r.Kind = spanner.Key{eid, sum.Run, sum.Tag}, spanner.ClosedClosed // to the end of the series
+		} else {
+			r.End = spanner.Key{eid, sum.Run, sum.Tag, from + int64(span)}
+		}
+		more := true
+		err := tx.ReadWithOptions(ctx, sp.table, r, sp.indexColumns, &spanner.ReadOptions{Index: sp.index}).Do(func(row *spanner.Row) error {
+			p, err := sp.fromIndex(row)
+			if err != nil {
+				return err
+			}
+			if more = visit(&p); !more {
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && err != errStop {
+			return err
+		}
+		if !more || last {
+			return nil
+		}
+		from += int64(span)
+		span *= 2
+	}
 }
 
 // errStop ends an iteration early; it never leaves this package.
@@ -397,8 +429,8 @@ var tensorSpec = &pointSpec[store.TensorPoint]{
 	step:     func(p *store.TensorPoint) int64 { return p.Step },
 	wallTime: func(p *store.TensorPoint) float64 { return p.WallTime },
 	fill:     fillTensors,
-	// Tensors can be large; keep pages small.
-	pageSize: 256,
+	// Tensors can be large (up to Spanner's 10 MiB cell); keep pages small.
+	pageSize: 64,
 }
 
 // fillTensors reads the tensor bytes of sampled points by primary key, in

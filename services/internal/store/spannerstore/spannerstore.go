@@ -23,11 +23,13 @@
 //
 // Every read method runs in one read-only transaction (a consistent
 // snapshot) that begins by checking the experiment's State. Downsampling
-// follows package downsample: the latest point of the window, then the
-// series' SampleKey index walked from its start, keeping in-window points,
-// until k-1 are found. Without a step window that reads k index entries;
-// with a narrow step window the window itself is read instead; reading
-// every point streams the primary-key range in step order.
+// follows package downsample: the latest point of the window (a point read
+// of the series' MaxStep when the window is open-ended), then the series'
+// SampleKey index walked from its start in SampleKey ranges sized for about
+// 1.5k entries, keeping in-window points, until k-1 are found. Without a
+// step window that reads about 1.5k index entries, whatever the series
+// length; with a narrow step window the window itself is read instead;
+// reading every point streams the primary-key range in step order.
 //
 // # Deletion
 //
