@@ -92,7 +92,8 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 	fs := newFlagSet(env, "upload", "--logdir DIR|gs://BUCKET/PREFIX [flags]")
 	var sf serverFlags
 	sf.register(fs)
-	dir := fs.String("logdir", "", "the log directory to upload: a local path or gs://bucket/prefix (required)")
+	dir := fs.String("logdir", "", "the log directory to upload: a local path or gs://bucket/prefix")
+	graph := fs.String("graph", "", "instead of a logdir, upload a model graph: a GraphDef file, binary (.pb) or text format (.pbtxt)")
 	name := fs.String("name", "", "experiment name (at most 100 characters)")
 	description := fs.String("description", "", "experiment description, markdown (at most 600 characters)")
 	experimentID := fs.String("experiment", "", "continue this experiment instead of the one this logdir was last uploaded to")
@@ -108,11 +109,12 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *dir == "" {
-		fmt.Fprintln(env.Stderr, "tbup upload: --logdir is required")
+	if (*dir == "") == (*graph == "") {
+		fmt.Fprintln(env.Stderr, "tbup upload: give either --logdir or --graph")
 		fs.Usage()
 		return ErrUsage
 	}
+	var err error
 	vis, ok := visibilities[*visibility]
 	if *visibility != "" && !ok {
 		return fmt.Errorf("--visibility must be private, unlisted or public, not %q", *visibility)
@@ -120,7 +122,13 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 	if len([]rune(*name)) > 100 || len([]rune(*description)) > 600 {
 		return errors.New("--name is limited to 100 characters and --description to 600")
 	}
-	src, err := logdir.Open(ctx, *dir)
+	var src logdir.Source
+	if *graph != "" {
+		src, err = graphSource(*graph)
+		*oneShot = true // a model file does not grow
+	} else {
+		src, err = logdir.Open(ctx, *dir)
+	}
 	if err != nil {
 		return err
 	}
@@ -152,7 +160,7 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	logdirKey := src.String()
-	if abs, err := filepath.Abs(*dir); err == nil && !strings.HasPrefix(*dir, "gs://") {
+	if abs, err := filepath.Abs(*dir); err == nil && *dir != "" && !strings.HasPrefix(*dir, "gs://") {
 		logdirKey = abs
 	}
 	statePath := state.Path(stateDir, sf.server, logdirKey)
