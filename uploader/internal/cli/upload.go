@@ -75,11 +75,21 @@ func (sf *serverFlags) connect(ctx context.Context, env Env, plugins []string) (
 	if info.Warning != "" {
 		fmt.Fprintf(env.Stderr, "Note from the server: %s\n", info.Warning)
 	}
-	conn, err := client.Dial(info.Endpoint, strings.HasPrefix(sf.server, "https://"), sf.token)
+	conn, err := dialEndpoint(info.Endpoint, *sf)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", info.Endpoint, err)
+		return nil, err
 	}
 	return &connection{info: info, conn: conn}, nil
+}
+
+// dialEndpoint connects to a gRPC endpoint of the server with the user's token,
+// over TLS when the server's URL is https.
+func dialEndpoint(endpoint string, sf serverFlags) (*grpc.ClientConn, error) {
+	conn, err := client.Dial(endpoint, strings.HasPrefix(sf.server, "https://"), sf.token)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", endpoint, err)
+	}
+	return conn, nil
 }
 
 var visibilities = map[string]experimentsv1.Visibility{
