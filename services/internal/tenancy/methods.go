@@ -5,6 +5,7 @@ import (
 
 	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
+	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
@@ -75,6 +76,39 @@ var Methods = map[string]Method{
 		return r.(*experimentsv1.ListGrantsRequest).GetExperimentId()
 	}},
 	experimentsv1.ExperimentService_GetQuotaUsage_FullMethodName: {Op: OpAccount},
+
+	// The read service (package reader). A blob key starts with the
+	// experiment it was issued for, like the blob IDs above.
+	datapb.TensorBoardDataProvider_GetExperiment_FullMethodName: {OpRead, func(r any) string {
+		return r.(*datapb.GetExperimentRequest).GetExperimentId()
+	}},
+	datapb.TensorBoardDataProvider_ListPlugins_FullMethodName: {OpRead, func(r any) string {
+		return r.(*datapb.ListPluginsRequest).GetExperimentId()
+	}},
+	datapb.TensorBoardDataProvider_ListRuns_FullMethodName: {OpRead, func(r any) string {
+		return r.(*datapb.ListRunsRequest).GetExperimentId()
+	}},
+	datapb.TensorBoardDataProvider_ListScalars_FullMethodName: {OpRead, func(r any) string {
+		return r.(*datapb.ListScalarsRequest).GetExperimentId()
+	}},
+	datapb.TensorBoardDataProvider_ReadScalars_FullMethodName: {OpRead, func(r any) string {
+		return r.(*datapb.ReadScalarsRequest).GetExperimentId()
+	}},
+	datapb.TensorBoardDataProvider_ListTensors_FullMethodName: {OpRead, func(r any) string {
+		return r.(*datapb.ListTensorsRequest).GetExperimentId()
+	}},
+	datapb.TensorBoardDataProvider_ReadTensors_FullMethodName: {OpRead, func(r any) string {
+		return r.(*datapb.ReadTensorsRequest).GetExperimentId()
+	}},
+	datapb.TensorBoardDataProvider_ListBlobSequences_FullMethodName: {OpRead, func(r any) string {
+		return r.(*datapb.ListBlobSequencesRequest).GetExperimentId()
+	}},
+	datapb.TensorBoardDataProvider_ReadBlobSequences_FullMethodName: {OpRead, func(r any) string {
+		return r.(*datapb.ReadBlobSequencesRequest).GetExperimentId()
+	}},
+	datapb.TensorBoardDataProvider_ReadBlob_FullMethodName: {OpRead, func(r any) string {
+		return store.ExperimentOfBlobKey(r.(*datapb.ReadBlobRequest).GetBlobKey())
+	}},
 
 	authv1.AuthService_WhoAmI_FullMethodName:      {Op: OpAccount},
 	authv1.AuthService_CreateToken_FullMethodName: {Op: OpAccount},
