@@ -20,7 +20,7 @@ type Progress struct {
 	Interval     time.Duration
 
 	Records, Scalars, Tensors, BlobSequences, Blobs, BlobBytes, Bytes atomic.Int64
-	Retries, Skipped, Invalid, TooLarge, Warnings                     atomic.Int64
+	Retries, Skipped, Invalid, TooLarge, Rejected, Warnings           atomic.Int64
 
 	runs     atomic.Int64
 	activity atomic.Value

@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -175,6 +176,9 @@ func (u *Uploader) Run(ctx context.Context) error {
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return err
+	}
+	if n := u.prog.Rejected.Load(); n > 0 {
+		return fmt.Errorf("%w: the server rejected %d point(s) or request(s), listed in the warnings above; everything else was stored", ErrNotSent, n)
 	}
 	return nil
 }
@@ -579,7 +583,7 @@ func (u *Uploader) sendScalars() {
 			}
 			_, err := u.cfg.Writer.WriteScalar(ctx, req)
 			return err
-		}); err != nil {
+		}); err != nil && !u.rejected(err) {
 			return err
 		}
 		u.prog.Scalars.Add(int64(n))
@@ -608,13 +612,38 @@ func (u *Uploader) sendTensors() {
 			}
 			_, err := u.cfg.Writer.WriteTensor(ctx, req)
 			return err
-		}); err != nil {
+		}); err != nil && !u.rejected(err) {
 			return err
 		}
 		u.prog.Tensors.Add(int64(n))
 		u.prog.Bytes.Add(int64(proto.Size(req)))
 		return nil
 	})
+}
+
+// rejected reports points the server refused for good (it stores the rest of the
+// request) and says whether err was such a refusal. Resending cannot help, so the
+// upload goes on and ends with an error that counts them.
+func (u *Uploader) rejected(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.InvalidArgument {
+		return false
+	}
+	n := 0
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				u.prog.warn("the server rejected %s", v.GetDescription())
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		u.prog.warn("the server rejected a request: %s", st.Message())
+		n = 1
+	}
+	u.prog.Rejected.Add(int64(n))
+	return true
 }
 
 // pace keeps requests of one kind at least interval apart, as the server asks.
