@@ -96,14 +96,9 @@ func runAuth(ctx context.Context, env Env, args []string) error {
 		if explicit == "" {
 			return fmt.Errorf("sign in with an API token: tbup auth login --token TOKEN (create one with 'tbhub token create' or on the server's web page)")
 		}
-		c, err := sf.connect(ctx, env, nil)
+		who, err := whoAmI(ctx, env, &sf)
 		if err != nil {
-			return err
-		}
-		defer c.conn.Close()
-		who, err := authv1.NewAuthServiceClient(c.conn).WhoAmI(ctx, &authv1.WhoAmIRequest{})
-		if err != nil {
-			return fmt.Errorf("the server did not accept the token: %s", client.Describe(err))
+			return fmt.Errorf("the server did not accept the token: %w", err)
 		}
 		creds, err := loadCredentials(env)
 		if err != nil {
@@ -128,14 +123,9 @@ func runAuth(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "Signed out of %s.\n", sf.server)
 		return nil
 	case "whoami":
-		c, err := sf.connect(ctx, env, nil)
+		who, err := whoAmI(ctx, env, &sf)
 		if err != nil {
 			return err
-		}
-		defer c.conn.Close()
-		who, err := authv1.NewAuthServiceClient(c.conn).WhoAmI(ctx, &authv1.WhoAmIRequest{})
-		if err != nil {
-			return errors.New(client.Describe(err))
 		}
 		fmt.Fprintf(env.Stdout, "%s on %s\n", describeUser(who), sf.server)
 		return nil
@@ -153,4 +143,18 @@ func describeUser(w *authv1.WhoAmIResponse) string {
 		who += " (" + w.GetUserId() + ")"
 	}
 	return who
+}
+
+// whoAmI asks the server who the credentials belong to.
+func whoAmI(ctx context.Context, env Env, sf *serverFlags) (*authv1.WhoAmIResponse, error) {
+	c, err := sf.connect(ctx, env, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer c.conn.Close()
+	who, err := authv1.NewAuthServiceClient(c.conn).WhoAmI(ctx, &authv1.WhoAmIRequest{})
+	if err != nil {
+		return nil, errors.New(client.Describe(err))
+	}
+	return who, nil
 }

@@ -89,3 +89,10 @@ func parse(fs *flag.FlagSet, args []string) error {
 	}
 	return nil
 }
+
+// missing reports a command line that lacks what the command needs, with usage.
+func missing(env Env, fs *flag.FlagSet, what string) error {
+	fmt.Fprintf(env.Stderr, "%s: %s\n", fs.Name(), what)
+	fs.Usage()
+	return ErrUsage
+}

@@ -71,9 +71,7 @@ func runExport(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if *eid == "" || *outdir == "" {
-		fmt.Fprintln(env.Stderr, "tbup export: --experiment and --outdir are required")
-		fs.Usage()
-		return ErrUsage
+		return missing(env, fs, "--experiment and --outdir are required")
 	}
 	c, err := sf.connect(ctx, env, nil)
 	if err != nil {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/tbhub/tbhub/uploader/internal/eventfile"
 	"github.com/tbhub/tbhub/uploader/internal/inspect"
@@ -18,9 +17,7 @@ func runInspect(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if *dir == "" {
-		fmt.Fprintln(env.Stderr, "tbup inspect: --logdir is required")
-		fs.Usage()
-		return ErrUsage
+		return missing(env, fs, "--logdir is required")
 	}
 	src, err := logdir.Open(ctx, *dir)
 	if err != nil {

@@ -113,9 +113,7 @@ func runDelete(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if *ids == "" {
-		fmt.Fprintln(env.Stderr, "tbup delete: --experiment is required")
-		fs.Usage()
-		return ErrUsage
+		return missing(env, fs, "--experiment is required")
 	}
 	c, err := sf.connect(ctx, env, nil)
 	if err != nil {
@@ -154,9 +152,7 @@ func runUpdateMetadata(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if *id == "" || (*name == "" && *description == "" && *visibility == "") {
-		fmt.Fprintln(env.Stderr, "tbup update-metadata: --experiment and at least one of --name, --description, --visibility are required")
-		fs.Usage()
-		return ErrUsage
+		return missing(env, fs, "--experiment and at least one of --name, --description, --visibility are required")
 	}
 	vis, ok := visibilities[*visibility]
 	if *visibility != "" && !ok {

@@ -120,9 +120,7 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if (*dir == "") == (*graph == "") {
-		fmt.Fprintln(env.Stderr, "tbup upload: give either --logdir or --graph")
-		fs.Usage()
-		return ErrUsage
+		return missing(env, fs, "give either --logdir or --graph")
 	}
 	var err error
 	vis, ok := visibilities[*visibility]

@@ -27,9 +27,7 @@ func runView(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if eid == "" {
-		fmt.Fprintln(env.Stderr, "tbup view: which experiment? tbup view EXPERIMENT_ID")
-		fs.Usage()
-		return ErrUsage
+		return missing(env, fs, "which experiment? tbup view EXPERIMENT_ID")
 	}
 	c, err := sf.connect(ctx, env, nil)
 	if err != nil {

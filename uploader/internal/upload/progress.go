@@ -126,10 +126,7 @@ func (p *Progress) warn(format string, args ...any) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.live {
-		fmt.Fprint(p.Out, "\r\033[K")
-		p.live = false
-	}
+	p.clearLiveLocked()
 	msg := fmt.Sprintf(format, args...)
 	if p.TTY {
 		fmt.Fprintf(p.Out, "warning: %s\n", msg)
@@ -145,11 +142,16 @@ func (p *Progress) Printf(format string, args ...any) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.clearLiveLocked()
+	fmt.Fprintf(p.Out, format+"\n", args...)
+}
+
+// clearLiveLocked erases the live line so that a message gets a line of its own.
+func (p *Progress) clearLiveLocked() {
 	if p.live {
 		fmt.Fprint(p.Out, "\r\033[K")
 		p.live = false
 	}
-	fmt.Fprintf(p.Out, format+"\n", args...)
 }
 
 func count(n int64) string {

@@ -24,6 +24,7 @@ import (
 	"hash/crc32"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -575,20 +576,9 @@ func (u *Uploader) sendScalars() {
 			n += len(t.Points)
 		}
 	}
-	u.submit(u.scalarSize, func(ctx context.Context) error {
-		u.pace(&u.lastScalar, u.cfg.Limits.MinScalarInterval)
-		if err := u.call(ctx, func(ctx context.Context) error {
-			if u.cfg.Writer == nil {
-				return nil
-			}
-			_, err := u.cfg.Writer.WriteScalar(ctx, req)
-			return err
-		}); err != nil && !u.rejected(err) {
-			return err
-		}
-		u.prog.Scalars.Add(int64(n))
-		u.prog.Bytes.Add(int64(proto.Size(req)))
-		return nil
+	u.sendPoints(req, n, u.scalarSize, &u.lastScalar, u.cfg.Limits.MinScalarInterval, &u.prog.Scalars, func(ctx context.Context) error {
+		_, err := u.cfg.Writer.WriteScalar(ctx, req)
+		return err
 	})
 }
 
@@ -604,18 +594,22 @@ func (u *Uploader) sendTensors() {
 			n += len(t.Points)
 		}
 	}
-	u.submit(u.tensorSize, func(ctx context.Context) error {
-		u.pace(&u.lastTensor, u.cfg.Limits.MinTensorInterval)
-		if err := u.call(ctx, func(ctx context.Context) error {
-			if u.cfg.Writer == nil {
-				return nil
+	u.sendPoints(req, n, u.tensorSize, &u.lastTensor, u.cfg.Limits.MinTensorInterval, &u.prog.Tensors, func(ctx context.Context) error {
+		_, err := u.cfg.Writer.WriteTensor(ctx, req)
+		return err
+	})
+}
+
+// sendPoints queues one WriteScalar or WriteTensor request of n points.
+func (u *Uploader) sendPoints(req proto.Message, n, size int, last *time.Time, interval time.Duration, sent *atomic.Int64, write func(ctx context.Context) error) {
+	u.submit(size, func(ctx context.Context) error {
+		u.pace(last, interval)
+		if u.cfg.Writer != nil {
+			if err := u.call(ctx, write); err != nil && !u.rejected(err) {
+				return err
 			}
-			_, err := u.cfg.Writer.WriteTensor(ctx, req)
-			return err
-		}); err != nil && !u.rejected(err) {
-			return err
 		}
-		u.prog.Tensors.Add(int64(n))
+		sent.Add(int64(n))
 		u.prog.Bytes.Add(int64(proto.Size(req)))
 		return nil
 	})
