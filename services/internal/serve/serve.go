@@ -1,0 +1,290 @@
+// Package serve assembles the tbhub process that `tbhub serve` runs: the
+// write, export, experiments and auth gRPC services behind the tenancy
+// guard, gRPC health and reflection, and an HTTP mux holding the uploader
+// handshake and the probes. Other services (the read service, the
+// frontend) mount themselves on GRPCServer and Mux before Serve.
+//
+// By default gRPC and HTTP share one port: requests with an
+// application/grpc content type over HTTP/2 (cleartext, prior knowledge)
+// go to the gRPC server, everything else to the mux. With a separate
+// GRPCAddr, gRPC gets its own listener and native server.
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	"google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/tbhub/tbhub/services/internal/auth"
+	"github.com/tbhub/tbhub/services/internal/blob"
+	"github.com/tbhub/tbhub/services/internal/handshake"
+	"github.com/tbhub/tbhub/services/internal/limits"
+	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/tenancy"
+	"github.com/tbhub/tbhub/services/internal/writer"
+)
+
+// Config configures the process.
+type Config struct {
+	// HTTPAddr is the HTTP listen address, e.g. "localhost:6006"; port 0
+	// picks a free port.
+	HTTPAddr string
+	// GRPCAddr, if non-empty and different from HTTPAddr, gives gRPC its
+	// own listener; otherwise gRPC shares the HTTP port.
+	GRPCAddr string
+	// PublicOrigin is the origin users and uploaders reach the HTTP side
+	// at; "http://" + the HTTP listener's address if empty.
+	PublicOrigin string
+	// APIEndpoint is the gRPC target advertised in the handshake;
+	// "dns:///" + the gRPC listener's address if empty.
+	APIEndpoint    string
+	OIDC           auth.OIDCConfig
+	Limits         limits.Limits
+	AllowedPlugins []string
+	EnableTestRPCs bool
+	// SweepInterval is how often deleted experiments are purged; one
+	// minute if zero, never if negative.
+	SweepInterval time.Duration
+	// ShutdownTimeout bounds the graceful stop; 10 s if zero.
+	ShutdownTimeout time.Duration
+	Now             func() time.Time
+	Logger          *slog.Logger
+}
+
+// Server is the assembled process. Create it with New, add handlers and
+// services, then call Serve.
+type Server struct {
+	cfg      Config
+	st       writer.Store
+	blobs    blob.Store
+	auth     *auth.Authenticator
+	grpc     *grpc.Server
+	health   *health.Server
+	mux      *http.ServeMux
+	httpLis  net.Listener
+	grpcLis  net.Listener // nil when gRPC shares the HTTP port
+	origin   string
+	endpoint string
+	logger   *slog.Logger
+	ready    chan struct{}
+	stopOnce sync.Once
+}
+
+// New binds the listeners (so port 0 works and the URLs are known) and
+// builds the services; nothing is served until Serve.
+func New(st writer.Store, blobs blob.Store, cfg Config) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ShutdownTimeout == 0 {
+		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	if cfg.SweepInterval == 0 {
+		cfg.SweepInterval = time.Minute
+	}
+	s := &Server{cfg: cfg, st: st, blobs: blobs, mux: http.NewServeMux(), logger: cfg.Logger, ready: make(chan struct{})}
+	var err error
+	if s.httpLis, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		return nil, fmt.Errorf("serve: listen on %s: %w", cfg.HTTPAddr, err)
+	}
+	grpcAddr := s.httpLis.Addr().String()
+	if cfg.GRPCAddr != "" && cfg.GRPCAddr != cfg.HTTPAddr {
+		if s.grpcLis, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
+			s.httpLis.Close()
+			return nil, fmt.Errorf("serve: listen on %s: %w", cfg.GRPCAddr, err)
+		}
+		grpcAddr = s.grpcLis.Addr().String()
+	}
+	if err := s.build(grpcAddr); err != nil {
+		s.closeListeners()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) closeListeners() {
+	s.httpLis.Close()
+	if s.grpcLis != nil {
+		s.grpcLis.Close()
+	}
+}
+
+func (s *Server) build(grpcAddr string) error {
+	s.origin = s.cfg.PublicOrigin
+	if s.origin == "" {
+		s.origin = "http://" + s.httpLis.Addr().String()
+	}
+	s.origin = strings.TrimSuffix(s.origin, "/")
+	s.endpoint = s.cfg.APIEndpoint
+	if s.endpoint == "" {
+		s.endpoint = "dns:///" + grpcAddr
+	}
+	lim := s.cfg.Limits
+	if lim == (limits.Limits{}) {
+		lim = limits.Default()
+	}
+	var err error
+	if s.auth, err = auth.New(s.st, auth.Config{OIDC: s.cfg.OIDC, Now: s.cfg.Now, Logger: s.logger}); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	enf, err := limits.NewEnforcer(lim, s.st, s.cfg.Now)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	w, err := writer.New(s.st, s.blobs, s.auth, enf, writer.Config{
+		PublicOrigin: s.origin, EnableTestRPCs: s.cfg.EnableTestRPCs, Now: s.cfg.Now, Logger: s.logger,
+	})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	guard := tenancy.NewGuard(s.auth, s.st, s.logger)
+	s.grpc = grpc.NewServer(
+		grpc.MaxRecvMsgSize(int(lim.MaxRequestBytes)),
+		grpc.ChainUnaryInterceptor(guard.Unary()),
+		grpc.ChainStreamInterceptor(guard.Stream()),
+	)
+	w.Register(s.grpc)
+	s.health = health.NewServer()
+	s.health.SetServingStatus("", grpc_health_v1.HealthCheckResponse_NOT_SERVING)
+	grpc_health_v1.RegisterHealthServer(s.grpc, s.health)
+	reflection.Register(s.grpc)
+
+	hs, err := handshake.New(handshake.Config{
+		APIEndpoint: s.endpoint, PublicOrigin: s.origin, AllowedPlugins: s.cfg.AllowedPlugins, Limits: lim,
+	})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	s.mux.Handle("POST "+handshake.Path, hs)
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case <-s.ready:
+			fmt.Fprintln(w, "ready")
+		default:
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+		}
+	})
+	return nil
+}
+
+// Mux is the HTTP mux; mount further handlers on it before Serve.
+func (s *Server) Mux() *http.ServeMux { return s.mux }
+
+// GRPCServer is the gRPC server; register further services before Serve.
+// Their methods need rules in tenancy.Methods, or the guard refuses them.
+func (s *Server) GRPCServer() *grpc.Server { return s.grpc }
+
+// Authenticator is the process's authenticator (for issuing tokens).
+func (s *Server) Authenticator() *auth.Authenticator { return s.auth }
+
+// Origin is the public HTTP origin, e.g. "http://127.0.0.1:6006".
+func (s *Server) Origin() string { return s.origin }
+
+// APIEndpoint is the gRPC target advertised to uploaders.
+func (s *Server) APIEndpoint() string { return s.endpoint }
+
+// GRPCAddr is the address gRPC clients dial.
+func (s *Server) GRPCAddr() string {
+	if s.grpcLis != nil {
+		return s.grpcLis.Addr().String()
+	}
+	return s.httpLis.Addr().String()
+}
+
+// Serve serves until ctx is done, then stops gracefully: readiness and
+// health turn NOT_SERVING, in-flight calls get ShutdownTimeout to finish.
+func (s *Server) Serve(ctx context.Context) error {
+	handler := http.Handler(s.mux)
+	if s.grpcLis == nil {
+		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
+				s.grpc.ServeHTTP(w, r)
+				return
+			}
+			s.mux.ServeHTTP(w, r)
+		})
+	}
+	hsrv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	hsrv.Protocols = new(http.Protocols)
+	hsrv.Protocols.SetHTTP1(true)
+	hsrv.Protocols.SetUnencryptedHTTP2(true)
+
+	errc := make(chan error, 3)
+	go func() { errc <- ignoreClosed(hsrv.Serve(s.httpLis)) }()
+	if s.grpcLis != nil {
+		go func() { errc <- ignoreClosed(s.grpc.Serve(s.grpcLis)) }()
+	}
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	defer stopSweep()
+	if s.cfg.SweepInterval > 0 {
+		go s.sweepLoop(sweepCtx)
+	}
+	s.health.SetServingStatus("", grpc_health_v1.HealthCheckResponse_SERVING)
+	close(s.ready)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	s.health.Shutdown()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer cancel()
+	stopped := make(chan struct{})
+	go func() {
+		if s.grpcLis != nil {
+			s.grpc.GracefulStop()
+		}
+		close(stopped)
+	}()
+	shutdownErr := hsrv.Shutdown(sctx)
+	select {
+	case <-stopped:
+	case <-sctx.Done():
+		s.grpc.Stop()
+	}
+	if s.grpcLis == nil {
+		s.grpc.Stop() // streams served through ServeHTTP are done by now
+	}
+	return errors.Join(serveErr, ignoreClosed(shutdownErr))
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, grpc.ErrServerStopped) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// sweepLoop purges deleted experiments in the background.
+func (s *Server) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := store.Sweep(ctx, s.st, s.blobs.Delete, 10)
+		if err != nil && ctx.Err() == nil {
+			s.logger.WarnContext(ctx, "sweep failed", "error", err.Error())
+		} else if n > 0 {
+			s.logger.InfoContext(ctx, "swept deleted experiments", "count", n)
+		}
+	}
+}

@@ -1,0 +1,371 @@
+package serve_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
+	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
+	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
+	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+// The tenancy matrix: every RPC of the writer and exporter services, called
+// with each kind of credential on a private, an unlisted and a public
+// experiment, must give the expected code. The expectations are written
+// out here by hand, independently of tenancy's table.
+
+type credential string
+
+const (
+	credNone      credential = "no token"
+	credMalformed credential = "malformed token"
+	credExpired   credential = "expired OIDC token"
+	credRevoked   credential = "revoked API token"
+	credReadOnly  credential = "read-only token"
+	credOther     credential = "another user"
+	credOwner     credential = "owner"
+)
+
+var credentials = []credential{credNone, credMalformed, credExpired, credRevoked, credReadOnly, credOther, credOwner}
+
+var visibilities = []experimentsv1.Visibility{
+	experimentsv1.Visibility_VISIBILITY_PRIVATE,
+	experimentsv1.Visibility_VISIBILITY_UNLISTED,
+	experimentsv1.Visibility_VISIBILITY_PUBLIC,
+}
+
+// rpcKind groups RPCs that share expectations.
+type rpcKind int
+
+const (
+	kindCreate   rpcKind = iota // needs a user with upload scope
+	kindWrite                   // owner with upload scope only
+	kindList                    // any signed-in user; lists their own
+	kindRead                    // follows visibility
+	kindTestOnly                // disabled: UNIMPLEMENTED once authenticated
+)
+
+func expectedCode(k rpcKind, c credential, v experimentsv1.Visibility) codes.Code {
+	private := v == experimentsv1.Visibility_VISIBILITY_PRIVATE
+	switch c {
+	case credMalformed, credExpired, credRevoked:
+		return codes.Unauthenticated
+	case credNone:
+		if k == kindRead {
+			if private {
+				return codes.NotFound
+			}
+			return codes.OK
+		}
+		return codes.Unauthenticated
+	}
+	switch k {
+	case kindCreate:
+		if c == credReadOnly {
+			return codes.PermissionDenied
+		}
+		return codes.OK
+	case kindWrite:
+		switch {
+		case c == credOwner:
+			return codes.OK
+		case c == credReadOnly:
+			return codes.PermissionDenied
+		case private:
+			return codes.NotFound
+		}
+		return codes.PermissionDenied
+	case kindList:
+		return codes.OK
+	case kindRead:
+		if c == credOther && private {
+			return codes.NotFound
+		}
+		return codes.OK
+	case kindTestOnly:
+		return codes.Unimplemented
+	}
+	panic("unknown kind")
+}
+
+// target is what one call acts on.
+type target struct {
+	eid    string
+	seqID  string // a blob sequence of eid
+	blobID string // a current blob of eid
+	index  int64  // a free slot of seqID
+}
+
+type rpcCase struct {
+	name string
+	kind rpcKind
+	call func(ctx context.Context, h *harness, tg target) error
+}
+
+func drain[T any](recv func() (T, error)) error {
+	for {
+		if _, err := recv(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+func scalarRequest(eid string, steps ...int64) *servicepb.WriteScalarRequest {
+	tag := &servicepb.WriteScalarRequest_Tag{Name: "loss", Metadata: scalarMetadata()}
+	for _, s := range steps {
+		tag.Points = append(tag.Points, &servicepb.ScalarPoint{Step: s, WallTime: timestamppb.Now(), Value: float64(s) / 10})
+	}
+	return &servicepb.WriteScalarRequest{ExperimentId: eid, Runs: []*servicepb.WriteScalarRequest_Run{{Name: "train", Tags: []*servicepb.WriteScalarRequest_Tag{tag}}}}
+}
+
+func scalarMetadata() *tbpb.SummaryMetadata {
+	return &tbpb.SummaryMetadata{PluginData: &tbpb.SummaryMetadata_PluginData{PluginName: "scalars"}, DataClass: tbpb.DataClass_DATA_CLASS_SCALAR}
+}
+
+var rpcCases = []rpcCase{
+	{"CreateExperiment", kindCreate, func(ctx context.Context, h *harness, _ target) error {
+		_, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "n"})
+		return err
+	}},
+	{"UpdateExperiment", kindWrite, func(ctx context.Context, h *harness, tg target) error {
+		_, err := h.writer.UpdateExperiment(ctx, &servicepb.UpdateExperimentRequest{
+			Experiment:     &servicepb.Experiment{ExperimentId: tg.eid, Name: "renamed"},
+			ExperimentMask: &servicepb.ExperimentMask{Name: true}})
+		return err
+	}},
+	{"DeleteExperiment", kindWrite, func(ctx context.Context, h *harness, tg target) error {
+		_, err := h.writer.DeleteExperiment(ctx, &servicepb.DeleteExperimentRequest{ExperimentId: tg.eid})
+		return err
+	}},
+	{"WriteScalar", kindWrite, func(ctx context.Context, h *harness, tg target) error {
+		_, err := h.writer.WriteScalar(ctx, scalarRequest(tg.eid, 100, 101))
+		return err
+	}},
+	{"WriteTensor", kindWrite, func(ctx context.Context, h *harness, tg target) error {
+		_, err := h.writer.WriteTensor(ctx, &servicepb.WriteTensorRequest{ExperimentId: tg.eid, Runs: []*servicepb.WriteTensorRequest_Run{{
+			Name: "train", Tags: []*servicepb.WriteTensorRequest_Tag{{Name: "hist", Points: []*servicepb.TensorPoint{{
+				Step: 1, WallTime: timestamppb.Now(), Value: &tbpb.TensorProto{Dtype: tbpb.DataType_DT_DOUBLE, DoubleVal: []float64{1, 2}},
+			}}}}}}})
+		return err
+	}},
+	{"GetOrCreateBlobSequence", kindWrite, func(ctx context.Context, h *harness, tg target) error {
+		_, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+			ExperimentId: tg.eid, Run: "train", Tag: "images", Step: 7, WallTime: timestamppb.Now(), FinalSequenceLength: 1})
+		return err
+	}},
+	{"GetBlobMetadata", kindWrite, func(ctx context.Context, h *harness, tg target) error {
+		_, err := h.writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: tg.seqID, Index: 0})
+		return err
+	}},
+	{"WriteBlob", kindWrite, func(ctx context.Context, h *harness, tg target) error {
+		return writeWholeBlob(ctx, h, tg.seqID, tg.index, []byte("blob bytes"))
+	}},
+	{"PurgeData", kindTestOnly, func(ctx context.Context, h *harness, _ target) error {
+		_, err := h.writer.PurgeData(ctx, &servicepb.PurgeDataRequest{BatchLimit: 1})
+		return err
+	}},
+	{"DeleteOwnUser", kindTestOnly, func(ctx context.Context, h *harness, _ target) error {
+		_, err := h.writer.DeleteOwnUser(ctx, &servicepb.DeleteOwnUserRequest{})
+		return err
+	}},
+	{"StreamExperiments", kindList, func(ctx context.Context, h *harness, _ target) error {
+		s, err := h.export.StreamExperiments(ctx, &servicepb.StreamExperimentsRequest{})
+		if err != nil {
+			return err
+		}
+		return drain(s.Recv)
+	}},
+	{"StreamExperimentData", kindRead, func(ctx context.Context, h *harness, tg target) error {
+		s, err := h.export.StreamExperimentData(ctx, &servicepb.StreamExperimentDataRequest{ExperimentId: tg.eid})
+		if err != nil {
+			return err
+		}
+		return drain(s.Recv)
+	}},
+	{"StreamBlobData", kindRead, func(ctx context.Context, h *harness, tg target) error {
+		s, err := h.export.StreamBlobData(ctx, &servicepb.StreamBlobDataRequest{BlobId: tg.blobID})
+		if err != nil {
+			return err
+		}
+		return drain(s.Recv)
+	}},
+}
+
+// writeWholeBlob uploads data as one finalized chunk, as a stock uploader
+// does for small blobs (no CRC).
+func writeWholeBlob(ctx context.Context, h *harness, seqID string, index int64, data []byte) error {
+	s, err := h.writer.WriteBlob(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.Send(&servicepb.WriteBlobRequest{BlobSequenceId: seqID, Index: index, Data: data,
+		BlobBytes: int64(len(data)), FinalizeObject: true}); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if err := s.CloseSend(); err != nil {
+		return err
+	}
+	return drain(s.Recv)
+}
+
+// matrixFixture holds the principals and experiments of the matrix.
+type matrixFixture struct {
+	h       *harness
+	headers map[credential]string
+	owner   context.Context // the owner's full-scope API token
+	ownerID string
+	exps    map[experimentsv1.Visibility]target
+	slots   atomic.Int64
+}
+
+func newMatrixFixture(t *testing.T, h *harness) *matrixFixture {
+	t.Helper()
+	ctx := t.Context()
+	f := &matrixFixture{h: h, headers: map[credential]string{}, exps: map[experimentsv1.Visibility]target{}}
+	ownerOIDC := as(ctx, bearer(h.idToken(t, "owner-subject", "owner@example.com", false)))
+	who, err := h.account.WhoAmI(ownerOIDC, &authv1.WhoAmIRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ownerID = who.GetUserId()
+	token := func(ctx context.Context, scopes ...authv1.Scope) (string, string) {
+		resp, err := h.account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: "matrix", Scopes: scopes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.GetSecret(), resp.GetToken().GetTokenId()
+	}
+	full, _ := token(ownerOIDC, authv1.Scope_SCOPE_UPLOAD, authv1.Scope_SCOPE_READ)
+	readOnly, _ := token(ownerOIDC, authv1.Scope_SCOPE_READ)
+	revoked, revokedID := token(ownerOIDC, authv1.Scope_SCOPE_UPLOAD, authv1.Scope_SCOPE_READ)
+	if _, err := h.account.RevokeToken(ownerOIDC, &authv1.RevokeTokenRequest{TokenId: revokedID}); err != nil {
+		t.Fatal(err)
+	}
+	otherOIDC := as(ctx, bearer(h.idToken(t, "other-subject", "other@example.com", false)))
+	other, _ := token(otherOIDC, authv1.Scope_SCOPE_UPLOAD, authv1.Scope_SCOPE_READ)
+
+	f.headers = map[credential]string{
+		credNone:      "",
+		credMalformed: bearer("tbh_not-a-real-token"),
+		credExpired:   bearer(h.idToken(t, "owner-subject", "owner@example.com", true)),
+		credRevoked:   bearer(revoked),
+		credReadOnly:  bearer(readOnly),
+		credOther:     bearer(other),
+		credOwner:     bearer(full),
+	}
+	f.owner = as(ctx, bearer(full))
+	for _, v := range visibilities {
+		f.exps[v] = f.newExperiment(t, v)
+	}
+	return f
+}
+
+// newExperiment creates an experiment of the owner with a scalar series, a
+// blob sequence of many slots and one current blob.
+func (f *matrixFixture) newExperiment(t *testing.T, v experimentsv1.Visibility) target {
+	t.Helper()
+	h, ctx := f.h, f.owner
+	ce, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: v.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eid := ce.GetExperimentId()
+	if _, err := h.exps.SetVisibility(ctx, &experimentsv1.SetVisibilityRequest{ExperimentId: eid, Visibility: v}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.writer.WriteScalar(ctx, scalarRequest(eid, 1, 2, 3)); err != nil {
+		t.Fatal(err)
+	}
+	seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+		ExperimentId: eid, Run: "train", Tag: "graph", Step: 0, WallTime: timestamppb.Now(), FinalSequenceLength: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeWholeBlob(ctx, h, seq.GetBlobSequenceId(), 0, []byte("the first blob")); err != nil {
+		t.Fatal(err)
+	}
+	return target{eid: eid, seqID: seq.GetBlobSequenceId(),
+		blobID: store.BlobID(eid, store.BlobRef{Run: "train", Tag: "graph", Step: 0, Index: 0})}
+}
+
+func runTenancyMatrix(t *testing.T, h *harness) {
+	f := newMatrixFixture(t, h)
+	for _, rc := range rpcCases {
+		for _, c := range credentials {
+			for _, v := range visibilities {
+				name := fmt.Sprintf("%s/%s/%s", rc.name, c, v)
+				tg := f.exps[v]
+				if rc.name == "DeleteExperiment" && c == credOwner {
+					tg = f.newExperiment(t, v) // keep the shared one
+				}
+				tg.index = 1 + f.slots.Add(1)
+				t.Run(name, func(t *testing.T) {
+					err := rc.call(as(t.Context(), f.headers[c]), h, tg)
+					want := expectedCode(rc.kind, c, v)
+					if got := status.Code(err); got != want {
+						t.Errorf("got %v (%v), want %v", got, err, want)
+					}
+				})
+			}
+		}
+	}
+
+	// A private experiment and a missing one look the same to everyone but
+	// the owner: same code and same message, for every RPC on an experiment.
+	missing := target{eid: store.NewExperimentID()}
+	missing.seqID = store.BlobSequenceID(missing.eid, "train", "graph", 0)
+	missing.blobID = store.BlobID(missing.eid, store.BlobRef{Run: "train", Tag: "graph"})
+	for _, rc := range rpcCases {
+		if rc.kind != kindWrite && rc.kind != kindRead {
+			continue
+		}
+		for _, c := range []credential{credNone, credOther} {
+			ctx := as(t.Context(), f.headers[c])
+			priv := f.exps[experimentsv1.Visibility_VISIBILITY_PRIVATE]
+			priv.index = 1 + f.slots.Add(1)
+			a, b := status.Convert(rc.call(ctx, h, priv)), status.Convert(rc.call(ctx, h, missing))
+			if a.Code() != b.Code() || a.Message() != b.Message() {
+				t.Errorf("%s by %s: private gives %v %q, missing gives %v %q", rc.name, c, a.Code(), a.Message(), b.Code(), b.Message())
+			}
+		}
+	}
+
+	// Listing never shows another user's experiments.
+	s, err := h.export.StreamExperiments(as(t.Context(), f.headers[credOther]), &servicepb.StreamExperimentsRequest{
+		ExperimentsMask: &servicepb.ExperimentMask{Name: true, Owner: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		resp, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range resp.GetExperiments() {
+			if e.GetOwner() == f.ownerID {
+				t.Errorf("another user's listing shows the owner's experiment %s", e.GetExperimentId())
+			}
+		}
+	}
+}
+
+func TestTenancyMatrixEmbedded(t *testing.T) {
+	st, blobs := embedded(t)
+	runTenancyMatrix(t, newHarness(t, st, blobs, nil))
+}

@@ -1,0 +1,136 @@
+package writer
+
+import (
+	"context"
+	"errors"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
+	"github.com/tbhub/tbhub/services/internal/auth"
+	"github.com/tbhub/tbhub/services/internal/rpcerr"
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+// authService is tbhub.auth.v1.AuthService.
+type authService struct {
+	authv1.UnimplementedAuthServiceServer
+	s *Server
+}
+
+func scopesToProto(s store.TokenScopes) []authv1.Scope {
+	var out []authv1.Scope
+	if s.Has(store.ScopeUpload) {
+		out = append(out, authv1.Scope_SCOPE_UPLOAD)
+	}
+	if s.Has(store.ScopeRead) {
+		out = append(out, authv1.Scope_SCOPE_READ)
+	}
+	return out
+}
+
+func optionalTime(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+func tokenProto(t *store.APIToken) *authv1.Token {
+	return &authv1.Token{
+		TokenId: t.ID, Name: t.Name, Scopes: scopesToProto(t.Scopes), SecretPrefix: t.SecretPrefix,
+		CreateTime:  timestamppb.New(t.CreateTime),
+		ExpireTime:  optionalTime(t.ExpireTime),
+		LastUseTime: optionalTime(t.LastUseTime),
+		RevokeTime:  optionalTime(t.RevokeTime),
+	}
+}
+
+func (a *authService) WhoAmI(ctx context.Context, _ *authv1.WhoAmIRequest) (*authv1.WhoAmIResponse, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	kind := authv1.CredentialKind_CREDENTIAL_KIND_API_TOKEN
+	if p.Kind == auth.KindOIDC {
+		kind = authv1.CredentialKind_CREDENTIAL_KIND_OIDC
+	}
+	return &authv1.WhoAmIResponse{
+		UserId: p.UserID, Email: p.Email, Issuer: p.Issuer, Subject: p.Subject,
+		CredentialKind: kind, Scopes: scopesToProto(p.Scopes), TokenId: p.TokenID,
+	}, nil
+}
+
+// CreateToken issues a token with at most the caller's own scopes: a
+// read-only token cannot mint an upload token.
+func (a *authService) CreateToken(ctx context.Context, req *authv1.CreateTokenRequest) (*authv1.CreateTokenResponse, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var scopes store.TokenScopes
+	for _, s := range req.GetScopes() {
+		switch s {
+		case authv1.Scope_SCOPE_UPLOAD:
+			scopes |= store.ScopeUpload
+		case authv1.Scope_SCOPE_READ:
+			scopes |= store.ScopeRead
+		default:
+			return nil, rpcerr.New(codes.InvalidArgument, "unknown scope %v", s)
+		}
+	}
+	if scopes == 0 {
+		return nil, rpcerr.New(codes.InvalidArgument, "a token needs at least one scope")
+	}
+	if !p.Scopes.Has(scopes) {
+		return nil, rpcerr.New(codes.PermissionDenied, "the credential's scopes (%v) do not include %v", p.Scopes, scopes)
+	}
+	if n := utf8.RuneCountInString(req.GetName()); !utf8.ValidString(req.GetName()) || n > MaxExperimentNameChars {
+		return nil, rpcerr.New(codes.InvalidArgument, "token name must be valid UTF-8 of at most %d characters", MaxExperimentNameChars)
+	}
+	var expire time.Time // zero: no expiry
+	if ts := req.GetExpireTime(); ts != nil {
+		if expire = ts.AsTime(); !expire.After(a.s.now()) {
+			return nil, rpcerr.New(codes.InvalidArgument, "expire_time is in the past")
+		}
+	}
+	t, secret, err := a.s.auth.IssueToken(ctx, p.UserID, req.GetName(), scopes, expire)
+	if err != nil {
+		return nil, err
+	}
+	return &authv1.CreateTokenResponse{Token: tokenProto(&t), Secret: secret}, nil
+}
+
+func (a *authService) ListTokens(ctx context.Context, _ *authv1.ListTokensRequest) (*authv1.ListTokensResponse, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tokens, err := a.s.st.ListAPITokens(ctx, p.UserID)
+	if err != nil {
+		return nil, err
+	}
+	resp := &authv1.ListTokensResponse{}
+	for i := range tokens {
+		resp.Tokens = append(resp.Tokens, tokenProto(&tokens[i]))
+	}
+	return resp, nil
+}
+
+func (a *authService) RevokeToken(ctx context.Context, req *authv1.RevokeTokenRequest) (*authv1.RevokeTokenResponse, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = a.s.st.RevokeAPIToken(ctx, p.UserID, req.GetTokenId(), a.s.now())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, rpcerr.New(codes.NotFound, "no such token")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &authv1.RevokeTokenResponse{}, nil
+}

@@ -1,0 +1,387 @@
+package writer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"google.golang.org/grpc/codes"
+
+	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+	"github.com/tbhub/tbhub/services/internal/blob"
+	"github.com/tbhub/tbhub/services/internal/rpcerr"
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+// Blob uploads.
+//
+// A blob sequence is one (run, tag, step) with final_sequence_length
+// slots; its ID (store.BlobSequenceID) carries the experiment and the key.
+// Each slot is uploaded by one WriteBlob stream of chunks at increasing
+// offsets, the last one with finalize_object.
+//
+// Streaming. The chunks of one stream are written through an io.Pipe into
+// a single blob.Store Put that stays open for the whole stream, straight
+// to the blob's final object key: the server holds one chunk at a time,
+// never the blob, and the common case (a whole blob in one stream) writes
+// each byte once. Put replaces objects atomically, so a reader of the
+// object never sees a mix.
+//
+// Resuming. When a stream ends without finalize_object (broken connection,
+// client gone, a rejected chunk), the pipe is closed normally, so the Put
+// commits exactly the complete chunks received, and the blob's row is
+// written with state UNFINALIZED, the size and the CRC32C of those bytes,
+// which GetBlobMetadata reports. A new stream may start at that offset:
+// its Put reads the stored prefix back (checking it against the row's
+// CRC32C) and continues with the new chunks, so one blob costs at most one
+// extra copy of its prefix per interruption, server side. A stream at
+// offset 0 always starts over (the stock uploader never resumes); any
+// other offset is FAILED_PRECONDITION.
+//
+// Commit order. The object is written before its row, and only a row in
+// state CURRENT (written after the finalizing Put succeeded) makes a blob
+// readable; a failed Put leaves the previous object and row as they were.
+//
+// Checksums. Stock uploaders send no CRC32C: crc32c and final_crc32c are
+// checked only when non-zero (a real CRC of zero is then not checked, a
+// one-in-2^32 loss of checking, never of data).
+
+func (w *writerService) GetOrCreateBlobSequence(ctx context.Context, req *servicepb.GetOrCreateBlobSequenceRequest) (*servicepb.GetOrCreateBlobSequenceResponse, error) {
+	e, err := authorizedExperiment(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.s.limits.Allow(p.UserID); err != nil {
+		return nil, err
+	}
+	for kind, name := range map[string]string{"run": req.GetRun(), "tag": req.GetTag()} {
+		if reason := checkRunTag(kind, name); reason != "" {
+			return nil, rpcerr.New(codes.InvalidArgument, "%s", reason)
+		}
+	}
+	wall, reason := wallSeconds(req.GetWallTime())
+	if reason != "" {
+		return nil, rpcerr.New(codes.InvalidArgument, "run %q tag %q step %d: %s", req.GetRun(), req.GetTag(), req.GetStep(), reason)
+	}
+	n := req.GetFinalSequenceLength()
+	if max := w.s.limits.Limits().MaxBlobsPerSequence; n < 0 || n > max {
+		return nil, rpcerr.New(codes.InvalidArgument, "final_sequence_length %d: must be between 0 and %d", n, max)
+	}
+	ts, reason := seriesOf(req.GetRun(), req.GetTag(), req.GetMetadata(), store.DataClassBlobSequence)
+	if reason != "" {
+		return nil, rpcerr.New(codes.InvalidArgument, "run %q tag %q: %s", req.GetRun(), req.GetTag(), reason)
+	}
+	if _, err := w.s.st.GetOrCreateBlobSequence(ctx, e.ID, ts, req.GetStep(), wall, n); err != nil {
+		if errors.Is(err, store.ErrFailedPrecondition) {
+			return nil, rpcerr.New(codes.FailedPrecondition, "run %q tag %q already holds data of another class", req.GetRun(), req.GetTag())
+		}
+		return nil, err
+	}
+	return &servicepb.GetOrCreateBlobSequenceResponse{
+		BlobSequenceId: store.BlobSequenceID(e.ID, req.GetRun(), req.GetTag(), req.GetStep()),
+	}, nil
+}
+
+// blobSlot is one slot of a blob sequence and its row, if any.
+type blobSlot struct {
+	eid string
+	ref store.BlobRef
+	row *store.Blob
+}
+
+// findSlot resolves a blob sequence ID and index against the store.
+func (s *Server) findSlot(ctx context.Context, seqID string, index int64) (blobSlot, error) {
+	eid, ref, err := store.ParseBlobSequenceID(seqID)
+	if err != nil {
+		return blobSlot{}, rpcerr.New(codes.InvalidArgument, "malformed blob_sequence_id")
+	}
+	ref.Index = index
+	var point *store.BlobSequencePoint
+	q := store.Query{
+		Filter:  store.Filter{Runs: []string{ref.Run}, Tags: []string{ref.Tag}},
+		MinStep: &ref.Step, MaxStep: &ref.Step, MaxPoints: store.AllPoints,
+	}
+	err = s.st.ReadBlobSequences(ctx, eid, q, func(_ *store.TimeSeries, points []store.BlobSequencePoint) error {
+		for _, p := range points {
+			if p.Step == ref.Step {
+				cp := p
+				cp.Blobs = append([]store.Blob(nil), p.Blobs...)
+				point = &cp
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return blobSlot{}, err
+	}
+	if point == nil {
+		return blobSlot{}, rpcerr.New(codes.NotFound, "blob sequence not found")
+	}
+	if index < 0 || index >= point.Length {
+		return blobSlot{}, rpcerr.New(codes.InvalidArgument, "index %d is outside the sequence's %d slots", index, point.Length)
+	}
+	slot := blobSlot{eid: eid, ref: ref}
+	for i := range point.Blobs {
+		if point.Blobs[i].Index == index {
+			slot.row = &point.Blobs[i]
+		}
+	}
+	return slot, nil
+}
+
+func (w *writerService) GetBlobMetadata(ctx context.Context, req *servicepb.GetBlobMetadataRequest) (*servicepb.GetBlobMetadataResponse, error) {
+	slot, err := w.s.findSlot(ctx, req.GetBlobSequenceId(), req.GetIndex())
+	if err != nil {
+		return nil, err
+	}
+	if slot.row == nil {
+		return &servicepb.GetBlobMetadataResponse{BlobState: servicepb.BlobState_BLOB_STATE_UNKNOWN}, nil
+	}
+	return &servicepb.GetBlobMetadataResponse{
+		BlobState: servicepb.BlobState(slot.row.State), Size: slot.row.Size, Crc32C: slot.row.CRC32C,
+	}, nil
+}
+
+func (w *writerService) WriteBlob(stream servicepb.TensorBoardWriterService_WriteBlobServer) error {
+	first, err := stream.Recv()
+	if err == io.EOF {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// The guard authorized the first message; its context holds the
+	// experiment from here on.
+	ctx := stream.Context()
+	e, err := authorizedExperiment(ctx)
+	if err != nil {
+		return err
+	}
+	p, err := caller(ctx)
+	if err != nil {
+		return err
+	}
+	if err := w.s.limits.Allow(p.UserID); err != nil {
+		return err
+	}
+	slot, err := w.s.findSlot(ctx, first.GetBlobSequenceId(), first.GetIndex())
+	if err != nil {
+		return err
+	}
+	if slot.eid != e.ID {
+		return rpcerr.New(codes.InvalidArgument, "blob_sequence_id does not match the authorized experiment")
+	}
+	up, err := w.s.startUpload(ctx, p.UserID, slot, first)
+	if err != nil {
+		return err
+	}
+	defer w.s.uploads.Delete(up.key)
+	return up.run(ctx, stream, first)
+}
+
+// upload is one WriteBlob stream in progress.
+type upload struct {
+	s        *Server
+	slot     blobSlot
+	key      string
+	total    int64  // blob_bytes
+	received int64  // bytes accepted so far, including a resumed prefix
+	crc      uint32 // CRC32C of those bytes
+	pw       *io.PipeWriter
+	putDone  chan error
+}
+
+// startUpload checks the first request against the slot's state and starts
+// the Put that the stream feeds.
+func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, first *servicepb.WriteBlobRequest) (*upload, error) {
+	if slot.row != nil && slot.row.State == store.BlobStateCurrent {
+		return nil, rpcerr.New(codes.AlreadyExists, "blob already uploaded")
+	}
+	total := first.GetBlobBytes()
+	if total < 0 || (total == 0 && (len(first.GetData()) > 0 || !first.GetFinalizeObject())) {
+		return nil, rpcerr.New(codes.InvalidArgument, "blob_bytes (the blob's total size) is required on the first request")
+	}
+	if max := s.limits.Limits().MaxBlobBytes; total > max {
+		return nil, rpcerr.New(codes.ResourceExhausted, "blob size limit is %d bytes; this blob has %d", max, total)
+	}
+	offset := first.GetOffset()
+	resume := offset > 0
+	if resume && (slot.row == nil || slot.row.Size != offset) {
+		have := int64(0)
+		if slot.row != nil {
+			have = slot.row.Size
+		}
+		return nil, rpcerr.New(codes.FailedPrecondition,
+			"offset %d does not continue the %d bytes received; call GetBlobMetadata and resume from its size", offset, have)
+	}
+	if offset < 0 {
+		return nil, rpcerr.New(codes.InvalidArgument, "offset %d is negative", offset)
+	}
+	if err := s.limits.ReserveBlobBytes(ctx, userID, total-offset); err != nil {
+		return nil, err
+	}
+	up := &upload{
+		s: s, slot: slot, total: total,
+		key:     blob.ObjectKey(slot.eid, slot.ref.Run, slot.ref.Tag, slot.ref.Step, slot.ref.Index),
+		putDone: make(chan error, 1),
+	}
+	if _, busy := s.uploads.LoadOrStore(up.key, struct{}{}); busy {
+		return nil, rpcerr.New(codes.Aborted, "another upload of this blob is in progress")
+	}
+	// The Put outlives a broken stream: it must commit what was received.
+	putCtx := context.WithoutCancel(ctx)
+	pr, pw := io.Pipe()
+	up.pw = pw
+	var src io.Reader = pr
+	var prefix io.ReadCloser
+	if resume {
+		var err error
+		prefix, err = s.blobs.NewRangeReader(putCtx, up.key, 0, offset)
+		if err != nil {
+			s.uploads.Delete(up.key)
+			return nil, fmt.Errorf("writer: reopen partial blob %s: %w", up.key, err)
+		}
+		up.received, up.crc = offset, slot.row.CRC32C
+		src = io.MultiReader(&prefixReader{r: prefix, want: slot.row.CRC32C, size: offset}, pr)
+	}
+	go func() {
+		_, err := s.blobs.Put(putCtx, up.key, src, blob.PutOptions{})
+		if prefix != nil {
+			prefix.Close()
+		}
+		// Unblocks the stream's writer if Put stopped early.
+		pr.CloseWithError(errors.Join(err, io.ErrClosedPipe))
+		up.putDone <- err
+	}()
+	return up, nil
+}
+
+// run feeds the stream's chunks to the Put and records the outcome.
+func (up *upload) run(ctx context.Context, stream servicepb.TensorBoardWriterService_WriteBlobServer, first *servicepb.WriteBlobRequest) error {
+	req := first
+	finalized := false
+	var streamErr error
+	for {
+		if err := up.check(req); err != nil {
+			streamErr = err
+			break
+		}
+		if _, err := up.pw.Write(req.GetData()); err != nil {
+			streamErr = fmt.Errorf("writer: blob %s: %w", up.key, err)
+			break
+		}
+		up.received += int64(len(req.GetData()))
+		up.crc = crc32.Update(up.crc, blob.CastagnoliTable, req.GetData())
+		if req.GetFinalizeObject() {
+			if up.received != up.total {
+				streamErr = rpcerr.New(codes.InvalidArgument, "finalized after %d bytes; blob_bytes said %d", up.received, up.total)
+				break
+			}
+			if want := req.GetFinalCrc32C(); want != 0 && want != up.crc {
+				streamErr = rpcerr.New(codes.InvalidArgument, "blob CRC32C is %08x; final_crc32c says %08x", up.crc, want)
+				break
+			}
+			finalized = true
+			break
+		}
+		if err := stream.Send(&servicepb.WriteBlobResponse{BlobState: servicepb.BlobState_BLOB_STATE_UNFINALIZED, Size: up.received}); err != nil {
+			streamErr = err
+			break
+		}
+		next, err := stream.Recv()
+		if err == io.EOF {
+			break // the client ended without finalizing: keep what arrived
+		}
+		if err != nil {
+			streamErr = err
+			break
+		}
+		req = next
+	}
+	// Closing the pipe normally ends the Put with exactly the chunks
+	// accepted; a failing finalize check above keeps them too.
+	up.pw.Close()
+	if err := <-up.putDone; err != nil {
+		if errors.Is(err, errPrefixChanged) {
+			// The stored partial is not what its row says: make the
+			// client start over.
+			_ = up.record(ctx, 0, 0, store.BlobStateUnfinalized)
+			return rpcerr.New(codes.Aborted, "the partial upload could not be resumed; restart from offset 0")
+		}
+		return errors.Join(streamErr, fmt.Errorf("writer: store blob %s: %w", up.key, err))
+	}
+	state := store.BlobStateUnfinalized
+	if finalized {
+		state = store.BlobStateCurrent
+	}
+	if err := up.record(ctx, up.received, up.crc, state); err != nil {
+		return err
+	}
+	if !finalized {
+		return streamErr
+	}
+	return stream.Send(&servicepb.WriteBlobResponse{BlobState: servicepb.BlobState_BLOB_STATE_CURRENT, Size: up.received})
+}
+
+// check validates one request of the stream.
+func (up *upload) check(req *servicepb.WriteBlobRequest) error {
+	if id := req.GetBlobSequenceId(); id != "" && id != store.BlobSequenceID(up.slot.eid, up.slot.ref.Run, up.slot.ref.Tag, up.slot.ref.Step) {
+		return rpcerr.New(codes.InvalidArgument, "blob_sequence_id changed within the stream")
+	}
+	if req.GetIndex() != up.slot.ref.Index {
+		return rpcerr.New(codes.InvalidArgument, "index changed within the stream")
+	}
+	if b := req.GetBlobBytes(); b != 0 && b != up.total {
+		return rpcerr.New(codes.InvalidArgument, "blob_bytes changed within the stream (%d, then %d)", up.total, b)
+	}
+	if req.GetOffset() != up.received {
+		return rpcerr.New(codes.FailedPrecondition, "chunk offset %d does not follow the %d bytes received; call GetBlobMetadata", req.GetOffset(), up.received)
+	}
+	data := req.GetData()
+	if up.received+int64(len(data)) > up.total {
+		return rpcerr.New(codes.InvalidArgument, "chunk at offset %d runs past blob_bytes (%d)", req.GetOffset(), up.total)
+	}
+	if want := req.GetCrc32C(); want != 0 && crc32.Checksum(data, blob.CastagnoliTable) != want {
+		return rpcerr.New(codes.InvalidArgument, "chunk at offset %d fails its CRC32C", req.GetOffset())
+	}
+	return nil
+}
+
+// record writes the blob's row, on a context that survives the stream.
+func (up *upload) record(ctx context.Context, size int64, crc uint32, state store.BlobState) error {
+	err := up.s.st.PutBlob(context.WithoutCancel(ctx), up.slot.eid, up.slot.ref, store.Blob{
+		Index: up.slot.ref.Index, ObjectKey: up.key, Size: size, CRC32C: crc, State: state,
+	})
+	if err != nil {
+		return fmt.Errorf("writer: record blob %s: %w", up.key, err)
+	}
+	return nil
+}
+
+var errPrefixChanged = errors.New("stored partial blob does not match its row")
+
+// prefixReader reads the stored prefix of a resumed blob and fails the
+// Put if it is not the size and CRC32C its row promised.
+type prefixReader struct {
+	r    io.ReadCloser
+	want uint32
+	size int64
+	n    int64
+	crc  uint32
+}
+
+func (p *prefixReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.n += int64(n)
+	p.crc = crc32.Update(p.crc, blob.CastagnoliTable, b[:n])
+	if err == io.EOF && (p.n != p.size || p.crc != p.want) {
+		return n, errPrefixChanged
+	}
+	return n, err
+}

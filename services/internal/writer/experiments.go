@@ -1,0 +1,183 @@
+package writer
+
+import (
+	"context"
+	"fmt"
+	"unicode/utf8"
+
+	"google.golang.org/grpc/codes"
+
+	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+	"github.com/tbhub/tbhub/services/internal/auth"
+	"github.com/tbhub/tbhub/services/internal/rpcerr"
+	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/tenancy"
+)
+
+// writerService is tensorboard.service.TensorBoardWriterService.
+type writerService struct {
+	servicepb.UnimplementedTensorBoardWriterServiceServer
+	s *Server
+}
+
+// caller returns the authenticated principal; the guard admits no
+// anonymous call to a handler that uses it.
+func caller(ctx context.Context) (*auth.Principal, error) {
+	p := auth.FromContext(ctx)
+	if p == nil {
+		return nil, rpcerr.New(codes.Unauthenticated, "this call needs credentials")
+	}
+	return p, nil
+}
+
+// authorizedExperiment returns the experiment the guard checked.
+func authorizedExperiment(ctx context.Context) (store.Experiment, error) {
+	e, ok := tenancy.ExperimentFromContext(ctx)
+	if !ok {
+		return store.Experiment{}, fmt.Errorf("writer: no authorized experiment in context")
+	}
+	return e, nil
+}
+
+func checkName(name string) error {
+	if !utf8.ValidString(name) {
+		return rpcerr.New(codes.InvalidArgument, "experiment name is not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(name); n > MaxExperimentNameChars {
+		return rpcerr.New(codes.InvalidArgument, "experiment name has %d characters; the limit is %d", n, MaxExperimentNameChars)
+	}
+	return nil
+}
+
+func checkDescription(d string) error {
+	if !utf8.ValidString(d) {
+		return rpcerr.New(codes.InvalidArgument, "experiment description is not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(d); n > MaxExperimentDescriptionChars {
+		return rpcerr.New(codes.InvalidArgument, "experiment description has %d characters; the limit is %d", n, MaxExperimentDescriptionChars)
+	}
+	return nil
+}
+
+func (w *writerService) CreateExperiment(ctx context.Context, req *servicepb.CreateExperimentRequest) (*servicepb.CreateExperimentResponse, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkName(req.GetName()); err != nil {
+		return nil, err
+	}
+	if err := checkDescription(req.GetDescription()); err != nil {
+		return nil, err
+	}
+	if err := w.s.limits.Allow(p.UserID); err != nil {
+		return nil, err
+	}
+	if err := w.s.limits.ReserveExperiment(ctx, p.UserID); err != nil {
+		return nil, err
+	}
+	eid := store.NewExperimentID()
+	err = w.s.st.CreateExperiment(ctx, store.Experiment{
+		ID: eid, Name: req.GetName(), Description: req.GetDescription(),
+		Owner: p.UserID, Visibility: w.s.cfg.DefaultVisibility,
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.s.logger.InfoContext(ctx, "experiment created", "experiment_id", eid, "user_id", p.UserID)
+	return &servicepb.CreateExperimentResponse{ExperimentId: eid, Url: w.s.ExperimentURL(eid)}, nil
+}
+
+func (w *writerService) UpdateExperiment(ctx context.Context, req *servicepb.UpdateExperimentRequest) (*servicepb.UpdateExperimentResponse, error) {
+	e, err := authorizedExperiment(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var u store.ExperimentUpdate
+	mask, want := req.GetExperimentMask(), req.GetExperiment()
+	if mask.GetName() {
+		if err := checkName(want.GetName()); err != nil {
+			return nil, err
+		}
+		u.Name = &want.Name
+	}
+	if mask.GetDescription() {
+		if err := checkDescription(want.GetDescription()); err != nil {
+			return nil, err
+		}
+		u.Description = &want.Description
+	}
+	if u.Name == nil && u.Description == nil {
+		return nil, rpcerr.New(codes.InvalidArgument, "experiment_mask selects nothing that can be changed (name, description)")
+	}
+	if _, err := w.s.st.UpdateExperiment(ctx, e.ID, u); err != nil {
+		return nil, err
+	}
+	return &servicepb.UpdateExperimentResponse{}, nil
+}
+
+func (w *writerService) DeleteExperiment(ctx context.Context, req *servicepb.DeleteExperimentRequest) (*servicepb.DeleteExperimentResponse, error) {
+	e, err := authorizedExperiment(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.s.st.DeleteExperiment(ctx, e.ID); err != nil {
+		return nil, err
+	}
+	w.s.logger.InfoContext(ctx, "experiment deleted", "experiment_id", e.ID)
+	return &servicepb.DeleteExperimentResponse{}, nil
+}
+
+// PurgeData finishes the deletion of up to batch_limit deleted experiments
+// (their rows and blob objects). Test deployments only.
+func (w *writerService) PurgeData(ctx context.Context, req *servicepb.PurgeDataRequest) (*servicepb.PurgeDataResponse, error) {
+	if !w.s.cfg.EnableTestRPCs {
+		return nil, rpcerr.New(codes.Unimplemented, "PurgeData is disabled on this server")
+	}
+	if req.GetBatchLimit() <= 0 {
+		return nil, rpcerr.New(codes.InvalidArgument, "batch_limit must be positive")
+	}
+	n, err := store.Sweep(ctx, w.s.st, w.s.blobs.Delete, int(req.GetBatchLimit()))
+	if err != nil {
+		return nil, err
+	}
+	return &servicepb.PurgeDataResponse{PurgeStats: &servicepb.PurgeStats{Experiments: int32(n)}}, nil
+}
+
+// DeleteOwnUser deletes every experiment of the caller and revokes the
+// caller's API tokens. Test deployments only.
+func (w *writerService) DeleteOwnUser(ctx context.Context, _ *servicepb.DeleteOwnUserRequest) (*servicepb.DeleteOwnUserResponse, error) {
+	if !w.s.cfg.EnableTestRPCs {
+		return nil, rpcerr.New(codes.Unimplemented, "DeleteOwnUser is disabled on this server")
+	}
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !p.Scopes.Has(store.ScopeUpload) {
+		return nil, rpcerr.New(codes.PermissionDenied, "deleting a user needs the upload scope")
+	}
+	var eids []string
+	err = w.s.st.ListExperiments(ctx, store.ExperimentFilter{Owner: p.UserID}, func(e store.Experiment) error {
+		eids = append(eids, e.ID)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, eid := range eids {
+		if err := w.s.st.DeleteExperiment(ctx, eid); err != nil {
+			return nil, err
+		}
+	}
+	tokens, err := w.s.st.ListAPITokens(ctx, p.UserID)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tokens {
+		if err := w.s.st.RevokeAPIToken(ctx, p.UserID, t.ID, w.s.now()); err != nil {
+			return nil, err
+		}
+	}
+	return &servicepb.DeleteOwnUserResponse{}, nil
+}

@@ -1,0 +1,245 @@
+package writer
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
+	"github.com/tbhub/tbhub/services/internal/rpcerr"
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+// experimentService is tbhub.experiments.v1.ExperimentService.
+type experimentService struct {
+	experimentsv1.UnimplementedExperimentServiceServer
+	s *Server
+}
+
+var visibilityToProto = map[store.Visibility]experimentsv1.Visibility{
+	store.VisibilityPrivate:  experimentsv1.Visibility_VISIBILITY_PRIVATE,
+	store.VisibilityUnlisted: experimentsv1.Visibility_VISIBILITY_UNLISTED,
+	store.VisibilityPublic:   experimentsv1.Visibility_VISIBILITY_PUBLIC,
+}
+
+func (s *Server) experimentV1(ctx context.Context, e *store.Experiment) *experimentsv1.Experiment {
+	out := &experimentsv1.Experiment{
+		ExperimentId: e.ID, Name: e.Name, Description: e.Description,
+		OwnerUserId: e.Owner, Visibility: visibilityToProto[e.Visibility],
+		CreateTime: timestamppb.New(e.CreateTime), UpdateTime: timestamppb.New(e.UpdateTime),
+		Counts: &experimentsv1.ExperimentCounts{
+			NumRuns: e.NumRuns, NumTags: e.NumTags, NumScalarPoints: e.NumScalars, NumTensorPoints: e.NumTensors,
+			NumBlobs: e.NumBlobs, TotalTensorBytes: e.TotalTensorBytes, TotalBlobBytes: e.TotalBlobBytes,
+		},
+		Url: s.ExperimentURL(e.ID),
+	}
+	if id, err := s.st.GetOIDCIdentity(ctx, e.Owner); err == nil {
+		out.OwnerEmail = id.Email
+	}
+	return out
+}
+
+func (x *experimentService) ContinueExperiment(ctx context.Context, _ *experimentsv1.ContinueExperimentRequest) (*experimentsv1.ContinueExperimentResponse, error) {
+	e, err := authorizedExperiment(ctx)
+	if err != nil {
+		return nil, err
+	}
+	series, err := x.s.st.ListSeries(ctx, e.ID, store.DataClassUnknown, store.Filter{})
+	if err != nil {
+		return nil, err
+	}
+	resp := &experimentsv1.ContinueExperimentResponse{Experiment: x.s.experimentV1(ctx, &e)}
+	for _, s := range series {
+		resp.Series = append(resp.Series, &experimentsv1.SeriesProgress{
+			Run: s.Run, Tag: s.Tag, PluginName: s.PluginName, MaxStep: s.MaxStep,
+			MaxWallTime: timestampOf(s.MaxWallTime), NumPoints: s.PointCount,
+		})
+	}
+	return resp, nil
+}
+
+func (x *experimentService) GetExperiment(ctx context.Context, _ *experimentsv1.GetExperimentRequest) (*experimentsv1.GetExperimentResponse, error) {
+	e, err := authorizedExperiment(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &experimentsv1.GetExperimentResponse{Experiment: x.s.experimentV1(ctx, &e)}, nil
+}
+
+const (
+	defaultPageSize = 50
+	maxPageSize     = 500
+)
+
+// ListExperiments pages through the caller's own experiments or those
+// shared with the caller. The page token is the offset into the list.
+func (x *experimentService) ListExperiments(ctx context.Context, req *experimentsv1.ListExperimentsRequest) (*experimentsv1.ListExperimentsResponse, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	size := int(req.GetPageSize())
+	if size <= 0 {
+		size = defaultPageSize
+	}
+	size = min(size, maxPageSize)
+	offset := 0
+	if t := req.GetPageToken(); t != "" {
+		if offset, err = strconv.Atoi(t); err != nil || offset < 0 {
+			return nil, rpcerr.New(codes.InvalidArgument, "malformed page_token")
+		}
+	}
+	var list []store.Experiment
+	switch req.GetScope() {
+	case experimentsv1.ListExperimentsRequest_SCOPE_UNSPECIFIED, experimentsv1.ListExperimentsRequest_SCOPE_OWNED:
+		err = x.s.st.ListExperiments(ctx, store.ExperimentFilter{Owner: p.UserID}, func(e store.Experiment) error {
+			list = append(list, e)
+			return nil
+		})
+	case experimentsv1.ListExperimentsRequest_SCOPE_SHARED_WITH_ME:
+		var ids []string
+		if ids, err = x.s.st.ListGrantedExperiments(ctx, p.UserID); err == nil {
+			for _, id := range ids {
+				e, gerr := x.s.st.GetExperiment(ctx, id)
+				if errors.Is(gerr, store.ErrNotFound) {
+					continue // deleted meanwhile
+				}
+				if gerr != nil {
+					return nil, gerr
+				}
+				list = append(list, e)
+			}
+		}
+	default:
+		return nil, rpcerr.New(codes.InvalidArgument, "unknown scope %v", req.GetScope())
+	}
+	if err != nil {
+		return nil, err
+	}
+	resp := &experimentsv1.ListExperimentsResponse{}
+	end := min(len(list), offset+size)
+	for i := min(offset, len(list)); i < end; i++ {
+		resp.Experiments = append(resp.Experiments, x.s.experimentV1(ctx, &list[i]))
+	}
+	if end < len(list) {
+		resp.NextPageToken = strconv.Itoa(end)
+	}
+	return resp, nil
+}
+
+func (x *experimentService) SetVisibility(ctx context.Context, req *experimentsv1.SetVisibilityRequest) (*experimentsv1.SetVisibilityResponse, error) {
+	e, err := authorizedExperiment(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var v store.Visibility
+	for sv, pv := range visibilityToProto {
+		if pv == req.GetVisibility() {
+			v = sv
+		}
+	}
+	if v == "" {
+		return nil, rpcerr.New(codes.InvalidArgument, "visibility must be private, unlisted or public")
+	}
+	updated, err := x.s.st.UpdateExperiment(ctx, e.ID, store.ExperimentUpdate{Visibility: &v})
+	if err != nil {
+		return nil, err
+	}
+	return &experimentsv1.SetVisibilityResponse{Experiment: x.s.experimentV1(ctx, &updated)}, nil
+}
+
+// grantee resolves a Grantee to a user ID. Emails match users who signed
+// in with that verified email; grants to people who have not signed in yet
+// are not supported.
+func (s *Server) grantee(ctx context.Context, g *experimentsv1.Grantee) (string, error) {
+	switch {
+	case g.GetUserId() != "":
+		if _, err := s.st.GetUser(ctx, g.GetUserId()); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return "", rpcerr.New(codes.NotFound, "no such user")
+			}
+			return "", err
+		}
+		return g.GetUserId(), nil
+	case g.GetEmail() != "":
+		u, err := s.st.GetUserByName(ctx, g.GetEmail())
+		if err == nil {
+			if id, ierr := s.st.GetOIDCIdentity(ctx, u.ID); ierr == nil && id.Email == g.GetEmail() {
+				return u.ID, nil
+			}
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return "", err
+		}
+		return "", rpcerr.New(codes.NotFound, "no user has signed in with that email yet")
+	}
+	return "", rpcerr.New(codes.InvalidArgument, "grantee needs an email or a user_id")
+}
+
+// changeGrant resolves the grantee and applies change (GrantRead or
+// RevokeRead) to the authorized experiment.
+func (x *experimentService) changeGrant(ctx context.Context, g *experimentsv1.Grantee,
+	change func(ctx context.Context, eid, userID string) error) (string, error) {
+	e, err := authorizedExperiment(ctx)
+	if err != nil {
+		return "", err
+	}
+	uid, err := x.s.grantee(ctx, g)
+	if err != nil {
+		return "", err
+	}
+	return e.ID, change(ctx, e.ID, uid)
+}
+
+func (x *experimentService) GrantAccess(ctx context.Context, req *experimentsv1.GrantAccessRequest) (*experimentsv1.GrantAccessResponse, error) {
+	eid, err := x.changeGrant(ctx, req.GetGrantee(), x.s.st.GrantRead)
+	if err != nil {
+		return nil, err
+	}
+	return &experimentsv1.GrantAccessResponse{Grant: &experimentsv1.Grant{
+		ExperimentId: eid, Grantee: req.GetGrantee(), CreateTime: timestamppb.New(x.s.now()),
+	}}, nil
+}
+
+func (x *experimentService) RevokeAccess(ctx context.Context, req *experimentsv1.RevokeAccessRequest) (*experimentsv1.RevokeAccessResponse, error) {
+	if _, err := x.changeGrant(ctx, req.GetGrantee(), x.s.st.RevokeRead); err != nil {
+		return nil, err
+	}
+	return &experimentsv1.RevokeAccessResponse{}, nil
+}
+
+// ListGrants lists the grants by user ID; the store does not keep when a
+// grant was made, so create_time is unset.
+func (x *experimentService) ListGrants(ctx context.Context, _ *experimentsv1.ListGrantsRequest) (*experimentsv1.ListGrantsResponse, error) {
+	e, err := authorizedExperiment(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp := &experimentsv1.ListGrantsResponse{}
+	for _, uid := range e.Readers {
+		resp.Grants = append(resp.Grants, &experimentsv1.Grant{
+			ExperimentId: e.ID,
+			Grantee:      &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_UserId{UserId: uid}},
+		})
+	}
+	return resp, nil
+}
+
+func (x *experimentService) GetQuotaUsage(ctx context.Context, _ *experimentsv1.GetQuotaUsageRequest) (*experimentsv1.GetQuotaUsageResponse, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	u, err := x.s.limits.Usage(ctx, p.UserID)
+	if err != nil {
+		return nil, err
+	}
+	l := x.s.limits.Limits()
+	return &experimentsv1.GetQuotaUsageResponse{Usages: []*experimentsv1.QuotaUsage{
+		{Quota: experimentsv1.Quota_QUOTA_EXPERIMENTS, Used: u.Experiments, Limit: l.MaxExperimentsPerUser},
+		{Quota: experimentsv1.Quota_QUOTA_POINTS, Used: u.Points, Limit: l.MaxPointsPerUser},
+		{Quota: experimentsv1.Quota_QUOTA_BLOB_BYTES, Used: u.BlobBytes, Limit: l.MaxBlobBytesPerUser},
+	}}, nil
+}

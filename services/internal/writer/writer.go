@@ -1,0 +1,115 @@
+// Package writer implements the write side of tbhub's gRPC surface:
+//
+//   - tensorboard.service.TensorBoardWriterService, TensorBoard.dev's upload
+//     protocol (experiments, scalars, tensors, chunked resumable blobs);
+//   - tensorboard.service.TensorBoardExporterService (listing and lossless
+//     export);
+//   - tbhub.experiments.v1.ExperimentService (continuing an experiment,
+//     visibility, read grants, quota usage) and tbhub.auth.v1.AuthService
+//     (who am I, API tokens).
+//
+// Every call has passed tenancy.Guard before it reaches a handler here: the
+// principal and, for calls on an experiment, the authorized experiment are
+// in the context. Handlers validate, enforce limits (package limits), and
+// call the store; errors go back through the guard, which translates them
+// once (rpcerr.ToStatus).
+package writer
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
+	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
+	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+	"github.com/tbhub/tbhub/services/internal/auth"
+	"github.com/tbhub/tbhub/services/internal/blob"
+	"github.com/tbhub/tbhub/services/internal/limits"
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+// Store is what the services need from a backend.
+type Store interface {
+	store.Store
+	store.IdentityStore
+}
+
+// Config configures the services.
+type Config struct {
+	// PublicOrigin is where experiments are viewed, without a trailing
+	// slash, e.g. "https://tbhub.example" or "http://localhost:6006". An
+	// experiment's URL is PublicOrigin + "/experiment/" + id + "/".
+	PublicOrigin string
+	// DefaultVisibility is given to new experiments; private if empty.
+	DefaultVisibility store.Visibility
+	// EnableTestRPCs enables PurgeData and DeleteOwnUser, which are
+	// UNIMPLEMENTED otherwise.
+	EnableTestRPCs bool
+	// Now is the clock; time.Now if nil.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Server holds what the four services share. Register puts them on a gRPC
+// server.
+type Server struct {
+	st      Store
+	blobs   blob.Store
+	auth    *auth.Authenticator
+	limits  *limits.Enforcer
+	cfg     Config
+	now     func() time.Time
+	logger  *slog.Logger
+	uploads sync.Map // blob object key -> struct{}: WriteBlob streams in progress
+}
+
+// New returns the services over st and blobs.
+func New(st Store, blobs blob.Store, a *auth.Authenticator, enf *limits.Enforcer, cfg Config) (*Server, error) {
+	if cfg.PublicOrigin == "" || strings.HasSuffix(cfg.PublicOrigin, "/") {
+		return nil, fmt.Errorf("writer.New: PublicOrigin %q must be set, without a trailing slash", cfg.PublicOrigin)
+	}
+	if cfg.DefaultVisibility == "" {
+		cfg.DefaultVisibility = store.VisibilityPrivate
+	}
+	if !cfg.DefaultVisibility.Valid() {
+		return nil, fmt.Errorf("writer.New: default visibility %q", cfg.DefaultVisibility)
+	}
+	s := &Server{st: st, blobs: blobs, auth: a, limits: enf, cfg: cfg, now: cfg.Now, logger: cfg.Logger}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	return s, nil
+}
+
+// Register registers the writer, exporter, experiments and auth services.
+func (s *Server) Register(r grpc.ServiceRegistrar) {
+	servicepb.RegisterTensorBoardWriterServiceServer(r, &writerService{s: s})
+	servicepb.RegisterTensorBoardExporterServiceServer(r, &exporterService{s: s})
+	experimentsv1.RegisterExperimentServiceServer(r, &experimentService{s: s})
+	authv1.RegisterAuthServiceServer(r, &authService{s: s})
+}
+
+// ExperimentURL is the page of an experiment.
+func (s *Server) ExperimentURL(eid string) string {
+	return s.cfg.PublicOrigin + "/experiment/" + eid + "/"
+}
+
+// Limits for validation of names; the uploader-facing limits live in
+// package limits.
+const (
+	// MaxExperimentNameChars and MaxExperimentDescriptionChars are
+	// TensorBoard.dev's limits, in characters (Unicode code points).
+	MaxExperimentNameChars        = 100
+	MaxExperimentDescriptionChars = 600
+	// MaxRunTagBytes bounds run and tag names: any valid UTF-8 of at most
+	// this many bytes (run names are relative paths, so generous).
+	MaxRunTagBytes = 1024
+)
