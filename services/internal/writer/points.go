@@ -39,14 +39,16 @@ func checkRunTag(kind, name string) string {
 	return ""
 }
 
-// wallSeconds converts a point's wall time; a missing or out-of-range
-// timestamp is a bad point.
+// wallSeconds converts a point's wall time; a missing timestamp or one with
+// nanos outside [0, 1e9) is a bad point. Seconds are not limited to the
+// Timestamp type's calendar range (years 1-9999): TensorBoard's wall times are
+// doubles, and event files in the wild hold values far outside it.
 func wallSeconds(ts *timestamppb.Timestamp) (float64, string) {
 	if ts == nil {
 		return 0, "wall_time is missing"
 	}
-	if err := ts.CheckValid(); err != nil {
-		return 0, "wall_time is not a valid timestamp"
+	if n := ts.GetNanos(); n < 0 || n >= 1e9 {
+		return 0, "wall_time has nanos outside [0, 1e9)"
 	}
 	return float64(ts.GetSeconds()) + float64(ts.GetNanos())/1e9, ""
 }
