@@ -1,0 +1,291 @@
+package serve_test
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
+	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
+	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
+	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+	"github.com/tbhub/tbhub/services/internal/serve"
+)
+
+func newUserContext(t *testing.T, h *harness, name string) context.Context {
+	t.Helper()
+	token, err := serve.IssueUserToken(t.Context(), h.st, h.srv.Authenticator(), name, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return as(t.Context(), bearer(token))
+}
+
+func TestBadPointsAreReportedAndGoodOnesKept(t *testing.T) {
+	st, blobs := embedded(t)
+	h := newHarness(t, st, blobs, nil)
+	ctx := newUserContext(t, h, "ada")
+	ce, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "validation"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eid := ce.GetExperimentId()
+	now := timestamppb.Now()
+	pt := func(step int64, v float64) *servicepb.ScalarPoint {
+		return &servicepb.ScalarPoint{Step: step, WallTime: now, Value: v}
+	}
+	tensorMeta := &tbpb.SummaryMetadata{DataClass: tbpb.DataClass_DATA_CLASS_TENSOR}
+	req := &servicepb.WriteScalarRequest{ExperimentId: eid, Runs: []*servicepb.WriteScalarRequest_Run{
+		{Name: "train", Tags: []*servicepb.WriteScalarRequest_Tag{
+			{Name: "loss", Metadata: scalarMetadata(), Points: []*servicepb.ScalarPoint{
+				pt(1, 0.5), pt(2, math.NaN()), pt(3, math.Inf(-1)),
+				{Step: 4, Value: 1}, // no wall time
+				{Step: 5, WallTime: &timestamppb.Timestamp{Seconds: 1, Nanos: -1}, Value: 1},
+				pt(6, 0.25),
+			}},
+			{Name: "", Points: []*servicepb.ScalarPoint{pt(1, 1)}},
+			{Name: "as-tensor", Metadata: tensorMeta, Points: []*servicepb.ScalarPoint{pt(1, 1)}},
+		}},
+		{Name: strings.Repeat("r", 1025), Tags: []*servicepb.WriteScalarRequest_Tag{{Name: "x", Points: []*servicepb.ScalarPoint{pt(1, 1)}}}},
+	}}
+	_, err = h.writer.WriteScalar(ctx, req)
+	s := status.Convert(err)
+	if s.Code() != codes.InvalidArgument {
+		t.Fatalf("WriteScalar with bad points: %v, want INVALID_ARGUMENT", err)
+	}
+	var fields []string
+	for _, d := range s.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				fields = append(fields, v.GetField()+" "+v.GetDescription())
+			}
+		}
+	}
+	for _, want := range []string{
+		`runs[0].tags[0].points[3] run "train" tag "loss" step 4: wall_time is missing`,
+		`runs[0].tags[0].points[4] run "train" tag "loss" step 5: wall_time has nanos outside [0, 1e9)`,
+		`runs[0].tags[1].name run "train": tag name is empty`,
+		`runs[0].tags[2].metadata run "train" tag "as-tensor": summary metadata declares data class tensor, not scalar`,
+		`runs[1].name run "` + strings.Repeat("r", 1025) + `": run name has 1025 bytes; the limit is 1024`,
+	} {
+		found := false
+		for _, f := range fields {
+			found = found || f == want
+		}
+		if !found {
+			t.Errorf("violation %q not reported; got:\n%s", want, strings.Join(fields, "\n"))
+		}
+	}
+	if len(fields) != 5 {
+		t.Errorf("%d violations reported, want 5", len(fields))
+	}
+	// The four good points (NaN and -Inf included) are stored.
+	got := exportAll(t, h, ctx, eid)
+	loss := got.scalars[[2]string{"train", "loss"}]
+	if len(loss) != 4 || loss[0].step != 1 || !math.IsNaN(loss[1].value) || !math.IsInf(loss[2].value, -1) || loss[3].step != 6 {
+		t.Errorf("stored points: %+v", loss)
+	}
+
+	// A series of another class: its points are refused by name, the
+	// others stored.
+	if _, err := h.writer.WriteTensor(ctx, &servicepb.WriteTensorRequest{ExperimentId: eid, Runs: []*servicepb.WriteTensorRequest_Run{{
+		Name: "train", Tags: []*servicepb.WriteTensorRequest_Tag{
+			{Name: "loss", Points: []*servicepb.TensorPoint{{Step: 9, WallTime: now, Value: &tbpb.TensorProto{Dtype: tbpb.DataType_DT_FLOAT, FloatVal: []float32{1}}}}},
+			{Name: "weights", Points: []*servicepb.TensorPoint{{Step: 9, WallTime: now, Value: &tbpb.TensorProto{Dtype: tbpb.DataType_DT_FLOAT, FloatVal: []float32{1}}}}},
+		}}}}); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `tag "loss"`) {
+		t.Errorf("tensor points to a scalar series: %v", err)
+	}
+	if got := exportAll(t, h, ctx, eid); len(got.tensors[[2]string{"train", "weights"}]) != 1 {
+		t.Errorf("good tensor point of the same request not stored: %v", got.tensors)
+	}
+
+	// Names and descriptions. (Invalid UTF-8 never reaches a handler:
+	// protobuf refuses it in proto3 strings on both ends.)
+	for _, bad := range []*servicepb.CreateExperimentRequest{
+		{Name: strings.Repeat("é", 101)}, {Description: strings.Repeat("d", 601)},
+	} {
+		if _, err := h.writer.CreateExperiment(ctx, bad); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("CreateExperiment(%d-byte name, %d-byte description): %v", len(bad.Name), len(bad.Description), err)
+		}
+	}
+	if _, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: strings.Repeat("é", 100), Description: strings.Repeat("d", 600)}); err != nil {
+		t.Errorf("name of 100 and description of 600 characters: %v", err)
+	}
+}
+
+func TestLimitsAreEnforced(t *testing.T) {
+	st, blobs := embedded(t)
+	h := newHarness(t, st, blobs, func(c *serve.Config) {
+		c.Limits.MaxExperimentsPerUser = 2
+		c.Limits.MaxPointsPerUser = 10
+		c.Limits.MaxPointsPerRequest = 8
+		c.Limits.MaxBlobBytesPerUser = 100
+	})
+	ctx := newUserContext(t, h, "ada")
+	var eid string
+	for range 2 {
+		ce, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eid = ce.GetExperimentId()
+	}
+	wantExhausted := func(what string, err error, mention string) {
+		t.Helper()
+		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), mention) {
+			t.Errorf("%s: %v, want RESOURCE_EXHAUSTED naming %q", what, err, mention)
+		}
+	}
+	_, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
+	wantExhausted("third experiment", err, "experiments per user is 2")
+	_, err = h.writer.WriteScalar(ctx, scalarRequest(eid, 1, 2, 3, 4, 5, 6, 7, 8, 9))
+	wantExhausted("9 points in one request", err, "points per request limit is 8")
+	if _, err := h.writer.WriteScalar(ctx, scalarRequest(eid, 1, 2, 3, 4, 5, 6, 7, 8)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.writer.WriteScalar(ctx, scalarRequest(eid, 11, 12, 13))
+	wantExhausted("points beyond the quota", err, "points per user is 10")
+	seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+		ExperimentId: eid, Run: "r", Tag: "b", WallTime: timestamppb.Now(), FinalSequenceLength: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantExhausted("blob beyond the quota", writeWholeBlob(ctx, h, seq.GetBlobSequenceId(), 0, make([]byte, 101)), "blob bytes per user is 100")
+
+	usage, err := h.exps.GetQuotaUsage(ctx, &experimentsv1.GetQuotaUsageRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[experimentsv1.Quota][2]int64{
+		experimentsv1.Quota_QUOTA_EXPERIMENTS: {2, 2}, experimentsv1.Quota_QUOTA_POINTS: {8, 10}, experimentsv1.Quota_QUOTA_BLOB_BYTES: {0, 100},
+	}
+	for _, u := range usage.GetUsages() {
+		if w := want[u.GetQuota()]; u.GetUsed() != w[0] || u.GetLimit() != w[1] {
+			t.Errorf("%v: used %d of %d, want %d of %d", u.GetQuota(), u.GetUsed(), u.GetLimit(), w[0], w[1])
+		}
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	st, blobs := embedded(t)
+	h := newHarness(t, st, blobs, func(c *serve.Config) {
+		c.Limits.RequestsPerSecond, c.Limits.Burst = 0.001, 3
+	})
+	ctx := newUserContext(t, h, "ada")
+	var last error
+	for range 4 {
+		_, last = h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
+	}
+	if status.Code(last) != codes.ResourceExhausted || !strings.Contains(last.Error(), "burst 3") {
+		t.Errorf("fourth request within the burst of 3: %v", last)
+	}
+	// Another user is not affected.
+	if _, err := h.writer.CreateExperiment(newUserContext(t, h, "bob"), &servicepb.CreateExperimentRequest{}); err != nil {
+		t.Errorf("other user: %v", err)
+	}
+}
+
+// TestSharingAndContinuing covers the tbhub additions: continuing an
+// experiment, visibility and read grants, and the token service.
+func TestSharingAndContinuing(t *testing.T) {
+	st, blobs := embedded(t)
+	h := newHarness(t, st, blobs, nil)
+	owner := newUserContext(t, h, "owner")
+	bobOIDC := as(t.Context(), bearer(h.idToken(t, "bob-subject", "bob@example.com", false)))
+	bobWho, err := h.account.WhoAmI(bobOIDC, &authv1.WhoAmIRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bobWho.GetEmail() != "bob@example.com" || bobWho.GetCredentialKind() != authv1.CredentialKind_CREDENTIAL_KIND_OIDC {
+		t.Errorf("WhoAmI = %v", bobWho)
+	}
+	ce, err := h.writer.CreateExperiment(owner, &servicepb.CreateExperimentRequest{Name: "shared"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eid := ce.GetExperimentId()
+	if _, err := h.writer.WriteScalar(owner, scalarRequest(eid, 1, 5, 3)); err != nil {
+		t.Fatal(err)
+	}
+	cont, err := h.exps.ContinueExperiment(owner, &experimentsv1.ContinueExperimentRequest{ExperimentId: eid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cont.GetSeries()) != 1 || cont.GetSeries()[0].GetMaxStep() != 5 || cont.GetSeries()[0].GetNumPoints() != 3 {
+		t.Errorf("ContinueExperiment series = %v", cont.GetSeries())
+	}
+	if cont.GetExperiment().GetVisibility() != experimentsv1.Visibility_VISIBILITY_PRIVATE {
+		t.Errorf("new experiments should be private, got %v", cont.GetExperiment().GetVisibility())
+	}
+	if _, err := h.exps.ContinueExperiment(bobOIDC, &experimentsv1.ContinueExperimentRequest{ExperimentId: eid}); status.Code(err) != codes.NotFound {
+		t.Errorf("another user continuing a private experiment: %v, want NOT_FOUND", err)
+	}
+	get := func(ctx context.Context) codes.Code {
+		_, err := h.exps.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid})
+		return status.Code(err)
+	}
+	if c := get(bobOIDC); c != codes.NotFound {
+		t.Errorf("bob reads private experiment: %v", c)
+	}
+	if _, err := h.exps.GrantAccess(owner, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
+		Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_Email{Email: "bob@example.com"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if c := get(bobOIDC); c != codes.OK {
+		t.Errorf("bob reads after grant: %v", c)
+	}
+	shared, err := h.exps.ListExperiments(bobOIDC, &experimentsv1.ListExperimentsRequest{Scope: experimentsv1.ListExperimentsRequest_SCOPE_SHARED_WITH_ME})
+	if err != nil || len(shared.GetExperiments()) != 1 || shared.GetExperiments()[0].GetExperimentId() != eid {
+		t.Errorf("shared with bob: %v, %v", shared, err)
+	}
+	if _, err := h.writer.WriteScalar(bobOIDC, scalarRequest(eid, 9)); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("grantee writes: %v, want PERMISSION_DENIED", err)
+	}
+	grants, err := h.exps.ListGrants(owner, &experimentsv1.ListGrantsRequest{ExperimentId: eid})
+	if err != nil || len(grants.GetGrants()) != 1 || grants.GetGrants()[0].GetGrantee().GetUserId() != bobWho.GetUserId() {
+		t.Errorf("ListGrants = %v, %v", grants, err)
+	}
+	if _, err := h.exps.RevokeAccess(owner, &experimentsv1.RevokeAccessRequest{ExperimentId: eid,
+		Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_UserId{UserId: bobWho.GetUserId()}}}); err != nil {
+		t.Fatal(err)
+	}
+	if c := get(bobOIDC); c != codes.NotFound {
+		t.Errorf("bob reads after revoke: %v", c)
+	}
+	if _, err := h.exps.SetVisibility(owner, &experimentsv1.SetVisibilityRequest{ExperimentId: eid, Visibility: experimentsv1.Visibility_VISIBILITY_UNLISTED}); err != nil {
+		t.Fatal(err)
+	}
+	if c := get(t.Context()); c != codes.OK {
+		t.Errorf("anonymous reads unlisted: %v", c)
+	}
+
+	// Tokens: a read-only token cannot mint an upload token; listing shows
+	// no secrets; revoked tokens stop working.
+	mint, err := h.account.CreateToken(bobOIDC, &authv1.CreateTokenRequest{Name: "ro", Scopes: []authv1.Scope{authv1.Scope_SCOPE_READ}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := as(t.Context(), bearer(mint.GetSecret()))
+	if _, err := h.account.CreateToken(ro, &authv1.CreateTokenRequest{Scopes: []authv1.Scope{authv1.Scope_SCOPE_UPLOAD}}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("read-only token minting an upload token: %v", err)
+	}
+	list, err := h.account.ListTokens(bobOIDC, &authv1.ListTokensRequest{})
+	if err != nil || len(list.GetTokens()) != 1 || strings.Contains(list.String(), mint.GetSecret()) {
+		t.Errorf("ListTokens = %v, %v; want one token, no secret", list, err)
+	}
+	if _, err := h.account.RevokeToken(bobOIDC, &authv1.RevokeTokenRequest{TokenId: mint.GetToken().GetTokenId()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.account.WhoAmI(ro, &authv1.WhoAmIRequest{}); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("revoked token: %v", err)
+	}
+	if _, err := h.account.RevokeToken(owner, &authv1.RevokeTokenRequest{TokenId: mint.GetToken().GetTokenId()}); status.Code(err) != codes.NotFound {
+		t.Errorf("revoking another user's token: %v, want NOT_FOUND", err)
+	}
+}
