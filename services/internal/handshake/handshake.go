@@ -29,6 +29,8 @@ const IDPlaceholder = "{{EID}}"
 var DefaultPlugins = []string{
 	"scalars", "histograms", "images", "audio", "text", "graphs", "hparams",
 	"pr_curves", "custom_scalars", "mesh",
+	// The graphs dashboard also shows run metadata and Keras models.
+	"graph_tagged_run_metadata", "graph_run_metadata", "graph_run_metadata_graph", "graph_keras_model",
 }
 
 // Config is what the handshake tells clients.

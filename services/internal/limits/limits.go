@@ -67,9 +67,12 @@ func Default() Limits {
 		MaxTensorPointBytes:      1 << 20,
 		MaxPointsPerRequest:      100_000,
 		MaxBlobsPerSequence:      10_000,
-		MinScalarRequestInterval: 100 * time.Millisecond,
-		MinTensorRequestInterval: 100 * time.Millisecond,
-		MinBlobRequestInterval:   10 * time.Millisecond,
+		// The per-user token bucket below protects the service; the intervals
+		// only tell clients not to wait. 1 ms is the smallest that says so:
+		// 0 would mean "use TensorBoard's defaults" (up to 5 s per request).
+		MinScalarRequestInterval: time.Millisecond,
+		MinTensorRequestInterval: time.Millisecond,
+		MinBlobRequestInterval:   time.Millisecond,
 		MaxExperimentsPerUser:    1_000,
 		MaxPointsPerUser:         1_000_000_000,
 		MaxBlobBytesPerUser:      100 << 30,

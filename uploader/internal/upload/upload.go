@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,15 +90,20 @@ type Uploader struct {
 	inflight chan struct{}
 	wg       sync.WaitGroup
 
-	runs       map[string]*migrate.Run
-	lastStep   map[*migrate.Series]int64 // largest step queued per series
-	mdCache    map[*migrate.Series]*tbpb.SummaryMetadata
-	skipWarned map[string]bool
+	runs     map[string]*migrate.Run
+	lastStep map[*migrate.Series]int64 // largest step queued per series
+	// inflight counts, per series, submitted requests holding its points that the
+	// server has not acknowledged yet (guarded by mu).
+	inflightSeries map[*migrate.Series]int
+	mdCache        map[*migrate.Series]*tbpb.SummaryMetadata
+	skipWarned     map[string]bool
 
-	scalarReq  *servicepb.WriteScalarRequest
-	scalarSize int
-	tensorReq  *servicepb.WriteTensorRequest
-	tensorSize int
+	scalarReq    *servicepb.WriteScalarRequest
+	scalarSize   int
+	scalarSeries []*migrate.Series // the series the pending scalar request holds
+	tensorReq    *servicepb.WriteTensorRequest
+	tensorSize   int
+	tensorSeries []*migrate.Series
 
 	lastScalar, lastTensor, lastBlob time.Time
 	limitMu                          sync.Mutex
@@ -130,13 +136,14 @@ func New(cfg Config) *Uploader {
 		cfg.Progress = &Progress{}
 	}
 	u := &Uploader{
-		cfg:        cfg,
-		prog:       cfg.Progress,
-		inflight:   make(chan struct{}, cfg.InFlight),
-		runs:       map[string]*migrate.Run{},
-		lastStep:   map[*migrate.Series]int64{},
-		mdCache:    map[*migrate.Series]*tbpb.SummaryMetadata{},
-		skipWarned: map[string]bool{},
+		cfg:            cfg,
+		prog:           cfg.Progress,
+		inflight:       make(chan struct{}, cfg.InFlight),
+		runs:           map[string]*migrate.Run{},
+		lastStep:       map[*migrate.Series]int64{},
+		inflightSeries: map[*migrate.Series]int{},
+		mdCache:        map[*migrate.Series]*tbpb.SummaryMetadata{},
+		skipWarned:     map[string]bool{},
 	}
 	u.space = sync.NewCond(&u.mu)
 	u.prog.ExperimentID = cfg.ExperimentID
@@ -396,18 +403,18 @@ func (u *Uploader) point(run string, mr *migrate.Run, s *migrate.Series, p *migr
 		return
 	}
 	u.noteSeries(run, s)
-	if last, seen := u.lastStep[s]; seen && p.Step <= last {
-		// A step written again (a job restarted from a checkpoint): the later value
-		// must win, so it may not overtake the earlier one in flight.
-		u.barrier()
-	} else {
+	// A step written again (a job restarted from a checkpoint) must not overtake the
+	// earlier value: the later one has to win.
+	last, seen := u.lastStep[s]
+	rewrite := seen && p.Step <= last
+	if !rewrite {
 		u.lastStep[s] = p.Step
 	}
 	switch s.Class() {
 	case migrate.ClassScalar:
-		u.addScalar(run, s, p)
+		u.addScalar(run, s, p, rewrite)
 	case migrate.ClassTensor:
-		u.addTensor(run, s, p)
+		u.addTensor(run, s, p, rewrite)
 	case migrate.ClassBlobSequence:
 		u.addBlobSequence(run, s, p)
 	}
@@ -437,7 +444,15 @@ func (u *Uploader) noteSeries(run string, s *migrate.Series) {
 }
 
 func timestamp(wall float64) *timestamppb.Timestamp {
-	sec := int64(wall)
+	switch {
+	case math.IsNaN(wall): // a Timestamp cannot say NaN; 0 marks "unknown"
+		wall = 0
+	case wall >= math.MaxInt64:
+		return &timestamppb.Timestamp{Seconds: math.MaxInt64}
+	case wall <= math.MinInt64:
+		return &timestamppb.Timestamp{Seconds: math.MinInt64}
+	}
+	sec := int64(math.Floor(wall))
 	nanos := int64((wall-float64(sec))*1e9 + 0.5)
 	if nanos >= 1e9 {
 		sec, nanos = sec+1, nanos-1e9
@@ -449,7 +464,7 @@ func timestamp(wall float64) *timestamppb.Timestamp {
 // costs its encoded size plus the worst-case tag and length prefix.
 func fieldCost(n int) int { return n + 11 }
 
-func (u *Uploader) addScalar(run string, s *migrate.Series, p *migrate.Point) {
+func (u *Uploader) addScalar(run string, s *migrate.Series, p *migrate.Point, rewrite bool) {
 	v, ok := migrate.ScalarValue(p)
 	if !ok {
 		u.prog.Invalid.Add(1)
@@ -459,6 +474,9 @@ func (u *Uploader) addScalar(run string, s *migrate.Series, p *migrate.Point) {
 	cost := fieldCost(proto.Size(pt))
 	if u.scalarReq != nil && u.scalarSize+cost+2*fieldCost(len(run)+len(s.Tag)) > int(u.cfg.Limits.MaxScalarRequestSize) {
 		u.sendScalars()
+	}
+	if rewrite {
+		u.waitSeries(s)
 	}
 	if u.scalarReq == nil {
 		u.scalarReq = &servicepb.WriteScalarRequest{ExperimentId: u.cfg.ExperimentID}
@@ -488,11 +506,12 @@ func (u *Uploader) scalarTag(run string, s *migrate.Series) *servicepb.WriteScal
 	}
 	t := &servicepb.WriteScalarRequest_Tag{Name: s.Tag, Metadata: u.mdCache[s]}
 	r.Tags = append(r.Tags, t)
+	u.scalarSeries = append(u.scalarSeries, s)
 	u.scalarSize += fieldCost(len(s.Tag) + proto.Size(t.Metadata))
 	return t
 }
 
-func (u *Uploader) addTensor(run string, s *migrate.Series, p *migrate.Point) {
+func (u *Uploader) addTensor(run string, s *migrate.Series, p *migrate.Point, rewrite bool) {
 	raw := migrate.AppendTensorProto(nil, p)
 	if int64(len(raw)) > u.cfg.Limits.MaxTensorPointSize && u.cfg.Limits.MaxTensorPointSize >= 0 {
 		u.prog.warn("%s/%s step %d: tensor of %d bytes exceeds the server's limit of %d bytes; skipped", run, s.Tag, p.Step, len(raw), u.cfg.Limits.MaxTensorPointSize)
@@ -508,6 +527,9 @@ func (u *Uploader) addTensor(run string, s *migrate.Series, p *migrate.Point) {
 	cost := fieldCost(proto.Size(pt))
 	if u.tensorReq != nil && u.tensorSize+cost+2*fieldCost(len(run)+len(s.Tag)) > int(u.cfg.Limits.MaxTensorRequestSize) {
 		u.sendTensors()
+	}
+	if rewrite {
+		u.waitSeries(s)
 	}
 	if u.tensorReq == nil {
 		u.tensorReq = &servicepb.WriteTensorRequest{ExperimentId: u.cfg.ExperimentID}
@@ -531,6 +553,7 @@ func (u *Uploader) addTensor(run string, s *migrate.Series, p *migrate.Point) {
 	if tag == nil {
 		tag = &servicepb.WriteTensorRequest_Tag{Name: s.Tag, Metadata: u.mdCache[s]}
 		r.Tags = append(r.Tags, tag)
+		u.tensorSeries = append(u.tensorSeries, s)
 		u.tensorSize += fieldCost(len(s.Tag) + proto.Size(tag.Metadata))
 	}
 	tag.Points = append(tag.Points, pt)
@@ -561,12 +584,12 @@ func (u *Uploader) addBlobSequence(run string, s *migrate.Series, p *migrate.Poi
 		job.skip = append(job.skip, skip)
 		size += len(b)
 	})
-	u.submit(size, func(ctx context.Context) error { return u.sendBlobSequence(ctx, job) })
+	u.submit(size, []*migrate.Series{s}, func(ctx context.Context) error { return u.sendBlobSequence(ctx, job) })
 }
 
 func (u *Uploader) sendScalars() {
-	req := u.scalarReq
-	u.scalarReq = nil
+	req, series := u.scalarReq, u.scalarSeries
+	u.scalarReq, u.scalarSeries = nil, nil
 	if req == nil {
 		return
 	}
@@ -576,15 +599,15 @@ func (u *Uploader) sendScalars() {
 			n += len(t.Points)
 		}
 	}
-	u.sendPoints(req, n, u.scalarSize, &u.lastScalar, u.cfg.Limits.MinScalarInterval, &u.prog.Scalars, func(ctx context.Context) error {
+	u.sendPoints(req, series, n, u.scalarSize, &u.lastScalar, u.cfg.Limits.MinScalarInterval, &u.prog.Scalars, func(ctx context.Context) error {
 		_, err := u.cfg.Writer.WriteScalar(ctx, req)
 		return err
 	})
 }
 
 func (u *Uploader) sendTensors() {
-	req := u.tensorReq
-	u.tensorReq = nil
+	req, series := u.tensorReq, u.tensorSeries
+	u.tensorReq, u.tensorSeries = nil, nil
 	if req == nil {
 		return
 	}
@@ -594,15 +617,15 @@ func (u *Uploader) sendTensors() {
 			n += len(t.Points)
 		}
 	}
-	u.sendPoints(req, n, u.tensorSize, &u.lastTensor, u.cfg.Limits.MinTensorInterval, &u.prog.Tensors, func(ctx context.Context) error {
+	u.sendPoints(req, series, n, u.tensorSize, &u.lastTensor, u.cfg.Limits.MinTensorInterval, &u.prog.Tensors, func(ctx context.Context) error {
 		_, err := u.cfg.Writer.WriteTensor(ctx, req)
 		return err
 	})
 }
 
 // sendPoints queues one WriteScalar or WriteTensor request of n points.
-func (u *Uploader) sendPoints(req proto.Message, n, size int, last *time.Time, interval time.Duration, sent *atomic.Int64, write func(ctx context.Context) error) {
-	u.submit(size, func(ctx context.Context) error {
+func (u *Uploader) sendPoints(req proto.Message, series []*migrate.Series, n, size int, last *time.Time, interval time.Duration, sent *atomic.Int64, write func(ctx context.Context) error) {
+	u.submit(size, series, func(ctx context.Context) error {
 		u.pace(last, interval)
 		if u.cfg.Writer != nil {
 			if err := u.call(ctx, write); err != nil && !u.rejected(err) {
@@ -668,11 +691,13 @@ func (u *Uploader) call(ctx context.Context, fn func(ctx context.Context) error)
 	return r.Do(ctx, fn)
 }
 
-// barrier sends what is packed and waits until the server acknowledged everything.
-func (u *Uploader) barrier() {
-	u.sendScalars()
-	u.sendTensors()
-	u.wg.Wait()
+// waitSeries waits until no submitted request holding points of s is unacknowledged.
+func (u *Uploader) waitSeries(s *migrate.Series) {
+	u.mu.Lock()
+	for u.inflightSeries[s] > 0 && u.sendCtx.Err() == nil {
+		u.space.Wait()
+	}
+	u.mu.Unlock()
 }
 
 // flush seals the current segment with whatever requests are pending.
@@ -690,7 +715,7 @@ func (u *Uploader) flush() {
 
 // submit queues a request of size bytes for sending, blocking while too much is
 // queued; when the current segment is big enough, it is sealed.
-func (u *Uploader) submit(size int, send func(ctx context.Context) error) {
+func (u *Uploader) submit(size int, series []*migrate.Series, send func(ctx context.Context) error) {
 	u.mu.Lock()
 	for u.queued > maxQueuedBytes && u.sendCtx.Err() == nil {
 		u.space.Wait()
@@ -703,6 +728,9 @@ func (u *Uploader) submit(size int, send func(ctx context.Context) error) {
 	seg.pending++
 	seg.bytes += size
 	u.queued += int64(size)
+	for _, s := range series {
+		u.inflightSeries[s]++
+	}
 	seal := seg.bytes >= segmentBytes
 	u.mu.Unlock()
 
@@ -718,6 +746,9 @@ func (u *Uploader) submit(size int, send func(ctx context.Context) error) {
 		u.mu.Lock()
 		seg.pending--
 		u.queued -= int64(size)
+		for _, s := range series {
+			u.inflightSeries[s]--
+		}
 		if err == nil {
 			u.commitLocked()
 		}
