@@ -59,14 +59,14 @@ type Limits struct {
 // Default returns the limits tbhub runs with unless configured otherwise.
 func Default() Limits {
 	return Limits{
-		MaxRequestBytes:          8 << 20,
-		MaxScalarRequestBytes:    1 << 20,
-		MaxTensorRequestBytes:    1 << 20,
-		MaxBlobChunkBytes:        4<<20 - 256<<10,
-		MaxBlobBytes:             64 << 20,
-		MaxTensorPointBytes:      1 << 20,
-		MaxPointsPerRequest:      100_000,
-		MaxBlobsPerSequence:      10_000,
+		MaxRequestBytes:       8 << 20,
+		MaxScalarRequestBytes: 1 << 20,
+		MaxTensorRequestBytes: 1 << 20,
+		MaxBlobChunkBytes:     4<<20 - 256<<10,
+		MaxBlobBytes:          64 << 20,
+		MaxTensorPointBytes:   1 << 20,
+		MaxPointsPerRequest:   100_000,
+		MaxBlobsPerSequence:   10_000,
 		// The per-user token bucket below protects the service; the intervals
 		// only tell clients not to wait. 1 ms is the smallest that says so:
 		// 0 would mean "use TensorBoard's defaults" (up to 5 s per request).
@@ -76,8 +76,10 @@ func Default() Limits {
 		MaxExperimentsPerUser:    1_000,
 		MaxPointsPerUser:         1_000_000_000,
 		MaxBlobBytesPerUser:      100 << 30,
-		RequestsPerSecond:        200,
-		Burst:                    400,
+		// One uploader of a blob-heavy logdir sends two requests per blob
+		// at most every MinBlobRequestInterval; several may run at once.
+		RequestsPerSecond: 500,
+		Burst:             1000,
 	}
 }
 

@@ -1,0 +1,175 @@
+// Package backend opens the storage a tbhub process runs on, from the
+// command line's description of it: the embedded store (SQLite and a blob
+// folder in one data directory) or Cloud Spanner and Cloud Storage (their
+// emulators when SPANNER_EMULATOR_HOST / STORAGE_EMULATOR_HOST are set;
+// the client libraries read those variables themselves).
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"cloud.google.com/go/spanner"
+
+	"github.com/tbhub/tbhub/services/internal/blob"
+	"github.com/tbhub/tbhub/services/internal/blob/fileblob"
+	"github.com/tbhub/tbhub/services/internal/blob/gcsblob"
+	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
+	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
+	"github.com/tbhub/tbhub/services/internal/writer"
+)
+
+// Spec says where the data is: DataDir for the embedded store, or Store
+// ("spanner://projects/P/instances/I/databases/D") and Blobs
+// ("gs://BUCKET[/PREFIX]") for the cloud one.
+type Spec struct {
+	DataDir string
+	Store   string
+	Blobs   string
+}
+
+// Backend is an open store and blob store.
+type Backend struct {
+	Store writer.Store
+	Blobs blob.Store
+	// Description says where the data lives, for the startup banner.
+	Description string
+	close       []func() error
+}
+
+// Close releases the backend.
+func (b *Backend) Close() error {
+	var errs []error
+	for i := len(b.close) - 1; i >= 0; i-- {
+		errs = append(errs, b.close[i]())
+	}
+	return errors.Join(errs...)
+}
+
+// DefaultDataDir is the per-user data directory used when neither --data
+// nor --store is given: $XDG_DATA_HOME/tbhub, ~/.local/share/tbhub on
+// Linux, the user configuration directory's tbhub folder elsewhere.
+func DefaultDataDir() (string, error) {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "tbhub"), nil
+	}
+	if runtime.GOOS == "linux" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(home, ".local", "share", "tbhub"), nil
+	}
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "tbhub"), nil
+}
+
+// Validate checks that spec names exactly one backend.
+func (s Spec) Validate() error {
+	switch {
+	case s.Store != "" && s.DataDir != "":
+		return fmt.Errorf("use --data or --store, not both")
+	case s.Store != "" && s.Blobs == "":
+		return fmt.Errorf("--store needs --blobs gs://BUCKET[/PREFIX]")
+	case s.Store == "" && s.Blobs != "":
+		return fmt.Errorf("--blobs goes with --store")
+	case s.Store == "" && s.DataDir == "":
+		return fmt.Errorf("no data directory")
+	}
+	return nil
+}
+
+// SpannerDatabase parses a --store URL into a database name.
+func SpannerDatabase(u string) (string, error) {
+	db, ok := strings.CutPrefix(u, "spanner://")
+	parts := strings.Split(db, "/")
+	if !ok || len(parts) != 6 || parts[0] != "projects" || parts[2] != "instances" || parts[4] != "databases" ||
+		parts[1] == "" || parts[3] == "" || parts[5] == "" {
+		return "", fmt.Errorf("--store %q: want spanner://projects/P/instances/I/databases/D", u)
+	}
+	return db, nil
+}
+
+// parseGCS splits gs://BUCKET[/PREFIX] into the bucket and a prefix that
+// is empty or ends in a slash.
+func parseGCS(u string) (bucket, prefix string, err error) {
+	rest, ok := strings.CutPrefix(u, "gs://")
+	bucket, prefix, _ = strings.Cut(rest, "/")
+	if !ok || bucket == "" {
+		return "", "", fmt.Errorf("--blobs %q: want gs://BUCKET[/PREFIX]", u)
+	}
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	return bucket, prefix, nil
+}
+
+// Open opens the backend spec describes, creating the data directory and
+// migrating the embedded schema as needed. A Spanner database must have
+// been migrated (`tbhub migrate --store ...`).
+func Open(ctx context.Context, spec Spec) (*Backend, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if spec.Store == "" {
+		return openEmbedded(ctx, spec.DataDir)
+	}
+	return openCloud(ctx, spec)
+}
+
+func openEmbedded(ctx context.Context, dir string) (*Backend, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("backend: data directory: %w", err)
+	}
+	st, err := sqlitestore.Open(ctx, filepath.Join(dir, sqlitestore.DefaultFile), sqlitestore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	blobs, err := fileblob.Open(filepath.Join(dir, "blobs"))
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &Backend{Store: st, Blobs: blobs, Description: "embedded store in " + dir,
+		close: []func() error{st.Close, blobs.Close}}, nil
+}
+
+func openCloud(ctx context.Context, spec Spec) (*Backend, error) {
+	db, err := SpannerDatabase(spec.Store)
+	if err != nil {
+		return nil, err
+	}
+	bucket, prefix, err := parseGCS(spec.Blobs)
+	if err != nil {
+		return nil, err
+	}
+	client, err := spanner.NewClient(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("backend: spanner client: %w", err)
+	}
+	// The emulator runs one read-write transaction at a time.
+	ss := spannerstore.New(client, spannerstore.Options{SerializeTransactions: os.Getenv("SPANNER_EMULATOR_HOST") != ""})
+	st, ok := any(ss).(writer.Store)
+	if !ok {
+		client.Close()
+		return nil, fmt.Errorf("backend: the Spanner store does not keep identities (tokens, OIDC users) yet")
+	}
+	gcs, err := gcsblob.NewClient(ctx)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	return &Backend{
+		Store: st, Blobs: gcsblob.New(gcs, bucket, gcsblob.Options{Prefix: prefix}),
+		Description: fmt.Sprintf("Cloud Spanner %s, blobs in gs://%s/%s", db, bucket, prefix),
+		close:       []func() error{func() error { client.Close(); return nil }, gcs.Close},
+	}, nil
+}

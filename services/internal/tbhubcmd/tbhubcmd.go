@@ -1,0 +1,246 @@
+// Package tbhubcmd is the `tbhub` command line: `serve`, `token create`
+// and `migrate`, each a flag set turned into a config for the packages
+// that do the work (backend, serve). services/cmd/tbhub only wires signals
+// and exit codes around Run.
+package tbhubcmd
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	database "cloud.google.com/go/spanner/admin/database/apiv1"
+
+	"github.com/tbhub/tbhub/services/internal/auth"
+	"github.com/tbhub/tbhub/services/internal/backend"
+	"github.com/tbhub/tbhub/services/internal/serve"
+	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
+	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
+)
+
+const usage = `usage:
+  tbhub serve [--data DIR] [--addr HOST:PORT] [--grpc-addr HOST:PORT]
+  tbhub serve --store spanner://projects/P/instances/I/databases/D --blobs gs://BUCKET[/PREFIX] [...]
+  tbhub token create --user NAME [--data DIR | --store ... --blobs ...]
+  tbhub migrate [--data DIR | --store ...]
+`
+
+// ErrUsage marks command-line mistakes (exit status 2).
+var ErrUsage = errors.New("usage")
+
+// Run runs one tbhub command. stdout gets what scripts read (a token); the
+// banner and logs go to stderr.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return ErrUsage
+	}
+	switch args[0] {
+	case "serve":
+		return runServe(ctx, args[1:], stderr)
+	case "token":
+		if len(args) < 2 || args[1] != "create" {
+			fmt.Fprint(stderr, usage)
+			return ErrUsage
+		}
+		return runTokenCreate(ctx, args[2:], stdout, stderr)
+	case "migrate":
+		return runMigrate(ctx, args[1:], stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprintf(stderr, "tbhub: unknown command %q\n%s", args[0], usage)
+	return ErrUsage
+}
+
+// storageFlags are the flags naming the backend, shared by every command.
+func storageFlags(fs *flag.FlagSet) *backend.Spec {
+	spec := &backend.Spec{}
+	fs.StringVar(&spec.DataDir, "data", "", "data directory of the embedded store (default: a per-user data directory)")
+	fs.StringVar(&spec.Store, "store", "", "Cloud Spanner database: spanner://projects/P/instances/I/databases/D")
+	fs.StringVar(&spec.Blobs, "blobs", "", "blob bucket for --store: gs://BUCKET[/PREFIX]")
+	return spec
+}
+
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return ErrUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "tbhub %s: unexpected arguments %q\n", fs.Name(), fs.Args())
+		return ErrUsage
+	}
+	return nil
+}
+
+func defaultDataDir(spec *backend.Spec) error {
+	if spec.Store == "" && spec.DataDir == "" {
+		d, err := backend.DefaultDataDir()
+		if err != nil {
+			return fmt.Errorf("no --data given and no per-user data directory: %w", err)
+		}
+		spec.DataDir = d
+	}
+	return nil
+}
+
+// newLogger writes JSON with Cloud Logging's field names.
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) > 0 {
+				return a
+			}
+			switch a.Key {
+			case slog.LevelKey:
+				a.Key = "severity"
+			case slog.MessageKey:
+				a.Key = "message"
+			case slog.TimeKey:
+				a.Key = "time"
+			}
+			return a
+		},
+	}))
+}
+
+func runServe(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	spec := storageFlags(fs)
+	addr := fs.String("addr", "localhost:6006", "HTTP address (also gRPC unless --grpc-addr); $PORT overrides the default")
+	grpcAddr := fs.String("grpc-addr", "", "separate gRPC address (default: the HTTP port)")
+	origin := fs.String("public-origin", "", "origin users reach this server at (default: http://ADDR)")
+	endpoint := fs.String("api-endpoint", "", "gRPC target told to uploaders (default: dns:///GRPC-ADDR)")
+	issuer := fs.String("oidc-issuer", "https://accounts.google.com", "OpenID Connect issuer for sign-in")
+	clientIDs := fs.String("oidc-client-ids", "", "accepted OAuth client IDs (comma-separated); OIDC sign-in is off without one")
+	testRPCs := fs.Bool("enable-test-rpcs", false, "enable PurgeData and DeleteOwnUser")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if port := os.Getenv("PORT"); port != "" && !flagSet(fs, "addr") {
+		*addr = ":" + port
+	}
+	if err := defaultDataDir(spec); err != nil {
+		return err
+	}
+	logger := newLogger(stderr)
+	b, err := backend.Open(ctx, *spec)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	cfg := serve.Config{HTTPAddr: *addr, GRPCAddr: *grpcAddr, PublicOrigin: *origin, APIEndpoint: *endpoint,
+		EnableTestRPCs: *testRPCs, Logger: logger}
+	if *clientIDs != "" {
+		cfg.OIDC = auth.OIDCConfig{Issuer: *issuer, ClientIDs: strings.Split(*clientIDs, ",")}
+	}
+	srv, err := serve.New(b.Store, b.Blobs, cfg)
+	if err != nil {
+		return err
+	}
+	token, err := srv.FirstStart(ctx)
+	if err != nil {
+		return err
+	}
+	printBanner(stderr, srv, b.Description, token, cfg.OIDC.Issuer)
+	return srv.Serve(ctx)
+}
+
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+func printBanner(w io.Writer, srv *serve.Server, where, token, issuer string) {
+	fmt.Fprintf(w, "tbhub is serving %s\n", where)
+	fmt.Fprintf(w, "  experiments:        %s/experiment/<id>/\n", srv.Origin())
+	fmt.Fprintf(w, "  uploader handshake: %s/api/uploader\n", srv.Origin())
+	fmt.Fprintf(w, "  gRPC (write, export, experiments, auth; health, reflection): %s\n", srv.APIEndpoint())
+	fmt.Fprintf(w, "  probes:             %s/healthz %s/readyz\n", srv.Origin(), srv.Origin())
+	if issuer != "" {
+		fmt.Fprintf(w, "  sign-in:            ID tokens from %s\n", issuer)
+	} else {
+		fmt.Fprintf(w, "  sign-in:            API tokens only (set --oidc-client-ids to accept ID tokens)\n")
+	}
+	if token != "" {
+		fmt.Fprintf(w, "\nFirst start: created the user %q. Its API token is shown once; keep it secret:\n\n  %s\n\n", serve.OwnerName, token)
+		fmt.Fprintf(w, "Upload a logdir with:\n\n  TBUP_TOKEN=%s tbup upload --server %s --logdir LOGDIR\n\n", token, srv.Origin())
+		fmt.Fprintf(w, "More tokens: tbhub token create --user NAME\n")
+	}
+}
+
+func runTokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("token create", flag.ContinueOnError)
+	spec := storageFlags(fs)
+	user := fs.String("user", "", "user name (created if it does not exist)")
+	label := fs.String("name", "tbhub token create", "label of the token")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if *user == "" {
+		fmt.Fprintln(stderr, "tbhub token create: --user is required")
+		return ErrUsage
+	}
+	if err := defaultDataDir(spec); err != nil {
+		return err
+	}
+	b, err := backend.Open(ctx, *spec)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	a, err := auth.New(b.Store, auth.Config{})
+	if err != nil {
+		return err
+	}
+	secret, err := serve.IssueUserToken(ctx, b.Store, a, *user, *label)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, secret)
+	return nil
+}
+
+func runMigrate(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	spec := storageFlags(fs)
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := defaultDataDir(spec); err != nil {
+		return err
+	}
+	if spec.Store == "" {
+		if err := os.MkdirAll(spec.DataDir, 0o700); err != nil {
+			return err
+		}
+		from, to, err := sqlitestore.Migrate(ctx, spec.DataDir+string(os.PathSeparator)+sqlitestore.DefaultFile)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "embedded store in %s: schema version %d -> %d\n", spec.DataDir, from, to)
+		return nil
+	}
+	db, err := backend.SpannerDatabase(spec.Store)
+	if err != nil {
+		return err
+	}
+	admin, err := database.NewDatabaseAdminClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	if err := spannerstore.Migrate(ctx, admin, db); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%s: schema up to date\n", db)
+	return nil
+}

@@ -1,0 +1,79 @@
+package tbhubcmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tbhub/tbhub/services/internal/auth"
+	"github.com/tbhub/tbhub/services/internal/backend"
+)
+
+func TestTokenCreateAndMigrate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	ctx := context.Background()
+	var out, errOut bytes.Buffer
+	if err := Run(ctx, []string{"migrate", "--data", dir}, &out, &errOut); err != nil {
+		t.Fatalf("migrate: %v (%s)", err, errOut.String())
+	}
+	if err := Run(ctx, []string{"migrate", "--data", dir}, &out, &errOut); err != nil {
+		t.Fatalf("second migrate: %v", err)
+	}
+	var tokens []string
+	for range 2 {
+		out.Reset()
+		if err := Run(ctx, []string{"token", "create", "--user", "ada", "--data", dir}, &out, &errOut); err != nil {
+			t.Fatalf("token create: %v (%s)", err, errOut.String())
+		}
+		tokens = append(tokens, strings.TrimSpace(out.String()))
+	}
+	if tokens[0] == tokens[1] || !strings.HasPrefix(tokens[0], auth.TokenPrefix) {
+		t.Fatalf("tokens %q", tokens)
+	}
+	b, err := backend.Open(ctx, backend.Spec{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	a, err := auth.New(b.Store, auth.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var users []string
+	for _, tok := range tokens {
+		p, err := a.Authenticate(ctx, "Bearer "+tok)
+		if err != nil {
+			t.Fatalf("printed token does not authenticate: %v", err)
+		}
+		users = append(users, p.UserID)
+	}
+	if users[0] != users[1] {
+		t.Errorf("two tokens for --user ada belong to %v", users)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		nil, {"frobnicate"}, {"token"}, {"token", "create"}, {"serve", "--nope"}, {"serve", "extra"},
+	} {
+		var out, errOut bytes.Buffer
+		if err := Run(context.Background(), args, &out, &errOut); !errors.Is(err, ErrUsage) {
+			t.Errorf("Run(%q) = %v, want ErrUsage", args, err)
+		}
+	}
+	for _, spec := range []backend.Spec{
+		{DataDir: "d", Store: "spanner://projects/p/instances/i/databases/d", Blobs: "gs://b"},
+		{Store: "spanner://projects/p/instances/i/databases/d"},
+		{Blobs: "gs://b"},
+	} {
+		if err := spec.Validate(); err == nil {
+			t.Errorf("Validate(%+v) accepted", spec)
+		}
+	}
+	if _, err := backend.SpannerDatabase("spanner://projects/p/instances/i"); err == nil {
+		t.Error("short spanner URL accepted")
+	}
+}
