@@ -70,3 +70,12 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
+
+require github.com/tbhub/tbhub/uploader v0.0.0
+
+// The workspace (go.work) resolves this locally; the replace keeps GOWORK=off builds working.
+replace github.com/tbhub/tbhub/uploader => ../uploader
+
+require github.com/tbhub/tbhub/schemas v0.0.0
+
+replace github.com/tbhub/tbhub/schemas => ../schemas

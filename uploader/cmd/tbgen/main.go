@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/tbhub/tbhub/uploader/internal/eventgen"
+	"github.com/tbhub/tbhub/uploader/eventgen"
 )
 
 func main() {

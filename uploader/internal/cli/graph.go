@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/tbhub/tbhub/uploader/internal/eventgen"
+	"github.com/tbhub/tbhub/uploader/eventgen"
 	"github.com/tbhub/tbhub/uploader/internal/logdir"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/tbhub/tbhub/uploader/internal/corpustest"
 	"github.com/tbhub/tbhub/uploader/internal/event"
 	"github.com/tbhub/tbhub/uploader/internal/eventfile"
-	"github.com/tbhub/tbhub/uploader/internal/eventgen"
+	"github.com/tbhub/tbhub/uploader/eventgen"
 	"github.com/tbhub/tbhub/uploader/internal/logdir"
 	"github.com/tbhub/tbhub/uploader/internal/migrate"
 )

@@ -8,7 +8,7 @@ import (
 
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 
-	"github.com/tbhub/tbhub/uploader/internal/eventgen"
+	"github.com/tbhub/tbhub/uploader/eventgen"
 	"github.com/tbhub/tbhub/uploader/internal/logdir"
 )
 

@@ -44,6 +44,18 @@ func Create(path string, wallTime float64) (*Writer, error) {
 	return w, nil
 }
 
+// Append opens an existing event file to add records at its end, as a writer that
+// keeps writing during a job does.
+func Append(path string) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return nil, err
+	}
+	w := NewWriter(f)
+	w.c = f
+	return w, nil
+}
+
 // NewWriter writes records to w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: bufio.NewWriterSize(w, 1<<20)} }
 
