@@ -1,0 +1,59 @@
+package e2e_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tbhub/tbhub/uploader/eventgen"
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+// BenchmarkUpload uploads a generated logdir with the tbup binary to tbhub serve
+// (embedded store, in this process) and reports scalar points/s end to end and the
+// uploader's CPU time and peak memory. The size is RUNS=100 TAGS=20
+// STEPS=10000 IMAGES=1000 (scripts/bench-upload.sh); the defaults are smaller.
+func BenchmarkUpload(b *testing.B) {
+	spec := eventgen.Spec{
+		Runs: envInt("RUNS", 10), Tags: envInt("TAGS", 20), Steps: envInt("STEPS", 10_000),
+		Images: envInt("IMAGES", 100), ImageBytes: envInt("IMAGE_BYTES", 100_000), Seed: 5,
+	}
+	logdir := filepath.Join(b.TempDir(), "logs")
+	size, err := eventgen.WriteLogdir(logdir, spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	points := spec.Runs * spec.Tags * spec.Steps
+	b.Logf("logdir: %d scalar points, %d images of %d bytes, %.1f MiB", points, spec.Images, spec.ImageBytes, float64(size)/(1<<20))
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		s := startEmbedded(b, b.TempDir(), "127.0.0.1:0")
+		c := newTbup(b, s)
+		b.StartTimer()
+		start := time.Now()
+		cmd := c.cmd(b.Context(), "upload", "--one-shot", "--quiet", "--logdir", logdir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("upload: %v\n%s", err, out)
+		}
+		wall := time.Since(start)
+		b.StopTimer()
+		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		b.ReportMetric(float64(points)/wall.Seconds(), "scalars/s")
+		b.ReportMetric(float64(ru.Maxrss)/1024, "uploader-MiB")
+		b.ReportMetric(cpu.Seconds(), "uploader-cpu-s")
+		b.ReportMetric(wall.Seconds(), "wall-s")
+		s.stop()
+		b.StartTimer()
+	}
+}
