@@ -1,0 +1,315 @@
+package spannerstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/spanner"
+	"google.golang.org/api/iterator"
+	"google.golang.org/grpc/codes"
+
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+// The identity tables are described in schemas/spanner/ddl/0002_identity.sql.
+
+var _ store.IdentityStore = (*Store)(nil)
+
+// GetOrCreateOIDCUser implements store.IdentityStore.
+func (s *Store) GetOrCreateOIDCUser(ctx context.Context, issuer, subject, email, newUserID string) (store.User, error) {
+	defer s.serialize()()
+	if issuer == "" || subject == "" || newUserID == "" {
+		return store.User{}, fail("GetOrCreateOIDCUser", fmt.Errorf("issuer, subject and user id must be non-empty: %w", store.ErrInvalidArgument))
+	}
+	var u store.User
+	var created bool
+	commit, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		created = false
+		row, err := tx.ReadRow(ctx, "OidcIdentities", spanner.Key{issuer, subject}, []string{"UserId", "Email"})
+		switch {
+		case err == nil:
+			var stored string
+			if err := row.Columns(&u.ID, &stored); err != nil {
+				return err
+			}
+			if stored != email {
+				if err := tx.BufferWrite([]*spanner.Mutation{spanner.Update("OidcIdentities",
+					[]string{"Issuer", "Subject", "Email"}, []any{issuer, subject, email})}); err != nil {
+					return err
+				}
+			}
+			row, err := tx.ReadRow(ctx, "Users", spanner.Key{u.ID}, userColumns)
+			if err != nil {
+				return err
+			}
+			u, err = userFromRow(row)
+			return err
+		case spanner.ErrCode(err) != codes.NotFound:
+			return err
+		}
+		name := newUserID
+		if email != "" {
+			name = email
+			if _, err := tx.ReadRowUsingIndex(ctx, "Users", "UsersByName", spanner.Key{email}, []string{"UserId"}); err == nil {
+				name = email + "#" + newUserID
+			} else if spanner.ErrCode(err) != codes.NotFound {
+				return err
+			}
+		}
+		u, created = store.User{ID: newUserID, Name: name}, true
+		return tx.BufferWrite([]*spanner.Mutation{
+			spanner.Insert("Users", []string{"UserId", "Name", "CreateTime"}, []any{u.ID, u.Name, spanner.CommitTimestamp}),
+			spanner.Insert("OidcIdentities", []string{"Issuer", "Subject", "UserId", "Email"}, []any{issuer, subject, u.ID, email}),
+		})
+	})
+	if err != nil {
+		return store.User{}, fail("GetOrCreateOIDCUser", err)
+	}
+	if created {
+		u.CreateTime = commit.UTC()
+	}
+	return u, nil
+}
+
+// GetOIDCIdentity implements store.IdentityStore.
+func (s *Store) GetOIDCIdentity(ctx context.Context, userID string) (store.OIDCIdentity, error) {
+	defer s.serialize()()
+	tx := s.client.Single()
+	defer tx.Close()
+	row, err := tx.ReadRowUsingIndex(ctx, "OidcIdentities", "OidcIdentitiesByUser", spanner.Key{userID},
+		[]string{"Issuer", "Subject", "Email"})
+	if spanner.ErrCode(err) == codes.NotFound {
+		return store.OIDCIdentity{}, fail("GetOIDCIdentity", fmt.Errorf("user %q: %w", userID, store.ErrNotFound))
+	}
+	if err != nil {
+		return store.OIDCIdentity{}, fail("GetOIDCIdentity", err)
+	}
+	id := store.OIDCIdentity{UserID: userID}
+	return id, fail("GetOIDCIdentity", row.Columns(&id.Issuer, &id.Subject, &id.Email))
+}
+
+var tokenColumns = []string{"TokenId", "TokenHash", "UserId", "Description", "Scopes", "SecretPrefix",
+	"CreateTime", "ExpireTime", "LastUseTime", "RevokeTime"}
+
+func tokenFromRow(row *spanner.Row) (store.APIToken, error) {
+	var t store.APIToken
+	var id, prefix spanner.NullString
+	var hash []byte
+	var scopes spanner.NullInt64
+	var expire, lastUse, revoke spanner.NullTime
+	if err := row.Columns(&id, &hash, &t.UserID, &t.Name, &scopes, &prefix, &t.CreateTime, &expire, &lastUse, &revoke); err != nil {
+		return store.APIToken{}, err
+	}
+	t.ID, t.SecretPrefix, t.Scopes = id.StringVal, prefix.StringVal, store.TokenScopes(scopes.Int64)
+	copy(t.Hash[:], hash)
+	t.CreateTime = t.CreateTime.UTC()
+	t.ExpireTime, t.LastUseTime, t.RevokeTime = timeOf(expire), timeOf(lastUse), timeOf(revoke)
+	return t, nil
+}
+
+func timeOf(t spanner.NullTime) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}
+
+func nullTime(t time.Time) spanner.NullTime {
+	return spanner.NullTime{Time: t, Valid: !t.IsZero()}
+}
+
+// CreateAPIToken implements store.IdentityStore.
+func (s *Store) CreateAPIToken(ctx context.Context, t store.APIToken) (store.APIToken, error) {
+	defer s.serialize()()
+	if t.ID == "" || t.UserID == "" || t.Scopes == 0 || t.Hash == (store.TokenHash{}) {
+		return store.APIToken{}, fail("CreateAPIToken", fmt.Errorf("id, user, scopes and hash are required: %w", store.ErrInvalidArgument))
+	}
+	t.LastUseTime, t.RevokeTime = time.Time{}, time.Time{}
+	commit, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		if _, err := tx.ReadRow(ctx, "Users", spanner.Key{t.UserID}, []string{"UserId"}); err != nil {
+			if spanner.ErrCode(err) == codes.NotFound {
+				return fmt.Errorf("user %q: %w", t.UserID, store.ErrNotFound)
+			}
+			return err
+		}
+		if _, err := tx.ReadRowUsingIndex(ctx, "ApiTokens", "ApiTokensById", spanner.Key{t.ID}, []string{"TokenId"}); err == nil {
+			return fmt.Errorf("token %q: %w", t.ID, store.ErrAlreadyExists)
+		} else if spanner.ErrCode(err) != codes.NotFound {
+			return err
+		}
+		// Insert fails with AlreadyExists if the hash is taken.
+		return tx.BufferWrite([]*spanner.Mutation{spanner.Insert("ApiTokens",
+			[]string{"TokenHash", "TokenId", "UserId", "Description", "Scopes", "SecretPrefix", "CreateTime", "ExpireTime"},
+			[]any{t.Hash[:], t.ID, t.UserID, t.Name, int64(t.Scopes), t.SecretPrefix, spanner.CommitTimestamp, nullTime(t.ExpireTime)})})
+	})
+	if err != nil {
+		return store.APIToken{}, fail("CreateAPIToken", err)
+	}
+	t.CreateTime = commit.UTC()
+	return t, nil
+}
+
+// GetAPITokenByHash implements store.IdentityStore.
+func (s *Store) GetAPITokenByHash(ctx context.Context, h store.TokenHash) (store.APIToken, error) {
+	defer s.serialize()()
+	tx := s.client.Single()
+	defer tx.Close()
+	row, err := tx.ReadRow(ctx, "ApiTokens", spanner.Key{h[:]}, tokenColumns)
+	if err != nil {
+		return store.APIToken{}, fail("GetAPITokenByHash", err)
+	}
+	t, err := tokenFromRow(row)
+	return t, fail("GetAPITokenByHash", err)
+}
+
+// ListAPITokens implements store.IdentityStore.
+func (s *Store) ListAPITokens(ctx context.Context, userID string) ([]store.APIToken, error) {
+	defer s.serialize()()
+	tx := s.client.Single()
+	defer tx.Close()
+	var out []store.APIToken
+	it := tx.Query(ctx, spanner.Statement{
+		SQL: `SELECT TokenId, TokenHash, UserId, Description, Scopes, SecretPrefix, CreateTime, ExpireTime, LastUseTime, RevokeTime
+			FROM ApiTokens WHERE UserId = @user ORDER BY CreateTime, TokenId`,
+		Params: map[string]any{"user": userID},
+	})
+	err := it.Do(func(row *spanner.Row) error {
+		t, err := tokenFromRow(row)
+		out = append(out, t)
+		return err
+	})
+	if err != nil {
+		return nil, fail("ListAPITokens", err)
+	}
+	return out, nil
+}
+
+// tokenHashByID finds a token's primary key through ApiTokensById.
+func tokenHashByID(ctx context.Context, tx *spanner.ReadWriteTransaction, tokenID string) ([]byte, string, error) {
+	row, err := tx.ReadRowUsingIndex(ctx, "ApiTokens", "ApiTokensById", spanner.Key{tokenID}, []string{"TokenHash", "UserId"})
+	if err != nil {
+		return nil, "", err
+	}
+	var hash []byte
+	var user string
+	return hash, user, row.Columns(&hash, &user)
+}
+
+// RevokeAPIToken implements store.IdentityStore.
+func (s *Store) RevokeAPIToken(ctx context.Context, userID, tokenID string, at time.Time) error {
+	defer s.serialize()()
+	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		hash, owner, err := tokenHashByID(ctx, tx, tokenID)
+		if spanner.ErrCode(err) == codes.NotFound || (err == nil && owner != userID) {
+			return fmt.Errorf("token %q of user %q: %w", tokenID, userID, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		row, err := tx.ReadRow(ctx, "ApiTokens", spanner.Key{hash}, []string{"RevokeTime"})
+		if err != nil {
+			return err
+		}
+		var revoked spanner.NullTime
+		if err := row.Columns(&revoked); err != nil || revoked.Valid {
+			return err // the first revocation time stays
+		}
+		return tx.BufferWrite([]*spanner.Mutation{spanner.Update("ApiTokens",
+			[]string{"TokenHash", "RevokeTime"}, []any{hash, at})})
+	})
+	return fail("RevokeAPIToken", err)
+}
+
+// TouchAPIToken implements store.IdentityStore.
+func (s *Store) TouchAPIToken(ctx context.Context, tokenID string, at time.Time) error {
+	defer s.serialize()()
+	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		hash, _, err := tokenHashByID(ctx, tx, tokenID)
+		if spanner.ErrCode(err) == codes.NotFound {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		row, err := tx.ReadRow(ctx, "ApiTokens", spanner.Key{hash}, []string{"LastUseTime"})
+		if err != nil {
+			return err
+		}
+		var last spanner.NullTime
+		if err := row.Columns(&last); err != nil || (last.Valid && !last.Time.Before(at)) {
+			return err
+		}
+		return tx.BufferWrite([]*spanner.Mutation{spanner.Update("ApiTokens",
+			[]string{"TokenHash", "LastUseTime"}, []any{hash, at})})
+	})
+	return fail("TouchAPIToken", err)
+}
+
+// UserUsage implements store.IdentityStore from the running totals on
+// TimeSeries rows, so it reads one row per series of the user's live
+// experiments.
+func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, error) {
+	defer s.serialize()()
+	tx := s.client.ReadOnlyTransaction()
+	defer tx.Close()
+	var u store.Usage
+	row, err := singleRow(tx.Query(ctx, spanner.Statement{
+		SQL:    `SELECT COUNT(*) FROM Experiments WHERE OwnerId = @user AND State = @live`,
+		Params: map[string]any{"user": userID, "live": stateLive},
+	}))
+	if err == nil {
+		err = row.Columns(&u.Experiments)
+	}
+	if err != nil {
+		return store.Usage{}, fail("UserUsage", err)
+	}
+	row, err = singleRow(tx.Query(ctx, spanner.Statement{
+		SQL: `SELECT
+				COALESCE(SUM(CASE WHEN ts.DataClass IN (1, 2) THEN ts.PointCount ELSE 0 END), 0),
+				COALESCE(SUM(ts.BlobBytes), 0)
+			FROM Experiments e JOIN TimeSeries ts ON ts.ExperimentId = e.ExperimentId
+			WHERE e.OwnerId = @user AND e.State = @live`,
+		Params: map[string]any{"user": userID, "live": stateLive},
+	}))
+	if err == nil {
+		err = row.Columns(&u.Points, &u.BlobBytes)
+	}
+	if err != nil {
+		return store.Usage{}, fail("UserUsage", err)
+	}
+	return u, nil
+}
+
+func singleRow(it *spanner.RowIterator) (*spanner.Row, error) {
+	defer it.Stop()
+	row, err := it.Next()
+	if errors.Is(err, iterator.Done) {
+		return nil, fmt.Errorf("query returned no row")
+	}
+	return row, err
+}
+
+// ListGrantedExperiments implements store.IdentityStore.
+func (s *Store) ListGrantedExperiments(ctx context.Context, userID string) ([]string, error) {
+	defer s.serialize()()
+	tx := s.client.Single()
+	defer tx.Close()
+	var ids []string
+	it := tx.Query(ctx, spanner.Statement{
+		SQL: `SELECT g.ExperimentId FROM ReadGrants@{FORCE_INDEX=ReadGrantsByUser} g
+			JOIN Experiments e ON e.ExperimentId = g.ExperimentId
+			WHERE g.UserId = @user AND e.State = @live ORDER BY g.ExperimentId`,
+		Params: map[string]any{"user": userID, "live": stateLive},
+	})
+	err := it.Do(func(row *spanner.Row) error {
+		var id string
+		ids = append(ids, id)
+		return row.Columns(&ids[len(ids)-1])
+	})
+	if err != nil {
+		return nil, fail("ListGrantedExperiments", err)
+	}
+	return ids, nil
+}
