@@ -19,7 +19,9 @@ import (
 
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/serve"
+	"github.com/tbhub/tbhub/services/internal/writer"
 )
 
 // stockUploader plays the call sequence of TensorBoard.dev's uploader
@@ -158,6 +160,10 @@ func bearerOf(ctx context.Context) string {
 
 func TestStockUploaderSequence(t *testing.T) {
 	st, blobs := embedded(t)
+	runStockUploaderSequence(t, st, blobs)
+}
+
+func runStockUploaderSequence(t *testing.T, st writer.Store, blobs blob.Store) {
 	h := newHarness(t, st, blobs, func(c *serve.Config) {
 		c.Limits.MaxScalarRequestBytes = 128 << 10 // the stock uploader's default
 	})
