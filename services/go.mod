@@ -79,3 +79,14 @@ replace github.com/tbhub/tbhub/uploader => ../uploader
 require github.com/tbhub/tbhub/schemas v0.0.0
 
 replace github.com/tbhub/tbhub/schemas => ../schemas
+
+require github.com/tbhub/tbhub/frontend-api v0.0.0
+
+replace github.com/tbhub/tbhub/frontend-api => ../frontend-api
+
+require (
+	github.com/aymerick/douceur v0.2.0 // indirect
+	github.com/gorilla/css v1.0.1 // indirect
+	github.com/microcosm-cc/bluemonday v1.0.27 // indirect
+	github.com/yuin/goldmark v1.8.7 // indirect
+)

@@ -1,0 +1,232 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tbhub/tbhub/schemas/pbtxt"
+
+	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
+)
+
+// runGraphTag is the tag under which a run's GraphDef is stored (plugin
+// "graphs").
+const runGraphTag = "__run_graph__"
+
+type graphTagInfo struct {
+	Tag             string `json:"tag"`
+	ConceptualGraph bool   `json:"conceptual_graph"`
+	OpGraph         bool   `json:"op_graph"`
+	Profile         bool   `json:"profile"`
+}
+
+type graphRunInfo struct {
+	Run      string                   `json:"run"`
+	RunGraph bool                     `json:"run_graph"`
+	Tags     map[string]*graphTagInfo `json:"tags"`
+}
+
+func (h *Handler) graphInfo(w http.ResponseWriter, r *request) error {
+	plugins := []string{"graphs", "graph_run_metadata", "graph_run_metadata_graph", "graph_keras_model", "graph_tagged_run_metadata"}
+	listed := make([][]seriesInfo, len(plugins))
+	fns := make([]func() error, len(plugins))
+	for i, p := range plugins {
+		fns[i] = func() (err error) { listed[i], err = h.listBlobSequences(r, p, nil); return err }
+	}
+	if err := parallel(fns...); err != nil {
+		return err
+	}
+	out := map[string]*graphRunInfo{}
+	runInfo := func(run string) *graphRunInfo {
+		if out[run] == nil {
+			out[run] = &graphRunInfo{Run: run, Tags: map[string]*graphTagInfo{}}
+		}
+		return out[run]
+	}
+	tagInfo := func(run, tag string) *graphTagInfo {
+		ri := runInfo(run)
+		if ri.Tags[tag] == nil {
+			ri.Tags[tag] = &graphTagInfo{Tag: tag}
+		}
+		return ri.Tags[tag]
+	}
+	for i, p := range plugins {
+		for _, s := range listed[i] {
+			switch p {
+			case "graphs":
+				if s.tag == runGraphTag {
+					runInfo(s.run).RunGraph = true
+				}
+			case "graph_run_metadata":
+				ti := tagInfo(s.run, s.tag)
+				ti.OpGraph, ti.Profile = true, true
+			case "graph_run_metadata_graph":
+				tagInfo(s.run, s.tag).OpGraph = true
+			case "graph_keras_model":
+				tagInfo(s.run, s.tag).ConceptualGraph = true
+			case "graph_tagged_run_metadata":
+				tagInfo(s.run, s.tag).Profile = true
+			}
+		}
+	}
+	return writeJSON(w, out)
+}
+
+// latestBlob returns the first blob of the latest point of (run, tag) in
+// the first of plugins that has one; found is false if none does.
+func (h *Handler) latestBlob(r *request, run, tag string, plugins ...string) (b []byte, plugin string, found bool, err error) {
+	for _, p := range plugins {
+		series, err := h.readBlobSequences(r, p, one(run, tag), 1)
+		if err != nil {
+			return nil, "", false, err
+		}
+		for _, s := range series {
+			vals := s.data.GetValues()
+			if len(vals) == 0 || len(vals[len(vals)-1].GetBlobRefs()) == 0 {
+				continue
+			}
+			b, err := h.readBlob(r, vals[len(vals)-1].GetBlobRefs()[0].GetBlobKey())
+			return b, p, err == nil, err
+		}
+	}
+	return nil, "", false, nil
+}
+
+// graph serves a run's graph, or the op graph recorded under a tag, as
+// text-format GraphDef, optionally with large attribute values removed.
+func (h *Handler) graph(w http.ResponseWriter, r *request) error {
+	q := r.URL.Query()
+	run := q.Get("run")
+	if !q.Has("run") {
+		return errorf(http.StatusBadRequest, "the run query parameter is required")
+	}
+	limit := int64(-1)
+	largeKey := q.Get("large_attrs_key")
+	if s := q.Get("limit_attr_size"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 {
+			return errorf(http.StatusBadRequest, "limit_attr_size=%q: want a positive integer", s)
+		}
+		if largeKey == "" {
+			return errorf(http.StatusBadRequest, "large_attrs_key is required with limit_attr_size")
+		}
+		limit = n
+	}
+	tag := q.Get("tag")
+	if tag != "" && q.Get("conceptual") == "true" {
+		return errorf(http.StatusBadRequest, "conceptual (Keras) graphs are not served yet")
+	}
+	var g *tbpb.GraphDef
+	if tag == "" {
+		b, _, found, err := h.latestBlob(r, run, runGraphTag, "graphs")
+		if err != nil {
+			return err
+		}
+		if !found {
+			return errorf(http.StatusNotFound, "run %q has no graph", run)
+		}
+		g = &tbpb.GraphDef{}
+		if err := proto.Unmarshal(b, g); err != nil {
+			return errorf(http.StatusBadRequest, "the stored graph of run %q is not a GraphDef", run)
+		}
+	} else {
+		b, _, found, err := h.latestBlob(r, run, tag, "graph_run_metadata_graph", "graph_run_metadata")
+		if err != nil {
+			return err
+		}
+		if !found {
+			return errorf(http.StatusNotFound, "run %q has no op graph under tag %q", run, tag)
+		}
+		md := &tbpb.RunMetadata{}
+		if err := proto.Unmarshal(b, md); err != nil {
+			return errorf(http.StatusBadRequest, "the stored run metadata of run %q tag %q is not a RunMetadata", run, tag)
+		}
+		g = functionGraphs(md)
+	}
+	if limit > 0 {
+		limitAttrSize(g, limit, largeKey)
+	}
+	return writeBody(w, "text/x-protobuf; charset=utf-8", pbtxt.Marshal(g))
+}
+
+// functionGraphs merges the pre-optimization graphs of a RunMetadata's
+// function graphs into one GraphDef; with more than one, each graph's node
+// names (and the inputs naming them) get a "graph_{i}/" prefix so they
+// stay apart.
+func functionGraphs(md *tbpb.RunMetadata) *tbpb.GraphDef {
+	fgs := md.GetFunctionGraphs()
+	if len(fgs) == 1 {
+		return fgs[0].GetPreOptimizationGraph()
+	}
+	out := &tbpb.GraphDef{}
+	for i, fg := range fgs {
+		prefix := fmt.Sprintf("graph_%d/", i+1)
+		for _, n := range fg.GetPreOptimizationGraph().GetNode() {
+			n = proto.Clone(n).(*tbpb.NodeDef)
+			n.Name = prefix + n.Name
+			for j, in := range n.Input {
+				if len(in) > 0 && in[0] == '^' {
+					n.Input[j] = "^" + prefix + in[1:]
+				} else {
+					n.Input[j] = prefix + in
+				}
+			}
+			out.Node = append(out.Node, n)
+		}
+	}
+	return out
+}
+
+// limitAttrSize removes from every node the attribute values whose
+// serialized size exceeds limit bytes, and lists their names under the
+// attribute largeKey (TensorBoard's process_graph).
+func limitAttrSize(g *tbpb.GraphDef, limit int64, largeKey string) {
+	prune := func(nodes []*tbpb.NodeDef) {
+		for _, n := range nodes {
+			var large [][]byte
+			keys := make([]string, 0, len(n.GetAttr()))
+			for k := range n.GetAttr() {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if int64(proto.Size(n.Attr[k])) > limit {
+					large = append(large, []byte(k))
+					delete(n.Attr, k)
+				}
+			}
+			if len(large) > 0 {
+				n.Attr[largeKey] = &tbpb.AttrValue{Value: &tbpb.AttrValue_List{List: &tbpb.AttrValue_ListValue{S: large}}}
+			}
+		}
+	}
+	prune(g.GetNode())
+	for _, f := range g.GetLibrary().GetFunction() {
+		prune(f.GetNodeDef())
+	}
+}
+
+// runMetadata serves the RunMetadata recorded under (run, tag) as text
+// format.
+func (h *Handler) runMetadata(w http.ResponseWriter, r *request) error {
+	run, tag, err := requireRunTag(r)
+	if err != nil {
+		return err
+	}
+	b, _, found, err := h.latestBlob(r, run, tag, "graph_run_metadata", "graph_tagged_run_metadata")
+	if err != nil {
+		return err
+	}
+	if !found {
+		return errorf(http.StatusNotFound, "no run metadata for run=%q, tag=%q", run, tag)
+	}
+	md := &tbpb.RunMetadata{}
+	if err := proto.Unmarshal(b, md); err != nil {
+		return errorf(http.StatusBadRequest, "the stored run metadata of run %q tag %q is not a RunMetadata", run, tag)
+	}
+	return writeBody(w, "text/x-protobuf; charset=utf-8", pbtxt.Marshal(md))
+}

@@ -1,0 +1,244 @@
+package httpapi
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Float is a number written as TensorBoard writes it: finite values as
+// JSON numbers in Python's repr form (1.0, 0.5, 1e-05), NaN and infinities
+// as the strings "NaN", "Infinity" and "-Infinity".
+type Float float64
+
+// MarshalJSON implements json.Marshaler.
+func (f Float) MarshalJSON() ([]byte, error) { return appendFloat(nil, float64(f)), nil }
+
+// appendFloat appends f as Float marshals it.
+func appendFloat(b []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(b, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(b, `"-Infinity"`...)
+	}
+	return appendPythonFloat(b, f)
+}
+
+// appendPythonFloat appends a finite f as Python's repr writes it: the
+// shortest digits that read back exactly, in positional notation with at
+// least one decimal when the decimal exponent is in [-4, 16), otherwise
+// in scientific notation with a signed two-digit exponent.
+func appendPythonFloat(b []byte, f float64) []byte {
+	if f == 0 {
+		if math.Signbit(f) {
+			return append(b, "-0.0"...)
+		}
+		return append(b, "0.0"...)
+	}
+	exp := int(math.Floor(math.Log10(math.Abs(f))))
+	// Log10 can be off by one near powers of ten; the 'e' form is exact.
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	if i := strings.LastIndexByte(e, 'e'); i >= 0 {
+		if n, err := strconv.Atoi(e[i+1:]); err == nil {
+			exp = n
+		}
+	}
+	if exp < -4 || exp >= 16 {
+		return append(b, e...)
+	}
+	start := len(b)
+	b = strconv.AppendFloat(b, f, 'f', -1, 64)
+	if !bytes.ContainsRune(b[start:], '.') {
+		b = append(b, ".0"...)
+	}
+	return b
+}
+
+// writeJSON answers with v as JSON. Floats inside v that may be
+// non-finite must be of type Float.
+func writeJSON(w http.ResponseWriter, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding response: %w", err)
+	}
+	return writeBody(w, "application/json", b)
+}
+
+// writeBody answers 200 with body, not cached.
+func writeBody(w http.ResponseWriter, contentType string, body []byte) error {
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Cache-Control", "private, no-cache")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, err := w.Write(body)
+	return err
+}
+
+// writeImmutable answers 200 with the bytes of a blob. Its key changes
+// whenever its content can, so browsers may keep it; private, because
+// access to it was checked for this caller.
+func writeImmutable(w http.ResponseWriter, contentType string, body []byte) error {
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Cache-Control", "private, max-age=31536000, immutable")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, err := w.Write(body)
+	return err
+}
+
+// httpError is an error with the status and text the client sees.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func errorf(status int, format string, args ...any) error {
+	return &httpError{status: status, msg: fmt.Sprintf(format, args...)}
+}
+
+// statusOfCode is the one mapping from the services' gRPC codes to HTTP
+// statuses (TensorBoard's: INVALID_ARGUMENT 400, UNAUTHENTICATED 401,
+// PERMISSION_DENIED 403, NOT_FOUND 404; the rest as their meaning says).
+func statusOfCode(c codes.Code) int {
+	switch c {
+	case codes.InvalidArgument, codes.OutOfRange, codes.FailedPrecondition:
+		return http.StatusBadRequest
+	case codes.Unauthenticated:
+		return http.StatusUnauthorized
+	case codes.PermissionDenied:
+		return http.StatusForbidden
+	case codes.NotFound:
+		return http.StatusNotFound
+	case codes.AlreadyExists, codes.Aborted:
+		return http.StatusConflict
+	case codes.ResourceExhausted:
+		return http.StatusTooManyRequests
+	case codes.Unimplemented:
+		return http.StatusNotImplemented
+	case codes.Unavailable:
+		return http.StatusServiceUnavailable
+	case codes.DeadlineExceeded:
+		return http.StatusGatewayTimeout
+	case codes.Canceled:
+		return 499 // the client went away; nobody reads this
+	}
+	return http.StatusInternalServerError
+}
+
+// writeError answers err: an httpError as it says, a gRPC status by
+// statusOfCode with the service's message (which the services keep fit for
+// clients), anything else as 500 without its text, which is logged.
+func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code, msg := http.StatusInternalServerError, "internal error"
+	var he *httpError
+	if errors.As(err, &he) {
+		code, msg = he.status, he.msg
+	} else if st, ok := status.FromError(err); ok {
+		code, msg = statusOfCode(st.Code()), st.Message()
+		if code == http.StatusInternalServerError {
+			msg = "internal error"
+		}
+	}
+	if code >= 500 {
+		h.logger.ErrorContext(r.Context(), "request failed", "path", r.URL.Path, "status", code, "error", err.Error())
+	}
+	w.Header().Del("Content-Encoding")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	fmt.Fprintln(w, msg)
+}
+
+// gzipWriter compresses a response when the client accepts gzip and the
+// content type is text-like (compressing PNGs only costs time).
+type gzipWriter struct {
+	http.ResponseWriter
+	accept  bool
+	decided bool
+	gz      *gzip.Writer
+}
+
+func newGzipWriter(w http.ResponseWriter, r *http.Request) *gzipWriter {
+	w.Header().Add("Vary", "Accept-Encoding")
+	return &gzipWriter{ResponseWriter: w, accept: acceptsGzip(r.Header.Get("Accept-Encoding"))}
+}
+
+func acceptsGzip(header string) bool {
+	for part := range strings.SplitSeq(header, ",") {
+		fields := strings.Split(part, ";")
+		if !strings.EqualFold(strings.TrimSpace(fields[0]), "gzip") {
+			continue
+		}
+		for _, p := range fields[1:] {
+			k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
+			if q, err := strconv.ParseFloat(v, 64); strings.EqualFold(k, "q") && err == nil && q == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func compressible(contentType string) bool {
+	ct, _, _ := strings.Cut(contentType, ";")
+	return strings.HasPrefix(ct, "text/") || ct == "application/json" || ct == "application/x-protobuf" || strings.HasSuffix(ct, "+json")
+}
+
+func (g *gzipWriter) decide(code int) {
+	if g.decided {
+		return
+	}
+	g.decided = true
+	h := g.Header()
+	if g.accept && code == http.StatusOK && h.Get("Content-Encoding") == "" && compressible(h.Get("Content-Type")) {
+		h.Set("Content-Encoding", "gzip")
+		h.Del("Content-Length")
+		g.gz = gzip.NewWriter(g.ResponseWriter)
+	}
+}
+
+func (g *gzipWriter) WriteHeader(code int) {
+	g.decide(code)
+	g.ResponseWriter.WriteHeader(code)
+}
+
+func (g *gzipWriter) Write(p []byte) (int, error) {
+	g.decide(http.StatusOK)
+	if g.gz != nil {
+		return g.gz.Write(p)
+	}
+	return g.ResponseWriter.Write(p)
+}
+
+// Flush sends what is buffered, for streamed downloads.
+func (g *gzipWriter) Flush() {
+	if g.gz != nil {
+		g.gz.Flush()
+	}
+	if f, ok := g.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (g *gzipWriter) Close() {
+	if g.gz != nil {
+		g.gz.Close()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (g *gzipWriter) Unwrap() http.ResponseWriter { return g.ResponseWriter }

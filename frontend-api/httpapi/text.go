@@ -1,0 +1,104 @@
+package httpapi
+
+import (
+	"fmt"
+	"html"
+	"net/http"
+	"strings"
+
+	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
+)
+
+func (h *Handler) textTags(w http.ResponseWriter, r *request) error {
+	series, err := h.listTensors(r, "text", nil)
+	if err != nil {
+		return err
+	}
+	out := map[string][]string{}
+	for _, s := range series {
+		out[s.run] = append(out[s.run], s.tag)
+	}
+	return writeJSON(w, out)
+}
+
+type textEntry struct {
+	WallTime Float  `json:"wall_time"`
+	Step     int64  `json:"step"`
+	Text     string `json:"text"`
+}
+
+func (h *Handler) text(w http.ResponseWriter, r *request) error {
+	run, tag, err := requireRunTag(r)
+	if err != nil {
+		return err
+	}
+	useMarkdown := r.URL.Query().Get("markdown") != "false"
+	series, err := h.readTensors(r, "text", one(run, tag), h.samples("text", samplesText))
+	if err != nil {
+		return err
+	}
+	out := []textEntry{}
+	for _, s := range series {
+		d := s.data
+		for i, step := range d.GetStep() {
+			text, err := textToHTML(d.GetValue()[i], useMarkdown)
+			if err != nil {
+				return fmt.Errorf("run %q tag %q step %d: %w", run, tag, step, err)
+			}
+			out = append(out, textEntry{Float(d.GetWallTime()[i]), step, text})
+		}
+	}
+	return writeJSON(w, out)
+}
+
+// textToHTML renders a string tensor as TensorBoard's text plugin does: a
+// scalar as one block, a vector as a one-column table, a matrix as a
+// table, and of a higher-rank tensor its first matrix, with a warning.
+// Each cell is sanitized markdown, or escaped text when useMarkdown is
+// false.
+func textToHTML(t *tbpb.TensorProto, useMarkdown bool) (string, error) {
+	vals, err := tensorStrings(t)
+	if err != nil {
+		return "", err
+	}
+	cell := func(b []byte) string {
+		s := strings.ToValidUTF8(string(b), "\uFFFD")
+		if useMarkdown {
+			return markdownToSafeHTML(s)
+		}
+		return "<p>" + html.EscapeString(s) + "</p>"
+	}
+	shape := shapeOf(t)
+	switch len(shape) {
+	case 0:
+		if len(vals) == 0 {
+			return "", nil
+		}
+		return cell(vals[0]), nil
+	case 1:
+		return table(vals, shape[0], 1, cell), nil
+	case 2:
+		return table(vals, shape[0], shape[1], cell), nil
+	}
+	warning := fmt.Sprintf("<p><strong>Warning:</strong> this text summary has %d dimensions; only its first 2-d slice is shown.</p>", len(shape))
+	return warning + table(vals, shape[0], shape[1], cell), nil
+}
+
+func table(vals [][]byte, nrows, ncols int64, cell func([]byte) string) string {
+	var b strings.Builder
+	b.WriteString("<table>\n<tbody>\n")
+	for i := range nrows {
+		b.WriteString("<tr>\n")
+		for j := range ncols {
+			k := i*ncols + j
+			b.WriteString("<td>")
+			if k < int64(len(vals)) {
+				b.WriteString(cell(vals[k]))
+			}
+			b.WriteString("</td>\n")
+		}
+		b.WriteString("</tr>\n")
+	}
+	b.WriteString("</tbody>\n</table>")
+	return b.String()
+}

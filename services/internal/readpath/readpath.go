@@ -1,0 +1,63 @@
+// Package readpath mounts the read path on a process: the read service
+// (package reader) on its gRPC server and TensorBoard's HTTP API
+// (frontend-api's httpapi) on its HTTP mux, the HTTP side calling the
+// read and experiment services through a gRPC connection, exactly as the
+// separately deployed frontend does. `tbhub serve` uses it; the Cloud Run
+// binaries (services/cmd/read-service, frontend-api/cmd/frontend) run the
+// two halves apart.
+package readpath
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"google.golang.org/grpc"
+
+	"github.com/tbhub/tbhub/frontend-api/httpapi"
+	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
+	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
+	"github.com/tbhub/tbhub/services/internal/blob"
+	"github.com/tbhub/tbhub/services/internal/reader"
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+// Config configures both halves.
+type Config struct {
+	Reader reader.Config
+	// Credentials for the HTTP side; httpapi.BearerHeader if nil.
+	Credentials httpapi.Credentials
+	Logger      *slog.Logger
+}
+
+// Routes are the mux patterns the HTTP API is mounted under. The UI may
+// mount /experiment/{eid}/ for its pages: these are more specific.
+var Routes = []string{"/experiment/{eid}/data/", "/api/experiments", "/api/experiments/"}
+
+// Mount registers the read service on grpcServer and the HTTP API on mux.
+// conn must reach grpcServer (and the experiment service); a client made
+// with grpc.NewClient connects lazily, so it may be made before the
+// server serves. grpcServer's interceptors must include tenancy.Guard.
+func Mount(grpcServer grpc.ServiceRegistrar, mux *http.ServeMux, conn grpc.ClientConnInterface, st store.Reader, blobs blob.Store, cfg Config) (*reader.Server, http.Handler, error) {
+	if cfg.Reader.Logger == nil {
+		cfg.Reader.Logger = cfg.Logger
+	}
+	rs, err := reader.New(st, blobs, cfg.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("readpath: %w", err)
+	}
+	rs.Register(grpcServer)
+	h, err := httpapi.New(httpapi.Config{
+		Data:        datapb.NewTensorBoardDataProviderClient(conn),
+		Experiments: experimentsv1.NewExperimentServiceClient(conn),
+		Credentials: cfg.Credentials,
+		Logger:      cfg.Logger,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("readpath: %w", err)
+	}
+	for _, p := range Routes {
+		mux.Handle(p, h)
+	}
+	return rs, h, nil
+}
