@@ -12,13 +12,7 @@ import (
 func fillSeries(b *testing.B, s *Store, n int) string {
 	b.Helper()
 	c := b.Context()
-	if err := s.CreateUser(c, store.User{ID: "u", Name: "u"}); err != nil {
-		b.Fatal(err)
-	}
-	eid := store.NewExperimentID()
-	if err := s.CreateExperiment(c, store.Experiment{ID: eid, Owner: "u", Visibility: store.VisibilityPrivate}); err != nil {
-		b.Fatal(err)
-	}
+	eid := newTestExperiment(b, s)
 	const perCall = 100_000
 	for start := 0; start < n; start += perCall {
 		if err := s.WriteScalars(c, eid, []store.ScalarSeries{scalarBatch(int64(start), min(perCall, n-start))}); err != nil {
@@ -64,24 +58,36 @@ func BenchmarkReadScalarsDownsample(b *testing.B) {
 
 // BenchmarkReadScalarsBucketedSQL is the alternative the downsample package
 // rejects, for comparison: one point per step bucket (the largest step of
-// each of 1,000 buckets), computed by SQL over every row of the series.
+// each of 1,000 buckets), computed by SQL over one row per point, the
+// layout that method needs (a table keyed by (series_id, step), built here
+// beside the store's own tables).
 func BenchmarkReadScalarsBucketedSQL(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			s := newTestStore(b)
-			fillSeries(b, s, n)
+			c := b.Context()
+			if _, err := s.w.ExecContext(c, `CREATE TABLE bench_points (series_id INTEGER, step INTEGER,
+				wall_time REAL, value REAL, PRIMARY KEY (series_id, step)) WITHOUT ROWID`); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.w.ExecContext(c, `WITH RECURSIVE steps(step) AS (SELECT 0 UNION ALL SELECT step + 1 FROM steps WHERE step < ?)
+				INSERT INTO bench_points SELECT 1, step, 1.7e9 + step, 1.0 / (step + 1) FROM steps`, n-1); err != nil {
+				b.Fatal(err)
+			}
 			for b.Loop() {
-				rows, err := s.r.QueryContext(b.Context(), `SELECT p.step, p.wall_time, p.value_bits FROM scalar_points p
-					JOIN (SELECT MAX(step) AS step FROM scalar_points WHERE series_id = 1
-						GROUP BY step * 1000 / (SELECT max_step + 1 FROM series WHERE id = 1)) m
-					ON p.series_id = 1 AND p.step = m.step ORDER BY p.step`)
+				var width int64
+				if err := s.r.QueryRowContext(c, "SELECT MAX(step) + 1 FROM bench_points WHERE series_id = 1").Scan(&width); err != nil {
+					b.Fatal(err)
+				}
+				rows, err := s.r.QueryContext(c, `SELECT step, wall_time, value FROM bench_points WHERE series_id = 1 AND step IN
+					(SELECT MAX(step) FROM bench_points WHERE series_id = 1 GROUP BY step * 1000 / ?) ORDER BY step`, width)
 				if err != nil {
 					b.Fatal(err)
 				}
 				got := 0
 				for rows.Next() {
 					var p store.ScalarPoint
-					if err := scalarTable.scan(rows, &p); err != nil {
+					if err := rows.Scan(&p.Step, &p.WallTime, &p.Value); err != nil {
 						b.Fatal(err)
 					}
 					got++

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tbhub/tbhub/services/internal/downsample"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
@@ -154,21 +153,6 @@ type pointTable[P any] struct {
 	complete func(ctx context.Context, tx *sql.Tx, seriesID int64, points []P) error
 }
 
-var scalarTable = pointTable[store.ScalarPoint]{
-	table:   "scalar_points",
-	columns: "step, wall_time, value_bits",
-	scan: func(rows *sql.Rows, p *store.ScalarPoint, extra ...any) error {
-		var wall sql.NullFloat64
-		var bits int64
-		if err := rows.Scan(append([]any{&p.Step, &wall, &bits}, extra...)...); err != nil {
-			return err
-		}
-		p.WallTime, p.Value = wallTimeOf(wall), math.Float64frombits(uint64(bits))
-		return nil
-	},
-	step: func(p *store.ScalarPoint) int64 { return p.Step },
-}
-
 var tensorTable = pointTable[store.TensorPoint]{
 	table:   "tensor_points",
 	columns: "step, wall_time, dtype, shape, tensor",
@@ -231,7 +215,10 @@ func blobsAt(ctx context.Context, tx *sql.Tx, seriesID, step int64) ([]store.Blo
 
 // ReadScalars implements store.Reader.
 func (s *Store) ReadScalars(ctx context.Context, eid string, q store.Query, fn store.ScalarVisitor) error {
-	if err := readPoints(ctx, s, eid, store.DataClassScalar, q, scalarTable, fn); err != nil {
+	err := readPoints(ctx, s, eid, store.DataClassScalar, q, func(tx *sql.Tx, si *seriesInfo) error {
+		return readScalarSeries(ctx, tx, si, &q, fn)
+	})
+	if err != nil {
 		return fmt.Errorf("sqlitestore.ReadScalars: %w", err)
 	}
 	return nil
@@ -239,7 +226,10 @@ func (s *Store) ReadScalars(ctx context.Context, eid string, q store.Query, fn s
 
 // ReadTensors implements store.Reader.
 func (s *Store) ReadTensors(ctx context.Context, eid string, q store.Query, fn store.TensorVisitor) error {
-	if err := readPoints(ctx, s, eid, store.DataClassTensor, q, tensorTable, fn); err != nil {
+	err := readPoints(ctx, s, eid, store.DataClassTensor, q, func(tx *sql.Tx, si *seriesInfo) error {
+		return readSeries(ctx, tx, tensorTable, si, &q, fn)
+	})
+	if err != nil {
 		return fmt.Errorf("sqlitestore.ReadTensors: %w", err)
 	}
 	return nil
@@ -247,14 +237,18 @@ func (s *Store) ReadTensors(ctx context.Context, eid string, q store.Query, fn s
 
 // ReadBlobSequences implements store.Reader.
 func (s *Store) ReadBlobSequences(ctx context.Context, eid string, q store.Query, fn store.BlobSequenceVisitor) error {
-	if err := readPoints(ctx, s, eid, store.DataClassBlobSequence, q, blobSequenceTable, fn); err != nil {
+	err := readPoints(ctx, s, eid, store.DataClassBlobSequence, q, func(tx *sql.Tx, si *seriesInfo) error {
+		return readSeries(ctx, tx, blobSequenceTable, si, &q, fn)
+	})
+	if err != nil {
 		return fmt.Errorf("sqlitestore.ReadBlobSequences: %w", err)
 	}
 	return nil
 }
 
-// readPoints reads every selected series of one class in one snapshot.
-func readPoints[P any, V ~func(*store.TimeSeries, []P) error](ctx context.Context, s *Store, eid string, c store.DataClass, q store.Query, t pointTable[P], fn V) error {
+// readPoints reads every selected series of one class in one snapshot,
+// calling readOne for each.
+func readPoints(ctx context.Context, s *Store, eid string, c store.DataClass, q store.Query, readOne func(*sql.Tx, *seriesInfo) error) error {
 	if err := store.CheckQuery(q); err != nil {
 		return err
 	}
@@ -267,7 +261,7 @@ func readPoints[P any, V ~func(*store.TimeSeries, []P) error](ctx context.Contex
 			return err
 		}
 		for i := range series {
-			if err := readSeries(ctx, tx, t, &series[i], &q, fn); err != nil {
+			if err := readOne(tx, &series[i]); err != nil {
 				return err
 			}
 		}
@@ -330,16 +324,7 @@ func readSeries[P any, V ~func(*store.TimeSeries, []P) error](ctx context.Contex
 		return err
 	}
 	points = append(points, latest[0])
-	slices.SortFunc(points, func(a, b P) int {
-		sa, sb := t.step(&a), t.step(&b)
-		switch {
-		case sa < sb:
-			return -1
-		case sa > sb:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(points, func(a, b P) int { return compareSteps(t.step(&a), t.step(&b)) })
 	if t.complete != nil {
 		if err := t.complete(ctx, tx, si.id, points); err != nil {
 			return err
@@ -377,16 +362,7 @@ func smallestKeys[P any](ctx context.Context, tx *sql.Tx, t pointTable[P], query
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(points, func(a, b P) int {
-		sa, sb := t.step(&a), t.step(&b)
-		switch {
-		case sa == sb:
-			return 0
-		case downsample.Less(sa, sb):
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(points, func(a, b P) int { return compareKeys(t.step(&a), t.step(&b)) })
 	return points[:min(int64(len(points)), want)], nil
 }
 

@@ -1,26 +1,36 @@
 package sqlitestore
 
+import (
+	"context"
+	"database/sql"
+)
+
 // migrations are the schema, one entry per version: migrations[i] takes a
 // database from version i to version i+1 (PRAGMA user_version). Entries are
 // append-only; a released entry is never edited.
 //
-// Layout notes, valid for every version:
+// Layout notes (as of the latest version):
 //
-//   - Times are Unix nanoseconds (INTEGER); wall times of points are float
-//     seconds (REAL), as TensorBoard records them. SQLite cannot store NaN
-//     as REAL (it becomes NULL), so a NULL wall time reads back as NaN.
-//   - Scalar values are stored as their IEEE-754 bits (INTEGER), so NaN
-//     payloads, infinities and -0 come back exactly.
+//   - Times are Unix nanoseconds (INTEGER); wall times of tensor and
+//     blob-sequence points are float seconds (REAL), as TensorBoard records
+//     them. SQLite cannot store NaN as REAL (it becomes NULL), so a NULL
+//     wall time reads back as NaN.
+//   - Scalar values and wall times are stored as their IEEE-754 bits, so
+//     NaN payloads, infinities and -0 come back exactly.
 //   - Points hang off series.id, a small integer, instead of repeating
 //     (experiment, run, tag) in every row.
-//   - Every point table has a primary key (series_id, step), which makes
-//     writes idempotent upserts and step ranges index scans, and stores
-//     the point's downsample.Level in sample_level, indexed by
-//     (series_id, sample_level, step), which downsampling walks from the
-//     top level down to read O(k) rows. Inserts land at the end of each
-//     level's step range, so a commit dirties a few index pages instead of
-//     pages all over an index on the random sample key (see package
-//     downsample; measured in docs/benchmarks.md). The key itself is
+//   - Scalars, the bulk of all points, live in blocks of up to 128 points
+//     (version 3, scalarblock.go) plus a copy of one point in 16 for
+//     downsampling. One row per point (version 1) capped writes near
+//     200,000 points/s; blocks take several times that.
+//   - Tensor and blob-sequence points are one row each, with a primary key
+//     (series_id, step), which makes writes idempotent upserts and step
+//     ranges index scans, and the point's downsample.Level in
+//     sample_level, indexed by (series_id, sample_level, step), which
+//     downsampling walks from the top level down to read O(k) rows.
+//     Inserts land at the end of each level's step range, so a commit
+//     dirties a few index pages instead of pages all over an index on the
+//     random sample key (see package downsample). The key itself is
 //     recomputed from the step, not stored.
 //   - series keeps running facts about its points (count, max step, max
 //     wall time, bytes) so that listings and experiment counts never scan
@@ -133,6 +143,40 @@ CREATE TABLE blobs (
 `,
 	// Version 2: OIDC identities and API tokens (identity.go).
 	identitySchema,
+	// Version 3: scalars in blocks. migrateScalarBlocks (scalarblock.go)
+	// then moves the points of scalar_points here and drops it.
+	`
+-- Scalar points in blocks of up to 128 consecutive points of a series
+-- (scalarblock.go has the encoding): one row per block instead of per
+-- point. first_step and last_step bound the block's steps; blocks of a
+-- series never overlap.
+CREATE TABLE scalar_blocks (
+	series_id  INTEGER NOT NULL,
+	first_step INTEGER NOT NULL,
+	last_step  INTEGER NOT NULL,
+	points     BLOB NOT NULL,
+	UNIQUE (series_id, first_step)
+);
+
+-- A copy of every scalar point whose downsample.Level is at least 4 (one
+-- in 16), keyed for downsampling: walking it from the top level down
+-- yields the smallest sample keys first. A window with fewer such points
+-- than a read asks for is small, and is read from the blocks instead.
+CREATE TABLE scalar_samples (
+	series_id    INTEGER NOT NULL,
+	sample_level INTEGER NOT NULL,
+	step         INTEGER NOT NULL,
+	wall_bits    INTEGER NOT NULL,
+	value_bits   INTEGER NOT NULL,
+	PRIMARY KEY (series_id, sample_level, step)
+) WITHOUT ROWID;
+`,
+}
+
+// dataMigrations are Go steps that run, in the same transaction, after the
+// SQL of the version they are keyed by: moves that SQL cannot express.
+var dataMigrations = map[int]func(context.Context, *sql.Tx) error{
+	3: migrateScalarBlocks,
 }
 
 // SchemaVersion is the schema version this package writes.

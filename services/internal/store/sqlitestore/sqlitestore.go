@@ -41,6 +41,8 @@ type Store struct {
 	w   *sql.DB // exactly one connection: every write
 	r   *sql.DB // query-only pool: every read
 	now func() time.Time
+	// foundVersion is the schema version Open found, before migrating.
+	foundVersion int
 }
 
 var _ store.Store = (*Store)(nil)
@@ -52,7 +54,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlitestore.Open %q: path must be non-empty and free of '?' and '#'", path)
 	}
 	common := "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
-		"&_pragma=cache_size(-65536)&_pragma=temp_store(MEMORY)"
+		"&_pragma=cache_size(-8192)&_pragma=temp_store(MEMORY)"
 	w, err := sql.Open("sqlite", path+common+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore.Open: %w", err)
@@ -64,7 +66,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if _, err := s.migrate(ctx); err != nil {
+	if s.foundVersion, err = s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -90,10 +92,7 @@ func Migrate(ctx context.Context, path string) (from, to int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	defer s.Close()
-	// Open already migrated; ask again to report the versions.
-	from, err = s.migrate(ctx)
-	return from, SchemaVersion, err
+	return s.foundVersion, SchemaVersion, s.Close()
 }
 
 // migrate applies the missing migrations, each in its own transaction
@@ -110,6 +109,11 @@ func (s *Store) migrate(ctx context.Context) (int, error) {
 		err := s.write(ctx, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 				return err
+			}
+			if step := dataMigrations[v+1]; step != nil {
+				if err := step(ctx, tx); err != nil {
+					return err
+				}
 			}
 			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1))
 			return err

@@ -22,6 +22,20 @@ func newTestStore(t testing.TB) *Store {
 	return s
 }
 
+// newTestExperiment creates a user "u" and an experiment it owns in s.
+func newTestExperiment(tb testing.TB, s *Store) string {
+	tb.Helper()
+	c := tb.Context()
+	if err := s.CreateUser(c, store.User{ID: "u", Name: "u"}); err != nil {
+		tb.Fatal(err)
+	}
+	eid := store.NewExperimentID()
+	if err := s.CreateExperiment(c, store.Experiment{ID: eid, Owner: "u", Visibility: store.VisibilityPrivate}); err != nil {
+		tb.Fatal(err)
+	}
+	return eid
+}
+
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return newTestStore(t) })
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/tbhub/tbhub/services/internal/downsample"
 	"github.com/tbhub/tbhub/services/internal/store"
@@ -151,16 +150,7 @@ func lastPerStep[P any](points []P, step func(*P) int64) []P {
 		return points
 	}
 	out := slices.Clone(points)
-	slices.SortStableFunc(out, func(a, b P) int {
-		sa, sb := step(&a), step(&b)
-		switch {
-		case sa < sb:
-			return -1
-		case sa > sb:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(out, func(a, b P) int { return compareSteps(step(&a), step(&b)) })
 	w := 0
 	for i := range out {
 		if i+1 < len(out) && step(&out[i]) == step(&out[i+1]) {
@@ -183,34 +173,9 @@ func existingSize(ctx context.Context, tx *sql.Tx, table, sizeExpr string, serie
 	return err == nil, size, err
 }
 
-// scalarRowsPerInsert is how many points one INSERT statement carries:
-// fewer statements per point, well under SQLite's 32,766 parameters.
-const scalarRowsPerInsert = 200
-
-func scalarInsertSQL(rows int) string {
-	var b strings.Builder
-	b.WriteString("INSERT INTO scalar_points (series_id, step, sample_level, wall_time, value_bits) VALUES ")
-	for i := range rows {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?, ?, ?, ?, ?)")
-	}
-	b.WriteString(" ON CONFLICT (series_id, step) DO UPDATE SET wall_time = excluded.wall_time, value_bits = excluded.value_bits")
-	return b.String()
-}
-
-var fullScalarInsert = scalarInsertSQL(scalarRowsPerInsert)
-
 // WriteScalars implements store.Writer. The whole batch is one transaction.
 func (s *Store) WriteScalars(ctx context.Context, eid string, batch []store.ScalarSeries) error {
 	err := writeBatch(ctx, s, eid, store.DataClassScalar, batch, scalarBatchSeries, func(tx *sql.Tx) error {
-		full, err := tx.PrepareContext(ctx, fullScalarInsert)
-		if err != nil {
-			return err
-		}
-		defer full.Close()
-		args := make([]any, 0, 5*scalarRowsPerInsert)
 		for _, b := range batch {
 			points := lastPerStep(b.Points, func(p *store.ScalarPoint) int64 { return p.Step })
 			if len(points) == 0 {
@@ -224,35 +189,8 @@ func (s *Store) WriteScalars(ctx context.Context, eid string, batch []store.Scal
 			for _, p := range points {
 				f.see(p.Step, p.WallTime)
 			}
-			f.added = int64(len(points))
-			if r.hasStepAtOrAfter(points[0].Step) {
-				for _, p := range points {
-					if p.Step > r.maxStep {
-						break
-					}
-					found, _, err := existingSize(ctx, tx, "scalar_points", "0", r.id, p.Step)
-					if err != nil {
-						return err
-					}
-					if found {
-						f.added--
-					}
-				}
-			}
-			for start := 0; start < len(points); start += scalarRowsPerInsert {
-				chunk := points[start:min(start+scalarRowsPerInsert, len(points))]
-				args = args[:0]
-				for _, p := range chunk {
-					args = append(args, r.id, p.Step, downsample.Level(p.Step), wallTimeArg(p.WallTime), int64(math.Float64bits(p.Value)))
-				}
-				if len(chunk) == scalarRowsPerInsert {
-					_, err = full.ExecContext(ctx, args...)
-				} else {
-					_, err = tx.ExecContext(ctx, scalarInsertSQL(len(chunk)), args...)
-				}
-				if err != nil {
-					return err
-				}
+			if f.added, err = writeScalarPoints(ctx, tx, r.id, points); err != nil {
+				return err
 			}
 			if err := s.record(ctx, tx, eid, b.Series.Run, r, f); err != nil {
 				return err

@@ -3,7 +3,9 @@ package storetest
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"testing"
@@ -416,4 +418,40 @@ func testSpecialFloats(t *testing.T, s store.Store) {
 	q := store.Query{MaxWallTime: ptr(5.0), MaxPoints: store.AllPoints}
 	got = readScalars(t, s, eid, q)
 	checkDownsample(t, "special floats, wall-time window", points, q, got[0].Points)
+}
+
+// testRandomRewrites writes batches of random steps, overlapping earlier
+// ones, before, inside and after them, and compares every read with a
+// model of what was written.
+func testRandomRewrites(t *testing.T, s store.Store) {
+	c := ctx(t)
+	eid := newExperiment(t, s)
+	r := rand.New(rand.NewPCG(11, 12))
+	model := map[int64]store.ScalarPoint{}
+	ts := store.TimeSeries{Run: "r", Tag: "x"}
+	for round := range 25 {
+		center := int64(r.IntN(3000))
+		var batch []store.ScalarPoint
+		for range 1 + r.IntN(300) {
+			st := center + int64(r.NormFloat64()*float64(50+round*20))
+			p := store.ScalarPoint{Step: st, WallTime: float64(round), Value: r.Float64()}
+			batch = append(batch, p)
+			model[st] = p // later entries win
+		}
+		must(t, "WriteScalars", s.WriteScalars(c, eid, []store.ScalarSeries{{Series: ts, Points: batch}}))
+		want := slices.Collect(maps.Values(model))
+		slices.SortFunc(want, func(a, b store.ScalarPoint) int { return int(a.Step - b.Step) })
+		got := readScalars(t, s, eid, all(store.Filter{}))
+		if len(got) != 1 || !sameScalars(got[0].Points, want) {
+			t.Fatalf("round %d: read back %d points, want %d as written", round, len(got[0].Points), len(want))
+		}
+		list, err := s.ListSeries(c, eid, store.DataClassScalar, store.Filter{})
+		must(t, "ListSeries", err)
+		if list[0].PointCount != int64(len(want)) || list[0].MaxStep != want[len(want)-1].Step {
+			t.Fatalf("round %d: ListSeries = %+v, want %d points up to step %d", round, list[0], len(want), want[len(want)-1].Step)
+		}
+		q := store.Query{MaxPoints: 1 + int64(r.IntN(200)), MinStep: ptr(int64(r.IntN(1000)))}
+		got = readScalars(t, s, eid, q)
+		checkDownsample(t, fmt.Sprintf("round %d", round), want, q, got[0].Points)
+	}
 }

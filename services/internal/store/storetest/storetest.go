@@ -34,6 +34,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ScalarsRoundTrip", testScalarsRoundTrip},
 		{"IdempotentRewrites", testIdempotentRewrites},
 		{"LaterEntriesWin", testLaterEntriesWin},
+		{"RandomRewrites", testRandomRewrites},
 		{"MetadataFirstWriteWins", testMetadataFirstWriteWins},
 		{"DataClassConflict", testDataClassConflict},
 		{"InvalidWrites", testInvalidWrites},

@@ -1,0 +1,85 @@
+package sqlitestore
+
+import (
+	"database/sql"
+	"fmt"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/tbhub/tbhub/services/internal/downsample"
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+// TestMigrateScalarsToBlocks builds a version-2 database with scalars in
+// the old one-row-per-point table and checks that Open moves them to
+// blocks without losing or changing a point.
+func TestMigrateScalarsToBlocks(t *testing.T) {
+	t.Parallel()
+	c := t.Context()
+	path := filepath.Join(t.TempDir(), DefaultFile)
+	old, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eid := store.NewExperimentID()
+	stmts := []string{migrations[0], migrations[1], "PRAGMA user_version = 2",
+		"INSERT INTO users VALUES ('u', 'u', 0)",
+		fmt.Sprintf("INSERT INTO experiments (id, name, description, owner, visibility, create_time, update_time) VALUES ('%s', '', '', 'u', 'private', 0, 0)", eid),
+		fmt.Sprintf("INSERT INTO runs VALUES ('%s', 'r', 1)", eid),
+		fmt.Sprintf("INSERT INTO series (id, experiment_id, run, tag, plugin, data_class, display_name, description, point_count, max_step) VALUES (7, '%s', 'r', 'x', 'scalars', 1, '', '', 300, 299)", eid),
+	}
+	for _, q := range stmts {
+		if _, err := old.ExecContext(c, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	want := make([]store.ScalarPoint, 300)
+	for i := range want {
+		st := int64(i)
+		want[i] = store.ScalarPoint{Step: st, WallTime: float64(i) + 0.25, Value: math.Sqrt(float64(i))}
+		if _, err := old.ExecContext(c, "INSERT INTO scalar_points VALUES (7, ?, ?, ?, ?)",
+			st, downsample.Level(st), want[i].WallTime, int64(math.Float64bits(want[i].Value))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	from, to, err := Migrate(c, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from != 2 || to != SchemaVersion {
+		t.Errorf("Migrate reported %d -> %d, want 2 -> %d", from, to, SchemaVersion)
+	}
+	if from, _, err := Migrate(c, path); err != nil || from != SchemaVersion {
+		t.Errorf("second Migrate found version %d (%v), want %d: nothing to do", from, err, SchemaVersion)
+	}
+	s, err := Open(c, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var got []store.ScalarPoint
+	err = s.ReadScalars(c, eid, store.Query{MaxPoints: store.AllPoints}, func(_ *store.TimeSeries, ps []store.ScalarPoint) error {
+		got = append(got, ps...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("read %d points after migration, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("point %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	var n int
+	if err := s.r.QueryRowContext(c, "SELECT COUNT(*) FROM sqlite_schema WHERE name = 'scalar_points'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("scalar_points still exists (%d, %v)", n, err)
+	}
+}
