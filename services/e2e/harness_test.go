@@ -22,10 +22,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/blob/fileblob"
 	"github.com/tbhub/tbhub/services/internal/limits"
 	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
+	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
+	"github.com/tbhub/tbhub/services/internal/writer"
 )
 
 var tbupBin string
@@ -42,7 +45,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building tbup: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
+	// One Spanner emulator serves the package; tests fail, not skip, without it.
+	code := spanneremu.Main(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -63,25 +67,24 @@ func corpusDir(t testing.TB) string {
 	return ""
 }
 
-// server is tbhub serve on the embedded store, in this process.
+// server is tbhub serve, in this process.
 type server struct {
-	t      testing.TB
-	dir    string
-	addr   string
-	url    string
-	token  string
-	st     *sqlitestore.Store
-	blobs  *fileblob.Store
-	cancel context.CancelFunc
-	done   chan error
+	t       testing.TB
+	dir     string
+	addr    string
+	url     string
+	token   string
+	st      writer.Store
+	closers []func() error
+	cancel  context.CancelFunc
+	done    chan error
 }
 
-// startEmbedded serves the store in dir on addr ("127.0.0.1:0" for any port). A
-// restart passes the same dir and the address the first start got.
+// startEmbedded serves the embedded store in dir on addr ("127.0.0.1:0" for any
+// port). A restart passes the same dir and the address the first start got.
 func startEmbedded(t testing.TB, dir, addr string) *server {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, filepath.Join(dir, sqlitestore.DefaultFile), sqlitestore.Options{})
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(dir, sqlitestore.DefaultFile), sqlitestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,9 +92,19 @@ func startEmbedded(t testing.TB, dir, addr string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := start(t, st, blobs, addr, st.Close, blobs.Close)
+	s.dir = dir
+	return s
+}
+
+// start serves st and blobs; closers run when the server stops.
+func start(t testing.TB, st writer.Store, blobs blob.Store, addr string, closers ...func() error) *server {
+	t.Helper()
+	ctx := context.Background()
 	lim := limits.Default()
 	lim.RequestsPerSecond = 0
 	var srv *serve.Server
+	var err error
 	for attempt := 0; ; attempt++ { // a restart may find the port still closing
 		srv, err = serve.New(st, blobs, serve.Config{HTTPAddr: addr, Limits: lim, SweepInterval: -1})
 		if err == nil || attempt == 50 {
@@ -107,7 +120,7 @@ func startEmbedded(t testing.TB, dir, addr string) *server {
 		t.Fatal(err)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
-	s := &server{t: t, dir: dir, url: srv.Origin(), token: token, st: st, blobs: blobs, cancel: cancel, done: make(chan error, 1)}
+	s := &server{t: t, url: srv.Origin(), token: token, st: st, closers: closers, cancel: cancel, done: make(chan error, 1)}
 	s.addr = strings.TrimPrefix(s.url, "http://")
 	go func() { s.done <- srv.Serve(runCtx) }()
 	t.Cleanup(s.stop)
@@ -122,8 +135,9 @@ func (s *server) stop() {
 	if err := <-s.done; err != nil {
 		s.t.Errorf("serve: %v", err)
 	}
-	s.st.Close()
-	s.blobs.Close()
+	for _, c := range s.closers {
+		c()
+	}
 	s.cancel = nil
 }
 
