@@ -1,0 +1,215 @@
+package tbhubcmd
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/fsouza/fake-gcs-server/fakestorage"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+	"github.com/tbhub/tbhub/services/internal/blob"
+	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
+)
+
+// startFakeGCS runs fake-gcs-server on a loopback port and points
+// STORAGE_EMULATOR_HOST at it, as a deployment's emulator would be.
+func startFakeGCS(t *testing.T, bucket string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{
+		StorageRoot: t.TempDir(), Scheme: "http", Host: "127.0.0.1", Port: uint16(port),
+		PublicHost: fmt.Sprintf("127.0.0.1:%d", port),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: bucket})
+	t.Setenv("STORAGE_EMULATOR_HOST", srv.URL())
+}
+
+// TestServeOnSpannerAndGCS runs `tbhub serve --store spanner://... --blobs
+// gs://...` against the Spanner emulator and fake-gcs-server, reads its
+// banner, and uploads through it: an experiment, scalars, and a blob whose
+// first stream breaks, so the resume reads the partial object back from
+// GCS.
+func TestServeOnSpannerAndGCS(t *testing.T) {
+	emu, err := spanneremu.Start(context.Background())
+	if err != nil {
+		t.Fatalf("Spanner emulator: %v", err)
+	}
+	t.Cleanup(emu.Stop)
+	t.Setenv("SPANNER_EMULATOR_HOST", emu.Host)
+	db, err := emu.NewDatabase(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Drop(context.Background()) })
+	startFakeGCS(t, "tbhub-test")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, []string{"serve", "--store", "spanner://" + db.Name, "--blobs", "gs://tbhub-test/deploy",
+			"--addr", "127.0.0.1:0"}, io.Discard, pw)
+		pw.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	origin, token := readBanner(t, pr)
+
+	// Handshake, then the uploader's calls.
+	body, _ := proto.Marshal(&servicepb.ServerInfoRequest{Version: "2.16.0"})
+	resp, err := http.Post(origin+"/api/uploader", "application/octet-stream", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	info := &servicepb.ServerInfoResponse{}
+	if err := proto.Unmarshal(raw, info); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(info.GetApiServer().GetEndpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	w := servicepb.NewTensorBoardWriterServiceClient(conn)
+	x := servicepb.NewTensorBoardExporterServiceClient(conn)
+	auth := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token)
+	ce, err := w.CreateExperiment(auth, &servicepb.CreateExperimentRequest{Name: "cloud"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eid := ce.GetExperimentId()
+	if _, err := w.WriteScalar(auth, &servicepb.WriteScalarRequest{ExperimentId: eid, Runs: []*servicepb.WriteScalarRequest_Run{{
+		Name: "train", Tags: []*servicepb.WriteScalarRequest_Tag{{Name: "loss", Points: []*servicepb.ScalarPoint{
+			{Step: 1, WallTime: timestamppb.Now(), Value: 0.5}}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	seq, err := w.GetOrCreateBlobSequence(auth, &servicepb.GetOrCreateBlobSequenceRequest{ExperimentId: eid,
+		Run: "train", Tag: "graph", WallTime: timestamppb.Now(), FinalSequenceLength: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("0123456789abcdef"), 96<<10) // 1.5 MiB
+	half := int64(len(data) / 2)
+
+	// First stream: half the blob, then the connection is cut.
+	sctx, scancel := context.WithCancel(auth)
+	s, err := w.WriteBlob(sctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(&servicepb.WriteBlobRequest{BlobSequenceId: seq.GetBlobSequenceId(), Data: data[:half], BlobBytes: int64(len(data))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	scancel()
+	// Wait until the server has committed what it received.
+	var md *servicepb.GetBlobMetadataResponse
+	for range 200 {
+		md, err = w.GetBlobMetadata(auth, &servicepb.GetBlobMetadataRequest{BlobSequenceId: seq.GetBlobSequenceId()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if md.GetSize() == half {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if md.GetSize() != half || md.GetCrc32C() != crc32.Checksum(data[:half], blob.CastagnoliTable) ||
+		md.GetBlobState() != servicepb.BlobState_BLOB_STATE_UNFINALIZED {
+		t.Fatalf("after the break: %v, want %d bytes unfinalized", md, half)
+	}
+	// Second stream: the rest.
+	s, err = w.WriteBlob(auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(&servicepb.WriteBlobRequest{BlobSequenceId: seq.GetBlobSequenceId(), Data: data[half:], Offset: half,
+		BlobBytes: int64(len(data)), FinalizeObject: true}); err != nil {
+		t.Fatal(err)
+	}
+	s.CloseSend()
+	for {
+		if _, err := s.Recv(); err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	bs, err := x.StreamBlobData(auth, &servicepb.StreamBlobDataRequest{BlobId: store.BlobID(eid, store.BlobRef{Run: "train", Tag: "graph"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	for {
+		r, err := bs.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r.GetData()...)
+	}
+	if !bytes.Equal(got, data) {
+		t.Errorf("blob read back from GCS: %d bytes, differs from the %d uploaded", len(got), len(data))
+	}
+}
+
+var (
+	originLine = regexp.MustCompile(`uploader handshake: (http://\S+)/api/uploader`)
+	tokenLine  = regexp.MustCompile(`^\s+(tbh_\S+)$`)
+)
+
+// readBanner reads serve's stderr until it has the origin and the first
+// start token, then keeps draining it in the background.
+func readBanner(t *testing.T, r io.Reader) (origin, token string) {
+	t.Helper()
+	sc := bufio.NewScanner(r)
+	for sc.Scan() && (origin == "" || token == "") {
+		if m := originLine.FindStringSubmatch(sc.Text()); m != nil {
+			origin = m[1]
+		}
+		if m := tokenLine.FindStringSubmatch(sc.Text()); m != nil {
+			token = m[1]
+		}
+	}
+	if origin == "" || token == "" {
+		t.Fatalf("serve's banner had no origin or token (%v)", sc.Err())
+	}
+	go io.Copy(io.Discard, r)
+	return origin, token
+}
