@@ -212,6 +212,16 @@ func TestBlobProtocolErrors(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	// Chunks after the first may leave out blob_sequence_id.
+	seq2, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+		ExperimentId: ce.GetExperimentId(), Run: "r", Tag: "t", Step: 2, WallTime: timestamppb.Now(), FinalSequenceLength: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := one(&servicepb.WriteBlobRequest{BlobSequenceId: seq2.GetBlobSequenceId(), Data: data[:4], BlobBytes: 10},
+		&servicepb.WriteBlobRequest{Data: data[4:], Offset: 4, FinalizeObject: true}); err != nil {
+		t.Errorf("chunks without the sequence id after the first: %v", err)
+	}
 	// After the rejected streams, slot 0 holds the 5 bytes of the "gap"
 	// stream's first chunk... or whatever the last refused stream kept;
 	// in any case GetBlobMetadata describes what the store has.

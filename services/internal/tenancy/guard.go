@@ -190,7 +190,9 @@ func (s *guardedStream) RecvMsg(msg any) error {
 		return nil
 	}
 	eid := s.m.Experiment(msg)
-	if s.eid != "" && eid == s.eid {
+	if s.eid != "" && (eid == s.eid || eid == "") {
+		// Same experiment, or a later message that does not repeat the
+		// key (the handler checks it belongs to the same upload).
 		return nil
 	}
 	ctx, err := s.g.authorize(s.ctx, s.m, msg)
