@@ -18,6 +18,7 @@ import (
 
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/backend"
+	"github.com/tbhub/tbhub/services/internal/limits"
 	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
@@ -121,6 +122,12 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	issuer := fs.String("oidc-issuer", "https://accounts.google.com", "OpenID Connect issuer for sign-in")
 	clientIDs := fs.String("oidc-client-ids", "", "accepted OAuth client IDs (comma-separated); OIDC sign-in is off without one")
 	testRPCs := fs.Bool("enable-test-rpcs", false, "enable PurgeData and DeleteOwnUser")
+	lim := limits.Default()
+	fs.Int64Var(&lim.MaxBlobBytes, "max-blob-bytes", lim.MaxBlobBytes, "largest blob accepted (advertised to uploaders)")
+	fs.Int64Var(&lim.MaxExperimentsPerUser, "max-experiments-per-user", lim.MaxExperimentsPerUser, "experiments quota per user (0: unlimited)")
+	fs.Int64Var(&lim.MaxPointsPerUser, "max-points-per-user", lim.MaxPointsPerUser, "scalar and tensor points quota per user (0: unlimited)")
+	fs.Int64Var(&lim.MaxBlobBytesPerUser, "max-blob-bytes-per-user", lim.MaxBlobBytesPerUser, "blob bytes quota per user (0: unlimited)")
+	fs.Float64Var(&lim.RequestsPerSecond, "requests-per-second", lim.RequestsPerSecond, "per-user write rate (0: unlimited)")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
@@ -137,7 +144,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer b.Close()
 	cfg := serve.Config{HTTPAddr: *addr, GRPCAddr: *grpcAddr, PublicOrigin: *origin, APIEndpoint: *endpoint,
-		EnableTestRPCs: *testRPCs, Logger: logger}
+		EnableTestRPCs: *testRPCs, Limits: lim, Logger: logger}
 	if *clientIDs != "" {
 		cfg.OIDC = auth.OIDCConfig{Issuer: *issuer, ClientIDs: strings.Split(*clientIDs, ",")}
 	}
