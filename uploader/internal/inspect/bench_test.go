@@ -12,10 +12,10 @@ import (
 
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 
+	"github.com/tbhub/tbhub/uploader/eventgen"
 	"github.com/tbhub/tbhub/uploader/internal/corpustest"
 	"github.com/tbhub/tbhub/uploader/internal/event"
 	"github.com/tbhub/tbhub/uploader/internal/eventfile"
-	"github.com/tbhub/tbhub/uploader/eventgen"
 	"github.com/tbhub/tbhub/uploader/internal/logdir"
 	"github.com/tbhub/tbhub/uploader/internal/migrate"
 )

@@ -25,7 +25,9 @@ func openGCS(ctx context.Context, url string) (*GCS, error) {
 	if err != nil {
 		return nil, err
 	}
-	client, err := storage.NewClient(ctx)
+	// JSON-API reads work the same against GCS and its emulators (fake-gcs-server
+	// serves XML-API reads only for its configured public host).
+	client, err := storage.NewClient(ctx, storage.WithJSONReads())
 	if err != nil {
 		return nil, fmt.Errorf("gcs client: %w", err)
 	}

@@ -19,8 +19,8 @@ type Progress struct {
 	Verbose      bool      // also report skipped series
 	Interval     time.Duration
 
-	Records, Scalars, Tensors, BlobSequences, Blobs, BlobBytes, Bytes atomic.Int64
-	Retries, Skipped, Invalid, TooLarge, Rejected, Warnings           atomic.Int64
+	Records, Scalars, Tensors, BlobSequences, Blobs, BlobBytes, Bytes   atomic.Int64
+	Retries, Skipped, Invalid, TooLarge, Rejected, Unreadable, Warnings atomic.Int64
 
 	runs     atomic.Int64
 	activity atomic.Value

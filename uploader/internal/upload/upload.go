@@ -185,6 +185,9 @@ func (u *Uploader) Run(ctx context.Context) error {
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
+	if n := u.prog.Unreadable.Load(); n > 0 && u.cfg.OneShot {
+		return fmt.Errorf("%w: %d event file(s) could not be read (see the warnings above); everything else was sent", ErrNotSent, n)
+	}
 	if n := u.prog.Rejected.Load(); n > 0 {
 		return fmt.Errorf("%w: the server rejected %d point(s) or request(s), listed in the warnings above; everything else was stored", ErrNotSent, n)
 	}
@@ -302,6 +305,7 @@ func (u *Uploader) readFile(ctx context.Context, run string, f logdir.File, mr *
 	rc, err := u.cfg.Source.Open(ctx, f.Path, start.Offset)
 	if err != nil {
 		u.prog.warn("cannot read %s/%s: %v", run, f.Name, err)
+		u.prog.Unreadable.Add(1)
 		return buf, nil
 	}
 	defer rc.Close()
