@@ -1,0 +1,219 @@
+package readpath_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/tbhub/tbhub/services/internal/blob/fileblob"
+	"github.com/tbhub/tbhub/services/internal/limits"
+	"github.com/tbhub/tbhub/services/internal/reader"
+	"github.com/tbhub/tbhub/services/internal/readpath"
+	"github.com/tbhub/tbhub/services/internal/serve"
+	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
+	"github.com/tbhub/tbhub/services/internal/testenv/corpus"
+)
+
+var tbupBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "readpath")
+	if err == nil {
+		tbupBin, err = corpus.BuildTbup(dir)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// server is tbhub serve on the embedded store with the read path mounted,
+// as `tbhub serve` runs it.
+type server struct {
+	url   string
+	token string // the owner's full-scope token
+	st    *sqlitestore.Store
+	blobs *fileblob.Store
+	srv   *serve.Server
+	http  *http.Client
+}
+
+func startServer(t testing.TB) *server {
+	t.Helper()
+	dir := t.TempDir()
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, filepath.Join(dir, sqlitestore.DefaultFile), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := fileblob.Open(filepath.Join(dir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := limits.Default()
+	lim.RequestsPerSecond = 0
+	srv, err := serve.New(st, blobs, serve.Config{HTTPAddr: "127.0.0.1:0", Limits: lim, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), conn, st, blobs, readpath.Config{Reader: reader.Config{BlobKeySecret: reader.RandomSecret()}}); err != nil {
+		t.Fatal(err)
+	}
+	token, err := serve.IssueUserToken(ctx, st, srv.Authenticator(), "researcher", "readpath")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		conn.Close()
+		st.Close()
+		blobs.Close()
+	})
+	return &server{url: srv.Origin(), token: token, st: st, blobs: blobs, srv: srv, http: &http.Client{}}
+}
+
+// upload runs tbup upload --one-shot on logdir and returns the experiment.
+func (s *server) upload(t testing.TB, logdir string) string {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.Command(tbupBin, "upload", "--one-shot", "--json", "--logdir", logdir, "--name", "corpus")
+	cmd.Env = append(os.Environ(), "TBUP_SERVER="+s.url, "TBUP_TOKEN="+s.token,
+		"TBUP_STATE_DIR="+filepath.Join(home, "state"), "TBUP_CONFIG_DIR="+filepath.Join(home, "config"))
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tbup upload: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	var summary struct {
+		ExperimentID string `json:"experiment_id"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &summary); err != nil || summary.ExperimentID == "" {
+		t.Fatalf("tbup --json printed %q: %v", out.String(), err)
+	}
+	return summary.ExperimentID
+}
+
+// response is one HTTP answer, decompressed.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do sends a request with the given bearer token ("" for none), asking for
+// gzip as browsers do.
+func (s *server) do(t testing.TB, method, path, token string, form url.Values) response {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, s.url+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	req.Header.Set("Accept-Encoding", "gzip")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r io.Reader = resp.Body
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		gz, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = gz
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("%s %s: reading: %v", method, path, err)
+	}
+	return response{resp.StatusCode, resp.Header, b}
+}
+
+// getJSON GETs path as the owner and decodes the JSON answer into v,
+// failing the test unless the status is 200.
+func (s *server) getJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	r := s.do(t, http.MethodGet, path, s.token, nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, r.status, r.body)
+	}
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("GET %s: %v in %.300s", path, err, r.body)
+	}
+}
+
+// shared is the corpus uploaded once into one server for the whole package.
+var shared struct {
+	once sync.Once
+	srv  *server
+	eid  string
+}
+
+// corpusServer returns the shared server holding ../shared/corpus.
+func corpusServer(t *testing.T) (*server, string) {
+	shared.once.Do(func() {
+		// The server outlives the first test: it is closed when the process
+		// ends, with the temporary directory TestMain removes.
+		tb := &keepAlive{T: t}
+		shared.srv = startServer(tb)
+		shared.eid = shared.srv.upload(tb, corpus.Dir(t))
+	})
+	if shared.srv == nil {
+		t.Fatal("the corpus server failed to start in an earlier test")
+	}
+	return shared.srv, shared.eid
+}
+
+// keepAlive is a testing.TB whose cleanups never run and whose temporary
+// directories outlive the test, for a fixture shared by the package.
+type keepAlive struct {
+	*testing.T
+}
+
+func (k *keepAlive) Cleanup(func()) {}
+
+func (k *keepAlive) TempDir() string {
+	d, err := os.MkdirTemp(filepath.Dir(tbupBin), "fixture")
+	if err != nil {
+		k.Fatal(err)
+	}
+	return d
+}
