@@ -15,10 +15,14 @@ import (
 	"strings"
 
 	database "cloud.google.com/go/spanner/admin/database/apiv1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/backend"
 	"github.com/tbhub/tbhub/services/internal/limits"
+	"github.com/tbhub/tbhub/services/internal/reader"
+	"github.com/tbhub/tbhub/services/internal/readpath"
 	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
@@ -152,6 +156,18 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The read path: TensorBoard's data provider on the gRPC server and
+	// its HTTP API on the mux, calling back in over loopback gRPC.
+	conn, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, _, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), conn, b.Store, b.Blobs, readpath.Config{
+		Reader: reader.Config{BlobKeySecret: reader.RandomSecret()}, Logger: logger,
+	}); err != nil {
+		return err
+	}
 	token, err := srv.FirstStart(ctx)
 	if err != nil {
 		return err
@@ -168,9 +184,9 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 
 func printBanner(w io.Writer, srv *serve.Server, where, token, issuer string) {
 	fmt.Fprintf(w, "tbhub is serving %s\n", where)
-	fmt.Fprintf(w, "  experiments:        %s/experiment/<id>/\n", srv.Origin())
+	fmt.Fprintf(w, "  experiments:        %s/experiment/<id>/  (TensorBoard's JSON API under .../data/)\n", srv.Origin())
 	fmt.Fprintf(w, "  uploader handshake: %s/api/uploader\n", srv.Origin())
-	fmt.Fprintf(w, "  gRPC (write, export, experiments, auth; health, reflection): %s\n", srv.APIEndpoint())
+	fmt.Fprintf(w, "  gRPC (write, export, read, experiments, auth; health, reflection): %s\n", srv.APIEndpoint())
 	fmt.Fprintf(w, "  probes:             %s/healthz %s/readyz\n", srv.Origin(), srv.Origin())
 	if issuer != "" {
 		fmt.Fprintf(w, "  sign-in:            ID tokens from %s\n", issuer)
