@@ -30,7 +30,6 @@ import (
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/handshake"
 	"github.com/tbhub/tbhub/services/internal/limits"
-	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/tenancy"
 	"github.com/tbhub/tbhub/services/internal/writer"
 )
@@ -67,6 +66,7 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	st       writer.Store
+	writer   *writer.Server
 	blobs    blob.Store
 	auth     *auth.Authenticator
 	grpc     *grpc.Server
@@ -148,6 +148,7 @@ func (s *Server) build(grpcAddr string) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	s.writer = w
 	guard := tenancy.NewGuard(s.auth, s.st, s.logger)
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(int(lim.MaxRequestBytes)),
@@ -280,7 +281,7 @@ func (s *Server) sweepLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		n, err := store.Sweep(ctx, s.st, s.blobs.Delete, 10)
+		n, err := s.writer.Purge(ctx, 10)
 		if err != nil && ctx.Err() == nil {
 			s.logger.WarnContext(ctx, "sweep failed", "error", err.Error())
 		} else if n > 0 {

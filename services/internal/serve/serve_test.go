@@ -111,6 +111,11 @@ func TestTestOnlyRPCsWhenEnabled(t *testing.T) {
 	if _, err := h.account.WhoAmI(ctx, &authv1.WhoAmIRequest{}); status.Code(err) != codes.Unauthenticated {
 		t.Errorf("token after DeleteOwnUser: %v", err)
 	}
+	// An object no row names (an upload cut off before its first row).
+	orphan := blob.ObjectKey(ce.GetExperimentId(), "r", "b", 0, 7)
+	if _, err := blobs.Put(context.Background(), orphan, strings.NewReader("orphan"), blob.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	admin := newUserContext(t, h, "admin")
 	purged, err := h.writer.PurgeData(admin, &servicepb.PurgeDataRequest{BatchLimit: 10})
 	if err != nil || purged.GetPurgeStats().GetExperiments() != 1 {

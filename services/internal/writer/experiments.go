@@ -9,6 +9,7 @@ import (
 
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 	"github.com/tbhub/tbhub/services/internal/auth"
+	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/rpcerr"
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/tenancy"
@@ -137,11 +138,33 @@ func (w *writerService) PurgeData(ctx context.Context, req *servicepb.PurgeDataR
 	if req.GetBatchLimit() <= 0 {
 		return nil, rpcerr.New(codes.InvalidArgument, "batch_limit must be positive")
 	}
-	n, err := store.Sweep(ctx, w.s.st, w.s.blobs.Delete, int(req.GetBatchLimit()))
+	n, err := w.s.Purge(ctx, int(req.GetBatchLimit()))
 	if err != nil {
 		return nil, err
 	}
 	return &servicepb.PurgeDataResponse{PurgeStats: &servicepb.PurgeStats{Experiments: int32(n)}}, nil
+}
+
+// Purge finishes the deletion of up to limit deleted experiments:
+// store.Sweep removes the objects their blob rows name and then the rows;
+// then everything left under each experiment's key prefix goes too (an
+// upload cut off between its object and its first row leaves an object no
+// row names). It returns how many experiments were purged.
+func (s *Server) Purge(ctx context.Context, limit int) (int, error) {
+	eids, err := s.st.ListDeletedExperiments(ctx, limit)
+	if err != nil || len(eids) == 0 {
+		return 0, err
+	}
+	n, err := store.Sweep(ctx, s.st, s.blobs.Delete, limit)
+	if err != nil {
+		return n, err
+	}
+	for _, eid := range eids {
+		if err := s.blobs.DeletePrefix(ctx, blob.ExperimentPrefix(eid)); err != nil {
+			return n, fmt.Errorf("writer: purge objects of %s: %w", eid, err)
+		}
+	}
+	return n, nil
 }
 
 // DeleteOwnUser deletes every experiment of the caller and revokes the
