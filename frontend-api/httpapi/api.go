@@ -46,7 +46,7 @@ func (h *Handler) apiListExperiments(w http.ResponseWriter, r *request) error {
 		}
 		req.PageSize = int32(n)
 	}
-	resp, err := h.exps.ListExperiments(r.ctx, req)
+	resp, err := h.exps.ListExperiments(r.ctx, req, h.callOpts...)
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func (h *Handler) apiGetExperiment(w http.ResponseWriter, r *request) error {
 	if err := h.needExperiments(); err != nil {
 		return err
 	}
-	resp, err := h.exps.GetExperiment(r.ctx, &experimentsv1.GetExperimentRequest{ExperimentId: r.eid})
+	resp, err := h.exps.GetExperiment(r.ctx, &experimentsv1.GetExperimentRequest{ExperimentId: r.eid}, h.callOpts...)
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func (h *Handler) apiDownloadTensors(w http.ResponseWriter, r *request) error {
 		return errorf(http.StatusBadRequest, "the plugin query parameter is required (e.g. histograms)")
 	}
 	resp, err := h.data.ReadTensors(r.ctx, &datapb.ReadTensorsRequest{ExperimentId: r.eid, PluginFilter: &datapb.PluginFilter{PluginName: plugin},
-		RunTagFilter: one(run, tag), Downsample: &datapb.Downsample{NumPoints: math.MaxInt64}})
+		RunTagFilter: one(run, tag), Downsample: &datapb.Downsample{NumPoints: math.MaxInt64}}, h.callOpts...)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 func (h *Handler) environment(w http.ResponseWriter, r *request) error {
-	resp, err := h.data.GetExperiment(r.ctx, &datapb.GetExperimentRequest{ExperimentId: r.eid})
+	resp, err := h.data.GetExperiment(r.ctx, &datapb.GetExperimentRequest{ExperimentId: r.eid}, h.callOpts...)
 	if err != nil {
 		return err
 	}
@@ -28,7 +28,7 @@ func (h *Handler) environment(w http.ResponseWriter, r *request) error {
 }
 
 func (h *Handler) logdir(w http.ResponseWriter, r *request) error {
-	resp, err := h.data.GetExperiment(r.ctx, &datapb.GetExperimentRequest{ExperimentId: r.eid})
+	resp, err := h.data.GetExperiment(r.ctx, &datapb.GetExperimentRequest{ExperimentId: r.eid}, h.callOpts...)
 	if err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func (h *Handler) logdir(w http.ResponseWriter, r *request) error {
 }
 
 func (h *Handler) windowProperties(w http.ResponseWriter, r *request) error {
-	resp, err := h.data.GetExperiment(r.ctx, &datapb.GetExperimentRequest{ExperimentId: r.eid})
+	resp, err := h.data.GetExperiment(r.ctx, &datapb.GetExperimentRequest{ExperimentId: r.eid}, h.callOpts...)
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func (h *Handler) windowProperties(w http.ResponseWriter, r *request) error {
 // product. The experiment is still checked, so a private experiment stays
 // a 404.
 func (h *Handler) emptyList(w http.ResponseWriter, r *request) error {
-	if _, err := h.data.GetExperiment(r.ctx, &datapb.GetExperimentRequest{ExperimentId: r.eid}); err != nil {
+	if _, err := h.data.GetExperiment(r.ctx, &datapb.GetExperimentRequest{ExperimentId: r.eid}, h.callOpts...); err != nil {
 		return err
 	}
 	return writeJSON(w, []any{})
@@ -78,7 +78,7 @@ var dashboards = []dashboard{
 }
 
 func (h *Handler) pluginsListing(w http.ResponseWriter, r *request) error {
-	resp, err := h.data.ListPlugins(r.ctx, &datapb.ListPluginsRequest{ExperimentId: r.eid})
+	resp, err := h.data.ListPlugins(r.ctx, &datapb.ListPluginsRequest{ExperimentId: r.eid}, h.callOpts...)
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (h *Handler) runs(w http.ResponseWriter, r *request) error {
 	case "", "index":
 		return h.runIndex(w, r)
 	case "list":
-		resp, err := h.data.ListRuns(r.ctx, &datapb.ListRunsRequest{ExperimentId: r.eid})
+		resp, err := h.data.ListRuns(r.ctx, &datapb.ListRunsRequest{ExperimentId: r.eid}, h.callOpts...)
 		if err != nil {
 			return err
 		}
@@ -135,7 +135,7 @@ func (h *Handler) runIndex(w http.ResponseWriter, r *request) error {
 	)
 	err := parallel(
 		func() (err error) {
-			runs, err = h.data.ListRuns(r.ctx, &datapb.ListRunsRequest{ExperimentId: r.eid})
+			runs, err = h.data.ListRuns(r.ctx, &datapb.ListRunsRequest{ExperimentId: r.eid}, h.callOpts...)
 			return err
 		},
 		func() (err error) { scalars, err = h.listScalars(r, "scalars", nil); return err },

@@ -42,7 +42,7 @@ type seriesInfo struct {
 }
 
 func (h *Handler) listScalars(r *request, plugin string, f *datapb.RunTagFilter) ([]seriesInfo, error) {
-	resp, err := h.data.ListScalars(r.ctx, &datapb.ListScalarsRequest{ExperimentId: r.eid, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f})
+	resp, err := h.data.ListScalars(r.ctx, &datapb.ListScalarsRequest{ExperimentId: r.eid, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f}, h.callOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (h *Handler) listScalars(r *request, plugin string, f *datapb.RunTagFilter)
 }
 
 func (h *Handler) listTensors(r *request, plugin string, f *datapb.RunTagFilter) ([]seriesInfo, error) {
-	resp, err := h.data.ListTensors(r.ctx, &datapb.ListTensorsRequest{ExperimentId: r.eid, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f})
+	resp, err := h.data.ListTensors(r.ctx, &datapb.ListTensorsRequest{ExperimentId: r.eid, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f}, h.callOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func (h *Handler) listTensors(r *request, plugin string, f *datapb.RunTagFilter)
 }
 
 func (h *Handler) listBlobSequences(r *request, plugin string, f *datapb.RunTagFilter) ([]seriesInfo, error) {
-	resp, err := h.data.ListBlobSequences(r.ctx, &datapb.ListBlobSequencesRequest{ExperimentId: r.eid, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f})
+	resp, err := h.data.ListBlobSequences(r.ctx, &datapb.ListBlobSequencesRequest{ExperimentId: r.eid, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f}, h.callOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ type scalarSeries struct {
 }
 
 func (h *Handler) readScalars(r *request, plugin string, f *datapb.RunTagFilter, k int64) ([]scalarSeries, error) {
-	resp, err := h.data.ReadScalars(r.ctx, &datapb.ReadScalarsRequest{ExperimentId: r.eid, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f, Downsample: &datapb.Downsample{NumPoints: k}})
+	resp, err := h.data.ReadScalars(r.ctx, &datapb.ReadScalarsRequest{ExperimentId: r.eid, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f, Downsample: &datapb.Downsample{NumPoints: k}}, h.callOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ type tensorSeries struct {
 }
 
 func (h *Handler) readTensors(r *request, plugin string, f *datapb.RunTagFilter, k int64) ([]tensorSeries, error) {
-	resp, err := h.data.ReadTensors(r.ctx, &datapb.ReadTensorsRequest{ExperimentId: r.eid, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f, Downsample: &datapb.Downsample{NumPoints: k}})
+	resp, err := h.data.ReadTensors(r.ctx, &datapb.ReadTensorsRequest{ExperimentId: r.eid, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f, Downsample: &datapb.Downsample{NumPoints: k}}, h.callOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ type blobSeries struct {
 }
 
 func (h *Handler) readBlobSequences(r *request, plugin string, f *datapb.RunTagFilter, k int64) ([]blobSeries, error) {
-	resp, err := h.data.ReadBlobSequences(r.ctx, &datapb.ReadBlobSequencesRequest{ExperimentId: r.eid, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f, Downsample: &datapb.Downsample{NumPoints: k}})
+	resp, err := h.data.ReadBlobSequences(r.ctx, &datapb.ReadBlobSequencesRequest{ExperimentId: r.eid, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f, Downsample: &datapb.Downsample{NumPoints: k}}, h.callOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func (h *Handler) readBlob(r *request, key string) ([]byte, error) {
 	if key == "" {
 		return nil, errorf(http.StatusBadRequest, "blob_key is required")
 	}
-	stream, err := h.data.ReadBlob(r.ctx, &datapb.ReadBlobRequest{BlobKey: key})
+	stream, err := h.data.ReadBlob(r.ctx, &datapb.ReadBlobRequest{BlobKey: key}, h.callOpts...)
 	if err != nil {
 		return nil, err
 	}

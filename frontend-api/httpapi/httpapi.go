@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
@@ -62,17 +63,23 @@ type Config struct {
 	SamplesPerPlugin map[string]int64
 	// CallTimeout bounds each call to the services; 30 s if zero.
 	CallTimeout time.Duration
-	Logger      *slog.Logger
+	// MaxResponseBytes bounds one answer of the services; 256 MiB (the
+	// limit stock TensorBoard sets) if zero. It is set on every call, so
+	// the connection's own default (4 MiB) does not apply.
+	MaxResponseBytes int
+	Logger           *slog.Logger
 }
 
 // Handler serves the API. Create it with New.
 type Handler struct {
-	cfg    Config
-	data   datapb.TensorBoardDataProviderClient
-	exps   experimentsv1.ExperimentServiceClient
-	creds  Credentials
-	mux    *http.ServeMux
-	logger *slog.Logger
+	cfg   Config
+	data  datapb.TensorBoardDataProviderClient
+	exps  experimentsv1.ExperimentServiceClient
+	creds Credentials
+	// callOpts go with every call to the services.
+	callOpts []grpc.CallOption
+	mux      *http.ServeMux
+	logger   *slog.Logger
 }
 
 // New returns the API handler.
@@ -88,7 +95,11 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.CallTimeout == 0 {
 		cfg.CallTimeout = 30 * time.Second
 	}
-	h := &Handler{cfg: cfg, data: cfg.Data, exps: cfg.Experiments, creds: cfg.Credentials, mux: http.NewServeMux(), logger: cfg.Logger}
+	if cfg.MaxResponseBytes == 0 {
+		cfg.MaxResponseBytes = 256 << 20
+	}
+	h := &Handler{cfg: cfg, data: cfg.Data, exps: cfg.Experiments, creds: cfg.Credentials, mux: http.NewServeMux(), logger: cfg.Logger,
+		callOpts: []grpc.CallOption{grpc.MaxCallRecvMsgSize(cfg.MaxResponseBytes)}}
 	if h.creds == nil {
 		h.creds = BearerHeader
 	}

@@ -1,0 +1,205 @@
+package httpapi_test
+
+import (
+	"compress/gzip"
+	"context"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/tbhub/tbhub/frontend-api/httpapi"
+	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
+)
+
+// fakeProvider is a data provider with one scalar series and one blob,
+// that fails with err when it is set, and records the credential of the
+// last call.
+type fakeProvider struct {
+	datapb.UnimplementedTensorBoardDataProviderServer
+	mu   sync.Mutex
+	err  error
+	auth []string
+}
+
+func (f *fakeProvider) check(ctx context.Context) error {
+	md, _ := metadata.FromIncomingContext(ctx)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.auth = md.Get("authorization")
+	return f.err
+}
+
+func (f *fakeProvider) ReadScalars(ctx context.Context, req *datapb.ReadScalarsRequest) (*datapb.ReadScalarsResponse, error) {
+	if err := f.check(ctx); err != nil {
+		return nil, err
+	}
+	if req.GetDownsample() == nil || req.GetPluginFilter().GetPluginName() != "scalars" {
+		return nil, status.Error(codes.InvalidArgument, "bad request")
+	}
+	return &datapb.ReadScalarsResponse{Runs: []*datapb.ReadScalarsResponse_RunEntry{{RunName: "train", Tags: []*datapb.ReadScalarsResponse_TagEntry{{
+		TagName: "loss", Data: &datapb.ScalarData{Step: []int64{1, 2}, WallTime: []float64{10.5, 11}, Value: []float32{float32(math.NaN()), 0.25}},
+	}}}}}, nil
+}
+
+func (f *fakeProvider) ReadBlob(req *datapb.ReadBlobRequest, s grpc.ServerStreamingServer[datapb.ReadBlobResponse]) error {
+	if err := f.check(s.Context()); err != nil {
+		return err
+	}
+	png := "\x89PNG\r\n\x1a\n" + strings.Repeat("x", 100)
+	for i := 0; i < len(png); i += 30 {
+		if err := s.Send(&datapb.ReadBlobResponse{Data: []byte(png[i:min(i+30, len(png))])}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func start(t *testing.T, creds httpapi.Credentials) (*fakeProvider, *httptest.Server) {
+	t.Helper()
+	fake := &fakeProvider{}
+	gs := grpc.NewServer()
+	datapb.RegisterTensorBoardDataProviderServer(gs, fake)
+	lis := bufconn.Listen(1 << 20)
+	go gs.Serve(lis)
+	conn, err := grpc.NewClient("passthrough:///fake", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := httpapi.New(httpapi.Config{Data: datapb.NewTensorBoardDataProviderClient(conn), Credentials: creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		srv.Close()
+		conn.Close()
+		gs.Stop()
+	})
+	return fake, srv
+}
+
+func get(t *testing.T, url string, header ...string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r io.Reader = resp.Body
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		if r, err = gzip.NewReader(resp.Body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+const scalarsPath = "/experiment/e1/data/plugin/scalars/scalars?run=train&tag=loss"
+
+func TestScalarsJSONAndHeaders(t *testing.T) {
+	fake, srv := start(t, nil)
+	resp, body := get(t, srv.URL+scalarsPath, "Authorization", "Bearer tbh_x", "Accept-Encoding", "gzip")
+	if resp.StatusCode != 200 || body != `[[10.5,1,"NaN"],[11.0,2,0.25]]` {
+		t.Errorf("scalars: %d %s", resp.StatusCode, body)
+	}
+	if resp.Header.Get("Content-Encoding") != "gzip" || resp.Header.Get("Content-Type") != "application/json" ||
+		resp.Header.Get("Cache-Control") != "private, no-cache" {
+		t.Errorf("headers: %v", resp.Header)
+	}
+	if len(fake.auth) != 1 || fake.auth[0] != "Bearer tbh_x" {
+		t.Errorf("the credential reached the service as %q", fake.auth)
+	}
+	resp, body = get(t, srv.URL+scalarsPath+"&format=csv")
+	if resp.Header.Get("Content-Encoding") != "" || body != "Wall time,Step,Value\r\n10.5,1,nan\r\n11.0,2,0.25\r\n" {
+		t.Errorf("csv without gzip: %q %v", body, resp.Header)
+	}
+	if len(fake.auth) != 0 {
+		t.Errorf("an anonymous request carried %q", fake.auth)
+	}
+}
+
+func TestBlobsAreImmutableAndUncompressed(t *testing.T) {
+	_, srv := start(t, nil)
+	resp, body := get(t, srv.URL+"/experiment/e1/data/plugin/images/individualImage?blob_key=k", "Accept-Encoding", "gzip")
+	if resp.StatusCode != 200 || len(body) != 108 || resp.Header.Get("Content-Type") != "image/png" ||
+		resp.Header.Get("Content-Encoding") != "" || !strings.Contains(resp.Header.Get("Cache-Control"), "immutable") ||
+		!strings.Contains(resp.Header.Get("Cache-Control"), "private") {
+		t.Errorf("individualImage: %d, %d bytes, %v", resp.StatusCode, len(body), resp.Header)
+	}
+}
+
+func TestErrorMapping(t *testing.T) {
+	fake, srv := start(t, nil)
+	for _, tc := range []struct {
+		err  error
+		want int
+		text string
+	}{
+		{status.Error(codes.NotFound, "experiment not found"), 404, "experiment not found"},
+		{status.Error(codes.InvalidArgument, "downsample is required"), 400, "downsample is required"},
+		{status.Error(codes.OutOfRange, "too many points"), 400, "too many points"},
+		{status.Error(codes.Unauthenticated, "invalid credentials"), 401, "invalid credentials"},
+		{status.Error(codes.PermissionDenied, "scopes"), 403, "scopes"},
+		{status.Error(codes.Unavailable, "retry"), 503, "retry"},
+		{status.Error(codes.Internal, "secret stack trace"), 500, "internal error"},
+	} {
+		fake.mu.Lock()
+		fake.err = tc.err
+		fake.mu.Unlock()
+		resp, body := get(t, srv.URL+scalarsPath)
+		if resp.StatusCode != tc.want || strings.TrimSpace(body) != tc.text || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+			t.Errorf("%v: %d %q, want %d %q", tc.err, resp.StatusCode, body, tc.want, tc.text)
+		}
+	}
+	fake.err = nil
+	if resp, _ := get(t, srv.URL+"/experiment/e1/data/plugin/scalars/scalars?run=train"); resp.StatusCode != 400 {
+		t.Errorf("missing tag: %d", resp.StatusCode)
+	}
+}
+
+// The credential hook is where the browser session plugs in.
+func TestCredentialsHook(t *testing.T) {
+	fake, srv := start(t, func(r *http.Request) (string, error) {
+		c, err := r.Cookie("session")
+		if err != nil {
+			return "", nil
+		}
+		if c.Value == "bad" {
+			return "", io.ErrUnexpectedEOF
+		}
+		return "Bearer from-" + c.Value, nil
+	})
+	if resp, _ := get(t, srv.URL+scalarsPath, "Cookie", "session=abc"); resp.StatusCode != 200 || len(fake.auth) != 1 || fake.auth[0] != "Bearer from-abc" {
+		t.Errorf("cookie credential: %d %q", resp.StatusCode, fake.auth)
+	}
+	if resp, _ := get(t, srv.URL+scalarsPath, "Cookie", "session=bad"); resp.StatusCode != 401 {
+		t.Errorf("a rejected session: %d", resp.StatusCode)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	if _, err := httpapi.New(httpapi.Config{}); err == nil {
+		t.Error("New without a data client succeeded")
+	}
+}
