@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -77,7 +78,7 @@ const blockStartSQL = "COALESCE((SELECT MAX(first_step) FROM scalar_blocks WHERE
 // series' blocks and samples and returns how many steps are new. It reads
 // and rewrites only the blocks the batch's step range touches: for the
 // usual append, the last, partly filled block.
-func writeScalarPoints(ctx context.Context, tx *sql.Tx, seriesID int64, points []store.ScalarPoint) (int64, error) {
+func writeScalarPoints(ctx context.Context, tx *sql.Tx, ins *sampleInserts, seriesID int64, points []store.ScalarPoint) (int64, error) {
 	lo, hi := points[0].Step, points[len(points)-1].Step
 	rows, err := tx.QueryContext(ctx, "SELECT rowid, last_step, points FROM scalar_blocks WHERE series_id = ?1 AND first_step >= "+
 		blockStartSQL+" AND first_step <= ?3 ORDER BY first_step", seriesID, lo, hi)
@@ -125,7 +126,7 @@ func writeScalarPoints(ctx context.Context, tx *sql.Tx, seriesID int64, points [
 			return 0, err
 		}
 	}
-	if err := writeScalarSamples(ctx, tx, seriesID, points); err != nil {
+	if err := writeScalarSamples(ctx, tx, ins, seriesID, points); err != nil {
 		return 0, err
 	}
 	return int64(len(merged) - len(old)), nil
@@ -156,35 +157,57 @@ func mergeScalars(older, newer []store.ScalarPoint) []store.ScalarPoint {
 	return append(out, newer[j:]...)
 }
 
-// samplesPerInsert is how many rows one INSERT into scalar_samples carries.
-const samplesPerInsert = 100
+// maxSampleRows is the most rows one INSERT into scalar_samples carries;
+// statements for 1, 2, 4, ... maxSampleRows rows are prepared once.
+const maxSampleRows = 64
+
+// sampleInserts are those statements, by log2 of their row count.
+type sampleInserts [7]*sql.Stmt
+
+func sampleInsertSQL(rows int) string {
+	return "INSERT INTO scalar_samples (series_id, sample_level, step, wall_bits, value_bits) VALUES " +
+		strings.Repeat("(?, ?, ?, ?, ?), ", rows-1) + "(?, ?, ?, ?, ?)" +
+		" ON CONFLICT DO UPDATE SET wall_bits = excluded.wall_bits, value_bits = excluded.value_bits"
+}
+
+// prepareSampleInserts prepares the statements on db (the writer).
+func prepareSampleInserts(ctx context.Context, db *sql.DB) (*sampleInserts, error) {
+	var ins sampleInserts
+	for i := range ins {
+		var err error
+		if ins[i], err = db.PrepareContext(ctx, sampleInsertSQL(1<<i)); err != nil {
+			return nil, err
+		}
+	}
+	return &ins, nil
+}
 
 // writeScalarSamples upserts the points of sample level minSampleLevel and
-// above into scalar_samples.
-func writeScalarSamples(ctx context.Context, tx *sql.Tx, seriesID int64, points []store.ScalarPoint) error {
-	args := make([]any, 0, 5*samplesPerInsert)
-	flush := func() error {
-		if len(args) == 0 {
-			return nil
-		}
-		query := "INSERT INTO scalar_samples (series_id, sample_level, step, wall_bits, value_bits) VALUES " +
-			strings.Repeat("(?, ?, ?, ?, ?), ", len(args)/5-1) + "(?, ?, ?, ?, ?)" +
-			" ON CONFLICT DO UPDATE SET wall_bits = excluded.wall_bits, value_bits = excluded.value_bits"
-		_, err := tx.ExecContext(ctx, query, args...)
-		args = args[:0]
-		return err
-	}
+// above into scalar_samples, through ins when it is not nil (during
+// migrations it is, and statements are compiled as needed).
+func writeScalarSamples(ctx context.Context, tx *sql.Tx, ins *sampleInserts, seriesID int64, points []store.ScalarPoint) error {
+	args := make([]any, 0, 5*maxSampleRows)
 	for _, p := range points {
 		if l := downsample.Level(p.Step); l >= minSampleLevel {
 			args = append(args, seriesID, l, p.Step, int64(math.Float64bits(p.WallTime)), int64(math.Float64bits(p.Value)))
-			if len(args) == cap(args) {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
 		}
 	}
-	return flush()
+	// Insert in chunks whose sizes are powers of two, largest first.
+	for len(args) > 0 {
+		i := min(bits.Len(uint(len(args)/5))-1, len(ins)-1)
+		n := 5 << i
+		var err error
+		if ins != nil {
+			_, err = tx.StmtContext(ctx, ins[i]).ExecContext(ctx, args[:n]...)
+		} else {
+			_, err = tx.ExecContext(ctx, sampleInsertSQL(1<<i), args[:n]...)
+		}
+		if err != nil {
+			return err
+		}
+		args = args[n:]
+	}
+	return nil
 }
 
 // stepBounds returns q's step window with absent bounds made explicit.
@@ -427,7 +450,7 @@ func migrateScalarBlocks(ctx context.Context, tx *sql.Tx) error {
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		if _, err := writeScalarPoints(ctx, tx, seriesID, points); err != nil {
+		if _, err := writeScalarPoints(ctx, tx, nil, seriesID, points); err != nil {
 			return err
 		}
 	}

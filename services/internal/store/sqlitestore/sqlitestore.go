@@ -43,6 +43,8 @@ type Store struct {
 	now func() time.Time
 	// foundVersion is the schema version Open found, before migrating.
 	foundVersion int
+	// sampleInserts are prepared on w.
+	sampleInserts *sampleInserts
 }
 
 var _ store.Store = (*Store)(nil)
@@ -69,6 +71,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if s.foundVersion, err = s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err
+	}
+	if s.sampleInserts, err = prepareSampleInserts(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlitestore.Open: %w", err)
 	}
 	r, err := sql.Open("sqlite", path+common+"&_pragma=query_only(1)")
 	if err != nil {
