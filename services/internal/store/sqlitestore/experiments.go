@@ -172,13 +172,13 @@ func (s *Store) ListExperiments(ctx context.Context, f store.ExperimentFilter, f
 		}
 	}
 	query += " ORDER BY create_time DESC, id"
+	var list []store.Experiment
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
 		// Collect first: fillExperiment queries the same transaction.
-		var list []store.Experiment
 		for rows.Next() {
 			e, err := scanExperiment(rows)
 			if err != nil {
@@ -191,11 +191,8 @@ func (s *Store) ListExperiments(ctx context.Context, f store.ExperimentFilter, f
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		for _, e := range list {
-			if err := fillExperiment(ctx, tx, &e); err != nil {
-				return err
-			}
-			if err := fn(e); err != nil {
+		for i := range list {
+			if err := fillExperiment(ctx, tx, &list[i]); err != nil {
 				return err
 			}
 		}
@@ -203,6 +200,13 @@ func (s *Store) ListExperiments(ctx context.Context, f store.ExperimentFilter, f
 	})
 	if err != nil {
 		return fmt.Errorf("sqlitestore.ListExperiments: %w", err)
+	}
+	// fn may be slow (it streams responses) or call the store: call it
+	// after the snapshot is released.
+	for _, e := range list {
+		if err := fn(e); err != nil {
+			return err
+		}
 	}
 	return nil
 }
