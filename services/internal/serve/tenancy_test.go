@@ -19,7 +19,8 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
-// The tenancy matrix: every RPC of the writer and exporter services, called
+// The tenancy matrix: every RPC of the writer and exporter services (and of
+// tbhub's experiments and auth services, bar RevokeToken), called
 // with each kind of credential on a private, an unlisted and a public
 // experiment, must give the expected code. The expectations are written
 // out here by hand, independently of tenancy's table.
@@ -53,6 +54,7 @@ const (
 	kindList                    // any signed-in user; lists their own
 	kindRead                    // follows visibility
 	kindTestOnly                // disabled: UNIMPLEMENTED once authenticated
+	kindAccount                 // about the caller only: any valid credential
 )
 
 func expectedCode(k rpcKind, c credential, v experimentsv1.Visibility) codes.Code {
@@ -94,6 +96,8 @@ func expectedCode(k rpcKind, c credential, v experimentsv1.Visibility) codes.Cod
 		return codes.OK
 	case kindTestOnly:
 		return codes.Unimplemented
+	case kindAccount:
+		return codes.OK
 	}
 	panic("unknown kind")
 }
@@ -101,9 +105,11 @@ func expectedCode(k rpcKind, c credential, v experimentsv1.Visibility) codes.Cod
 // target is what one call acts on.
 type target struct {
 	eid    string
+	vis    experimentsv1.Visibility
 	seqID  string // a blob sequence of eid
 	blobID string // a current blob of eid
 	index  int64  // a free slot of seqID
+	carol  string // a third user, for grants that must not change the matrix
 }
 
 type rpcCase struct {
@@ -202,6 +208,54 @@ var rpcCases = []rpcCase{
 		}
 		return drain(s.Recv)
 	}},
+
+	// tbhub's own services.
+	{"experiments.ContinueExperiment", kindWrite, func(ctx context.Context, h *harness, tg target) error {
+		_, err := h.exps.ContinueExperiment(ctx, &experimentsv1.ContinueExperimentRequest{ExperimentId: tg.eid})
+		return err
+	}},
+	{"experiments.GetExperiment", kindRead, func(ctx context.Context, h *harness, tg target) error {
+		_, err := h.exps.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: tg.eid})
+		return err
+	}},
+	{"experiments.ListExperiments", kindList, func(ctx context.Context, h *harness, _ target) error {
+		_, err := h.exps.ListExperiments(ctx, &experimentsv1.ListExperimentsRequest{})
+		return err
+	}},
+	{"experiments.SetVisibility", kindWrite, func(ctx context.Context, h *harness, tg target) error {
+		_, err := h.exps.SetVisibility(ctx, &experimentsv1.SetVisibilityRequest{ExperimentId: tg.eid, Visibility: tg.vis})
+		return err
+	}},
+	{"experiments.GrantAccess", kindWrite, func(ctx context.Context, h *harness, tg target) error {
+		_, err := h.exps.GrantAccess(ctx, &experimentsv1.GrantAccessRequest{ExperimentId: tg.eid,
+			Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_UserId{UserId: tg.carol}}})
+		return err
+	}},
+	{"experiments.RevokeAccess", kindWrite, func(ctx context.Context, h *harness, tg target) error {
+		_, err := h.exps.RevokeAccess(ctx, &experimentsv1.RevokeAccessRequest{ExperimentId: tg.eid,
+			Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_UserId{UserId: tg.carol}}})
+		return err
+	}},
+	{"experiments.ListGrants", kindWrite, func(ctx context.Context, h *harness, tg target) error {
+		_, err := h.exps.ListGrants(ctx, &experimentsv1.ListGrantsRequest{ExperimentId: tg.eid})
+		return err
+	}},
+	{"experiments.GetQuotaUsage", kindAccount, func(ctx context.Context, h *harness, _ target) error {
+		_, err := h.exps.GetQuotaUsage(ctx, &experimentsv1.GetQuotaUsageRequest{})
+		return err
+	}},
+	{"auth.WhoAmI", kindAccount, func(ctx context.Context, h *harness, _ target) error {
+		_, err := h.account.WhoAmI(ctx, &authv1.WhoAmIRequest{})
+		return err
+	}},
+	{"auth.ListTokens", kindAccount, func(ctx context.Context, h *harness, _ target) error {
+		_, err := h.account.ListTokens(ctx, &authv1.ListTokensRequest{})
+		return err
+	}},
+	{"auth.CreateToken", kindAccount, func(ctx context.Context, h *harness, _ target) error {
+		_, err := h.account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: "read", Scopes: []authv1.Scope{authv1.Scope_SCOPE_READ}})
+		return err
+	}},
 }
 
 // writeWholeBlob uploads data as one finalized chunk, as a stock uploader
@@ -227,6 +281,7 @@ type matrixFixture struct {
 	headers map[credential]string
 	owner   context.Context // the owner's full-scope API token
 	ownerID string
+	carol   string
 	exps    map[experimentsv1.Visibility]target
 	slots   atomic.Int64
 }
@@ -267,6 +322,11 @@ func newMatrixFixture(t *testing.T, h *harness) *matrixFixture {
 		credOwner:     bearer(full),
 	}
 	f.owner = as(ctx, bearer(full))
+	carol, err := h.account.WhoAmI(as(ctx, bearer(h.idToken(t, "carol-subject", "carol@example.com", false))), &authv1.WhoAmIRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.carol = carol.GetUserId()
 	for _, v := range visibilities {
 		f.exps[v] = f.newExperiment(t, v)
 	}
@@ -297,7 +357,7 @@ func (f *matrixFixture) newExperiment(t *testing.T, v experimentsv1.Visibility) 
 	if err := writeWholeBlob(ctx, h, seq.GetBlobSequenceId(), 0, []byte("the first blob")); err != nil {
 		t.Fatal(err)
 	}
-	return target{eid: eid, seqID: seq.GetBlobSequenceId(),
+	return target{eid: eid, vis: v, carol: f.carol, seqID: seq.GetBlobSequenceId(),
 		blobID: store.BlobID(eid, store.BlobRef{Run: "train", Tag: "graph", Step: 0, Index: 0})}
 }
 
