@@ -147,6 +147,7 @@ type tbup struct {
 	home  string
 	token string
 	url   string
+	env   []string // extra environment
 }
 
 func newTbup(t testing.TB, s *server) *tbup {
@@ -158,6 +159,7 @@ func (c *tbup) cmd(ctx context.Context, args ...string) *exec.Cmd {
 	cmd.Env = append(os.Environ(),
 		"TBUP_SERVER="+c.url, "TBUP_TOKEN="+c.token,
 		"TBUP_STATE_DIR="+filepath.Join(c.home, "state"), "TBUP_CONFIG_DIR="+filepath.Join(c.home, "config"))
+	cmd.Env = append(cmd.Env, c.env...)
 	return cmd
 }
 

@@ -92,8 +92,8 @@ func TestSurvivesServerRestarts(t *testing.T) {
 	c := newTbup(t, s)
 	logdir, expected := generated(t, c, resilienceSpec)
 	cmd := c.cmd(context.Background(), "upload", "--one-shot", "--json", "--logdir", logdir)
-	var out strings.Builder
-	cmd.Stdout = &out
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestSurvivesServerRestarts(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("upload across restarts failed: %v", err)
+			t.Fatalf("upload across restarts failed: %v\n%s", err, errOut.String())
 		}
 	case <-time.After(2 * time.Minute):
 		cmd.Process.Kill()

@@ -216,11 +216,14 @@ type Retry struct {
 // DefaultRetry survives a server restart of a minute or so.
 var DefaultRetry = Retry{Attempts: 10, Base: 500 * time.Millisecond, Max: 15 * time.Second, Timeout: 60 * time.Second}
 
-// Retryable reports whether a failed call may succeed if tried again.
+// Retryable reports whether a failed call may succeed if tried again. Every call
+// tbup retries is idempotent, so statuses a stopping server produces for calls in
+// flight (Canceled, Unknown, Internal for a stream cut mid-way) are retried too;
+// Do stops anyway when the caller's own context is done.
 func Retryable(err error) bool {
 	switch status.Code(err) {
-	case codes.Unavailable, codes.Aborted, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Internal:
-		// Internal covers connections reset mid-stream while a server restarts.
+	case codes.Unavailable, codes.Aborted, codes.DeadlineExceeded, codes.ResourceExhausted,
+		codes.Internal, codes.Unknown, codes.Canceled:
 		return !errors.Is(err, context.Canceled)
 	}
 	return false

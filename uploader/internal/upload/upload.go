@@ -105,6 +105,12 @@ type Uploader struct {
 	tensorSize   int
 	tensorSeries []*migrate.Series
 
+	// Blob sequences read but not yet submitted (see addBlobSequence).
+	held      []heldBlob
+	heldIndex map[blobKey]int
+	heldBytes int
+	sealing   bool // submit must not seal while a seal drains what is pending
+
 	lastScalar, lastTensor, lastBlob time.Time
 	limitMu                          sync.Mutex
 }
@@ -142,6 +148,7 @@ func New(cfg Config) *Uploader {
 		runs:           map[string]*migrate.Run{},
 		lastStep:       map[*migrate.Series]int64{},
 		inflightSeries: map[*migrate.Series]int{},
+		heldIndex:      map[blobKey]int{},
 		mdCache:        map[*migrate.Series]*tbpb.SummaryMetadata{},
 		skipWarned:     map[string]bool{},
 	}
@@ -276,6 +283,7 @@ func (u *Uploader) pass(ctx context.Context) error {
 				return err
 			}
 		}
+		u.sendHeldBlobs() // a run's rewrites happen within its files
 	}
 	return nil
 }
@@ -572,6 +580,7 @@ type blobJob struct {
 	md       *tbpb.SummaryMetadata
 	blobs    [][]byte
 	skip     []bool // blobs over the size limit: their slots stay empty
+	size     int    // bytes of blobs held
 }
 
 func (u *Uploader) addBlobSequence(run string, s *migrate.Series, p *migrate.Point) {
@@ -588,7 +597,45 @@ func (u *Uploader) addBlobSequence(run string, s *migrate.Series, p *migrate.Poi
 		job.skip = append(job.skip, skip)
 		size += len(b)
 	})
-	u.submit(size, []*migrate.Series{s}, func(ctx context.Context) error { return u.sendBlobSequence(ctx, job) })
+	job.size = size
+	// Blob sequences wait a little before they are sent: a later event at the same
+	// step (TF1 writes its graph again, a job restarts) replaces the waiting one, so
+	// the last write wins as it does for scalars and tensors.
+	key := blobKey{s, p.Step}
+	if i, ok := u.heldIndex[key]; ok {
+		u.heldBytes += size - u.held[i].job.size
+		u.held[i].job = job
+	} else {
+		u.heldIndex[key] = len(u.held)
+		u.held = append(u.held, heldBlob{series: s, job: job})
+		u.heldBytes += size
+	}
+	if u.heldBytes > maxHeldBlobBytes {
+		u.sendHeldBlobs()
+	}
+}
+
+// maxHeldBlobBytes bounds the blob sequences held back for last-write-wins.
+const maxHeldBlobBytes = 32 << 20
+
+type blobKey struct {
+	series *migrate.Series
+	step   int64
+}
+
+type heldBlob struct {
+	series *migrate.Series
+	job    *blobJob
+}
+
+// sendHeldBlobs submits the blob sequences held back, in the order they were read.
+func (u *Uploader) sendHeldBlobs() {
+	held := u.held
+	u.held, u.heldIndex, u.heldBytes = nil, map[blobKey]int{}, 0
+	for _, h := range held {
+		job := h.job
+		u.submit(job.size, []*migrate.Series{h.series}, func(ctx context.Context) error { return u.sendBlobSequence(ctx, job) })
+	}
 }
 
 func (u *Uploader) sendScalars() {
@@ -706,8 +753,7 @@ func (u *Uploader) waitSeries(s *migrate.Series) {
 
 // flush seals the current segment with whatever requests are pending.
 func (u *Uploader) flush() {
-	u.sendScalars()
-	u.sendTensors()
+	u.sendPending()
 	u.mu.Lock()
 	if u.cur != nil {
 		u.cur.sealed = true
@@ -715,6 +761,13 @@ func (u *Uploader) flush() {
 	}
 	u.commitLocked()
 	u.mu.Unlock()
+}
+
+// sendPending submits everything read so far: packed requests and held blobs.
+func (u *Uploader) sendPending() {
+	u.sendScalars()
+	u.sendTensors()
+	u.sendHeldBlobs()
 }
 
 // submit queues a request of size bytes for sending, blocking while too much is
@@ -759,10 +812,11 @@ func (u *Uploader) submit(size int, series []*migrate.Series, send func(ctx cont
 		u.space.Broadcast()
 		u.mu.Unlock()
 	}()
-	if seal {
-		// Requests still being packed belong to this segment: send them first.
-		u.sendScalars()
-		u.sendTensors()
+	if seal && !u.sealing {
+		// What is still being packed or held belongs to this segment: send it first.
+		u.sealing = true
+		u.sendPending()
+		u.sealing = false
 		u.mu.Lock()
 		if u.cur == seg {
 			seg.sealed = true
