@@ -3,6 +3,8 @@ package auth_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -190,5 +192,30 @@ func TestOIDCDisabled(t *testing.T) {
 	}
 	if _, err := auth.New(f.st, auth.Config{OIDC: auth.OIDCConfig{Issuer: "https://accounts.google.com"}}); err == nil {
 		t.Error("auth.New accepted an issuer without client IDs")
+	}
+}
+
+func TestIssuerUnavailable(t *testing.T) {
+	f := newFixture(t)
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	a, err := auth.New(f.st, auth.Config{OIDC: auth.OIDCConfig{Issuer: down.URL, ClientIDs: []string{clientID}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := f.idToken(t, oidctest.Claims{Subject: "s"})
+	if _, err := a.Authenticate(t.Context(), "Bearer "+raw); !errors.Is(err, auth.ErrIssuerUnavailable) {
+		t.Errorf("issuer down: %v, want ErrIssuerUnavailable", err)
+	}
+	// API tokens keep working without the issuer.
+	if err := f.st.CreateUser(t.Context(), store.User{ID: "u", Name: "u"}); err != nil {
+		t.Fatal(err)
+	}
+	_, secret, err := a.IssueToken(t.Context(), "u", "t", store.ScopeRead, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Authenticate(t.Context(), "Bearer "+secret); err != nil {
+		t.Errorf("API token with the issuer down: %v", err)
 	}
 }

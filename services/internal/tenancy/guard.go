@@ -155,7 +155,14 @@ func outcomeError(out Outcome, op Op, p *auth.Principal) error {
 func (g *Guard) toStatus(ctx context.Context, method string, err error) error {
 	st, internal := rpcerr.ToStatus(err)
 	if internal {
-		g.logger.ErrorContext(ctx, "internal error", "method", method, "error", err.Error())
+		attrs := []any{"method", method, "error", err.Error()}
+		if e, ok := ExperimentFromContext(ctx); ok {
+			attrs = append(attrs, "experiment_id", e.ID)
+		}
+		if p := auth.FromContext(ctx); p != nil {
+			attrs = append(attrs, "user_id", p.UserID)
+		}
+		g.logger.ErrorContext(ctx, "internal error", attrs...)
 	}
 	return st
 }
