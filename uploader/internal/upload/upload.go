@@ -31,6 +31,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -90,20 +91,24 @@ type Uploader struct {
 	inflight chan struct{}
 	wg       sync.WaitGroup
 
-	runs     map[string]*migrate.Run
-	lastStep map[*migrate.Series]int64 // largest step queued per series
+	runs   map[string]*migrate.Run
+	series map[*migrate.Series]*seriesState
 	// inflight counts, per series, submitted requests holding its points that the
 	// server has not acknowledged yet (guarded by mu).
 	inflightSeries map[*migrate.Series]int
-	mdCache        map[*migrate.Series]*tbpb.SummaryMetadata
-	skipWarned     map[string]bool
 
 	scalarReq    *servicepb.WriteScalarRequest
 	scalarSize   int
 	scalarSeries []*migrate.Series // the series the pending scalar request holds
+	scalarTags   map[*migrate.Series]*servicepb.WriteScalarRequest_Tag
 	tensorReq    *servicepb.WriteTensorRequest
 	tensorSize   int
 	tensorSeries []*migrate.Series
+
+	// The reader's position not yet recorded in a segment (reader goroutine only).
+	readKey   fileKey
+	readPos   int64
+	readMoved bool
 
 	// Blob sequences read but not yet submitted (see addBlobSequence).
 	held      []heldBlob
@@ -146,11 +151,9 @@ func New(cfg Config) *Uploader {
 		prog:           cfg.Progress,
 		inflight:       make(chan struct{}, cfg.InFlight),
 		runs:           map[string]*migrate.Run{},
-		lastStep:       map[*migrate.Series]int64{},
+		series:         map[*migrate.Series]*seriesState{},
 		inflightSeries: map[*migrate.Series]int{},
 		heldIndex:      map[blobKey]int{},
-		mdCache:        map[*migrate.Series]*tbpb.SummaryMetadata{},
-		skipWarned:     map[string]bool{},
 	}
 	u.space = sync.NewCond(&u.mu)
 	u.prog.ExperimentID = cfg.ExperimentID
@@ -317,8 +320,13 @@ func (u *Uploader) readFile(ctx context.Context, run string, f logdir.File, mr *
 		return buf, nil
 	}
 	defer rc.Close()
+	defer func() { // the file's position joins the current segment
+		u.mu.Lock()
+		u.notePositionLocked()
+		u.mu.Unlock()
+	}()
 	rd := eventfile.NewReader(rc, start.Offset, eventfile.WithMaxRecordSize(u.cfg.MaxRecordSize), eventfile.WithBuffer(buf))
-	emit := func(s *migrate.Series, p *migrate.Point) { u.point(run, mr, s, p) }
+	emit := func(s *migrate.Series, p *migrate.Point) { u.point(run, s, p) }
 	for {
 		if ctx.Err() != nil {
 			return rd.Buffer(), nil
@@ -382,45 +390,57 @@ func (u *Uploader) segmentLocked() *segment {
 	return u.cur
 }
 
+// advance notes the reader's position; it reaches the current segment when the file
+// ends or the segment is sealed (both on the reader's goroutine), not per record.
 func (u *Uploader) advance(key fileKey, off int64) {
-	u.mu.Lock()
-	u.segmentLocked().offsets[key] = off
-	u.mu.Unlock()
+	u.readKey, u.readPos, u.readMoved = key, off, true
+}
+
+// notePositionLocked records the reader's position in the current segment.
+func (u *Uploader) notePositionLocked() {
+	if u.readMoved {
+		u.segmentLocked().offsets[u.readKey] = u.readPos
+		u.readMoved = false
+	}
 }
 
 func (u *Uploader) stop(key fileKey, off int64, why string) {
 	u.prog.warn("%s/%s: %s", key.run, key.file, why)
 	u.mu.Lock()
+	u.readMoved = false // the stop records this file's final position
 	s := u.segmentLocked()
 	s.offsets[key] = off
 	s.stopped[key] = why
 	u.mu.Unlock()
 }
 
+// seriesState is what the uploader keeps per series it has seen.
+type seriesState struct {
+	allowed       bool // the server accepts its plugin and its class is known
+	md            *tbpb.SummaryMetadata
+	lastStep      int64 // largest step queued
+	seen          bool
+	droppedWarned bool
+}
+
 // point routes one migrated point.
-func (u *Uploader) point(run string, mr *migrate.Run, s *migrate.Series, p *migrate.Point) {
-	if s.Dropped > 0 && !u.skipWarned["drop\x00"+run+"\x00"+s.Tag] {
-		u.skipWarned["drop\x00"+run+"\x00"+s.Tag] = true
+func (u *Uploader) point(run string, s *migrate.Series, p *migrate.Point) {
+	st := u.series[s]
+	if st == nil {
+		st = u.newSeries(run, s)
+	}
+	if s.Dropped > 0 && !st.droppedWarned {
+		st.droppedWarned = true
 		u.prog.warn("%s/%s: values naming another plugin than %q are dropped, as TensorBoard does", run, s.Tag, s.Plugin())
 	}
-	if s.Class() == migrate.ClassUnknown || !u.cfg.Plugins[s.Plugin()] {
-		key := "skip\x00" + run + "\x00" + s.Tag
-		if !u.skipWarned[key] {
-			u.skipWarned[key] = true
-			u.prog.Skipped.Add(1)
-			if u.prog.Verbose {
-				u.prog.warn("%s/%s: plugin %q is not uploaded", run, s.Tag, s.Plugin())
-			}
-		}
+	if !st.allowed {
 		return
 	}
-	u.noteSeries(run, s)
 	// A step written again (a job restarted from a checkpoint) must not overtake the
 	// earlier value: the later one has to win.
-	last, seen := u.lastStep[s]
-	rewrite := seen && p.Step <= last
+	rewrite := st.seen && p.Step <= st.lastStep
 	if !rewrite {
-		u.lastStep[s] = p.Step
+		st.lastStep, st.seen = p.Step, true
 	}
 	switch s.Class() {
 	case migrate.ClassScalar:
@@ -432,17 +452,23 @@ func (u *Uploader) point(run string, mr *migrate.Run, s *migrate.Series, p *migr
 	}
 }
 
-// noteSeries records a series the state does not know yet in the current segment.
-func (u *Uploader) noteSeries(run string, s *migrate.Series) {
-	if _, ok := u.mdCache[s]; ok {
-		return
+// newSeries decides whether a series is uploaded and, if so, records it in the
+// current segment when the state does not know it yet.
+func (u *Uploader) newSeries(run string, s *migrate.Series) *seriesState {
+	st := &seriesState{allowed: s.Class() != migrate.ClassUnknown && u.cfg.Plugins[s.Plugin()]}
+	u.series[s] = st
+	if !st.allowed {
+		u.prog.Skipped.Add(1)
+		if u.prog.Verbose {
+			u.prog.warn("%s/%s: plugin %q is not uploaded", run, s.Tag, s.Plugin())
+		}
+		return st
 	}
 	raw := s.Metadata.Marshal()
-	md := &tbpb.SummaryMetadata{}
-	if err := proto.Unmarshal(raw, md); err != nil {
+	st.md = &tbpb.SummaryMetadata{}
+	if err := proto.Unmarshal(raw, st.md); err != nil {
 		panic(fmt.Sprintf("metadata we serialized does not parse: %v", err))
 	}
-	u.mdCache[s] = md
 	u.mu.Lock()
 	known := u.cfg.State.Runs[run] != nil && u.cfg.State.Runs[run].Series[s.Tag] != nil
 	if !known {
@@ -453,6 +479,7 @@ func (u *Uploader) noteSeries(run string, s *migrate.Series) {
 		seg.series[run][s.Tag] = &state.Series{Plugin: s.Plugin(), Class: uint8(s.Class()), Metadata: raw}
 	}
 	u.mu.Unlock()
+	return st
 }
 
 func timestamp(wall float64) *timestamppb.Timestamp {
@@ -472,6 +499,23 @@ func timestamp(wall float64) *timestamppb.Timestamp {
 	return &timestamppb.Timestamp{Seconds: sec, Nanos: int32(nanos)}
 }
 
+// scalarPointSize is proto.Size of a ScalarPoint, computed directly: it is on the
+// per-point path.
+func scalarPointSize(pt *servicepb.ScalarPoint) int {
+	n := 9 // value: tag + fixed64
+	if pt.Step != 0 {
+		n += 1 + protowire.SizeVarint(uint64(pt.Step))
+	}
+	ts := 0
+	if s := pt.WallTime.GetSeconds(); s != 0 {
+		ts += 1 + protowire.SizeVarint(uint64(s))
+	}
+	if ns := pt.WallTime.GetNanos(); ns != 0 {
+		ts += 1 + protowire.SizeVarint(uint64(ns))
+	}
+	return n + 1 + protowire.SizeVarint(uint64(ts)) + ts
+}
+
 // Request sizes are tracked as TensorBoard's uploader does: each run, tag and point
 // costs its encoded size plus the worst-case tag and length prefix.
 func fieldCost(n int) int { return n + 11 }
@@ -483,7 +527,7 @@ func (u *Uploader) addScalar(run string, s *migrate.Series, p *migrate.Point, re
 		return
 	}
 	pt := &servicepb.ScalarPoint{Step: p.Step, WallTime: timestamp(p.WallTime), Value: v}
-	cost := fieldCost(proto.Size(pt))
+	cost := fieldCost(scalarPointSize(pt))
 	if u.scalarReq != nil && u.scalarSize+cost+2*fieldCost(len(run)+len(s.Tag)) > int(u.cfg.Limits.MaxScalarRequestSize) {
 		u.sendScalars()
 	}
@@ -493,6 +537,7 @@ func (u *Uploader) addScalar(run string, s *migrate.Series, p *migrate.Point, re
 	if u.scalarReq == nil {
 		u.scalarReq = &servicepb.WriteScalarRequest{ExperimentId: u.cfg.ExperimentID}
 		u.scalarSize = fieldCost(len(u.cfg.ExperimentID))
+		u.scalarTags = map[*migrate.Series]*servicepb.WriteScalarRequest_Tag{}
 	}
 	tag := u.scalarTag(run, s)
 	tag.Points = append(tag.Points, pt)
@@ -502,6 +547,9 @@ func (u *Uploader) addScalar(run string, s *migrate.Series, p *migrate.Point, re
 // scalarTag finds or adds (run, tag) at the end of the pending request; metadata goes
 // with the first request that names a tag, as the stock uploader sends it.
 func (u *Uploader) scalarTag(run string, s *migrate.Series) *servicepb.WriteScalarRequest_Tag {
+	if t, ok := u.scalarTags[s]; ok {
+		return t
+	}
 	req := u.scalarReq
 	var r *servicepb.WriteScalarRequest_Run
 	if n := len(req.Runs); n > 0 && req.Runs[n-1].Name == run {
@@ -511,13 +559,9 @@ func (u *Uploader) scalarTag(run string, s *migrate.Series) *servicepb.WriteScal
 		req.Runs = append(req.Runs, r)
 		u.scalarSize += fieldCost(len(run))
 	}
-	for i := len(r.Tags) - 1; i >= 0; i-- {
-		if r.Tags[i].Name == s.Tag {
-			return r.Tags[i]
-		}
-	}
-	t := &servicepb.WriteScalarRequest_Tag{Name: s.Tag, Metadata: u.mdCache[s]}
+	t := &servicepb.WriteScalarRequest_Tag{Name: s.Tag, Metadata: u.series[s].md}
 	r.Tags = append(r.Tags, t)
+	u.scalarTags[s] = t
 	u.scalarSeries = append(u.scalarSeries, s)
 	u.scalarSize += fieldCost(len(s.Tag) + proto.Size(t.Metadata))
 	return t
@@ -563,7 +607,7 @@ func (u *Uploader) addTensor(run string, s *migrate.Series, p *migrate.Point, re
 		}
 	}
 	if tag == nil {
-		tag = &servicepb.WriteTensorRequest_Tag{Name: s.Tag, Metadata: u.mdCache[s]}
+		tag = &servicepb.WriteTensorRequest_Tag{Name: s.Tag, Metadata: u.series[s].md}
 		r.Tags = append(r.Tags, tag)
 		u.tensorSeries = append(u.tensorSeries, s)
 		u.tensorSize += fieldCost(len(s.Tag) + proto.Size(tag.Metadata))
@@ -584,7 +628,7 @@ type blobJob struct {
 }
 
 func (u *Uploader) addBlobSequence(run string, s *migrate.Series, p *migrate.Point) {
-	job := &blobJob{run: run, tag: s.Tag, step: p.Step, wall: p.WallTime, md: u.mdCache[s]}
+	job := &blobJob{run: run, tag: s.Tag, step: p.Step, wall: p.WallTime, md: u.series[s].md}
 	size := 0
 	migrate.ForEachBlob(s, p, func(b []byte) {
 		skip := int64(len(b)) > u.cfg.Limits.MaxBlobSize
@@ -684,7 +728,7 @@ func (u *Uploader) sendPoints(req proto.Message, series []*migrate.Series, n, si
 			}
 		}
 		sent.Add(int64(n))
-		u.prog.Bytes.Add(int64(proto.Size(req)))
+		u.prog.Bytes.Add(int64(size)) // the packed estimate; proto.Size costs a walk of the request
 		return nil
 	})
 }
@@ -755,6 +799,7 @@ func (u *Uploader) waitSeries(s *migrate.Series) {
 func (u *Uploader) flush() {
 	u.sendPending()
 	u.mu.Lock()
+	u.notePositionLocked()
 	if u.cur != nil {
 		u.cur.sealed = true
 		u.cur = nil
@@ -818,6 +863,7 @@ func (u *Uploader) submit(size int, series []*migrate.Series, send func(ctx cont
 		u.sendPending()
 		u.sealing = false
 		u.mu.Lock()
+		u.notePositionLocked()
 		if u.cur == seg {
 			seg.sealed = true
 			u.cur = nil
