@@ -116,10 +116,30 @@ func newLogger(w io.Writer) *slog.Logger {
 	}))
 }
 
+// process says what a serving command runs.
+type process struct {
+	name        string
+	defaultAddr string
+	readPath    bool // mount the read service and TensorBoard's HTTP API
+	firstStart  bool // create the owner user and print its token
+}
+
 func runServe(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	return serveProcess(ctx, process{name: "serve", defaultAddr: "localhost:6006", readPath: true, firstStart: true}, args, stderr)
+}
+
+// RunWriteService runs the write service alone, as Cloud Run runs it: the
+// writer, exporter, experiments and auth gRPC services and the uploader
+// handshake on one port ($PORT, default 8080), configured by flags or
+// TBHUB_* environment variables.
+func RunWriteService(ctx context.Context, args []string, stderr io.Writer) error {
+	return serveProcess(ctx, process{name: "write-service", defaultAddr: ":8080"}, args, stderr)
+}
+
+func serveProcess(ctx context.Context, proc process, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet(proc.name, flag.ContinueOnError)
 	spec := storageFlags(fs)
-	addr := fs.String("addr", "localhost:6006", "HTTP address (also gRPC unless --grpc-addr); $PORT overrides the default")
+	addr := fs.String("addr", proc.defaultAddr, "HTTP address (also gRPC unless --grpc-addr); $PORT overrides the default")
 	grpcAddr := fs.String("grpc-addr", "", "separate gRPC address (default: the HTTP port)")
 	origin := fs.String("public-origin", "", "origin users reach this server at (default: http://ADDR)")
 	endpoint := fs.String("api-endpoint", "", "gRPC target told to uploaders (default: dns:///GRPC-ADDR)")
@@ -132,10 +152,13 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.Int64Var(&lim.MaxPointsPerUser, "max-points-per-user", lim.MaxPointsPerUser, "scalar and tensor points quota per user (0: unlimited)")
 	fs.Int64Var(&lim.MaxBlobBytesPerUser, "max-blob-bytes-per-user", lim.MaxBlobBytesPerUser, "blob bytes quota per user (0: unlimited)")
 	fs.Float64Var(&lim.RequestsPerSecond, "requests-per-second", lim.RequestsPerSecond, "per-user write rate (0: unlimited)")
+	if err := defaultsFromEnv(fs); err != nil {
+		return err
+	}
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
-	if port := os.Getenv("PORT"); port != "" && !flagSet(fs, "addr") {
+	if port := os.Getenv("PORT"); port != "" && !flagSet(fs, "addr") && os.Getenv(envName("addr")) == "" {
 		*addr = ":" + port
 	}
 	if err := defaultDataDir(spec); err != nil {
@@ -156,24 +179,49 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The read path: TensorBoard's data provider on the gRPC server and
-	// its HTTP API on the mux, calling back in over loopback gRPC.
-	conn, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return err
+	if proc.readPath {
+		// The read path: TensorBoard's data provider on the gRPC server
+		// and its HTTP API on the mux, calling back in over loopback gRPC.
+		conn, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		if _, _, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), conn, b.Store, b.Blobs, readpath.Config{
+			Reader: reader.Config{BlobKeySecret: reader.RandomSecret()}, Logger: logger,
+		}); err != nil {
+			return err
+		}
 	}
-	defer conn.Close()
-	if _, _, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), conn, b.Store, b.Blobs, readpath.Config{
-		Reader: reader.Config{BlobKeySecret: reader.RandomSecret()}, Logger: logger,
-	}); err != nil {
-		return err
+	token := ""
+	if proc.firstStart {
+		if token, err = srv.FirstStart(ctx); err != nil {
+			return err
+		}
 	}
-	token, err := srv.FirstStart(ctx)
-	if err != nil {
-		return err
-	}
-	printBanner(stderr, srv, b.Description, token, cfg.OIDC.Issuer)
+	printBanner(stderr, srv, b.Description, token, cfg.OIDC.Issuer, proc.readPath)
 	return srv.Serve(ctx)
+}
+
+// envName is the environment variable that sets a flag's default:
+// TBHUB_ and the flag's name in upper case with underscores.
+func envName(flagName string) string {
+	return "TBHUB_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// defaultsFromEnv sets each flag from its TBHUB_* variable, if set, so that
+// a deployment can configure everything through the environment; flags on
+// the command line still win.
+func defaultsFromEnv(fs *flag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v, ok := os.LookupEnv(envName(f.Name)); ok && err == nil {
+			if serr := f.Value.Set(v); serr != nil {
+				err = fmt.Errorf("%s=%q: %w", envName(f.Name), v, serr)
+			}
+		}
+	})
+	return err
 }
 
 func flagSet(fs *flag.FlagSet, name string) bool {
@@ -182,11 +230,17 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-func printBanner(w io.Writer, srv *serve.Server, where, token, issuer string) {
+func printBanner(w io.Writer, srv *serve.Server, where, token, issuer string, readPath bool) {
 	fmt.Fprintf(w, "tbhub is serving %s\n", where)
-	fmt.Fprintf(w, "  experiments:        %s/experiment/<id>/  (TensorBoard's JSON API under .../data/)\n", srv.Origin())
+	if readPath {
+		fmt.Fprintf(w, "  experiments:        %s/experiment/<id>/  (TensorBoard's JSON API under .../data/)\n", srv.Origin())
+	}
 	fmt.Fprintf(w, "  uploader handshake: %s/api/uploader\n", srv.Origin())
-	fmt.Fprintf(w, "  gRPC (write, export, read, experiments, auth; health, reflection): %s\n", srv.APIEndpoint())
+	services := "write, export, experiments, auth"
+	if readPath {
+		services = "write, export, read, experiments, auth"
+	}
+	fmt.Fprintf(w, "  gRPC (%s; health, reflection): %s\n", services, srv.APIEndpoint())
 	fmt.Fprintf(w, "  probes:             %s/healthz %s/readyz\n", srv.Origin(), srv.Origin())
 	if issuer != "" {
 		fmt.Fprintf(w, "  sign-in:            ID tokens from %s\n", issuer)

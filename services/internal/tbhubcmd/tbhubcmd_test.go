@@ -1,9 +1,11 @@
 package tbhubcmd
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,5 +77,50 @@ func TestUsageErrors(t *testing.T) {
 	}
 	if _, err := backend.SpannerDatabase("spanner://projects/p/instances/i"); err == nil {
 		t.Error("short spanner URL accepted")
+	}
+}
+
+// The write service alone: configured from the environment, no read path,
+// no first-start user.
+func TestWriteServiceFromEnvironment(t *testing.T) {
+	t.Setenv("TBHUB_DATA", filepath.Join(t.TempDir(), "data"))
+	t.Setenv("TBHUB_PUBLIC_ORIGIN", "https://tbhub.example")
+	t.Setenv("PORT", "0")
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- RunWriteService(ctx, []string{"--addr", "127.0.0.1:0"}, pw)
+		pw.Close()
+	}()
+	sc := bufio.NewScanner(pr)
+	var banner []string
+	for sc.Scan() {
+		banner = append(banner, sc.Text())
+		if strings.Contains(sc.Text(), "sign-in:") {
+			break
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(banner, "\n")
+	if !strings.Contains(text, "https://tbhub.example/api/uploader") {
+		t.Errorf("TBHUB_PUBLIC_ORIGIN not applied:\n%s", text)
+	}
+	if strings.Contains(text, "read,") || strings.Contains(text, "/data/") {
+		t.Errorf("write-service announces the read path:\n%s", text)
+	}
+	if strings.Contains(text, auth.TokenPrefix) {
+		t.Errorf("write-service printed a first-start token:\n%s", text)
+	}
+	if err := RunWriteService(context.Background(), []string{"--nope"}, io.Discard); !errors.Is(err, ErrUsage) {
+		t.Errorf("bad flag: %v", err)
+	}
+	t.Setenv("TBHUB_MAX_BLOB_BYTES", "lots")
+	if err := RunWriteService(context.Background(), nil, io.Discard); err == nil || !strings.Contains(err.Error(), "TBHUB_MAX_BLOB_BYTES") {
+		t.Errorf("bad environment value: %v", err)
 	}
 }
