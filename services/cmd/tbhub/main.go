@@ -6,24 +6,13 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/tbhub/tbhub/services/internal/tbhubcmd"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := tbhubcmd.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	switch {
-	case errors.Is(err, tbhubcmd.ErrUsage):
-		os.Exit(2)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "tbhub:", err)
-		os.Exit(1)
-	}
+	tbhubcmd.Main("tbhub", func(ctx context.Context) error {
+		return tbhubcmd.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	})
 }

@@ -11,24 +11,13 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/tbhub/tbhub/services/internal/tbhubcmd"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := tbhubcmd.RunWriteService(ctx, os.Args[1:], os.Stderr)
-	switch {
-	case errors.Is(err, tbhubcmd.ErrUsage):
-		os.Exit(2)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "write-service:", err)
-		os.Exit(1)
-	}
+	tbhubcmd.Main("write-service", func(ctx context.Context) error {
+		return tbhubcmd.RunWriteService(ctx, os.Args[1:], os.Stderr)
+	})
 }

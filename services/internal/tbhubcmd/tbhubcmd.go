@@ -12,7 +12,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	database "cloud.google.com/go/spanner/admin/database/apiv1"
 	"google.golang.org/grpc"
@@ -320,4 +322,20 @@ func runMigrate(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "%s: schema up to date\n", db)
 	return nil
+}
+
+// Main is the body of a tbhub binary's main: it cancels the context on
+// SIGINT or SIGTERM (a graceful stop for the serving commands), runs run
+// and exits 2 on usage errors, 1 on other errors.
+func Main(name string, run func(ctx context.Context) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx)
+	stop()
+	switch {
+	case errors.Is(err, ErrUsage):
+		os.Exit(2)
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
 }
