@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 
@@ -14,13 +15,42 @@ import (
 	"github.com/tbhub/tbhub/uploader/internal/client"
 )
 
-// credentials are the tokens tbup signed in with, per server. The file is written
-// with mode 0600 in a 0700 directory.
+// credentials are what tbup signed in with, per server: an API token, or an OpenID
+// Connect sign-in (ID token + refresh token). The file is written with mode 0600 in
+// a 0700 directory.
 type credentials struct {
-	Servers map[string]string `json:"servers"` // server URL → token
+	Servers map[string]*serverCredential `json:"servers"`
 }
 
-func (c *credentials) tokenFor(server string) string { return c.Servers[server] }
+type serverCredential struct {
+	Token string             `json:"token,omitempty"`
+	OIDC  *client.Credential `json:"oidc,omitempty"`
+}
+
+// tokenFor returns the bearer token for server, refreshing (and saving) an expired
+// OpenID Connect sign-in.
+func (c *credentials) tokenFor(ctx context.Context, env Env, server string) (string, error) {
+	sc := c.Servers[server]
+	switch {
+	case sc == nil:
+		return "", nil
+	case sc.Token != "":
+		return sc.Token, nil
+	case sc.OIDC != nil:
+		fresh, changed, err := sc.OIDC.Fresh(ctx, http.DefaultClient)
+		if err != nil {
+			return "", err
+		}
+		if changed {
+			sc.OIDC = fresh
+			if err := saveCredentials(env, c); err != nil {
+				return "", err
+			}
+		}
+		return fresh.IDToken, nil
+	}
+	return "", nil
+}
 
 func credentialsPath(env Env) (string, error) {
 	if d := env.Getenv("TBUP_CONFIG_DIR"); d != "" {
@@ -43,7 +73,7 @@ func loadCredentials(env Env) (*credentials, error) {
 	}
 	b, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &credentials{Servers: map[string]string{}}, nil
+		return &credentials{Servers: map[string]*serverCredential{}}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -53,7 +83,7 @@ func loadCredentials(env Env) (*credentials, error) {
 		return nil, fmt.Errorf("credentials file %s is damaged: %v", p, err)
 	}
 	if c.Servers == nil {
-		c.Servers = map[string]string{}
+		c.Servers = map[string]*serverCredential{}
 	}
 	return &c, nil
 }
@@ -92,26 +122,34 @@ func runAuth(ctx context.Context, env Env, args []string) error {
 	switch sub {
 	case "login":
 		explicit := sf.token
-		sf.resolve(env)
+		if err := sf.resolve(ctx, env); err != nil && explicit == "" {
+			fmt.Fprintf(env.Stderr, "(ignoring stored credentials: %v)\n", err)
+		}
+		cred := &serverCredential{Token: explicit}
 		if explicit == "" {
-			return fmt.Errorf("sign in with an API token: tbup auth login --token TOKEN (create one with 'tbhub token create' or on the server's web page)")
+			oidc, err := deviceLogin(ctx, env, sf.server)
+			if err != nil {
+				return err
+			}
+			cred = &serverCredential{OIDC: oidc}
+			sf.token = oidc.IDToken
 		}
 		who, err := whoAmI(ctx, env, &sf)
 		if err != nil {
-			return fmt.Errorf("the server did not accept the token: %w", err)
+			return fmt.Errorf("the server did not accept the sign-in: %w", err)
 		}
 		creds, err := loadCredentials(env)
 		if err != nil {
 			return err
 		}
-		creds.Servers[sf.server] = explicit
+		creds.Servers[sf.server] = cred
 		if err := saveCredentials(env, creds); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.Stdout, "Signed in to %s as %s.\n", sf.server, describeUser(who))
 		return nil
 	case "logout":
-		sf.resolve(env)
+		_ = sf.resolve(ctx, env) // signing out needs no valid credentials
 		creds, err := loadCredentials(env)
 		if err != nil {
 			return err
@@ -157,4 +195,19 @@ func whoAmI(ctx context.Context, env Env, sf *serverFlags) (*authv1.WhoAmIRespon
 		return nil, errors.New(client.Describe(err))
 	}
 	return who, nil
+}
+
+// deviceLogin signs in with the OpenID Connect issuer the server names, by the
+// device authorization flow: the user opens a URL anywhere and enters a code.
+func deviceLogin(ctx context.Context, env Env, server string) (*client.Credential, error) {
+	cfg, err := client.FetchSignInConfig(ctx, http.DefaultClient, server)
+	if errors.Is(err, client.ErrNoSignIn) {
+		return nil, fmt.Errorf("%s accepts API tokens only: tbup auth login --token TOKEN (a token comes from 'tbhub token create' or the server's web page)", server)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return client.DeviceSignIn(ctx, http.DefaultClient, cfg, func(url, code string) {
+		fmt.Fprintf(env.Stderr, "To sign in to %s, open\n\n  %s\n\nand enter the code %s. Waiting...\n", server, url, code)
+	})
 }

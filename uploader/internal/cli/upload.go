@@ -42,7 +42,7 @@ func (sf *serverFlags) register(fs interface {
 }
 
 // resolve fills server and token from the environment and stored credentials.
-func (sf *serverFlags) resolve(env Env) {
+func (sf *serverFlags) resolve(ctx context.Context, env Env) error {
 	if sf.server == "" {
 		sf.server = env.Getenv("TBUP_SERVER")
 	}
@@ -53,11 +53,15 @@ func (sf *serverFlags) resolve(env Env) {
 	if sf.token == "" {
 		sf.token = env.Getenv("TBUP_TOKEN")
 	}
-	if sf.token == "" {
-		if c, err := loadCredentials(env); err == nil && c != nil {
-			sf.token = c.tokenFor(sf.server)
-		}
+	if sf.token != "" {
+		return nil
 	}
+	c, err := loadCredentials(env)
+	if err != nil {
+		return err
+	}
+	sf.token, err = c.tokenFor(ctx, env, sf.server)
+	return err
 }
 
 // connection is a handshaken, dialled server.
@@ -67,7 +71,9 @@ type connection struct {
 }
 
 func (sf *serverFlags) connect(ctx context.Context, env Env, plugins []string) (*connection, error) {
-	sf.resolve(env)
+	if err := sf.resolve(ctx, env); err != nil {
+		return nil, err
+	}
 	info, err := client.Handshake(ctx, http.DefaultClient, sf.server, plugins)
 	if err != nil {
 		return nil, err
