@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -28,9 +29,10 @@ import (
 // last call.
 type fakeProvider struct {
 	datapb.UnimplementedTensorBoardDataProviderServer
-	mu   sync.Mutex
-	err  error
-	auth []string
+	mu    sync.Mutex
+	err   error
+	auth  []string
+	calls int
 }
 
 func (f *fakeProvider) check(ctx context.Context) error {
@@ -38,6 +40,7 @@ func (f *fakeProvider) check(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.auth = md.Get("authorization")
+	f.calls++
 	return f.err
 }
 
@@ -48,8 +51,15 @@ func (f *fakeProvider) ReadScalars(ctx context.Context, req *datapb.ReadScalarsR
 	if req.GetDownsample() == nil || req.GetPluginFilter().GetPluginName() != "scalars" {
 		return nil, status.Error(codes.InvalidArgument, "bad request")
 	}
+	d := &datapb.ScalarData{Step: []int64{1, 2}, WallTime: []float64{10.5, 11}, Value: []float32{float32(math.NaN()), 0.25}}
+	if req.GetRunTagFilter().GetTags().GetNames()[0] == "long" {
+		d = &datapb.ScalarData{}
+		for i := range 200 {
+			d.Step, d.WallTime, d.Value = append(d.Step, int64(i)), append(d.WallTime, 1e9+float64(i)), append(d.Value, float32(i))
+		}
+	}
 	return &datapb.ReadScalarsResponse{Runs: []*datapb.ReadScalarsResponse_RunEntry{{RunName: "train", Tags: []*datapb.ReadScalarsResponse_TagEntry{{
-		TagName: "loss", Data: &datapb.ScalarData{Step: []int64{1, 2}, WallTime: []float64{10.5, 11}, Value: []float32{float32(math.NaN()), 0.25}},
+		TagName: "loss", Data: d,
 	}}}}}, nil
 }
 
@@ -67,6 +77,10 @@ func (f *fakeProvider) ReadBlob(req *datapb.ReadBlobRequest, s grpc.ServerStream
 }
 
 func start(t *testing.T, creds httpapi.Credentials) (*fakeProvider, *httptest.Server) {
+	return startWith(t, httpapi.Config{Credentials: creds, CacheTTL: -1})
+}
+
+func startWith(t *testing.T, cfg httpapi.Config) (*fakeProvider, *httptest.Server) {
 	t.Helper()
 	fake := &fakeProvider{}
 	gs := grpc.NewServer()
@@ -78,7 +92,8 @@ func start(t *testing.T, creds httpapi.Credentials) (*fakeProvider, *httptest.Se
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := httpapi.New(httpapi.Config{Data: datapb.NewTensorBoardDataProviderClient(conn), Credentials: creds})
+	cfg.Data = datapb.NewTensorBoardDataProviderClient(conn)
+	h, err := httpapi.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,12 +138,17 @@ func TestScalarsJSONAndHeaders(t *testing.T) {
 	if resp.StatusCode != 200 || body != `[[10.5,1,"NaN"],[11.0,2,0.25]]` {
 		t.Errorf("scalars: %d %s", resp.StatusCode, body)
 	}
-	if resp.Header.Get("Content-Encoding") != "gzip" || resp.Header.Get("Content-Type") != "application/json" ||
+	if len(fake.auth) != 1 || fake.auth[0] != "Bearer tbh_x" {
+		t.Errorf("the credential reached the service as %q", fake.auth)
+	}
+	// Small answers are not worth compressing; larger ones are.
+	if resp.Header.Get("Content-Encoding") != "" || resp.Header.Get("Content-Type") != "application/json" ||
 		resp.Header.Get("Cache-Control") != "private, no-cache" {
 		t.Errorf("headers: %v", resp.Header)
 	}
-	if len(fake.auth) != 1 || fake.auth[0] != "Bearer tbh_x" {
-		t.Errorf("the credential reached the service as %q", fake.auth)
+	resp, body = get(t, srv.URL+strings.Replace(scalarsPath, "loss", "long", 1), "Accept-Encoding", "gzip")
+	if resp.Header.Get("Content-Encoding") != "gzip" || !strings.HasPrefix(body, "[[1000000000.0,0,0.0],") {
+		t.Errorf("long series: %v %.40s", resp.Header, body)
 	}
 	resp, body = get(t, srv.URL+scalarsPath+"&format=csv")
 	if resp.Header.Get("Content-Encoding") != "" || body != "Wall time,Step,Value\r\n10.5,1,nan\r\n11.0,2,0.25\r\n" {
@@ -195,6 +215,59 @@ func TestCredentialsHook(t *testing.T) {
 	}
 	if resp, _ := get(t, srv.URL+scalarsPath, "Cookie", "session=bad"); resp.StatusCode != 401 {
 		t.Errorf("a rejected session: %d", resp.StatusCode)
+	}
+}
+
+// Identical GETs with the same credential within the TTL cost one call;
+// another credential, an error, or a POST is never answered from it.
+func TestResponseCache(t *testing.T) {
+	fake, srv := startWith(t, httpapi.Config{CacheTTL: time.Hour})
+	calls := func() int {
+		fake.mu.Lock()
+		defer fake.mu.Unlock()
+		return fake.calls
+	}
+	for range 3 {
+		if resp, body := get(t, srv.URL+scalarsPath, "Authorization", "Bearer a"); resp.StatusCode != 200 || !strings.Contains(body, "NaN") {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	}
+	if n := calls(); n != 1 {
+		t.Errorf("3 identical requests made %d calls", n)
+	}
+	get(t, srv.URL+scalarsPath, "Authorization", "Bearer b")
+	get(t, srv.URL+scalarsPath)
+	if n := calls(); n != 3 {
+		t.Errorf("two more credentials: %d calls in all, want 3", n)
+	}
+	fake.mu.Lock()
+	fake.err = status.Error(codes.NotFound, "experiment not found")
+	fake.mu.Unlock()
+	path := srv.URL + strings.Replace(scalarsPath, "e1", "e2", 1)
+	for range 2 {
+		if resp, _ := get(t, path, "Authorization", "Bearer a"); resp.StatusCode != 404 {
+			t.Errorf("error answer: %d", resp.StatusCode)
+		}
+	}
+	if n := calls(); n != 5 {
+		t.Errorf("errors were cached: %d calls, want 5", n)
+	}
+	// A cached answer is compressed once and served compressed or not, as
+	// each client asks.
+	fake.mu.Lock()
+	fake.err = nil
+	fake.mu.Unlock()
+	long := srv.URL + strings.Replace(scalarsPath, "loss", "long", 1)
+	r1, b1 := get(t, long, "Accept-Encoding", "gzip")
+	r2, b2 := get(t, long, "Accept-Encoding", "gzip")
+	r3, b3 := get(t, long)
+	if b1 != b2 || b2 != b3 || r2.Header.Get("Content-Encoding") != "gzip" || r3.Header.Get("Content-Encoding") != "" ||
+		r1.Header.Get("Content-Type") != r2.Header.Get("Content-Type") {
+		t.Errorf("cached long series: encodings %q %q %q, bodies equal %v %v",
+			r1.Header.Get("Content-Encoding"), r2.Header.Get("Content-Encoding"), r3.Header.Get("Content-Encoding"), b1 == b2, b2 == b3)
+	}
+	if n := calls(); n != 6 {
+		t.Errorf("long series: %d calls in all, want 6", n)
 	}
 }
 

@@ -63,6 +63,9 @@ type Config struct {
 	SamplesPerPlugin map[string]int64
 	// CallTimeout bounds each call to the services; 30 s if zero.
 	CallTimeout time.Duration
+	// CacheTTL is how long a GET answer is reused for the same credential
+	// and URI (see responseCache); 2 s if zero, no reuse if negative.
+	CacheTTL time.Duration
 	// MaxResponseBytes bounds one answer of the services; 256 MiB (the
 	// limit stock TensorBoard sets) if zero. It is set on every call, so
 	// the connection's own default (4 MiB) does not apply.
@@ -78,6 +81,7 @@ type Handler struct {
 	creds Credentials
 	// callOpts go with every call to the services.
 	callOpts []grpc.CallOption
+	cache    *responseCache // nil: off
 	mux      *http.ServeMux
 	logger   *slog.Logger
 }
@@ -95,6 +99,9 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.CallTimeout == 0 {
 		cfg.CallTimeout = 30 * time.Second
 	}
+	if cfg.CacheTTL == 0 {
+		cfg.CacheTTL = 2 * time.Second
+	}
 	if cfg.MaxResponseBytes == 0 {
 		cfg.MaxResponseBytes = 256 << 20
 	}
@@ -102,6 +109,9 @@ func New(cfg Config) (*Handler, error) {
 		callOpts: []grpc.CallOption{grpc.MaxCallRecvMsgSize(cfg.MaxResponseBytes)}}
 	if h.creds == nil {
 		h.creds = BearerHeader
+	}
+	if cfg.CacheTTL > 0 {
+		h.cache = newResponseCache(cfg.CacheTTL)
 	}
 	if h.logger == nil {
 		h.logger = slog.New(slog.DiscardHandler)
@@ -136,15 +146,37 @@ func (h *Handler) handle(pattern string, fn routeFunc) {
 			h.writeError(w, r, errorf(http.StatusUnauthorized, "invalid credentials: %v", err))
 			return
 		}
+		var key string
+		if h.cache != nil && r.Method == http.MethodGet {
+			key = cred + "\x00" + r.URL.RequestURI()
+			if e := h.cache.get(key, time.Now()); e != nil {
+				e.write(w)
+				return
+			}
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), h.cfg.CallTimeout)
 		defer cancel()
 		if cred != "" {
 			ctx = metadata.AppendToOutgoingContext(ctx, "authorization", cred)
 		}
-		if err := fn(w, &request{Request: r, eid: r.PathValue("eid"), ctx: ctx}); err != nil {
-			h.writeError(w, r, err)
+		rec := &recorder{ResponseWriter: w, limit: h.cacheLimit()}
+		if err := fn(rec, &request{Request: r, eid: r.PathValue("eid"), ctx: ctx}); err != nil {
+			h.writeError(rec, r, err)
+			return
+		}
+		if key != "" {
+			if e := rec.entry(time.Now().Add(h.cfg.CacheTTL)); e != nil {
+				h.cache.put(key, e, time.Now())
+			}
 		}
 	})
+}
+
+func (h *Handler) cacheLimit() int {
+	if h.cache == nil {
+		return 0
+	}
+	return h.cache.maxBytes
 }
 
 // samples returns how many points per series a plugin route reads.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"strings"
+	"sync"
 
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
@@ -21,9 +22,40 @@ var (
 	sanitizer = bluemonday.UGCPolicy()
 )
 
+// rendered memoizes markdownToSafeHTML: a tags route renders one
+// description per series, and across runs the same tag has the same
+// description (50,000 series, 50 distinct texts is typical).
+var rendered = struct {
+	sync.Mutex
+	m map[string]string
+}{m: map[string]string{}}
+
+// maxRendered bounds the memo; it starts over when full.
+const maxRendered = 4096
+
 // markdownToSafeHTML renders markdown to sanitized HTML. NUL bytes are
 // removed first, with a warning in the output, as TensorBoard does.
 func markdownToSafeHTML(md string) string {
+	if md == "" {
+		return ""
+	}
+	rendered.Lock()
+	html, ok := rendered.m[md]
+	rendered.Unlock()
+	if ok {
+		return html
+	}
+	html = renderMarkdown(md)
+	rendered.Lock()
+	if len(rendered.m) >= maxRendered {
+		rendered.m = map[string]string{}
+	}
+	rendered.m[md] = html
+	rendered.Unlock()
+	return html
+}
+
+func renderMarkdown(md string) string {
 	var warning string
 	if n := strings.Count(md, "\x00"); n > 0 {
 		md = strings.ReplaceAll(md, "\x00", "")

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -76,8 +77,15 @@ func writeJSON(w http.ResponseWriter, v any) error {
 	return writeBody(w, "application/json", b)
 }
 
+// minGzipBytes is the smallest body worth compressing: below about one
+// packet, gzip's header and CPU cost more than they save.
+const minGzipBytes = 1024
+
 // writeBody answers 200 with body, not cached.
 func writeBody(w http.ResponseWriter, contentType string, body []byte) error {
+	if len(body) < minGzipBytes {
+		skipGzip(w)
+	}
 	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Cache-Control", "private, no-cache")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -171,6 +179,46 @@ type gzipWriter struct {
 	gz      *gzip.Writer
 }
 
+// gzipWriters are reused: a new one allocates several hundred KB.
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+
+// writeGzipped sends an already compressed body, if w is (or wraps) a
+// gzipWriter that has not started and whose client accepts gzip.
+func writeGzipped(w http.ResponseWriter, gzipped []byte) bool {
+	for {
+		switch x := w.(type) {
+		case *gzipWriter:
+			if !x.accept || x.decided {
+				return false
+			}
+			x.decided = true
+			x.Header().Set("Content-Encoding", "gzip")
+			x.ResponseWriter.Write(gzipped)
+			return true
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return false
+		}
+	}
+}
+
+// skipGzip makes w send the response uncompressed, if w is (or wraps) a
+// gzipWriter that has not started.
+func skipGzip(w http.ResponseWriter) {
+	for {
+		switch x := w.(type) {
+		case *gzipWriter:
+			x.accept = false
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return
+		}
+	}
+}
+
 func newGzipWriter(w http.ResponseWriter, r *http.Request) *gzipWriter {
 	w.Header().Add("Vary", "Accept-Encoding")
 	return &gzipWriter{ResponseWriter: w, accept: acceptsGzip(r.Header.Get("Accept-Encoding"))}
@@ -207,7 +255,8 @@ func (g *gzipWriter) decide(code int) {
 	if g.accept && code == http.StatusOK && h.Get("Content-Encoding") == "" && compressible(h.Get("Content-Type")) {
 		h.Set("Content-Encoding", "gzip")
 		h.Del("Content-Length")
-		g.gz = gzip.NewWriter(g.ResponseWriter)
+		g.gz = gzipWriters.Get().(*gzip.Writer)
+		g.gz.Reset(g.ResponseWriter)
 	}
 }
 
@@ -237,6 +286,9 @@ func (g *gzipWriter) Flush() {
 func (g *gzipWriter) Close() {
 	if g.gz != nil {
 		g.gz.Close()
+		g.gz.Reset(nil)
+		gzipWriters.Put(g.gz)
+		g.gz = nil
 	}
 }
 

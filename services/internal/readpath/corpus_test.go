@@ -701,7 +701,8 @@ func TestCorpusOwnAPI(t *testing.T) {
 }
 
 // Errors: missing parameters are 400, unknown series 404; infinities are
-// strings, so answers stay valid JSON; JSON is gzipped when accepted.
+// strings, so answers stay valid JSON; JSON (of at least 1 KB) is gzipped
+// when accepted.
 func TestCorpusErrorsAndEncoding(t *testing.T) {
 	s, eid := corpusServer(t)
 	base := "/experiment/" + eid + "/data/"
@@ -718,8 +719,12 @@ func TestCorpusErrorsAndEncoding(t *testing.T) {
 		}
 	}
 	r := s.do(t, http.MethodGet, base+"plugin/scalars/scalars"+q("run", "generated/legacy_tf1_style", "tag", "special/inf"), s.token, nil)
-	if !strings.Contains(string(r.body), `"Infinity"`) || r.header.Get("Content-Encoding") != "gzip" {
-		t.Errorf("special/inf: %s (encoding %q)", r.body, r.header.Get("Content-Encoding"))
+	if !strings.Contains(string(r.body), `"Infinity"`) {
+		t.Errorf("special/inf: %s", r.body)
+	}
+	long := s.do(t, http.MethodGet, base+"plugin/scalars/scalars"+q("run", "generated/long_run", "tag", sortedKeys(loadExpected(t).Runs["generated/long_run"])[0]), s.token, nil)
+	if long.status != http.StatusOK || long.header.Get("Content-Encoding") != "gzip" {
+		t.Errorf("a long series is not gzipped: %d %v", long.status, long.header)
 	}
 	var v any
 	if err := json.Unmarshal(r.body, &v); err != nil {

@@ -56,6 +56,12 @@ type server struct {
 }
 
 func startServer(t testing.TB) *server {
+	return startServerWith(t, readpath.Config{})
+}
+
+// startServerWith is startServer with the read path configured by cfg
+// (a fresh blob-key secret is filled in).
+func startServerWith(t testing.TB, cfg readpath.Config) *server {
 	t.Helper()
 	dir := t.TempDir()
 	ctx := context.Background()
@@ -73,12 +79,13 @@ func startServer(t testing.TB) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.Reader.BlobKeySecret = reader.RandomSecret()
 	conn, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), conn, st, blobs, readpath.Config{Reader: reader.Config{BlobKeySecret: reader.RandomSecret()}}); err != nil {
+	if _, _, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), conn, st, blobs, cfg); err != nil {
 		t.Fatal(err)
 	}
 	token, err := serve.IssueUserToken(ctx, st, srv.Authenticator(), "researcher", "readpath")

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -27,7 +28,9 @@ type Config struct {
 	Reader reader.Config
 	// Credentials for the HTTP side; httpapi.BearerHeader if nil.
 	Credentials httpapi.Credentials
-	Logger      *slog.Logger
+	// CacheTTL is httpapi.Config.CacheTTL (0: its default; < 0: off).
+	CacheTTL time.Duration
+	Logger   *slog.Logger
 }
 
 // Routes are the mux patterns the HTTP API is mounted under. The UI may
@@ -51,6 +54,7 @@ func Mount(grpcServer grpc.ServiceRegistrar, mux *http.ServeMux, conn grpc.Clien
 		Data:        datapb.NewTensorBoardDataProviderClient(conn),
 		Experiments: experimentsv1.NewExperimentServiceClient(conn),
 		Credentials: cfg.Credentials,
+		CacheTTL:    cfg.CacheTTL,
 		Logger:      cfg.Logger,
 	})
 	if err != nil {

@@ -1,0 +1,151 @@
+package httpapi
+
+import (
+	"bytes"
+	"compress/gzip"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// responseCache keeps the answers of recent GET requests for a short time,
+// keyed by the caller's credential and the request URI, so that a burst
+// of identical requests (dashboards polling, many tabs, a popular public
+// experiment read anonymously) costs one call to the services. It is safe
+// to lose and never shares an answer between credentials; what it can do
+// is answer with data up to one TTL old, and keep serving a caller whose
+// access was withdrawn for at most one TTL.
+type responseCache struct {
+	ttl      time.Duration
+	maxBytes int // per entry
+	maxTotal int // all entries
+
+	mu      sync.Mutex
+	entries map[string]*cachedResponse
+	total   int
+}
+
+type cachedResponse struct {
+	expires     time.Time
+	contentType string
+	cacheCtl    string
+	body        []byte
+	gzipped     []byte // body compressed once, for clients that accept gzip; nil if not worth it
+}
+
+func newResponseCache(ttl time.Duration) *responseCache {
+	return &responseCache{ttl: ttl, maxBytes: 256 << 10, maxTotal: 64 << 20, entries: map[string]*cachedResponse{}}
+}
+
+func (c *responseCache) get(key string, now time.Time) *cachedResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[key]
+	if e == nil || now.After(e.expires) {
+		return nil
+	}
+	return e
+}
+
+func (c *responseCache) put(key string, e *cachedResponse, now time.Time) {
+	if len(e.body) > c.maxBytes {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.total+len(e.body) > c.maxTotal {
+		// Drop what expired; if that is not enough, start over: a cache
+		// this short-lived refills within one TTL.
+		for k, old := range c.entries {
+			if now.After(old.expires) {
+				c.total -= len(old.body)
+				delete(c.entries, k)
+			}
+		}
+		if c.total+len(e.body) > c.maxTotal {
+			c.entries, c.total = map[string]*cachedResponse{}, 0
+		}
+	}
+	if old := c.entries[key]; old != nil {
+		c.total -= len(old.body)
+	}
+	c.entries[key] = e
+	c.total += len(e.body)
+}
+
+// recorder passes a response through and keeps a copy of a 200 answer
+// small enough to cache.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	buf    bytes.Buffer
+	over   bool
+	limit  int
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	if !r.over {
+		if r.buf.Len()+len(p) > r.limit {
+			r.over = true
+			r.buf = bytes.Buffer{}
+		} else {
+			r.buf.Write(p)
+		}
+	}
+	return r.ResponseWriter.Write(p)
+}
+
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// entry returns what to cache, or nil.
+func (r *recorder) entry(expires time.Time) *cachedResponse {
+	if r.status != http.StatusOK || r.over {
+		return nil
+	}
+	h := r.Header()
+	if h.Get("Content-Disposition") != "" {
+		return nil // downloads are large and rare
+	}
+	e := &cachedResponse{expires: expires, contentType: h.Get("Content-Type"), cacheCtl: h.Get("Cache-Control"), body: bytes.Clone(r.buf.Bytes())}
+	if len(e.body) >= minGzipBytes && compressible(e.contentType) {
+		var buf bytes.Buffer
+		gz := gzipWriters.Get().(*gzip.Writer)
+		gz.Reset(&buf)
+		gz.Write(e.body)
+		gz.Close()
+		gz.Reset(nil)
+		gzipWriters.Put(gz)
+		e.gzipped = buf.Bytes()
+	}
+	return e
+}
+
+func (e *cachedResponse) write(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", e.contentType)
+	h.Set("Cache-Control", e.cacheCtl)
+	h.Set("X-Content-Type-Options", "nosniff")
+	if e.gzipped != nil && writeGzipped(w, e.gzipped) {
+		return
+	}
+	if len(e.body) < minGzipBytes {
+		skipGzip(w)
+	}
+	w.Write(e.body)
+}

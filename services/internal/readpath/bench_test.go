@@ -1,0 +1,149 @@
+package readpath_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tbhub/tbhub/services/internal/reader/readertest"
+	"github.com/tbhub/tbhub/services/internal/readpath"
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+// Read-path benchmarks on the embedded store, through the whole stack a
+// browser request takes in `tbhub serve`: HTTP, the frontend handler, a
+// loopback gRPC call with the bearer token, the tenancy guard, the read
+// service and SQLite. Commands and results: docs/benchmarks.md, "Read path".
+
+// benchServer is a server with one experiment owned by its token's user;
+// latency benchmarks turn the frontend's response cache off (cacheTTL -1)
+// so that every request reaches the store.
+func benchServer(b *testing.B, cacheTTL time.Duration) (*server, string, *readertest.Env) {
+	b.Helper()
+	s := startServerWith(b, readpath.Config{CacheTTL: cacheTTL})
+	s.http = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128, DisableCompression: true}}
+	owner, err := s.st.GetUserByName(context.Background(), "researcher")
+	if err != nil {
+		b.Fatal(err)
+	}
+	eid := store.NewExperimentID()
+	if err := s.st.CreateExperiment(context.Background(), store.Experiment{ID: eid, Name: "bench", Owner: owner.ID, Visibility: store.VisibilityPrivate}); err != nil {
+		b.Fatal(err)
+	}
+	return s, eid, &readertest.Env{Store: s.st, Blobs: s.blobs}
+}
+
+// timeRequests GETs path b.N times, one after another, and reports the
+// median and 99th-percentile latency.
+func timeRequests(b *testing.B, s *server, path string) {
+	b.Helper()
+	lat := make([]time.Duration, 0, b.N)
+	var bytes int
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		r := s.do(b, http.MethodGet, path, s.token, nil)
+		lat = append(lat, time.Since(start))
+		if r.status != http.StatusOK {
+			b.Fatalf("GET %s: %d %s", path, r.status, r.body)
+		}
+		bytes = len(r.body)
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(float64(bytes), "resp-bytes")
+}
+
+// One series of 1,000,000 points, read by the scalars route (k = 1,000).
+func BenchmarkScalarsRoute1MPoints(b *testing.B) {
+	s, eid, env := benchServer(b, -1)
+	const n, batch = 1_000_000, 100_000
+	for lo := 0; lo < n; lo += batch {
+		pts := make([]store.ScalarPoint, batch)
+		for i := range pts {
+			step := int64(lo + i)
+			pts[i] = store.ScalarPoint{Step: step, WallTime: 1.7e9 + float64(step)/10, Value: float64(step%977) / 977}
+		}
+		env.Scalars(b, eid, "train", "loss", pts)
+	}
+	timeRequests(b, s, "/experiment/"+eid+"/data/plugin/scalars/scalars?run=train&tag=loss")
+}
+
+// An experiment of 1,000 runs × 50 tags (one point each): the run index
+// (data/runs) and scalars/tags.
+func BenchmarkManyRuns(b *testing.B) {
+	s, eid, _ := benchServer(b, -1)
+	const runs, tags = 1000, 50
+	for r := 0; r < runs; r += 100 {
+		var batch []store.ScalarSeries
+		for rr := r; rr < r+100; rr++ {
+			for t := range tags {
+				batch = append(batch, store.ScalarSeries{
+					Series: readertest.Series(fmt.Sprintf("run-%04d", rr), fmt.Sprintf("metrics/tag-%02d", t), "scalars", store.DataClassScalar, nil),
+					Points: []store.ScalarPoint{{Step: 1, WallTime: 1.7e9 + float64(rr), Value: 1}},
+				})
+			}
+		}
+		if err := s.st.WriteScalars(context.Background(), eid, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("data/runs", func(b *testing.B) { timeRequests(b, s, "/experiment/"+eid+"/data/runs") })
+	b.Run("scalars/tags", func(b *testing.B) { timeRequests(b, s, "/experiment/"+eid+"/data/plugin/scalars/tags") })
+}
+
+// 32 clients at once, each reading a small series (100 points) over and
+// over: requests per second, with the frontend's response cache (its
+// default 2 s TTL: one request in each TTL reaches the store) and without.
+func BenchmarkSmallReadConcurrent(b *testing.B) {
+	b.Run("cached", func(b *testing.B) { smallReadConcurrent(b, 0) })
+	b.Run("uncached", func(b *testing.B) { smallReadConcurrent(b, -1) })
+}
+
+func smallReadConcurrent(b *testing.B, cacheTTL time.Duration) {
+	s, eid, env := benchServer(b, cacheTTL)
+	pts := make([]store.ScalarPoint, 100)
+	for i := range pts {
+		pts[i] = store.ScalarPoint{Step: int64(i), WallTime: 1.7e9 + float64(i), Value: float64(i)}
+	}
+	env.Scalars(b, eid, "train", "loss", pts)
+	path := "/experiment/" + eid + "/data/plugin/scalars/scalars?run=train&tag=loss"
+	s.do(b, http.MethodGet, path, s.token, nil) // warm up
+	const clients = 32
+	var wg sync.WaitGroup
+	work := make(chan struct{}, b.N)
+	for range b.N {
+		work <- struct{}{}
+	}
+	close(work)
+	errs := make(chan error, clients)
+	b.ResetTimer()
+	start := time.Now()
+	for range clients {
+		wg.Go(func() {
+			for range work {
+				if r := s.do(b, http.MethodGet, path, s.token, nil); r.status != http.StatusOK {
+					errs <- fmt.Errorf("status %d: %s", r.status, r.body)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
+}
