@@ -258,6 +258,19 @@ func TestSharingAndContinuing(t *testing.T) {
 	if c := get(bobOIDC); c != codes.NotFound {
 		t.Errorf("bob reads after revoke: %v", c)
 	}
+	// A grant to an email nobody has signed in with yet waits for them.
+	if _, err := h.exps.GrantAccess(owner, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
+		Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_Email{Email: "frank@example.com"}}}); err != nil {
+		t.Fatal(err)
+	}
+	grants, err = h.exps.ListGrants(owner, &experimentsv1.ListGrantsRequest{ExperimentId: eid})
+	if err != nil || len(grants.GetGrants()) != 1 || grants.GetGrants()[0].GetGrantee().GetEmail() != "frank@example.com" {
+		t.Errorf("ListGrants with a pending grant = %v, %v", grants, err)
+	}
+	frank := as(t.Context(), bearer(h.idToken(t, "frank-subject", "frank@example.com", false)))
+	if c := get(frank); c != codes.OK {
+		t.Errorf("frank reads after his first sign-in: %v", c)
+	}
 	if _, err := h.exps.SetVisibility(owner, &experimentsv1.SetVisibilityRequest{ExperimentId: eid, Visibility: experimentsv1.Visibility_VISIBILITY_UNLISTED}); err != nil {
 		t.Fatal(err)
 	}

@@ -105,8 +105,9 @@ type Usage struct {
 type IdentityStore interface {
 	// GetOrCreateOIDCUser returns the user bound to (issuer, subject). If
 	// there is none it creates a user named after the email (made unique
-	// if taken) with ID newUserID and binds it, in one transaction. The
-	// stored email is updated when it changed.
+	// if taken) with ID newUserID, binds it and turns the pending grants
+	// for the email into read grants of live experiments, in one
+	// transaction. The stored email is updated when it changed.
 	GetOrCreateOIDCUser(ctx context.Context, issuer, subject, email, newUserID string) (User, error)
 	// GetOIDCIdentity returns the OIDC identity bound to a user;
 	// ErrNotFound for users created locally.
@@ -128,6 +129,18 @@ type IdentityStore interface {
 	// TouchAPIToken records a use of the token at the given time (never
 	// moving LastUseTime backwards). Unknown IDs are ignored.
 	TouchAPIToken(ctx context.Context, tokenID string, at time.Time) error
+
+	// AddPendingGrant records a read grant for whoever first signs in with
+	// the (verified) email; GetOrCreateOIDCUser turns it into a grant when
+	// it creates that user. Idempotent; ErrNotFound if the experiment is
+	// not live.
+	AddPendingGrant(ctx context.Context, eid, email string) error
+	// RemovePendingGrant withdraws a pending grant; removing one that does
+	// not exist is not an error.
+	RemovePendingGrant(ctx context.Context, eid, email string) error
+	// ListPendingGrants returns the emails with a pending grant on the
+	// experiment, sorted.
+	ListPendingGrants(ctx context.Context, eid string) ([]string, error)
 
 	// UserUsage sums the user's live experiments.
 	UserUsage(ctx context.Context, userID string) (Usage, error)

@@ -147,9 +147,9 @@ func (w *writerService) PurgeData(ctx context.Context, req *servicepb.PurgeDataR
 
 // Purge finishes the deletion of up to limit deleted experiments:
 // store.Sweep removes the objects their blob rows name and then the rows;
-// then everything left under each experiment's key prefix goes too (an
-// upload cut off between its object and its first row leaves an object no
-// row names). It returns how many experiments were purged.
+// then its pending email grants and everything left under its key prefix
+// (an upload cut off between its object and its first row leaves an
+// object no row names). It returns how many experiments were purged.
 func (s *Server) Purge(ctx context.Context, limit int) (int, error) {
 	eids, err := s.st.ListDeletedExperiments(ctx, limit)
 	if err != nil || len(eids) == 0 {
@@ -160,6 +160,15 @@ func (s *Server) Purge(ctx context.Context, limit int) (int, error) {
 		return n, err
 	}
 	for _, eid := range eids {
+		emails, err := s.st.ListPendingGrants(ctx, eid)
+		if err != nil {
+			return n, err
+		}
+		for _, email := range emails {
+			if err := s.st.RemovePendingGrant(ctx, eid, email); err != nil {
+				return n, err
+			}
+		}
 		if err := s.blobs.DeletePrefix(ctx, blob.ExperimentPrefix(eid)); err != nil {
 			return n, fmt.Errorf("writer: purge objects of %s: %w", eid, err)
 		}

@@ -151,50 +151,55 @@ func (x *experimentService) SetVisibility(ctx context.Context, req *experimentsv
 	return &experimentsv1.SetVisibilityResponse{Experiment: x.s.experimentV1(ctx, &updated)}, nil
 }
 
-// grantee resolves a Grantee to a user ID. Emails match users who signed
-// in with that verified email; grants to people who have not signed in yet
-// are not supported.
-func (s *Server) grantee(ctx context.Context, g *experimentsv1.Grantee) (string, error) {
+// grantee resolves a Grantee: to a user ID, or, for an email nobody has
+// signed in with yet, to that email (a pending grant, claimed at the first
+// sign-in with it). Emails match exactly the verified email the issuer
+// reports.
+func (s *Server) grantee(ctx context.Context, g *experimentsv1.Grantee) (userID, pendingEmail string, err error) {
 	switch {
 	case g.GetUserId() != "":
 		if _, err := s.st.GetUser(ctx, g.GetUserId()); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				return "", rpcerr.New(codes.NotFound, "no such user")
+				return "", "", rpcerr.New(codes.NotFound, "no such user")
 			}
-			return "", err
+			return "", "", err
 		}
-		return g.GetUserId(), nil
+		return g.GetUserId(), "", nil
 	case g.GetEmail() != "":
 		u, err := s.st.GetUserByName(ctx, g.GetEmail())
 		if err == nil {
 			if id, ierr := s.st.GetOIDCIdentity(ctx, u.ID); ierr == nil && id.Email == g.GetEmail() {
-				return u.ID, nil
+				return u.ID, "", nil
 			}
 		} else if !errors.Is(err, store.ErrNotFound) {
-			return "", err
+			return "", "", err
 		}
-		return "", rpcerr.New(codes.NotFound, "no user has signed in with that email yet")
+		return "", g.GetEmail(), nil
 	}
-	return "", rpcerr.New(codes.InvalidArgument, "grantee needs an email or a user_id")
+	return "", "", rpcerr.New(codes.InvalidArgument, "grantee needs an email or a user_id")
 }
 
-// changeGrant resolves the grantee and applies change (GrantRead or
-// RevokeRead) to the authorized experiment.
+// changeGrant resolves the grantee and applies forUser (GrantRead or
+// RevokeRead) or, for a pending email grant, forEmail to the authorized
+// experiment.
 func (x *experimentService) changeGrant(ctx context.Context, g *experimentsv1.Grantee,
-	change func(ctx context.Context, eid, userID string) error) (string, error) {
+	forUser, forEmail func(ctx context.Context, eid, who string) error) (string, error) {
 	e, err := authorizedExperiment(ctx)
 	if err != nil {
 		return "", err
 	}
-	uid, err := x.s.grantee(ctx, g)
+	uid, email, err := x.s.grantee(ctx, g)
 	if err != nil {
 		return "", err
 	}
-	return e.ID, change(ctx, e.ID, uid)
+	if email != "" {
+		return e.ID, forEmail(ctx, e.ID, email)
+	}
+	return e.ID, forUser(ctx, e.ID, uid)
 }
 
 func (x *experimentService) GrantAccess(ctx context.Context, req *experimentsv1.GrantAccessRequest) (*experimentsv1.GrantAccessResponse, error) {
-	eid, err := x.changeGrant(ctx, req.GetGrantee(), x.s.st.GrantRead)
+	eid, err := x.changeGrant(ctx, req.GetGrantee(), x.s.st.GrantRead, x.s.st.AddPendingGrant)
 	if err != nil {
 		return nil, err
 	}
@@ -204,14 +209,14 @@ func (x *experimentService) GrantAccess(ctx context.Context, req *experimentsv1.
 }
 
 func (x *experimentService) RevokeAccess(ctx context.Context, req *experimentsv1.RevokeAccessRequest) (*experimentsv1.RevokeAccessResponse, error) {
-	if _, err := x.changeGrant(ctx, req.GetGrantee(), x.s.st.RevokeRead); err != nil {
+	if _, err := x.changeGrant(ctx, req.GetGrantee(), x.s.st.RevokeRead, x.s.st.RemovePendingGrant); err != nil {
 		return nil, err
 	}
 	return &experimentsv1.RevokeAccessResponse{}, nil
 }
 
-// ListGrants lists the grants by user ID; the store does not keep when a
-// grant was made, so create_time is unset.
+// ListGrants lists the grants by user ID, then the pending ones by email;
+// the store does not keep when a grant was made, so create_time is unset.
 func (x *experimentService) ListGrants(ctx context.Context, _ *experimentsv1.ListGrantsRequest) (*experimentsv1.ListGrantsResponse, error) {
 	e, err := authorizedExperiment(ctx)
 	if err != nil {
@@ -222,6 +227,16 @@ func (x *experimentService) ListGrants(ctx context.Context, _ *experimentsv1.Lis
 		resp.Grants = append(resp.Grants, &experimentsv1.Grant{
 			ExperimentId: e.ID,
 			Grantee:      &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_UserId{UserId: uid}},
+		})
+	}
+	pending, err := x.s.st.ListPendingGrants(ctx, e.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, email := range pending {
+		resp.Grants = append(resp.Grants, &experimentsv1.Grant{
+			ExperimentId: e.ID,
+			Grantee:      &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_Email{Email: email}},
 		})
 	}
 	return resp, nil

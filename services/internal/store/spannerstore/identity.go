@@ -59,10 +59,14 @@ func (s *Store) GetOrCreateOIDCUser(ctx context.Context, issuer, subject, email,
 			}
 		}
 		u, created = store.User{ID: newUserID, Name: name}, true
-		return tx.BufferWrite([]*spanner.Mutation{
+		claims, err := pendingGrantClaims(ctx, tx, email, u.ID)
+		if err != nil {
+			return err
+		}
+		return tx.BufferWrite(append([]*spanner.Mutation{
 			spanner.Insert("Users", []string{"UserId", "Name", "CreateTime"}, []any{u.ID, u.Name, spanner.CommitTimestamp}),
 			spanner.Insert("OidcIdentities", []string{"Issuer", "Subject", "UserId", "Email"}, []any{issuer, subject, u.ID, email}),
-		})
+		}, claims...))
 	})
 	if err != nil {
 		return store.User{}, fail("GetOrCreateOIDCUser", err)
@@ -71,6 +75,84 @@ func (s *Store) GetOrCreateOIDCUser(ctx context.Context, issuer, subject, email,
 		u.CreateTime = commit.UTC()
 	}
 	return u, nil
+}
+
+// pendingGrantClaims returns the mutations that turn the pending grants of
+// email into read grants of userID (on live experiments) and delete them.
+func pendingGrantClaims(ctx context.Context, tx *spanner.ReadWriteTransaction, email, userID string) ([]*spanner.Mutation, error) {
+	if email == "" {
+		return nil, nil
+	}
+	var ms []*spanner.Mutation
+	it := tx.Read(ctx, "PendingGrants", spanner.KeyRange{Start: spanner.Key{email}, End: spanner.Key{email}, Kind: spanner.ClosedClosed},
+		[]string{"ExperimentId"})
+	err := it.Do(func(row *spanner.Row) error {
+		var eid string
+		if err := row.Columns(&eid); err != nil {
+			return err
+		}
+		state, err := experimentState(ctx, tx, eid)
+		if err != nil {
+			return err
+		}
+		if state == stateLive {
+			ms = append(ms, spanner.InsertOrUpdate("ReadGrants", []string{"ExperimentId", "UserId", "CreateTime"},
+				[]any{eid, userID, spanner.CommitTimestamp}))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ms = append(ms, spanner.Delete("PendingGrants", spanner.KeyRange{Start: spanner.Key{email}, End: spanner.Key{email}, Kind: spanner.ClosedClosed}))
+	return ms, nil
+}
+
+// AddPendingGrant implements store.IdentityStore.
+func (s *Store) AddPendingGrant(ctx context.Context, eid, email string) error {
+	defer s.serialize()()
+	if email == "" {
+		return fail("AddPendingGrant", fmt.Errorf("empty email: %w", store.ErrInvalidArgument))
+	}
+	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		if err := checkLive(ctx, tx, eid); err != nil {
+			return err
+		}
+		return tx.BufferWrite([]*spanner.Mutation{spanner.InsertOrUpdate("PendingGrants",
+			[]string{"Email", "ExperimentId", "CreateTime"}, []any{email, eid, spanner.CommitTimestamp})})
+	})
+	return fail("AddPendingGrant", err)
+}
+
+// RemovePendingGrant implements store.IdentityStore.
+func (s *Store) RemovePendingGrant(ctx context.Context, eid, email string) error {
+	defer s.serialize()()
+	_, err := s.client.Apply(ctx, []*spanner.Mutation{spanner.Delete("PendingGrants", spanner.Key{email, eid})})
+	return fail("RemovePendingGrant", err)
+}
+
+// ListPendingGrants implements store.IdentityStore.
+func (s *Store) ListPendingGrants(ctx context.Context, eid string) ([]string, error) {
+	defer s.serialize()()
+	tx := s.client.Single()
+	defer tx.Close()
+	var emails []string
+	it := tx.Query(ctx, spanner.Statement{
+		SQL:    `SELECT Email FROM PendingGrants@{FORCE_INDEX=PendingGrantsByExperiment} WHERE ExperimentId = @eid ORDER BY Email`,
+		Params: map[string]any{"eid": eid},
+	})
+	err := it.Do(func(row *spanner.Row) error {
+		var e string
+		if err := row.Columns(&e); err != nil {
+			return err
+		}
+		emails = append(emails, e)
+		return nil
+	})
+	if err != nil {
+		return nil, fail("ListPendingGrants", err)
+	}
+	return emails, nil
 }
 
 // GetOIDCIdentity implements store.IdentityStore.

@@ -41,6 +41,18 @@ CREATE TABLE api_tokens (
 CREATE INDEX api_tokens_by_user ON api_tokens (user_id, create_time);
 `
 
+// pendingGrantsSchema is schema version 4: read grants to an email whose
+// owner has not signed in yet, turned into read_grants rows when a user
+// with that email is created.
+const pendingGrantsSchema = `
+CREATE TABLE pending_grants (
+	email         TEXT NOT NULL,
+	experiment_id TEXT NOT NULL,
+	PRIMARY KEY (email, experiment_id)
+) WITHOUT ROWID;
+CREATE INDEX pending_grants_by_experiment ON pending_grants (experiment_id);
+`
+
 var _ store.IdentityStore = (*Store)(nil)
 
 // GetOrCreateOIDCUser implements store.IdentityStore.
@@ -75,6 +87,9 @@ func (s *Store) GetOrCreateOIDCUser(ctx context.Context, issuer, subject, email,
 				issuer, subject, userID, email); err != nil {
 				return err
 			}
+			if err := claimPendingGrants(ctx, tx, email, userID); err != nil {
+				return err
+			}
 		default:
 			return err
 		}
@@ -107,6 +122,65 @@ func freeUserName(ctx context.Context, tx *sql.Tx, email, userID string) (string
 		return email, nil
 	}
 	return email + "#" + userID, nil
+}
+
+// claimPendingGrants turns the pending grants of email into read grants of
+// userID on the experiments still live, and drops them.
+func claimPendingGrants(ctx context.Context, tx *sql.Tx, email, userID string) error {
+	if email == "" {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO read_grants (experiment_id, user_id)
+		SELECT p.experiment_id, ? FROM pending_grants p JOIN experiments e ON e.id = p.experiment_id
+		WHERE p.email = ? AND e.deleted = 0`, userID, email); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, "DELETE FROM pending_grants WHERE email = ?", email)
+	return err
+}
+
+// AddPendingGrant implements store.IdentityStore.
+func (s *Store) AddPendingGrant(ctx context.Context, eid, email string) error {
+	if email == "" {
+		return fmt.Errorf("sqlitestore.AddPendingGrant: empty email: %w", store.ErrInvalidArgument)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := liveExperiment(ctx, tx, eid); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO pending_grants (email, experiment_id) VALUES (?, ?)", email, eid)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlitestore.AddPendingGrant: %w", err)
+	}
+	return nil
+}
+
+// RemovePendingGrant implements store.IdentityStore.
+func (s *Store) RemovePendingGrant(ctx context.Context, eid, email string) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "DELETE FROM pending_grants WHERE email = ? AND experiment_id = ?", email, eid)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlitestore.RemovePendingGrant: %w", err)
+	}
+	return nil
+}
+
+// ListPendingGrants implements store.IdentityStore.
+func (s *Store) ListPendingGrants(ctx context.Context, eid string) ([]string, error) {
+	var emails []string
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var err error
+		emails, err = queryStrings(ctx, tx, "SELECT email FROM pending_grants WHERE experiment_id = ? ORDER BY email", eid)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore.ListPendingGrants: %w", err)
+	}
+	return emails, nil
 }
 
 // GetOIDCIdentity implements store.IdentityStore.

@@ -171,6 +171,8 @@ CREATE TABLE scalar_samples (
 	PRIMARY KEY (series_id, sample_level, step)
 ) WITHOUT ROWID;
 `,
+	// Version 4: pending read grants by email (identity.go).
+	pendingGrantsSchema,
 }
 
 // dataMigrations are Go steps that run, in the same transaction, after the

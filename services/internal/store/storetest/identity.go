@@ -23,6 +23,7 @@ func RunIdentity(t *testing.T, newStore func(t *testing.T) IdentityBackend) {
 		{"OIDCUsers", testOIDCUsers},
 		{"APITokens", testAPITokens},
 		{"Usage", testUsage},
+		{"PendingGrants", testPendingGrants},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -224,5 +225,53 @@ func testUsage(t *testing.T, s IdentityBackend) {
 	}
 	if len(ids) != 1 || ids[0] != eids[1] {
 		t.Errorf("ListGrantedExperiments = %v, want [%s]", ids, eids[1])
+	}
+}
+
+func testPendingGrants(t *testing.T, s IdentityBackend) {
+	ctx := t.Context()
+	owner := newUser(t, s, "owner")
+	var eids []string
+	for range 3 {
+		eid := store.NewExperimentID()
+		must(t, "CreateExperiment", s.CreateExperiment(ctx, store.Experiment{ID: eid, Owner: owner, Visibility: store.VisibilityPrivate}))
+		eids = append(eids, eid)
+	}
+	const email = "dana@example.com"
+	for _, eid := range eids {
+		must(t, "AddPendingGrant", s.AddPendingGrant(ctx, eid, email))
+	}
+	must(t, "AddPendingGrant again", s.AddPendingGrant(ctx, eids[0], email))
+	must(t, "AddPendingGrant other", s.AddPendingGrant(ctx, eids[0], "erin@example.com"))
+	if err := s.AddPendingGrant(ctx, store.NewExperimentID(), email); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("AddPendingGrant on a missing experiment: %v, want ErrNotFound", err)
+	}
+	got, err := s.ListPendingGrants(ctx, eids[0])
+	if err != nil || len(got) != 2 || got[0] != email || got[1] != "erin@example.com" {
+		t.Errorf("ListPendingGrants = %v, %v", got, err)
+	}
+	must(t, "RemovePendingGrant", s.RemovePendingGrant(ctx, eids[1], email))
+	must(t, "RemovePendingGrant missing", s.RemovePendingGrant(ctx, eids[1], email))
+	must(t, "DeleteExperiment", s.DeleteExperiment(ctx, eids[2]))
+
+	// Signing in with the email claims the grants of live experiments.
+	u, err := s.GetOrCreateOIDCUser(ctx, "https://issuer.example", "dana", email, "u-dana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted, err := s.ListGrantedExperiments(ctx, u.ID)
+	if err != nil || len(granted) != 1 || granted[0] != eids[0] {
+		t.Errorf("granted after sign-in: %v, %v; want [%s]", granted, err, eids[0])
+	}
+	if got, _ := s.ListPendingGrants(ctx, eids[0]); len(got) != 1 || got[0] != "erin@example.com" {
+		t.Errorf("pending after dana signed in: %v, want only erin", got)
+	}
+	// Another subject with the same email later gets nothing more.
+	v, err := s.GetOrCreateOIDCUser(ctx, "https://issuer.example", "dana-2", email, "u-dana2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := s.ListGrantedExperiments(ctx, v.ID); len(g) != 0 {
+		t.Errorf("second user with the email got %v", g)
 	}
 }
