@@ -99,6 +99,9 @@ func BenchmarkManyRuns(b *testing.B) {
 	}
 	b.Run("data/runs", func(b *testing.B) { timeRequests(b, s, "/experiment/"+eid+"/data/runs") })
 	b.Run("scalars/tags", func(b *testing.B) { timeRequests(b, s, "/experiment/"+eid+"/data/plugin/scalars/tags") })
+	// One small RPC (ListPlugins): the fixed cost of a call on this
+	// experiment, mostly the access check reading the experiment.
+	b.Run("plugins_listing", func(b *testing.B) { timeRequests(b, s, "/experiment/"+eid+"/data/plugins_listing") })
 }
 
 // 32 clients at once, each reading a small series (100 points) over and
