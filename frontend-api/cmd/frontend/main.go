@@ -1,0 +1,163 @@
+// Command frontend serves tbhub's HTTP API (package httpapi) as one Cloud
+// Run service, calling the read service and the experiment service over
+// gRPC. Configuration comes from flags, with the environment as their
+// defaults:
+//
+//	PORT                listen port (default 8080)
+//	READ_SERVICE        gRPC address of the read service (host:port)
+//	EXPERIMENT_SERVICE  gRPC address of the experiment service (the write
+//	                    service); /api/experiments answers 501 without it
+//	GRPC_INSECURE       "true" for plaintext gRPC (local runs); TLS with
+//	                    the system's roots otherwise
+//
+// /healthz answers while the process lives, /readyz once it serves and
+// until it stops; SIGTERM stops it gracefully.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/tbhub/tbhub/frontend-api/httpapi"
+	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
+	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
+)
+
+// Config is the process's configuration.
+type Config struct {
+	Addr              string
+	ReadService       string
+	ExperimentService string
+	Insecure          bool
+	ShutdownTimeout   time.Duration
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{ReplaceAttr: cloudLogging}))
+	cfg, err := config(os.Args[1:], os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "frontend:", err)
+		os.Exit(2)
+	}
+	lis, err := net.Listen("tcp", cfg.Addr)
+	if err == nil {
+		err = run(ctx, lis, cfg, logger)
+	}
+	if err != nil {
+		logger.Error("frontend failed", "error", err.Error())
+		os.Exit(1)
+	}
+}
+
+func config(args []string, getenv func(string) string) (Config, error) {
+	fs := flag.NewFlagSet("frontend", flag.ContinueOnError)
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	port := fs.String("port", env("PORT", "8080"), "listen port")
+	var cfg Config
+	fs.StringVar(&cfg.ReadService, "read-service", env("READ_SERVICE", ""), "gRPC address of the read service")
+	fs.StringVar(&cfg.ExperimentService, "experiment-service", env("EXPERIMENT_SERVICE", ""), "gRPC address of the experiment service")
+	insecureDefault, _ := strconv.ParseBool(env("GRPC_INSECURE", "false"))
+	fs.BoolVar(&cfg.Insecure, "grpc-insecure", insecureDefault, "plaintext gRPC to the services")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	cfg.Addr = ":" + *port
+	cfg.ShutdownTimeout = 10 * time.Second
+	if cfg.ReadService == "" {
+		return cfg, errors.New("--read-service (or READ_SERVICE) is required")
+	}
+	return cfg, nil
+}
+
+// run serves on lis until ctx is done.
+func run(ctx context.Context, lis net.Listener, cfg Config, logger *slog.Logger) error {
+	creds := credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
+	if cfg.Insecure {
+		creds = insecure.NewCredentials()
+	}
+	dial := func(addr string) (*grpc.ClientConn, error) {
+		return grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	}
+	readConn, err := dial(cfg.ReadService)
+	if err != nil {
+		return err
+	}
+	defer readConn.Close()
+	hcfg := httpapi.Config{Data: datapb.NewTensorBoardDataProviderClient(readConn), Logger: logger}
+	if cfg.ExperimentService != "" {
+		expConn, err := dial(cfg.ExperimentService)
+		if err != nil {
+			return err
+		}
+		defer expConn.Close()
+		hcfg.Experiments = experimentsv1.NewExperimentServiceClient(expConn)
+	}
+	api, err := httpapi.New(hcfg)
+	if err != nil {
+		return err
+	}
+	var ready atomic.Bool
+	mux := http.NewServeMux()
+	for _, p := range []string{"/experiment/{eid}/data/", "/api/experiments", "/api/experiments/"} {
+		mux.Handle(p, api)
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(lis) }()
+	ready.Store(true)
+	logger.InfoContext(ctx, "frontend listening", "addr", lis.Addr().String(), "read_service", cfg.ReadService)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	ready.Store(false)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
+
+// cloudLogging renames slog's keys to Cloud Logging's.
+func cloudLogging(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) > 0 {
+		return a
+	}
+	switch a.Key {
+	case slog.LevelKey:
+		a.Key = "severity"
+	case slog.MessageKey:
+		a.Key = "message"
+	}
+	return a
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestConfig(t *testing.T) {
+	env := map[string]string{"PORT": "9090", "READ_SERVICE": "read:443", "GRPC_INSECURE": "true"}
+	cfg, err := config(nil, func(k string) string { return env[k] })
+	if err != nil || cfg.Addr != ":9090" || cfg.ReadService != "read:443" || !cfg.Insecure || cfg.ExperimentService != "" {
+		t.Errorf("config = %+v, %v", cfg, err)
+	}
+	cfg, err = config([]string{"--read-service", "r:1", "--port", "1"}, func(string) string { return "" })
+	if err != nil || cfg.Addr != ":1" || cfg.Insecure {
+		t.Errorf("flags: %+v, %v", cfg, err)
+	}
+	if _, err := config(nil, func(string) string { return "" }); err == nil {
+		t.Error("no read service accepted")
+	}
+}
+
+// The process serves probes and the API, and stops when told.
+func TestRun(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		// Nothing listens at the read service's address: API calls fail
+		// with 503 while the probes answer.
+		done <- run(ctx, lis, Config{ReadService: "127.0.0.1:1", Insecure: true}, slog.New(slog.DiscardHandler))
+	}()
+	base := "http://" + lis.Addr().String()
+	get := func(path string) (int, string) {
+		for {
+			resp, err := http.Get(base + path)
+			if err != nil {
+				continue // not serving yet
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode, string(b)
+		}
+	}
+	if code, _ := get("/readyz"); code != 200 {
+		t.Errorf("/readyz: %d", code)
+	}
+	if code, body := get("/experiment/e/data/runs"); code != http.StatusServiceUnavailable {
+		t.Errorf("API with the read service down: %d %s", code, body)
+	}
+	if code, body := get("/api/experiments"); code != http.StatusNotImplemented || !strings.Contains(body, "experiment service") {
+		t.Errorf("/api/experiments without an experiment service: %d %s", code, body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run: %v", err)
+	}
+}
