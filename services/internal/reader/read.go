@@ -186,7 +186,7 @@ func (s *Server) ReadBlobSequences(ctx context.Context, req *datapb.ReadBlobSequ
 			seq := &datapb.BlobReferenceSequence{BlobRefs: make([]*datapb.BlobReference, 0, p.Length)}
 			for i := range p.Length {
 				ref := store.BlobRef{Run: ts.Run, Tag: ts.Tag, Step: p.Step, Index: i}
-				seq.BlobRefs = append(seq.BlobRefs, &datapb.BlobReference{BlobKey: s.keys.Encode(e.ID, ref)})
+				seq.BlobRefs = append(seq.BlobRefs, &datapb.BlobReference{BlobKey: s.keys.Encode(e.ID, ref, p.Blobs[i].CRC32C)})
 			}
 			d.Step = append(d.Step, p.Step)
 			d.WallTime = append(d.WallTime, p.WallTime)
@@ -218,7 +218,7 @@ func complete(p store.BlobSequencePoint) bool {
 // for the experiment the guard authorized.
 func (s *Server) ReadBlob(req *datapb.ReadBlobRequest, stream grpc.ServerStreamingServer[datapb.ReadBlobResponse]) error {
 	ctx := stream.Context()
-	eid, ref, err := s.keys.Decode(req.GetBlobKey())
+	eid, ref, crc, err := s.keys.Decode(req.GetBlobKey())
 	if err != nil {
 		return rpcerr.New(codes.InvalidArgument, "blob_key is not a key this service issued")
 	}
@@ -234,6 +234,9 @@ func (s *Server) ReadBlob(req *datapb.ReadBlobRequest, stream grpc.ServerStreami
 	}
 	if row.State != store.BlobStateCurrent {
 		return rpcerr.New(codes.NotFound, "blob not found: its upload has not finished")
+	}
+	if row.CRC32C != crc {
+		return rpcerr.New(codes.NotFound, "blob not found: it was replaced after this key was issued; list it again")
 	}
 	r, err := s.blobs.NewRangeReader(ctx, row.ObjectKey, 0, -1)
 	if err != nil {

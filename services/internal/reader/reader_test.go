@@ -214,3 +214,31 @@ func TestNewValidates(t *testing.T) {
 		}
 	}
 }
+
+// A key names content: once the step is uploaded again with other bytes,
+// the old key is NOT_FOUND and the new listing gives a key that reads the
+// new bytes, so a client may cache a key's bytes forever.
+func TestBlobKeyNamesContent(t *testing.T) {
+	env := newEmbedded(t, reader.Config{})
+	owner, tok := env.User(t, "owner")
+	eid := env.Experiment(t, owner, store.VisibilityPrivate)
+	ctx := readertest.WithToken(context.Background(), tok)
+	img := readertest.Series("r", "img", "images", store.DataClassBlobSequence, nil)
+	key := func() string {
+		resp, err := env.Client.ReadBlobSequences(ctx, &datapb.ReadBlobSequencesRequest{
+			ExperimentId: eid, PluginFilter: &datapb.PluginFilter{PluginName: "images"}, Downsample: &datapb.Downsample{NumPoints: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.GetRuns()[0].GetTags()[0].GetData().GetValues()[0].GetBlobRefs()[0].GetBlobKey()
+	}
+	env.BlobSequence(t, eid, img, 1, 1, [][]byte{[]byte("first")})
+	old := key()
+	env.BlobSequence(t, eid, img, 1, 1, [][]byte{[]byte("second")})
+	if _, _, err := readertest.ReadBlob(ctx, env.Client, old); status.Code(err) != codes.NotFound {
+		t.Errorf("old key after a rewrite: %v, want NotFound", err)
+	}
+	if got, _, err := readertest.ReadBlob(ctx, env.Client, key()); err != nil || string(got) != "second" {
+		t.Errorf("new key: %q, %v", got, err)
+	}
+}
