@@ -14,7 +14,10 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
-// ExperimentGetter is what the guard reads: store.Reader satisfies it.
+// ExperimentGetter is what the guard reads: store.Reader satisfies it. If
+// it also implements store.AccessReader (both backends do), the guard uses
+// that lighter read, and the experiment it puts in the context has no
+// counts.
 type ExperimentGetter interface {
 	GetExperiment(ctx context.Context, eid string) (store.Experiment, error)
 }
@@ -23,10 +26,10 @@ type ExperimentGetter interface {
 // call, and translates handler errors to statuses (rpcerr.ToStatus) on the
 // way out.
 type Guard struct {
-	auth        *auth.Authenticator
-	experiments ExperimentGetter
-	methods     map[string]Method
-	logger      *slog.Logger
+	auth          *auth.Authenticator
+	getExperiment func(ctx context.Context, eid string) (store.Experiment, error)
+	methods       map[string]Method
+	logger        *slog.Logger
 }
 
 // NewGuard returns a guard using Methods.
@@ -34,13 +37,18 @@ func NewGuard(a *auth.Authenticator, experiments ExperimentGetter, logger *slog.
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Guard{auth: a, experiments: experiments, methods: Methods, logger: logger}
+	g := &Guard{auth: a, methods: Methods, logger: logger, getExperiment: experiments.GetExperiment}
+	if ar, ok := experiments.(store.AccessReader); ok {
+		g.getExperiment = ar.GetExperimentAccess
+	}
+	return g
 }
 
 type experimentKey struct{}
 
 // ExperimentFromContext returns the experiment the guard authorized the
-// call on; ok is false for operations that name none.
+// call on; ok is false for operations that name none. Its counts (NumRuns
+// ... TotalBlobBytes) may be zero: read the experiment again for them.
 func ExperimentFromContext(ctx context.Context) (store.Experiment, bool) {
 	e, ok := ctx.Value(experimentKey{}).(store.Experiment)
 	return e, ok
@@ -123,7 +131,7 @@ func (g *Guard) authorize(ctx context.Context, m Method, req any) (context.Conte
 	eid := m.Experiment(req)
 	var found *store.Experiment
 	if store.ValidateExperimentID(eid) == nil {
-		e, err := g.experiments.GetExperiment(ctx, eid)
+		e, err := g.getExperiment(ctx, eid)
 		switch {
 		case err == nil:
 			found = &e

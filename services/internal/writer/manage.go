@@ -42,8 +42,18 @@ func (s *Server) experimentV1(ctx context.Context, e *store.Experiment) *experim
 	return out
 }
 
-func (x *experimentService) ContinueExperiment(ctx context.Context, _ *experimentsv1.ContinueExperimentRequest) (*experimentsv1.ContinueExperimentResponse, error) {
+// withCounts reads the authorized experiment again with its counts (the
+// guard's copy has none).
+func (s *Server) withCounts(ctx context.Context) (store.Experiment, error) {
 	e, err := authorizedExperiment(ctx)
+	if err != nil {
+		return store.Experiment{}, err
+	}
+	return s.st.GetExperiment(ctx, e.ID)
+}
+
+func (x *experimentService) ContinueExperiment(ctx context.Context, _ *experimentsv1.ContinueExperimentRequest) (*experimentsv1.ContinueExperimentResponse, error) {
+	e, err := x.s.withCounts(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +72,7 @@ func (x *experimentService) ContinueExperiment(ctx context.Context, _ *experimen
 }
 
 func (x *experimentService) GetExperiment(ctx context.Context, _ *experimentsv1.GetExperimentRequest) (*experimentsv1.GetExperimentResponse, error) {
-	e, err := authorizedExperiment(ctx)
+	e, err := x.s.withCounts(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -8,10 +8,12 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
-// IdentityBackend is a store that also keeps identities.
+// IdentityBackend is a store that also keeps identities and answers the
+// access check's light experiment read.
 type IdentityBackend interface {
 	store.Store
 	store.IdentityStore
+	store.AccessReader
 }
 
 // RunIdentity is the conformance suite of store.IdentityStore, run like Run.
@@ -24,6 +26,7 @@ func RunIdentity(t *testing.T, newStore func(t *testing.T) IdentityBackend) {
 		{"APITokens", testAPITokens},
 		{"Usage", testUsage},
 		{"PendingGrants", testPendingGrants},
+		{"ExperimentAccess", testExperimentAccess},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -273,5 +276,33 @@ func testPendingGrants(t *testing.T, s IdentityBackend) {
 	}
 	if g, _ := s.ListGrantedExperiments(ctx, v.ID); len(g) != 0 {
 		t.Errorf("second user with the email got %v", g)
+	}
+}
+
+func testExperimentAccess(t *testing.T, s IdentityBackend) {
+	ctx := t.Context()
+	owner, reader := newUser(t, s, "owner"), newUser(t, s, "reader")
+	eid := store.NewExperimentID()
+	must(t, "CreateExperiment", s.CreateExperiment(ctx, store.Experiment{ID: eid, Name: "n", Description: "d", Owner: owner, Visibility: store.VisibilityUnlisted}))
+	must(t, "GrantRead", s.GrantRead(ctx, eid, reader))
+	must(t, "WriteScalars", s.WriteScalars(ctx, eid, []store.ScalarSeries{{Series: store.TimeSeries{Run: "r", Tag: "t"}, Points: []store.ScalarPoint{{Step: 1}}}}))
+	full, err := s.GetExperiment(ctx, eid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetExperimentAccess(ctx, eid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != eid || got.Name != "n" || got.Description != "d" || got.Owner != owner || got.Visibility != store.VisibilityUnlisted ||
+		len(got.Readers) != 1 || got.Readers[0] != reader || !got.CreateTime.Equal(full.CreateTime) {
+		t.Errorf("GetExperimentAccess = %+v, want the fields of %+v", got, full)
+	}
+	must(t, "DeleteExperiment", s.DeleteExperiment(ctx, eid))
+	if _, err := s.GetExperimentAccess(ctx, eid); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetExperimentAccess of a deleted experiment: %v, want ErrNotFound", err)
+	}
+	if _, err := s.GetExperimentAccess(ctx, store.NewExperimentID()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetExperimentAccess of a missing experiment: %v, want ErrNotFound", err)
 	}
 }
