@@ -211,6 +211,9 @@ func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, 
 		return nil, rpcerr.New(codes.ResourceExhausted, "blob size limit is %d bytes; this blob has %d", max, total)
 	}
 	offset := first.GetOffset()
+	if offset < 0 {
+		return nil, rpcerr.New(codes.InvalidArgument, "offset %d is negative", offset)
+	}
 	resume := offset > 0
 	if resume && (slot.row == nil || slot.row.Size != offset) {
 		have := int64(0)
@@ -219,9 +222,6 @@ func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, 
 		}
 		return nil, rpcerr.New(codes.FailedPrecondition,
 			"offset %d does not continue the %d bytes received; call GetBlobMetadata and resume from its size", offset, have)
-	}
-	if offset < 0 {
-		return nil, rpcerr.New(codes.InvalidArgument, "offset %d is negative", offset)
 	}
 	if err := s.limits.ReserveBlobBytes(ctx, userID, total-offset); err != nil {
 		return nil, err
