@@ -1,6 +1,7 @@
 package readpath_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/testenv/corpus"
 )
 
@@ -676,7 +678,7 @@ func TestCorpusOwnAPI(t *testing.T) {
 	s.getJSON(t, "/api/experiments/"+eid, &meta)
 	for field, total := range map[string]string{"numScalarPoints": "scalar_points", "numTensorPoints": "tensor_points", "numBlobs": "blobs", "totalBlobBytes": "blob_bytes"} {
 		if meta.Counts[field] != strconv.FormatInt(exp.Totals[total], 10) {
-			t.Errorf("/api/experiments/{eid} counts.%s = %q, want %d", field, meta.Counts[field], exp.Totals[total])
+			t.Errorf("/api/experiments/{eid} counts.%s = %q, want %d (%s)", field, meta.Counts[field], exp.Totals[total], storedBlobs(t, s, eid))
 		}
 	}
 	if r := s.do(t, http.MethodGet, "/api/experiments", "", nil); r.status != http.StatusUnauthorized {
@@ -730,4 +732,21 @@ func TestCorpusErrorsAndEncoding(t *testing.T) {
 	if err := json.Unmarshal(r.body, &v); err != nil {
 		t.Errorf("special/inf is not JSON: %v", err)
 	}
+}
+
+// storedBlobs sums the current blob rows of an experiment, to tell a wrong
+// counter from a missing blob when the counts disagree.
+func storedBlobs(t *testing.T, s *server, eid string) string {
+	var n, size int64
+	err := s.st.ReadBlobSequences(context.Background(), eid, store.Query{MaxPoints: store.AllPoints}, func(_ *store.TimeSeries, pts []store.BlobSequencePoint) error {
+		for _, p := range pts {
+			for _, b := range p.Blobs {
+				if b.State == store.BlobStateCurrent {
+					n, size = n+1, size+b.Size
+				}
+			}
+		}
+		return nil
+	})
+	return fmt.Sprintf("the store's rows: %d current blobs, %d bytes, %v", n, size, err)
 }
