@@ -170,18 +170,25 @@ func (w *writerService) WriteBlob(stream servicepb.TensorBoardWriterService_Writ
 	if err := w.s.limits.Allow(p.UserID); err != nil {
 		return err
 	}
+	eid, ref, err := store.ParseBlobSequenceID(first.GetBlobSequenceId())
+	if err != nil || eid != e.ID {
+		return rpcerr.New(codes.InvalidArgument, "malformed blob_sequence_id")
+	}
+	// One stream per blob at a time in this process, taken before the
+	// slot's state is read so that the state cannot change underneath.
+	key := blob.ObjectKey(eid, ref.Run, ref.Tag, ref.Step, first.GetIndex())
+	if _, busy := w.s.uploads.LoadOrStore(key, struct{}{}); busy {
+		return rpcerr.New(codes.Aborted, "another upload of this blob is in progress")
+	}
+	defer w.s.uploads.Delete(key)
 	slot, err := w.s.findSlot(ctx, first.GetBlobSequenceId(), first.GetIndex())
 	if err != nil {
 		return err
 	}
-	if slot.eid != e.ID {
-		return rpcerr.New(codes.InvalidArgument, "blob_sequence_id does not match the authorized experiment")
-	}
-	up, err := w.s.startUpload(ctx, p.UserID, slot, first)
+	up, err := w.s.startUpload(ctx, p.UserID, slot, key, first)
 	if err != nil {
 		return err
 	}
-	defer w.s.uploads.Delete(up.key)
 	return up.run(ctx, stream, first)
 }
 
@@ -199,7 +206,7 @@ type upload struct {
 
 // startUpload checks the first request against the slot's state and starts
 // the Put that the stream feeds.
-func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, first *servicepb.WriteBlobRequest) (*upload, error) {
+func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, key string, first *servicepb.WriteBlobRequest) (*upload, error) {
 	if slot.row != nil && slot.row.State == store.BlobStateCurrent {
 		return nil, rpcerr.New(codes.AlreadyExists, "blob already uploaded")
 	}
@@ -226,14 +233,7 @@ func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, 
 	if err := s.limits.ReserveBlobBytes(ctx, userID, total-offset); err != nil {
 		return nil, err
 	}
-	up := &upload{
-		s: s, slot: slot, total: total,
-		key:     blob.ObjectKey(slot.eid, slot.ref.Run, slot.ref.Tag, slot.ref.Step, slot.ref.Index),
-		putDone: make(chan error, 1),
-	}
-	if _, busy := s.uploads.LoadOrStore(up.key, struct{}{}); busy {
-		return nil, rpcerr.New(codes.Aborted, "another upload of this blob is in progress")
-	}
+	up := &upload{s: s, slot: slot, total: total, key: key, putDone: make(chan error, 1)}
 	// The Put outlives a broken stream: it must commit what was received.
 	putCtx := context.WithoutCancel(ctx)
 	pr, pw := io.Pipe()
@@ -244,7 +244,6 @@ func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, 
 		var err error
 		prefix, err = s.blobs.NewRangeReader(putCtx, up.key, 0, offset)
 		if err != nil {
-			s.uploads.Delete(up.key)
 			return nil, fmt.Errorf("writer: reopen partial blob %s: %w", up.key, err)
 		}
 		up.received, up.crc = offset, slot.row.CRC32C
