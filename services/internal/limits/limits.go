@@ -76,8 +76,9 @@ func Default() Limits {
 		MaxExperimentsPerUser:    1_000,
 		MaxPointsPerUser:         1_000_000_000,
 		MaxBlobBytesPerUser:      100 << 30,
-		// One uploader of a blob-heavy logdir sends two requests per blob
-		// at most every MinBlobRequestInterval; several may run at once.
+		// An upload of a blob-heavy logdir sends two requests per blob
+		// (GetOrCreateBlobSequence, WriteBlob) as fast as it can; several
+		// uploads of one user may run at once.
 		RequestsPerSecond: 500,
 		Burst:             1000,
 	}
