@@ -69,12 +69,16 @@ func appendPythonFloat(b []byte, f float64) []byte {
 
 // writeJSON answers with v as JSON. Floats inside v that may be
 // non-finite must be of type Float.
+// Like Python's json module, it leaves <, > and & as they are (the
+// answers are JSON, never embedded in HTML).
 func writeJSON(w http.ResponseWriter, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("encoding response: %w", err)
 	}
-	return writeBody(w, "application/json", b)
+	return writeBody(w, "application/json", bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 }
 
 // minGzipBytes is the smallest body worth compressing: below about one
