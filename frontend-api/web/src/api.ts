@@ -1,0 +1,191 @@
+// The one data-fetching layer: every request the UI makes goes through
+// here. It adds the signed-in user's API token as a bearer header, turns
+// error statuses into ApiError, shares identical in-flight GETs and keeps
+// their answers for the page's lifetime (until refresh()), and fetches
+// blobs (images, audio, downloads) with the token into object URLs, since
+// <img> and <audio> cannot send headers.
+
+const TOKEN_KEY = "tbhub.token";
+
+export function getToken(): string {
+  try {
+    return localStorage.getItem(TOKEN_KEY) ?? "";
+  } catch {
+    return "";
+  }
+}
+
+export function setToken(token: string) {
+  if (token) localStorage.setItem(TOKEN_KEY, token);
+  else localStorage.removeItem(TOKEN_KEY);
+  refresh();
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function headers(extra?: Record<string, string>): Record<string, string> {
+  const h: Record<string, string> = { ...extra };
+  const t = getToken();
+  if (t) h["Authorization"] = `Bearer ${t}`;
+  return h;
+}
+
+async function check(resp: Response, path: string): Promise<Response> {
+  if (resp.ok) return resp;
+  let text = "";
+  try {
+    text = (await resp.text()).trim();
+  } catch {
+    // The status says enough.
+  }
+  throw new ApiError(resp.status, `${resp.status} ${text || resp.statusText} (${path})`);
+}
+
+const cache = new Map<string, Promise<unknown>>();
+const blobs = new Map<string, Promise<string>>();
+
+/** Forgets cached answers, so that the next reads see new data. */
+export function refresh() {
+  cache.clear();
+}
+
+/** GETs path and decodes JSON; identical calls share one request. */
+export function getJSON<T>(path: string): Promise<T> {
+  let p = cache.get(path) as Promise<T> | undefined;
+  if (!p) {
+    p = fetch(path, { headers: headers() })
+      .then((r) => check(r, path))
+      .then((r) => r.json() as Promise<T>);
+    p.catch(() => cache.delete(path));
+    cache.set(path, p);
+  }
+  return p;
+}
+
+/** POSTs a form and decodes JSON; answers are cached by path and form. */
+export function postForm<T>(path: string, form: URLSearchParams): Promise<T> {
+  const body = form.toString();
+  const key = `POST ${path}\n${body}`;
+  let p = cache.get(key) as Promise<T> | undefined;
+  if (!p) {
+    p = fetch(path, {
+      method: "POST",
+      headers: headers({ "Content-Type": "application/x-www-form-urlencoded" }),
+      body,
+    })
+      .then((r) => check(r, path))
+      .then((r) => r.json() as Promise<T>);
+    p.catch(() => cache.delete(key));
+    cache.set(key, p);
+  }
+  return p;
+}
+
+/** GETs path as text (pbtxt graphs), cached. */
+export function getText(path: string): Promise<string> {
+  const key = `TEXT ${path}`;
+  let p = cache.get(key) as Promise<string> | undefined;
+  if (!p) {
+    p = fetch(path, { headers: headers() })
+      .then((r) => check(r, path))
+      .then((r) => r.text());
+    p.catch(() => cache.delete(key));
+    cache.set(key, p);
+  }
+  return p;
+}
+
+/**
+ * An object URL holding the bytes at path. Blob routes are addressed by
+ * content (their keys change with the data), so the URL is kept for the
+ * page's lifetime.
+ */
+export function blobURL(path: string): Promise<string> {
+  let p = blobs.get(path);
+  if (!p) {
+    p = fetch(path, { headers: headers() })
+      .then((r) => check(r, path))
+      .then((r) => r.blob())
+      .then((b) => URL.createObjectURL(b));
+    p.catch(() => blobs.delete(path));
+    blobs.set(path, p);
+  }
+  return p;
+}
+
+/** Fetches path with the token and saves it as filename. */
+export async function download(path: string, filename: string) {
+  const r = await check(await fetch(path, { headers: headers() }), path);
+  const url = URL.createObjectURL(await r.blob());
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = filename;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+/**
+ * TensorBoard's JSON writes NaN and infinities as strings; this turns a
+ * JSON number-or-string into a number.
+ */
+export function num(v: unknown): number {
+  return typeof v === "number" ? v : Number(v);
+}
+
+// Shapes of the routes the UI reads (reference/tensorboard_apis.md §5 and
+// frontend-api/httpapi).
+
+export interface Experiment {
+  experimentId: string;
+  name?: string;
+  description?: string;
+  ownerUserId?: string;
+  visibility?: string;
+  createTime?: string;
+  updateTime?: string;
+  url?: string;
+  counts?: Record<string, string | number>;
+}
+
+export interface ExperimentList {
+  experiments?: Experiment[];
+  nextPageToken?: string;
+}
+
+export type PluginsListing = Record<string, { enabled: boolean }>;
+export type TagInfo = { displayName?: string; description?: string; samples?: number };
+export type RunTagIndex = Record<string, Record<string, TagInfo>>;
+/** [wall_time, step, value] with NaN/±Inf possibly as strings. */
+export type ScalarDatum = [number, number, number | string];
+
+/** Paths of one experiment's routes. */
+export class ExperimentAPI {
+  readonly base: string;
+  constructor(readonly eid: string) {
+    this.base = `/experiment/${encodeURIComponent(eid)}/data/`;
+  }
+  data(route: string, params?: Record<string, string | number | boolean>): string {
+    const q = params ? new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)])).toString() : "";
+    return this.base + route + (q ? `?${q}` : "");
+  }
+  plugin(plugin: string, route: string, params?: Record<string, string | number | boolean>): string {
+    return this.data(`plugin/${plugin}/${route}`, params);
+  }
+  metadata(): Promise<Experiment> {
+    return getJSON<Experiment>(`/api/experiments/${encodeURIComponent(this.eid)}`);
+  }
+  /** Full-resolution download of one scalar series (tbhub's /api route). */
+  scalarDownload(run: string, tag: string, format: "csv" | "json"): string {
+    const q = new URLSearchParams({ run, tag, format });
+    return `/api/experiments/${encodeURIComponent(this.eid)}/scalars?${q}`;
+  }
+}

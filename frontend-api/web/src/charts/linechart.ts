@@ -1,0 +1,211 @@
+// Line charts on uPlot: one chart per scalar card, distribution bands, PR
+// curves. uPlot was chosen because it draws hundreds of thousands of
+// points per frame on a plain 2D canvas with a ~50 kB bundle (see
+// docs/benchmarks.md, "Web UI"). Drag to zoom on x, double-click to reset
+// (uPlot's own cursor behaviour); a tooltip lists every line at the
+// cursor.
+
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
+import { h, fmtNum, fmtDuration } from "../dom";
+import { themeColor, withAlpha } from "../colors";
+
+export type XKind = "step" | "relative" | "wall" | "value";
+
+export interface Line {
+  label: string;
+  color: string;
+  x: number[];
+  y: number[];
+  /** Drawn faint and thin (the raw line under a smoothed one). */
+  faint?: boolean;
+  /** Hidden from the tooltip. */
+  noTooltip?: boolean;
+  /** Extra tooltip text per point (e.g. the raw value and step). */
+  detail?: (i: number) => string;
+  /** Another line's label: fill the band between this line and that. */
+  bandTo?: string;
+  width?: number;
+}
+
+export interface ChartOptions {
+  lines: Line[];
+  xKind: XKind;
+  logx?: boolean;
+  logy?: boolean;
+  height?: number;
+  xLabel?: string;
+  yRange?: [number, number];
+  xRange?: [number, number];
+}
+
+function xFormatter(kind: XKind): (v: number) => string {
+  switch (kind) {
+    case "relative":
+      return fmtDuration;
+    case "wall":
+      return (v) => new Date(v * 1000).toLocaleString();
+    default:
+      return fmtNum;
+  }
+}
+
+/** Index of the point of xs nearest to x (xs sorted ascending, non-empty). */
+function nearest(xs: number[], x: number): number {
+  let lo = 0;
+  let hi = xs.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (xs[mid] < x) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo > 0 && Math.abs(xs[lo - 1] - x) <= Math.abs(xs[lo] - x)) return lo - 1;
+  return lo;
+}
+
+/** Merges the lines onto one shared x array, as uPlot wants. */
+function align(lines: Line[], logx: boolean, logy: boolean): uPlot.AlignedData {
+  const keep = (x: number, y: number) => Number.isFinite(x) && (!logx || x > 0) && Number.isFinite(y) && (!logy || y > 0);
+  const all: number[] = [];
+  for (const l of lines) for (let i = 0; i < l.x.length; i++) if (keep(l.x[i], l.y[i])) all.push(l.x[i]);
+  all.sort((a, b) => a - b);
+  const xs: number[] = [];
+  for (const v of all) if (xs.length === 0 || xs[xs.length - 1] !== v) xs.push(v);
+  const index = new Map<number, number>();
+  xs.forEach((v, i) => index.set(v, i));
+  const data: (number | null)[][] = [xs];
+  for (const l of lines) {
+    const y = new Array<number | null>(xs.length).fill(null);
+    for (let i = 0; i < l.x.length; i++) if (keep(l.x[i], l.y[i])) y[index.get(l.x[i])!] = l.y[i];
+    data.push(y);
+  }
+  return data as uPlot.AlignedData;
+}
+
+export class LineChart {
+  private plot: uPlot;
+  private tooltip: HTMLDivElement;
+  private resize: ResizeObserver;
+  private opts: ChartOptions;
+
+  constructor(
+    readonly el: HTMLElement,
+    opts: ChartOptions,
+  ) {
+    this.opts = opts;
+    this.tooltip = h("div.tooltip", { hidden: true });
+    this.plot = this.build();
+    this.resize = new ResizeObserver(() => {
+      const w = this.el.clientWidth;
+      if (w > 0 && Math.abs(w - this.plot.width) > 1) this.plot.setSize({ width: w, height: this.plot.height });
+    });
+    this.resize.observe(el);
+  }
+
+  private build(): uPlot {
+    const { lines, xKind } = this.opts;
+    const fg = themeColor("--fg-muted", "#666");
+    const grid = themeColor("--grid", "#8883");
+    const fmtX = xFormatter(xKind);
+    const series: uPlot.Series[] = [{}];
+    const bands: uPlot.Band[] = [];
+    lines.forEach((l, i) => {
+      series.push({
+        label: l.label,
+        stroke: l.faint ? withAlpha(l.color, 0.28) : l.color,
+        width: l.width ?? (l.faint ? 1 : 1.5),
+        spanGaps: true,
+        points: { show: false },
+      });
+      if (l.bandTo) {
+        const j = lines.findIndex((o) => o.label === l.bandTo);
+        if (j >= 0) bands.push({ series: [i + 1, j + 1], fill: withAlpha(l.color, 0.18) });
+      }
+    });
+    const axis = (values?: uPlot.Axis["values"], vertical = false): uPlot.Axis => ({
+      stroke: fg,
+      // A y axis as wide as its longest label.
+      size: vertical ? (_u, vals) => 14 + 6.5 * Math.max(3, ...(vals ?? []).map((v) => String(v).length)) : undefined,
+      grid: { stroke: grid, width: 1 },
+      ticks: { stroke: grid, width: 1 },
+      values,
+      font: "11px system-ui, sans-serif",
+    });
+    const opts: uPlot.Options = {
+      width: Math.max(this.el.clientWidth, 200),
+      height: this.opts.height ?? 220,
+      legend: { show: false },
+      cursor: {
+        points: { size: 5 },
+        drag: { x: true, y: false, setScale: true },
+      },
+      bands,
+      scales: {
+        x: {
+          time: xKind === "wall",
+          distr: this.opts.logx ? 3 : 1,
+          ...(this.opts.xRange ? { auto: false, range: this.opts.xRange } : {}),
+        },
+        y: { distr: this.opts.logy ? 3 : 1, ...(this.opts.yRange ? { auto: false, range: this.opts.yRange } : {}) },
+      },
+      axes: [
+        axis(xKind === "wall" ? undefined : (_u, splits) => splits.map((v) => (v === null ? "" : fmtX(v)))),
+        axis((_u, splits) => splits.map((v) => (v === null ? "" : fmtNum(v))), true),
+      ],
+      series,
+      hooks: {
+        setCursor: [(u) => this.showTooltip(u, fmtX)],
+      },
+    };
+    const plot = new uPlot(opts, align(lines, !!this.opts.logx, !!this.opts.logy), this.el);
+    plot.over.appendChild(this.tooltip);
+    plot.over.addEventListener("mouseleave", () => (this.tooltip.hidden = true));
+    return plot;
+  }
+
+  private showTooltip(u: uPlot, fmtX: (v: number) => string) {
+    const left = u.cursor.left ?? -1;
+    if (left < 0) {
+      this.tooltip.hidden = true;
+      return;
+    }
+    const x = u.posToVal(left, "x");
+    const rows: { color: string; label: string; y: number; extra: string }[] = [];
+    for (const l of this.opts.lines) {
+      if (l.noTooltip || l.faint || l.x.length === 0) continue;
+      const i = nearest(l.x, x);
+      rows.push({ color: l.color, label: l.label, y: l.y[i], extra: l.detail ? l.detail(i) : `x ${fmtX(l.x[i])}` });
+    }
+    if (rows.length === 0) {
+      this.tooltip.hidden = true;
+      return;
+    }
+    rows.sort((a, b) => (b.y || 0) - (a.y || 0));
+    this.tooltip.replaceChildren(
+      h("div.tt-head", null, fmtX(x)),
+      h(
+        "table",
+        null,
+        rows.slice(0, 40).map((r) =>
+          h("tr", null, h("td", null, h("span.swatch", { style: { background: r.color } })), h("td.tt-run", null, r.label), h("td.num", null, fmtNum(r.y)), h("td.tt-extra", null, r.extra)),
+        ),
+        rows.length > 40 ? h("tr", null, h("td", { colSpan: 4 }, `… ${rows.length - 40} more`)) : null,
+      ),
+    );
+    this.tooltip.hidden = false;
+    const w = u.over.clientWidth;
+    const tw = this.tooltip.offsetWidth;
+    this.tooltip.style.left = `${left + 12 + tw > w ? Math.max(0, left - tw - 12) : left + 12}px`;
+    this.tooltip.style.top = `${Math.max(0, (u.cursor.top ?? 0) - 10)}px`;
+  }
+
+  /** The canvas uPlot draws on (for tests and benchmarks). */
+  get canvas(): HTMLCanvasElement {
+    return this.plot.ctx.canvas;
+  }
+
+  destroy() {
+    this.resize.disconnect();
+    this.plot.destroy();
+  }
+}

@@ -1,0 +1,193 @@
+// What every dashboard module gets and gives.
+
+import type { ExperimentAPI } from "../api";
+import type { Store, ViewState } from "../state";
+import { compileFilter, h, setChildren } from "../dom";
+
+export interface Run {
+  name: string;
+  color: string;
+}
+
+export interface DashboardContext {
+  api: ExperimentAPI;
+  /** Every run of the experiment, in the server's order. */
+  runs: Run[];
+  colorOf: (run: string) => string;
+  store: Store;
+}
+
+export interface Dashboard {
+  /** The view state changed (runs, filters, smoothing, ...). */
+  update(s: ViewState, prev: ViewState): void;
+  destroy(): void;
+}
+
+export type DashboardFactory = (el: HTMLElement, ctx: DashboardContext) => Dashboard;
+
+/** The runs the view shows: matching the run filter and not toggled off. */
+export function shownRuns(ctx: DashboardContext, s: ViewState): Set<string> {
+  const f = compileFilter(s.runFilter);
+  const off = new Set(s.off);
+  return new Set(ctx.runs.filter((r) => f.test(r.name) && !off.has(r.name)).map((r) => r.name));
+}
+
+/** Whether the set of shown runs differs between two states. */
+export function runsChanged(s: ViewState, prev: ViewState): boolean {
+  return s.runFilter !== prev.runFilter || s.off.join("\n") !== prev.off.join("\n");
+}
+
+/** Groups tags by their prefix before the first "/". */
+export function groupByPrefix<T>(items: T[], key: (t: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const it of items) {
+    const k = key(it);
+    const i = k.indexOf("/");
+    const g = i > 0 ? k.slice(0, i) : k;
+    if (!groups.has(g)) groups.set(g, []);
+    groups.get(g)!.push(it);
+  }
+  return new Map([...groups.entries()].sort(([a], [b]) => a.localeCompare(b)));
+}
+
+/** A message in place of a dashboard's content. */
+export function notice(text: string, cls = "notice"): HTMLElement {
+  return h(`div.${cls}` as "div.x", null, text);
+}
+
+/**
+ * Calls load(el) once el is near the viewport, so a page with hundreds of
+ * cards only fetches what is seen. Returns a function that stops watching.
+ */
+export function whenVisible(el: Element, load: () => void): () => void {
+  const io = new IntersectionObserver(
+    (entries) => {
+      if (entries.some((e) => e.isIntersecting)) {
+        io.disconnect();
+        load();
+      }
+    },
+    { rootMargin: "300px" },
+  );
+  io.observe(el);
+  return () => io.disconnect();
+}
+
+/** A step slider over the indices of a list of steps. */
+export function stepSlider(steps: number[], onChange: (i: number) => void, initial = steps.length - 1): HTMLElement {
+  const label = h("span.step-label", null, steps.length ? `step ${steps[initial]}` : "");
+  const input = h("input", {
+    type: "range",
+    min: 0,
+    max: Math.max(steps.length - 1, 0),
+    value: initial,
+    "aria-label": "step",
+    disabled: steps.length < 2,
+    oninput: () => {
+      const i = Number(input.value);
+      label.textContent = `step ${steps[i]}`;
+      onChange(i);
+    },
+  });
+  return h("div.slider", null, input, label);
+}
+
+export interface RunTagOptions {
+  /** CSS class of each card, e.g. "image-card". */
+  cardClass: string;
+  /** The run → tag → info index of the plugin. */
+  tags: () => Promise<Record<string, Record<string, { samples?: number }>>>;
+  /** Fills a card's body once it is visible; it starts empty. */
+  fill: (body: HTMLElement, run: string, tag: string, info: { samples?: number }) => Promise<void>;
+  /** Controls shown before the tag filter. */
+  controls?: HTMLElement[];
+  /** Whether a state change (other than runs and tags) needs the cards redrawn. */
+  redraw?: (s: ViewState, prev: ViewState) => boolean;
+  wide?: boolean;
+  empty: string;
+}
+
+/**
+ * The layout of the dashboards whose cards are one (tag, run) each
+ * (images, audio, text, histograms, distributions): grouped by tag prefix,
+ * filtered by the tag regex and the shown runs, loaded when visible.
+ */
+export function runTagDashboard(el: HTMLElement, ctx: DashboardContext, o: RunTagOptions): Dashboard {
+  const { store } = ctx;
+  const tagFilter = h("input", { type: "search", placeholder: "Filter tags (regex)", "aria-label": "tag filter", className: "tag-filter" });
+  tagFilter.addEventListener("change", () => store.set({ tagFilter: tagFilter.value }));
+  const content = h(o.wide ? "div.cards.wide" : "div.cards");
+  setChildren(el, h("div.toolbar", null, ...(o.controls ?? []), h("label", null, "Tags ", tagFilter)), content);
+  let index: Record<string, Record<string, { samples?: number }>> | null = null;
+  let stops: (() => void)[] = [];
+
+  function card(run: string, tag: string, info: { samples?: number }): HTMLElement {
+    const body = h("div.card-body", null, "Loading…");
+    const el = h(
+      "div.card",
+      { className: `card ${o.cardClass}`, "data-run": run, "data-tag": tag },
+      h("div.card-head", null, h("span.card-title", { title: tag }, tag), h("span.card-run", { style: { color: ctx.colorOf(run) }, title: run }, run)),
+      body,
+    );
+    stops.push(
+      whenVisible(el, async () => {
+        try {
+          body.replaceChildren();
+          await o.fill(body, run, tag, info);
+        } catch (e) {
+          body.replaceChildren(notice((e as Error).message, "error"));
+        }
+      }),
+    );
+    return el;
+  }
+
+  function layout() {
+    for (const stop of stops) stop();
+    stops = [];
+    if (!index) return;
+    const s = store.get();
+    if (document.activeElement !== tagFilter) tagFilter.value = s.tagFilter;
+    const shown = shownRuns(ctx, s);
+    const filter = compileFilter(s.tagFilter);
+    const items: { run: string; tag: string; info: { samples?: number } }[] = [];
+    for (const [run, tags] of Object.entries(index)) {
+      if (!shown.has(run)) continue;
+      for (const [tag, info] of Object.entries(tags)) if (filter.test(tag)) items.push({ run, tag, info });
+    }
+    const order = new Map(ctx.runs.map((r, i) => [r.name, i]));
+    items.sort((a, b) => a.tag.localeCompare(b.tag) || (order.get(a.run) ?? 0) - (order.get(b.run) ?? 0));
+    if (!items.length) {
+      setChildren(content, notice(o.empty));
+      return;
+    }
+    setChildren(
+      content,
+      [...groupByPrefix(items, (i) => i.tag)].map(([prefix, group]) =>
+        h(
+          "details.group",
+          { open: true },
+          h("summary", null, prefix, h("span.count", null, ` ${group.length}`)),
+          h("div.grid", null, group.map((i) => card(i.run, i.tag, i.info))),
+        ),
+      ),
+    );
+  }
+
+  content.appendChild(notice("Loading…"));
+  o.tags()
+    .then((idx) => {
+      index = idx;
+      layout();
+    })
+    .catch((e) => setChildren(content, notice(e.message, "error")));
+
+  return {
+    update(s, prev) {
+      if (runsChanged(s, prev) || s.tagFilter !== prev.tagFilter || o.redraw?.(s, prev)) layout();
+    },
+    destroy() {
+      for (const stop of stops) stop();
+    },
+  };
+}

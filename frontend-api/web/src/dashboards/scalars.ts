@@ -1,0 +1,297 @@
+// Scalars: one card per tag, grouped by tag prefix, filtered by a tag
+// regex; every shown run is a line, smoothed with TensorBoard's debiased
+// EMA over its raw line drawn faint. Cards load when scrolled into view,
+// all runs of a tag in one scalars_multirun request.
+
+import { download, getJSON, num, postForm, type RunTagIndex, type ScalarDatum } from "../api";
+import { LineChart, type Line } from "../charts/linechart";
+import { compileFilter, debounce, fmtNum, h, setChildren } from "../dom";
+import type { ViewState } from "../state";
+import { emaDebiased, groupStats } from "../smoothing";
+import { groupByPrefix, notice, shownRuns, whenVisible, type Dashboard, type DashboardContext } from "./dashboard";
+
+type SeriesByRun = Record<string, ScalarDatum[]>;
+
+interface Points {
+  step: number[];
+  wall: number[];
+  value: number[];
+}
+
+function toPoints(data: ScalarDatum[]): Points {
+  const p: Points = { step: [], wall: [], value: [] };
+  for (const [wall, step, value] of data) {
+    p.wall.push(wall);
+    p.step.push(step);
+    p.value.push(num(value));
+  }
+  return p;
+}
+
+/** The x values of a series under the chosen x-axis, in seconds for times. */
+function xValues(p: Points, x: ViewState["x"]): number[] {
+  if (x === "step") return p.step;
+  if (x === "wall") return p.wall;
+  const t0 = p.wall.length ? Math.min(...p.wall) : 0;
+  return p.wall.map((w) => w - t0);
+}
+
+/** Sorts a series' points by x (wall time need not grow with step). */
+function sortedBy(xs: number[], ...cols: number[][]): [number[], ...number[][]] {
+  let sorted = true;
+  for (let i = 1; i < xs.length && sorted; i++) sorted = xs[i - 1] <= xs[i];
+  if (sorted) return [xs, ...cols];
+  const order = xs.map((_, i) => i).sort((a, b) => xs[a] - xs[b]);
+  return [order.map((i) => xs[i]), ...cols.map((c) => order.map((i) => c[i]))];
+}
+
+/** The lines of one card for the view state. */
+export function scalarLines(data: SeriesByRun, runs: string[], colorOf: (r: string) => string, s: ViewState): Line[] {
+  const lines: Line[] = [];
+  const per = runs
+    .filter((r) => data[r]?.length)
+    .map((run) => {
+      const p = toPoints(data[run]);
+      const [x, value, step] = sortedBy(xValues(p, s.x), p.value, p.step);
+      return { run, x, value, step, smooth: emaDebiased(value, s.smoothing) };
+    });
+  if (s.group) {
+    const re = compileFilter(s.group).error ? null : new RegExp(s.group);
+    const groups = new Map<string, typeof per>();
+    for (const r of per) {
+      const m = re ? re.exec(r.run) : null;
+      const key = m ? (m[1] ?? m[0]) : r.run;
+      if (!groups.has(key)) groups.set(key, []);
+      groups.get(key)!.push(r);
+    }
+    for (const [key, members] of groups) {
+      const color = colorOf(members[0].run);
+      const g = groupStats(members.map((m) => ({ x: m.x, y: m.smooth })));
+      const label = `${key} (${members.length} run${members.length > 1 ? "s" : ""})`;
+      lines.push({ label, color, x: g.x, y: g.mean, width: 2 });
+      if (members.length > 1) {
+        lines.push({ label: `${label} max`, color, x: g.x, y: g.max, faint: true, width: 0.5, bandTo: `${label} min` });
+        lines.push({ label: `${label} min`, color, x: g.x, y: g.min, faint: true, width: 0.5 });
+      }
+    }
+    return lines;
+  }
+  for (const r of per) {
+    const color = colorOf(r.run);
+    if (s.smoothing > 0) lines.push({ label: `${r.run} raw`, color, x: r.x, y: r.value, faint: true });
+    lines.push({
+      label: r.run,
+      color,
+      x: r.x,
+      y: r.smooth,
+      detail: (i) => (s.smoothing > 0 ? `raw ${fmtNum(r.value[i])} · step ${r.step[i]}` : `step ${r.step[i]}`),
+    });
+  }
+  return lines;
+}
+
+export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboard {
+  const { api, store } = ctx;
+  const tagFilter = h("input", { type: "search", placeholder: "Filter tags (regex)", "aria-label": "tag filter", className: "tag-filter" });
+  const smoothRange = h("input", { type: "range", min: 0, max: 0.99, step: 0.01, "aria-label": "smoothing", className: "smoothing-range" });
+  const smoothNum = h("input", { type: "number", min: 0, max: 0.999, step: 0.01, "aria-label": "smoothing value", className: "smoothing-num" });
+  const xSelect = h(
+    "select",
+    { "aria-label": "x axis", className: "x-axis" },
+    h("option", { value: "step" }, "Step"),
+    h("option", { value: "relative" }, "Relative"),
+    h("option", { value: "wall" }, "Wall"),
+  );
+  const logy = h("input", { type: "checkbox", className: "logy" });
+  const logx = h("input", { type: "checkbox", className: "logx" });
+  const group = h("input", { type: "search", placeholder: "Group runs (regex)", "aria-label": "group runs", className: "group-filter" });
+  const filterError = h("span.error");
+  const content = h("div.cards");
+
+  const setSmoothing = debounce((v: number) => store.set({ smoothing: Math.min(Math.max(v, 0), 0.999) }), 120);
+  tagFilter.addEventListener("input", debounce(() => store.set({ tagFilter: tagFilter.value }), 200));
+  group.addEventListener("input", debounce(() => store.set({ group: group.value }), 300));
+  smoothRange.addEventListener("input", () => {
+    smoothNum.value = smoothRange.value;
+    setSmoothing(Number(smoothRange.value));
+  });
+  smoothNum.addEventListener("change", () => setSmoothing(Number(smoothNum.value)));
+  xSelect.addEventListener("change", () => store.set({ x: xSelect.value as ViewState["x"] }));
+  logy.addEventListener("change", () => store.set({ logy: logy.checked }));
+  logx.addEventListener("change", () => store.set({ logx: logx.checked }));
+
+  setChildren(
+    el,
+    h(
+      "div.toolbar",
+      null,
+      h("label", null, "Tags ", tagFilter),
+      filterError,
+      h("label", null, "Smoothing ", smoothRange, smoothNum),
+      h("label", null, "X axis ", xSelect),
+      h("label", null, logy, " log y"),
+      h("label", null, logx, " log x"),
+      h("label", { title: "Runs whose names give the same first capture group (or whole match) are plotted as one mean line with a min–max band" }, "Group ", group),
+    ),
+    content,
+  );
+
+  const data = new Map<string, SeriesByRun>();
+  const charts = new Map<string, { chart?: LineChart; body: HTMLElement; runs: string[] }>();
+  let index: Map<string, string[]> | null = null;
+  let stops: (() => void)[] = [];
+
+  function syncControls(s: ViewState) {
+    if (document.activeElement !== tagFilter) tagFilter.value = s.tagFilter;
+    if (document.activeElement !== group) group.value = s.group;
+    smoothRange.value = String(s.smoothing);
+    if (document.activeElement !== smoothNum) smoothNum.value = String(s.smoothing);
+    xSelect.value = s.x;
+    logy.checked = s.logy;
+    logx.checked = s.logx;
+    filterError.textContent = compileFilter(s.tagFilter).error ?? compileFilter(s.group).error ?? "";
+  }
+
+  function draw(tag: string) {
+    const c = charts.get(tag);
+    const d = data.get(tag);
+    if (!c || !d) return;
+    c.chart?.destroy();
+    const s = store.get();
+    const lines = scalarLines(d, c.runs, ctx.colorOf, s);
+    c.body.replaceChildren();
+    c.body.classList.remove("loading");
+    if (!lines.length) {
+      c.body.appendChild(notice("No data for the shown runs."));
+      c.chart = undefined;
+      return;
+    }
+    c.chart = new LineChart(c.body, { lines, xKind: s.x, logy: s.logy, logx: s.logx });
+  }
+
+  function drawAll() {
+    for (const tag of charts.keys()) draw(tag);
+  }
+
+  function card(tag: string, runs: string[], pinned: boolean): HTMLElement {
+    const body = h("div.chart.loading", null, "Loading…");
+    charts.set(tag, { body, runs });
+    const pin = h(
+      "button.icon",
+      {
+        title: pinned ? "Unpin" : "Pin to the top",
+        "aria-pressed": String(pinned),
+        className: "icon pin",
+        onclick: () => {
+          const p = store.get().pin;
+          store.set({ pin: pinned ? p.filter((t) => t !== tag) : [...p, tag] });
+        },
+      },
+      pinned ? "★" : "☆",
+    );
+    const dl = h(
+      "details.download",
+      null,
+      h("summary", { title: "Download at full resolution" }, "⤓"),
+      h(
+        "div.menu",
+        null,
+        runs.map((run) =>
+          h(
+            "div.menu-row",
+            null,
+            h("span.menu-run", { title: run }, run),
+            h("button", { onclick: () => download(api.scalarDownload(run, tag, "csv"), `${safeName(run, tag)}.csv`) }, "CSV"),
+            h("button", { onclick: () => download(api.scalarDownload(run, tag, "json"), `${safeName(run, tag)}.json`) }, "JSON"),
+          ),
+        ),
+      ),
+    );
+    const el = h("div.card.scalar-card", { "data-tag": tag }, h("div.card-head", null, h("span.card-title", { title: tag }, tag), pin, dl), body);
+    stops.push(
+      whenVisible(el, async () => {
+        if (!data.has(tag)) {
+          const form = new URLSearchParams({ tag });
+          for (const r of runs) form.append("runs", r);
+          try {
+            data.set(tag, await postForm<SeriesByRun>(api.plugin("scalars", "scalars_multirun"), form));
+          } catch (e) {
+            body.replaceChildren(notice(String((e as Error).message), "error"));
+            return;
+          }
+        }
+        draw(tag);
+      }),
+    );
+    return el;
+  }
+
+  function layout() {
+    for (const stop of stops) stop();
+    stops = [];
+    for (const c of charts.values()) c.chart?.destroy();
+    charts.clear();
+    if (!index) return;
+    const s = store.get();
+    const shown = shownRuns(ctx, s);
+    const filter = compileFilter(s.tagFilter);
+    const tags = [...index.keys()].filter((t) => filter.test(t)).sort();
+    const withRuns = tags.map((t) => ({ tag: t, runs: index!.get(t)!.filter((r) => shown.has(r)) })).filter((t) => t.runs.length);
+    if (!withRuns.length) {
+      setChildren(content, notice(index.size ? "No tag matches the filters and runs." : "No scalar data."));
+      return;
+    }
+    const pinned = withRuns.filter((t) => s.pin.includes(t.tag));
+    const sections: HTMLElement[] = [];
+    if (pinned.length) {
+      sections.push(h("section.group.pinned", null, h("h3", null, "Pinned"), h("div.grid", null, pinned.map((t) => card(t.tag, t.runs, true)))));
+    }
+    for (const [prefix, items] of groupByPrefix(withRuns, (t) => t.tag)) {
+      const rest = items.filter((t) => !s.pin.includes(t.tag));
+      if (!rest.length) continue;
+      sections.push(
+        h(
+          "details.group",
+          { open: true },
+          h("summary", null, prefix, h("span.count", null, ` ${rest.length}`)),
+          h("div.grid", null, rest.map((t) => card(t.tag, t.runs, false))),
+        ),
+      );
+    }
+    setChildren(content, sections);
+  }
+
+  syncControls(store.get());
+  content.appendChild(notice("Loading tags…"));
+  getJSON<RunTagIndex>(api.plugin("scalars", "tags"))
+    .then((idx) => {
+      index = new Map();
+      for (const [run, tags] of Object.entries(idx)) {
+        for (const tag of Object.keys(tags)) {
+          if (!index.has(tag)) index.set(tag, []);
+          index.get(tag)!.push(run);
+        }
+      }
+      layout();
+    })
+    .catch((e) => setChildren(content, notice(String(e.message), "error")));
+
+  return {
+    update(s, prev) {
+      syncControls(s);
+      if (s.tagFilter !== prev.tagFilter || s.runFilter !== prev.runFilter || s.off.join("\n") !== prev.off.join("\n") || s.pin.join("\n") !== prev.pin.join("\n")) {
+        layout();
+      } else if (s.smoothing !== prev.smoothing || s.x !== prev.x || s.logy !== prev.logy || s.logx !== prev.logx || s.group !== prev.group) {
+        drawAll();
+      }
+    },
+    destroy() {
+      for (const stop of stops) stop();
+      for (const c of charts.values()) c.chart?.destroy();
+    },
+  };
+}
+
+function safeName(run: string, tag: string): string {
+  return `${run}__${tag}`.replace(/[^A-Za-z0-9._-]+/g, "_");
+}

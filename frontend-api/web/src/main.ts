@@ -1,0 +1,61 @@
+// tbhub's web UI: a router over three pages, all served as the same
+// index.html by frontend-api's webui package.
+
+import "./style.css";
+import { getToken, setToken } from "./api";
+import { h, setChildren } from "./dom";
+import { renderExperiment } from "./pages/experiment";
+import { renderExperiments } from "./pages/experiments";
+import { renderSignIn } from "./pages/signin";
+
+function header(): HTMLElement {
+  const signedIn = !!getToken();
+  return h(
+    "header.top",
+    null,
+    h("a.brand", { href: "/" }, "tbhub"),
+    h("a", { href: "/" }, "My experiments"),
+    h("span.spacer"),
+    signedIn
+      ? h(
+          "button.signout",
+          {
+            onclick: () => {
+              setToken("");
+              route();
+            },
+          },
+          "Sign out",
+        )
+      : h("a.signin-link", { href: `/signin?next=${encodeURIComponent(location.pathname + location.search)}` }, "Sign in"),
+  );
+}
+
+let stopPage: () => void = () => {};
+
+/** Renders the page for the current location (again after signing in). */
+async function route() {
+  stopPage();
+  stopPage = () => {};
+  const app = document.getElementById("app")!;
+  const page = h("main.page");
+  setChildren(app, header(), page);
+  const path = location.pathname;
+  try {
+    const m = path.match(/^\/experiment\/([^/]+)\/$/);
+    if (m) stopPage = await renderExperiment(page, decodeURIComponent(m[1]), route);
+    else if (path === "/signin") {
+      const next = new URLSearchParams(location.search).get("next");
+      renderSignIn(page, () => {
+        // Only paths of this origin.
+        history.replaceState(null, "", next && next.startsWith("/") && !next.startsWith("//") ? next : "/");
+        route();
+      });
+    } else if (path === "/") await renderExperiments(page, route);
+    else setChildren(page, h("div.not-found", null, h("h1", null, "Page not found"), h("p", null, h("a", { href: "/" }, "My experiments"))));
+  } catch (e) {
+    setChildren(page, h("div.error", { role: "alert" }, `Something went wrong: ${(e as Error).message}`));
+  }
+}
+
+route();

@@ -1,0 +1,190 @@
+// The experiment page: the runs list on the side, a tab per dashboard that
+// has data, the dashboard itself. All view state lives in the URL (state.ts).
+
+import { ApiError, ExperimentAPI, getJSON, getToken, refresh, type PluginsListing } from "../api";
+import { runColor } from "../colors";
+import { compileFilter, debounce, h, setChildren } from "../dom";
+import { Store, type ViewState } from "../state";
+import type { Dashboard, DashboardContext, DashboardFactory, Run } from "../dashboards/dashboard";
+import { scalarsDashboard } from "../dashboards/scalars";
+import { audioDashboard, imagesDashboard } from "../dashboards/images";
+import { distributionsDashboard, histogramsDashboard } from "../dashboards/histograms";
+import { textDashboard } from "../dashboards/text";
+import { renderSignIn } from "./signin";
+
+interface Tab {
+  id: string;
+  label: string;
+  /** Entries of data/plugins_listing that enable the tab. */
+  plugins: string[];
+  make: DashboardFactory;
+}
+
+const TABS: Tab[] = [
+  { id: "scalars", label: "Scalars", plugins: ["scalars"], make: scalarsDashboard },
+  { id: "images", label: "Images", plugins: ["images"], make: imagesDashboard },
+  { id: "audio", label: "Audio", plugins: ["audio"], make: audioDashboard },
+  { id: "histograms", label: "Histograms", plugins: ["histograms"], make: histogramsDashboard },
+  { id: "distributions", label: "Distributions", plugins: ["distributions"], make: distributionsDashboard },
+  { id: "text", label: "Text", plugins: ["text"], make: textDashboard },
+];
+
+/** Renders the page; returns what stops it (before the next page renders). */
+export async function renderExperiment(el: HTMLElement, eid: string, reroute: () => void): Promise<() => void> {
+  const api = new ExperimentAPI(eid);
+  setChildren(el, h("p.notice", null, "Loading…"));
+  let meta, listing, runNames;
+  try {
+    [meta, listing, runNames] = await Promise.all([
+      api.metadata(),
+      getJSON<PluginsListing>(api.data("plugins_listing")),
+      getJSON<string[]>(api.data("runs", { format: "list" })),
+    ]);
+  } catch (e) {
+    if (e instanceof ApiError && (e.status === 404 || e.status === 401 || e.status === 403)) {
+      renderNotFound(el, eid, reroute);
+      return () => {};
+    }
+    throw e;
+  }
+  document.title = `${meta.name || eid} – tbhub`;
+  const runs: Run[] = runNames.map((name, i) => ({ name, color: runColor(i) }));
+  const colors = new Map(runs.map((r) => [r.name, r.color]));
+  const store = new Store();
+  const ctx: DashboardContext = { api, runs, store, colorOf: (r) => colors.get(r) ?? "#888" };
+  const tabs = TABS.filter((t) => t.plugins.some((p) => listing[p]?.enabled));
+
+  const tabBar = h("nav.tabs", { role: "tablist" });
+  const main = h("div.dashboard");
+  const sidebar = runsSidebar(ctx);
+  setChildren(
+    el,
+    h(
+      "div.exp-head",
+      null,
+      h("h1", null, meta.name || eid),
+      meta.description ? h("p.desc", null, meta.description) : null,
+      h("span.badge", null, (meta.visibility ?? "").replace("VISIBILITY_", "").toLowerCase()),
+      h(
+        "button.reload",
+        {
+          title: "Reload data",
+          onclick: () => {
+            refresh();
+            mount(store.get());
+          },
+        },
+        "↻ Reload",
+      ),
+    ),
+    h("div.exp-body", null, sidebar.el, h("div.exp-main", null, tabBar, main)),
+  );
+
+  let current: { id: string; dash: Dashboard } | null = null;
+  function activeTab(s: ViewState): Tab | undefined {
+    return tabs.find((t) => t.id === s.tab) ?? tabs[0];
+  }
+  function mount(s: ViewState) {
+    current?.dash.destroy();
+    current = null;
+    const tab = activeTab(s);
+    setChildren(
+      tabBar,
+      tabs.map((t) =>
+        h(
+          "button.tab",
+          { role: "tab", "aria-selected": String(t === tab), "data-tab": t.id, onclick: () => store.set({ tab: t.id }) },
+          t.label,
+        ),
+      ),
+    );
+    if (!tab) {
+      setChildren(main, h("p.notice", null, "This experiment has no data the UI can show yet."));
+      return;
+    }
+    const host = h("div", { className: `dash dash-${tab.id}` });
+    setChildren(main, host);
+    current = { id: tab.id, dash: tab.make(host, ctx) };
+  }
+  store.subscribe((s, prev) => {
+    sidebar.update(s);
+    if (!current || activeTab(s)?.id !== current.id) mount(s);
+    else current.dash.update(s, prev);
+  });
+  mount(store.get());
+  return () => {
+    store.close();
+    current?.dash.destroy();
+  };
+}
+
+/** The runs list: color, toggle, and the run regex. */
+function runsSidebar(ctx: DashboardContext): { el: HTMLElement; update: (s: ViewState) => void } {
+  const { store } = ctx;
+  const filter = h("input", { type: "search", placeholder: "Filter runs (regex)", "aria-label": "run filter", className: "run-filter" });
+  const error = h("div.error");
+  const list = h("ul.runs");
+  const all = h("button", { title: "Show every matching run" }, "All");
+  const none = h("button", { title: "Hide every matching run" }, "None");
+  filter.addEventListener("input", debounce(() => store.set({ runFilter: filter.value }), 200));
+  const matching = () => {
+    const f = compileFilter(store.get().runFilter);
+    return ctx.runs.filter((r) => f.test(r.name)).map((r) => r.name);
+  };
+  all.addEventListener("click", () => {
+    const m = new Set(matching());
+    store.set({ off: store.get().off.filter((r) => !m.has(r)) });
+  });
+  none.addEventListener("click", () => {
+    const off = new Set(store.get().off);
+    for (const r of matching()) off.add(r);
+    store.set({ off: ctx.runs.map((r) => r.name).filter((r) => off.has(r)) });
+  });
+  const boxes = new Map<string, { li: HTMLElement; box: HTMLInputElement }>();
+  for (const r of ctx.runs) {
+    const box = h("input", {
+      type: "checkbox",
+      onchange: () => {
+        const off = new Set(store.get().off);
+        if (box.checked) off.delete(r.name);
+        else off.add(r.name);
+        store.set({ off: ctx.runs.map((x) => x.name).filter((x) => off.has(x)) });
+      },
+    });
+    const li = h("li", { "data-run": r.name }, h("label", { title: r.name }, box, h("span.swatch", { style: { background: r.color } }), h("span.run-name", null, r.name)));
+    boxes.set(r.name, { li, box });
+    list.appendChild(li);
+  }
+  const el = h("aside.sidebar", null, h("h2", null, `Runs (${ctx.runs.length})`), filter, error, h("div.run-buttons", null, all, none), list);
+  const update = (s: ViewState) => {
+    if (document.activeElement !== filter) filter.value = s.runFilter;
+    const f = compileFilter(s.runFilter);
+    error.textContent = f.error ?? "";
+    const off = new Set(s.off);
+    for (const [name, { li, box }] of boxes) {
+      li.hidden = !f.test(name);
+      box.checked = !off.has(name);
+    }
+  };
+  update(store.get());
+  return { el, update };
+}
+
+/** Missing and private experiments look the same to a viewer (both 404). */
+function renderNotFound(el: HTMLElement, eid: string, reroute: () => void) {
+  document.title = "Not found – tbhub";
+  if (!getToken()) {
+    renderSignIn(el, reroute, `Experiment ${eid} was not found. If it is private, sign in with an account that may see it.`);
+    return;
+  }
+  setChildren(
+    el,
+    h(
+      "div.not-found",
+      null,
+      h("h1", null, "Experiment not found"),
+      h("p", null, `There is no experiment ${eid}, or it is private and not shared with you.`),
+      h("p", null, h("a", { href: "/" }, "My experiments")),
+    ),
+  );
+}

@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import { alignSeries, emaDebiased, groupStats } from "./smoothing";
+
+describe("emaDebiased", () => {
+  it("keeps the first point and follows the debiased average", () => {
+    const out = emaDebiased([1, 2, 3], 0.5);
+    expect(out[0]).toBeCloseTo(1);
+    // acc after 2 points: (0.5*0.5 + 1) = 1.25; /(1-0.25) = 5/3
+    expect(out[1]).toBeCloseTo(5 / 3);
+    // acc: 1.25*0.5 + 1.5 = 2.125; /(1-0.125) = 2.4286
+    expect(out[2]).toBeCloseTo(2.125 / 0.875);
+  });
+  it("is the identity at weight 0 and on constant series", () => {
+    expect(emaDebiased([3, 1, 2], 0)).toEqual([3, 1, 2]);
+    expect(emaDebiased([0.1, 0.1, 0.1], 0.9)).toEqual([0.1, 0.1, 0.1]);
+  });
+  it("passes non-finite values through without poisoning the average", () => {
+    const out = emaDebiased([1, NaN, 3, Infinity], 0.5);
+    expect(out[1]).toBeNaN();
+    expect(out[3]).toBe(Infinity);
+    expect(out[2]).toBeCloseTo((0.5 * 0.5 + 1.5) / 0.75);
+  });
+});
+
+describe("alignSeries", () => {
+  it("unions x values and fills gaps with null", () => {
+    const { x, ys } = alignSeries([
+      { x: [0, 2], y: [1, 3] },
+      { x: [1, 2], y: [5, NaN] },
+    ]);
+    expect(x).toEqual([0, 1, 2]);
+    expect(ys).toEqual([
+      [1, null, 3],
+      [null, 5, null],
+    ]);
+  });
+});
+
+describe("groupStats", () => {
+  it("carries each series forward within its own range", () => {
+    const g = groupStats([
+      { x: [0, 2], y: [0, 2] },
+      { x: [1], y: [10] },
+    ]);
+    expect(g.x).toEqual([0, 1, 2]);
+    expect(g.mean).toEqual([0, 5, 2]);
+    expect(g.min).toEqual([0, 0, 2]);
+    expect(g.max).toEqual([0, 10, 2]);
+  });
+});

@@ -1,0 +1,105 @@
+// Smoothing and grouping of scalar series.
+
+/**
+ * Exponential moving average debiased the way TensorBoard does it: the
+ * accumulator starts at 0, so after n finite points it is divided by
+ * 1 − weight^n, which makes the first points equal their raw values
+ * instead of being dragged towards 0. Non-finite values pass through
+ * unchanged and do not enter the average. A constant series is returned
+ * as is (the division would add rounding noise to a flat line).
+ */
+export function emaDebiased(values: ArrayLike<number>, weight: number): number[] {
+  const n = values.length;
+  const out = new Array<number>(n);
+  let first = NaN;
+  let constant = true;
+  for (let i = 0; i < n; i++) {
+    const v = values[i];
+    if (!Number.isFinite(v)) continue;
+    if (Number.isNaN(first)) first = v;
+    else if (v !== first) {
+      constant = false;
+      break;
+    }
+  }
+  if (weight <= 0 || constant) {
+    for (let i = 0; i < n; i++) out[i] = values[i];
+    return out;
+  }
+  let acc = 0;
+  let count = 0;
+  for (let i = 0; i < n; i++) {
+    const v = values[i];
+    if (!Number.isFinite(v)) {
+      out[i] = v;
+      continue;
+    }
+    acc = acc * weight + (1 - weight) * v;
+    count++;
+    out[i] = acc / (1 - Math.pow(weight, count));
+  }
+  return out;
+}
+
+/** One series: sorted xs with their ys. */
+export interface XY {
+  x: number[];
+  y: number[];
+}
+
+/**
+ * Merges several series onto the union of their x values, as uPlot wants
+ * its data: one shared x array, one y array per series with null where a
+ * series has no point at that x.
+ */
+export function alignSeries(series: XY[]): { x: number[]; ys: (number | null)[][] } {
+  const all: number[] = [];
+  for (const s of series) for (const v of s.x) all.push(v);
+  all.sort((a, b) => a - b);
+  const x: number[] = [];
+  for (const v of all) if (x.length === 0 || x[x.length - 1] !== v) x.push(v);
+  const index = new Map<number, number>();
+  x.forEach((v, i) => index.set(v, i));
+  const ys = series.map((s) => {
+    const y = new Array<number | null>(x.length).fill(null);
+    for (let i = 0; i < s.x.length; i++) {
+      const v = s.y[i];
+      y[index.get(s.x[i])!] = Number.isFinite(v) ? v : null;
+    }
+    return y;
+  });
+  return { x, ys };
+}
+
+/**
+ * The mean, min and max across series at every x of their union, each
+ * series carried forward from its previous point (and absent before its
+ * first point and after its last).
+ */
+export function groupStats(series: XY[]): { x: number[]; mean: number[]; min: number[]; max: number[] } {
+  const { x, ys } = alignSeries(series);
+  const mean: number[] = [];
+  const min: number[] = [];
+  const max: number[] = [];
+  const last = series.map(() => NaN);
+  const ends = series.map((s) => (s.x.length ? s.x[s.x.length - 1] : -Infinity));
+  for (let i = 0; i < x.length; i++) {
+    let sum = 0;
+    let cnt = 0;
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (let k = 0; k < ys.length; k++) {
+      const v = ys[k][i];
+      if (v !== null) last[k] = v;
+      if (x[i] > ends[k] || Number.isNaN(last[k])) continue;
+      sum += last[k];
+      cnt++;
+      lo = Math.min(lo, last[k]);
+      hi = Math.max(hi, last[k]);
+    }
+    mean.push(cnt ? sum / cnt : NaN);
+    min.push(cnt ? lo : NaN);
+    max.push(cnt ? hi : NaN);
+  }
+  return { x, mean, min, max };
+}

@@ -1,0 +1,120 @@
+// View state of an experiment page, kept in the URL's query so that a
+// copied link reproduces the view. Defaults are left out of the URL.
+//
+//   tab=scalars        the dashboard
+//   runFilter=RE       runs shown (case-insensitive regex)
+//   off=RUN (repeated) runs toggled off (all runs are on by default, so
+//                      runs added later by a live upload show up)
+//   tagFilter=RE       tags shown
+//   smoothing=0.6      EMA weight in [0, 0.999]
+//   x=step|relative|wall
+//   logy=1, logx=1     log scales
+//   pin=TAG (repeated) pinned scalar cards, shown first
+//   group=RE           group runs by this regex's first capture (or whole
+//                      match) and plot each group's mean with a min–max band
+//   hmode=offset|overlay  histogram mode
+
+export type XAxis = "step" | "relative" | "wall";
+
+export interface ViewState {
+  tab: string;
+  runFilter: string;
+  off: string[];
+  tagFilter: string;
+  smoothing: number;
+  x: XAxis;
+  logy: boolean;
+  logx: boolean;
+  pin: string[];
+  group: string;
+  hmode: "offset" | "overlay";
+}
+
+export const DEFAULT_SMOOTHING = 0.6;
+
+export function parseState(search: string): ViewState {
+  const q = new URLSearchParams(search);
+  const sm = q.has("smoothing") ? Number(q.get("smoothing")) : DEFAULT_SMOOTHING;
+  const x = q.get("x");
+  return {
+    tab: q.get("tab") ?? "",
+    runFilter: q.get("runFilter") ?? "",
+    off: q.getAll("off"),
+    tagFilter: q.get("tagFilter") ?? "",
+    smoothing: Number.isFinite(sm) ? Math.min(Math.max(sm, 0), 0.999) : DEFAULT_SMOOTHING,
+    x: x === "relative" || x === "wall" ? x : "step",
+    logy: q.get("logy") === "1",
+    logx: q.get("logx") === "1",
+    pin: q.getAll("pin"),
+    group: q.get("group") ?? "",
+    hmode: q.get("hmode") === "overlay" ? "overlay" : "offset",
+  };
+}
+
+export function formatState(s: ViewState): string {
+  const q = new URLSearchParams();
+  if (s.tab) q.set("tab", s.tab);
+  if (s.runFilter) q.set("runFilter", s.runFilter);
+  for (const r of s.off) q.append("off", r);
+  if (s.tagFilter) q.set("tagFilter", s.tagFilter);
+  if (s.smoothing !== DEFAULT_SMOOTHING) q.set("smoothing", String(s.smoothing));
+  if (s.x !== "step") q.set("x", s.x);
+  if (s.logy) q.set("logy", "1");
+  if (s.logx) q.set("logx", "1");
+  for (const p of s.pin) q.append("pin", p);
+  if (s.group) q.set("group", s.group);
+  if (s.hmode !== "offset") q.set("hmode", s.hmode);
+  const out = q.toString();
+  return out ? `?${out}` : "";
+}
+
+type Listener = (s: ViewState, prev: ViewState) => void;
+
+/** The page's view state, synchronised with location.search. */
+export class Store {
+  private s: ViewState;
+  private listeners: Listener[] = [];
+
+  private onPop = () => this.emit(parseState(location.search));
+
+  constructor() {
+    this.s = parseState(location.search);
+    window.addEventListener("popstate", this.onPop);
+  }
+
+  /** Stops following the URL (the page is being replaced). */
+  close() {
+    window.removeEventListener("popstate", this.onPop);
+    this.listeners = [];
+  }
+
+  get(): ViewState {
+    return this.s;
+  }
+
+  /**
+   * Changes the state and the URL. A new tab is a new history entry;
+   * other changes replace the current one (a slider would flood history).
+   */
+  set(patch: Partial<ViewState>) {
+    const next = { ...this.s, ...patch };
+    const url = location.pathname + formatState(next) + location.hash;
+    if (url === location.pathname + location.search + location.hash) return;
+    if (patch.tab !== undefined && patch.tab !== this.s.tab) history.pushState(null, "", url);
+    else history.replaceState(null, "", url);
+    this.emit(next);
+  }
+
+  subscribe(fn: Listener): () => void {
+    this.listeners.push(fn);
+    return () => {
+      this.listeners = this.listeners.filter((l) => l !== fn);
+    };
+  }
+
+  private emit(next: ViewState) {
+    const prev = this.s;
+    this.s = next;
+    for (const l of [...this.listeners]) l(next, prev);
+  }
+}

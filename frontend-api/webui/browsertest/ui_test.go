@@ -1,0 +1,253 @@
+package browsertest
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+func TestScalarsDrawAndViewStateSurvivesReload(t *testing.T) {
+	ctx := tab(t, true)
+	run(t, ctx,
+		chromedp.Navigate(experimentURL(env.eid, nil)),
+		waitFor(`document.querySelector('nav.tabs .tab[aria-selected="true"]')?.dataset.tab === "scalars"`),
+		waitFor(paintedCanvases(".scalar-card canvas", 200)+" >= 2"),
+	)
+	screenshot(t, ctx, "scalars")
+
+	// Smoothing and the run filter go into the URL.
+	run(t, ctx,
+		chromedp.SetValue(".smoothing-num", "0.9", chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector(".smoothing-num").dispatchEvent(new Event("change"))`, nil),
+		chromedp.SendKeys(".run-filter", "generated/scalars", chromedp.ByQuery),
+		waitFor(`new URLSearchParams(location.search).get("smoothing") === "0.9"`),
+		waitFor(`new URLSearchParams(location.search).get("runFilter") === "generated/scalars"`),
+	)
+	// Toggle one run off.
+	run(t, ctx,
+		chromedp.Click(`li[data-run="generated/scalars/eval"] input`, chromedp.ByQuery),
+		waitFor(`new URLSearchParams(location.search).getAll("off").includes("generated/scalars/eval")`),
+	)
+	var loc string
+	run(t, ctx, chromedp.Location(&loc))
+
+	// Reloading that URL restores the view: controls, shown runs, cards.
+	var smoothing, runFilter string
+	var offChecked bool
+	var cardTags []string
+	run(t, ctx,
+		chromedp.Navigate(loc),
+		waitFor(paintedCanvases(".scalar-card canvas", 200)+" >= 3"),
+		chromedp.Value(".smoothing-num", &smoothing, chromedp.ByQuery),
+		chromedp.Value(".run-filter", &runFilter, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector('li[data-run="generated/scalars/eval"] input').checked`, &offChecked),
+		chromedp.Evaluate(`[...document.querySelectorAll(".scalar-card")].map(c => c.dataset.tag).sort()`, &cardTags),
+	)
+	if smoothing != "0.9" || runFilter != "generated/scalars" || offChecked {
+		t.Errorf("after reload: smoothing %q, run filter %q, eval run checked %v; want 0.9, generated/scalars, false", smoothing, runFilter, offChecked)
+	}
+	// generated/scalars/train's tags (EXPECTED.json): accuracy, a learning
+	// rate with spaces and non-ASCII, loss.
+	want := []string{"accuracy", "learning_rate/with spaces & ünïcode", "loss"}
+	if strings.Join(cardTags, "|") != strings.Join(want, "|") {
+		t.Errorf("scalar cards after reload = %q, want %q", cardTags, want)
+	}
+	// Every tooltip row is one shown run: only train is left.
+	var tooltipRuns []string
+	run(t, ctx,
+		chromedp.Evaluate(`(() => {
+			const over = document.querySelector('.scalar-card[data-tag="loss"] .u-over');
+			const r = over.getBoundingClientRect();
+			over.dispatchEvent(new MouseEvent("mousemove", {clientX: r.left + r.width / 2, clientY: r.top + r.height / 2, bubbles: true}));
+			return true;
+		})()`, nil),
+		waitFor(`!document.querySelector('.scalar-card[data-tag="loss"] .tooltip').hidden`),
+		chromedp.Evaluate(`[...document.querySelectorAll('.scalar-card[data-tag="loss"] .tooltip .tt-run')].map(e => e.textContent)`, &tooltipRuns),
+	)
+	if strings.Join(tooltipRuns, "|") != "generated/scalars/train" {
+		t.Errorf("tooltip runs = %q, want [generated/scalars/train]", tooltipRuns)
+	}
+	screenshot(t, ctx, "scalars-filtered-smoothed")
+}
+
+func TestScalarsPinAndTagFilter(t *testing.T) {
+	ctx := tab(t, true)
+	q := url.Values{"runFilter": {"^generated/scalars/"}, "tagFilter": {"^(loss|accuracy)$"}}
+	var tags []string
+	run(t, ctx,
+		chromedp.Navigate(experimentURL(env.eid, q)),
+		waitFor(`document.querySelectorAll(".scalar-card").length === 2`),
+		chromedp.Click(`.scalar-card[data-tag="loss"] button.pin`, chromedp.ByQuery),
+		waitFor(`new URLSearchParams(location.search).getAll("pin").includes("loss")`),
+		waitFor(`document.querySelector(".group.pinned .scalar-card")?.dataset.tag === "loss"`),
+		waitFor(paintedCanvases(".scalar-card canvas", 200)+" === 2"),
+		chromedp.Evaluate(`[...document.querySelectorAll(".scalar-card")].map(c => c.dataset.tag)`, &tags),
+	)
+	if strings.Join(tags, "|") != "loss|accuracy" {
+		t.Errorf("cards in order = %q, want the pinned loss first, then accuracy", tags)
+	}
+}
+
+func TestImagesDecode(t *testing.T) {
+	ctx := tab(t, true)
+	q := url.Values{"tab": {"images"}, "runFilter": {"^generated/images$"}}
+	var sizes [][2]int
+	run(t, ctx,
+		chromedp.Navigate(experimentURL(env.eid, q)),
+		waitFor(`(() => { const imgs = [...document.querySelectorAll(".image-card img.sample")];
+			return imgs.length >= 3 && imgs.every(i => i.complete && i.naturalWidth > 0); })()`),
+		chromedp.Evaluate(`[...document.querySelectorAll(".image-card img.sample")].map(i => [i.naturalWidth, i.naturalHeight])`, &sizes),
+	)
+	for _, s := range sizes {
+		if s[0] <= 0 || s[1] <= 0 {
+			t.Errorf("an image did not decode: %v", sizes)
+		}
+	}
+	screenshot(t, ctx, "images")
+
+	// The step slider shows another step's image (a different blob).
+	const card = `.image-card[data-tag="gradient/image_summary"]`
+	var before string
+	run(t, ctx,
+		chromedp.AttributeValue(card+` img`, "src", &before, nil, chromedp.ByQuery),
+		chromedp.SetValue(card+` input[type=range]`, "0", chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector('`+card+` input[type=range]').dispatchEvent(new Event("input"))`, nil),
+		waitFor(`document.querySelector('`+card+` .step-label').textContent === "step 0"`),
+		waitFor(fmt.Sprintf(`(() => { const i = document.querySelector('%s img'); return i.src !== %q && i.complete && i.naturalWidth > 0; })()`, card, before)),
+	)
+}
+
+func TestAudioLoads(t *testing.T) {
+	ctx := tab(t, true)
+	run(t, ctx,
+		chromedp.Navigate(experimentURL(env.eid, url.Values{"tab": {"audio"}})),
+		// HAVE_METADATA: the browser parsed the WAV the server sent.
+		waitFor(`(() => { const a = [...document.querySelectorAll(".audio-card audio")];
+			return a.length >= 3 && a.every(x => x.readyState >= 1 && x.duration > 0); })()`),
+	)
+	screenshot(t, ctx, "audio")
+}
+
+func TestHistogramsAndDistributionsDraw(t *testing.T) {
+	ctx := tab(t, true)
+	q := url.Values{"tab": {"histograms"}, "runFilter": {"^generated/histograms$"}}
+	run(t, ctx,
+		chromedp.Navigate(experimentURL(env.eid, q)),
+		waitFor(`document.querySelectorAll(".histogram-card").length === 4`),
+		waitFor(paintedCanvases(".histogram-card canvas", 200)+" >= 3"),
+	)
+	screenshot(t, ctx, "histograms")
+	run(t, ctx,
+		chromedp.SetValue(".hist-mode", "overlay", chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector(".hist-mode").dispatchEvent(new Event("change"))`, nil),
+		waitFor(`new URLSearchParams(location.search).get("hmode") === "overlay"`),
+		waitFor(paintedCanvases(".histogram-card canvas", 200)+" >= 3"),
+	)
+	screenshot(t, ctx, "histograms-overlay")
+
+	q.Set("tab", "distributions")
+	run(t, ctx,
+		chromedp.Navigate(experimentURL(env.eid, q)),
+		waitFor(paintedCanvases(".distribution-card canvas", 200)+" >= 3"),
+	)
+	screenshot(t, ctx, "distributions")
+}
+
+func TestTextRendersMarkdownTables(t *testing.T) {
+	ctx := tab(t, true)
+	q := url.Values{"tab": {"text"}, "runFilter": {"^generated/text$"}}
+	var cells int
+	run(t, ctx,
+		chromedp.Navigate(experimentURL(env.eid, q)),
+		waitFor(`document.querySelector('.text-card[data-tag="table"] .markdown table') !== null`),
+		chromedp.Evaluate(`document.querySelector('.text-card[data-tag="table"] .markdown table').querySelectorAll("td").length`, &cells),
+	)
+	if cells == 0 {
+		t.Error("the table text has no cells")
+	}
+	screenshot(t, ctx, "text")
+}
+
+func TestTabsFollowPluginsWithData(t *testing.T) {
+	ctx := tab(t, true)
+	var tabs []string
+	run(t, ctx,
+		chromedp.Navigate(experimentURL(env.publicEID, nil)),
+		waitFor(`document.querySelectorAll("nav.tabs .tab").length > 0`),
+		chromedp.Evaluate(`[...document.querySelectorAll("nav.tabs .tab")].map(t => t.dataset.tab)`, &tabs),
+	)
+	// generated/scalars holds scalars only.
+	if strings.Join(tabs, ",") != "scalars" {
+		t.Errorf("tabs of a scalars-only experiment = %q, want [scalars]", tabs)
+	}
+}
+
+func TestPrivateExperimentSignedOutShowsSignIn(t *testing.T) {
+	ctx := tab(t, false)
+	run(t, ctx,
+		chromedp.Navigate(experimentURL(env.eid, nil)),
+		waitFor(`document.querySelector("form.signin") !== null`),
+	)
+	screenshot(t, ctx, "private-signed-out")
+	// Signing in there opens the experiment.
+	run(t, ctx,
+		chromedp.SendKeys(`form.signin input[name=token]`, env.token, chromedp.ByQuery),
+		chromedp.Click(`form.signin button[type=submit]`, chromedp.ByQuery),
+		waitFor(paintedCanvases(".scalar-card canvas", 200)+" >= 1"),
+	)
+}
+
+func TestSignInRejectsBadToken(t *testing.T) {
+	ctx := tab(t, false)
+	var stored string
+	run(t, ctx,
+		chromedp.Navigate(env.origin+"/signin"),
+		chromedp.SendKeys(`form.signin input[name=token]`, "tbh_not-a-real-token", chromedp.ByQuery),
+		chromedp.Click(`form.signin button[type=submit]`, chromedp.ByQuery),
+		waitFor(`document.querySelector("form.signin .error").textContent !== ""`),
+		chromedp.Evaluate(`localStorage.getItem("tbhub.token") ?? ""`, &stored),
+	)
+	if stored != "" {
+		t.Errorf("a rejected token was kept: %q", stored)
+	}
+}
+
+func TestPublicExperimentOpensSignedOut(t *testing.T) {
+	ctx := tab(t, false)
+	run(t, ctx,
+		chromedp.Navigate(experimentURL(env.publicEID, nil)),
+		waitFor(paintedCanvases(".scalar-card canvas", 200)+" >= 3"),
+	)
+	screenshot(t, ctx, "public-signed-out")
+}
+
+func TestMissingExperimentShowsNotFound(t *testing.T) {
+	ctx := tab(t, true)
+	var heading string
+	run(t, ctx,
+		chromedp.Navigate(experimentURL("no-such-experiment", nil)),
+		waitFor(`document.querySelector(".not-found h1") !== null`),
+		chromedp.Text(".not-found h1", &heading, chromedp.ByQuery),
+	)
+	if heading != "Experiment not found" {
+		t.Errorf("heading = %q", heading)
+	}
+	screenshot(t, ctx, "not-found")
+}
+
+func TestMyExperimentsListsUploads(t *testing.T) {
+	ctx := tab(t, true)
+	var names []string
+	run(t, ctx,
+		chromedp.Navigate(env.origin+"/"),
+		waitFor(`document.querySelectorAll("table.experiments tbody tr").length >= 2`),
+		chromedp.Evaluate(`[...document.querySelectorAll("table.experiments tbody td:first-child a")].map(a => a.textContent).sort()`, &names),
+	)
+	if strings.Join(names, "|") != "corpus|public scalars" {
+		t.Errorf("experiments listed = %q, want corpus and public scalars", names)
+	}
+	screenshot(t, ctx, "my-experiments")
+}
