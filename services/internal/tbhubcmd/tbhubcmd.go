@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/tbhub/tbhub/frontend-api/webui"
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/backend"
 	"github.com/tbhub/tbhub/services/internal/limits"
@@ -194,6 +195,11 @@ func serveProcess(ctx context.Context, proc process, args []string, stderr io.Wr
 		}); err != nil {
 			return err
 		}
+		ui, err := webui.New()
+		if err != nil {
+			return err
+		}
+		ui.Mount(srv.Mux())
 	}
 	token := ""
 	if proc.firstStart {
@@ -235,6 +241,7 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 func printBanner(w io.Writer, srv *serve.Server, where, token, issuer string, readPath bool) {
 	fmt.Fprintf(w, "tbhub is serving %s\n", where)
 	if readPath {
+		fmt.Fprintf(w, "  web UI:             %s/\n", srv.Origin())
 		fmt.Fprintf(w, "  experiments:        %s/experiment/<id>/  (TensorBoard's JSON API under .../data/)\n", srv.Origin())
 	}
 	fmt.Fprintf(w, "  uploader handshake: %s/api/uploader\n", srv.Origin())
