@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check and test of the repository, the way CI does:
-# formatting, generated-code drift, go vet, and `go test` over every workspace module
-# (the Spanner tests start the official emulator themselves; see services/).
+# formatting, generated-code drift, go vet, the web UI's build and unit tests, and
+# `go test` over every workspace module (the Spanner tests start the official
+# emulator themselves; see services/; the browser tests need Chromium).
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh -short     skip the slow tiers (emulator, 64 MiB blobs, browsers)
@@ -22,6 +23,10 @@ scripts/gen.sh --check
 echo "== go vet"
 # shellcheck disable=SC2086
 go vet $mods
+
+echo "== web UI: build (embedded by frontend-api/webui) and unit tests"
+scripts/build-ui.sh
+(cd frontend-api/web && npx --no-install vitest run --silent)
 
 echo "== go test"
 # shellcheck disable=SC2086
