@@ -1,0 +1,219 @@
+# The three Cloud Run services and the migrate job. Each container listens
+# on $PORT (Cloud Run sets it from container_port). Probes: the startup
+# probe waits for readiness (/readyz; gRPC health for the read service,
+# which serves gRPC only), the liveness probe asks /healthz, which answers
+# while the process lives. On SIGTERM each binary turns not-ready and
+# drains within 10 s, inside Cloud Run's grace period.
+
+locals {
+  oidc_secret = local.oidc_enabled ? { TBHUB_OIDC_CLIENT_IDS = "oidc-client-ids" } : {}
+
+  run_services = {
+    # Uploads (gRPC), export, experiments, auth and the uploader handshake.
+    write = {
+      image   = local.images["write-service"]
+      h2c     = true    # gRPC needs end-to-end HTTP/2; HTTP/1 still works
+      timeout = "3600s" # long uploads stream blobs
+      memory  = "1Gi"
+      probe   = "http"
+      env = {
+        TBHUB_STORE = local.store_url
+        TBHUB_BLOBS = local.blobs_url
+        # The handshake's experiment URL template: links open on the frontend.
+        TBHUB_PUBLIC_ORIGIN = local.public_origin
+        # Where uploaders dial gRPC (TLS on 443: tbup uses TLS for https servers).
+        TBHUB_API_ENDPOINT = "${trimprefix(local.urls.write, "https://")}:443"
+        TBHUB_OIDC_ISSUER  = var.oidc_issuer
+      }
+      secrets = local.oidc_secret
+    }
+    # TensorBoard's data provider (gRPC only).
+    read = {
+      image   = local.images["read-service"]
+      h2c     = true
+      timeout = "300s"
+      memory  = "1Gi"
+      probe   = "grpc"
+      env = {
+        TBHUB_STORE         = local.store_url
+        TBHUB_BLOBS         = local.blobs_url
+        TBHUB_PUBLIC_ORIGIN = local.public_origin
+        TBHUB_OIDC_ISSUER   = var.oidc_issuer
+      }
+      secrets = merge(local.oidc_secret, { TBHUB_BLOB_KEY_SECRET = "blob-key-secret" })
+    }
+    # TensorBoard's HTTP API for browsers (HTTP/1.1), calling the read
+    # service and the write service's experiment service over TLS.
+    frontend = {
+      image   = local.images["frontend"]
+      h2c     = false
+      timeout = "60s"
+      memory  = "512Mi"
+      probe   = "http"
+      env = {
+        READ_SERVICE       = "${trimprefix(local.urls.read, "https://")}:443"
+        EXPERIMENT_SERVICE = "${trimprefix(local.urls.write, "https://")}:443"
+      }
+      secrets = {}
+    }
+  }
+}
+
+resource "google_cloud_run_v2_service" "svc" {
+  for_each            = local.run_services
+  name                = local.services[each.key]
+  location            = var.region
+  ingress             = "INGRESS_TRAFFIC_ALL"
+  deletion_protection = false
+  labels              = var.labels
+
+  template {
+    service_account                  = google_service_account.sa[each.key].email
+    timeout                          = each.value.timeout
+    max_instance_request_concurrency = 80
+
+    scaling {
+      min_instance_count = var.scaling[each.key].min
+      max_instance_count = var.scaling[each.key].max
+    }
+
+    containers {
+      image = each.value.image
+
+      ports {
+        name           = each.value.h2c ? "h2c" : "http1"
+        container_port = 8080
+      }
+
+      resources {
+        limits = {
+          cpu    = "1"
+          memory = each.value.memory
+        }
+        startup_cpu_boost = true
+      }
+
+      dynamic "env" {
+        for_each = each.value.env
+        content {
+          name  = env.key
+          value = env.value
+        }
+      }
+      dynamic "env" {
+        for_each = each.value.secrets
+        content {
+          name = env.key
+          value_source {
+            secret_key_ref {
+              secret  = google_secret_manager_secret.s[env.value].secret_id
+              version = "latest"
+            }
+          }
+        }
+      }
+
+      startup_probe {
+        period_seconds    = 2
+        timeout_seconds   = 1
+        failure_threshold = 30
+        dynamic "http_get" {
+          for_each = each.value.probe == "http" ? ["/readyz"] : []
+          content {
+            path = http_get.value
+            port = 8080
+          }
+        }
+        dynamic "grpc" {
+          for_each = each.value.probe == "grpc" ? [8080] : []
+          content {
+            port = grpc.value
+          }
+        }
+      }
+      liveness_probe {
+        period_seconds    = 15
+        timeout_seconds   = 3
+        failure_threshold = 3
+        dynamic "http_get" {
+          for_each = each.value.probe == "http" ? ["/healthz"] : []
+          content {
+            path = http_get.value
+            port = 8080
+          }
+        }
+        dynamic "grpc" {
+          for_each = each.value.probe == "grpc" ? [8080] : []
+          content {
+            port = grpc.value
+          }
+        }
+      }
+    }
+  }
+
+  depends_on = [
+    google_spanner_database_iam_member.sa,
+    google_storage_bucket_iam_member.sa,
+    google_secret_manager_secret_iam_member.readers,
+    google_secret_manager_secret_version.blob_key,
+    google_secret_manager_secret_version.oidc_client_ids,
+  ]
+}
+
+# Invokers. Uploaders and browsers reach the write service and the
+# frontend directly; the frontend's account may call the read service; and
+# unless read_service_public is false, so may anyone (`tbup view`). Every
+# service checks tbhub credentials on every call regardless.
+locals {
+  invokers = merge(
+    {
+      "write allUsers"    = { service = "write", member = "allUsers" }
+      "frontend allUsers" = { service = "frontend", member = "allUsers" }
+      "read frontend"     = { service = "read", member = "serviceAccount:${google_service_account.sa["frontend"].email}" }
+    },
+    var.read_service_public ? { "read allUsers" = { service = "read", member = "allUsers" } } : {},
+  )
+}
+
+resource "google_cloud_run_v2_service_iam_member" "invoker" {
+  for_each = local.invokers
+  location = var.region
+  name     = google_cloud_run_v2_service.svc[each.value.service].name
+  role     = "roles/run.invoker"
+  member   = each.value.member
+}
+
+# `tbhub migrate`: brings the schema up to date, idempotently. Run it before
+# the services move to a new image (scripts/deploy.sh does).
+resource "google_cloud_run_v2_job" "migrate" {
+  name                = "${var.name_prefix}-migrate"
+  location            = var.region
+  deletion_protection = false
+  labels              = var.labels
+
+  template {
+    task_count  = 1
+    parallelism = 1
+
+    template {
+      service_account = google_service_account.sa["migrate"].email
+      max_retries     = 1
+      timeout         = "1800s"
+
+      containers {
+        image = local.images["tbhub"]
+        args  = ["migrate", "--store", local.store_url]
+
+        resources {
+          limits = {
+            cpu    = "1"
+            memory = "512Mi"
+          }
+        }
+      }
+    }
+  }
+
+  depends_on = [google_spanner_database_iam_member.sa]
+}

@@ -1,0 +1,89 @@
+variable "project_id" {
+  description = "Google Cloud project that holds the whole deployment."
+  type        = string
+}
+
+variable "region" {
+  description = "Region of the Cloud Run services, the Artifact Registry repository, the bucket and (regional-REGION) the Spanner instance."
+  type        = string
+  default     = "us-central1"
+}
+
+variable "name_prefix" {
+  description = "Prefix of every resource name (services, accounts, secrets, instance)."
+  type        = string
+  default     = "tbhub"
+}
+
+variable "image_tag" {
+  description = "Tag of the images scripts/deploy.sh pushed (it passes the git commit)."
+  type        = string
+}
+
+variable "spanner_processing_units" {
+  description = "Spanner compute capacity: 100 processing units is the smallest instance; 1000 is one node."
+  type        = number
+  default     = 100
+}
+
+variable "spanner_version_retention" {
+  description = "How far back point-in-time recovery reaches (Spanner version_retention_period, 1h to 7d)."
+  type        = string
+  default     = "7d"
+}
+
+variable "bucket_name" {
+  description = "Name of the blob bucket (globally unique); PROJECT-tbhub-blobs if empty."
+  type        = string
+  default     = ""
+}
+
+variable "deleted_blob_retention_days" {
+  description = "Days a deleted experiment's objects stay recoverable as noncurrent versions before the lifecycle rule removes them."
+  type        = number
+  default     = 30
+}
+
+variable "public_origin" {
+  description = "Origin users open experiments at (a custom domain mapped to the frontend). The frontend's run.app URL if empty."
+  type        = string
+  default     = ""
+}
+
+variable "oidc_issuer" {
+  description = "OpenID Connect issuer whose ID tokens sign users in."
+  type        = string
+  default     = "https://accounts.google.com"
+}
+
+variable "oidc_client_ids" {
+  description = "Accepted OAuth client IDs, comma-separated; stored in Secret Manager. Empty: API tokens only."
+  type        = string
+  default     = ""
+  sensitive   = true
+}
+
+variable "read_service_public" {
+  description = "Let anyone invoke the read service (it checks every call's tbhub credential itself). Needed for `tbup view` from users' machines and while the frontend sends no Cloud Run ID token; false leaves only the frontend's service account as invoker."
+  type        = bool
+  default     = true
+}
+
+variable "scaling" {
+  description = "Instances per Cloud Run service: min (kept warm) and max."
+  type = map(object({
+    min = number
+    max = number
+  }))
+  default = {
+    write    = { min = 0, max = 10 }
+    read     = { min = 0, max = 20 }
+    frontend = { min = 0, max = 10 }
+  }
+}
+
+variable "labels" {
+  description = "Labels put on every resource that takes them."
+  type        = map(string)
+  default     = { app = "tbhub" }
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Checks the deployment files without a Docker engine or cloud access (CI
+# runs this from scripts/test.sh):
+#
+#   1. shellcheck on every shell script of the repository;
+#   2. the container build: every workspace module's go.mod and go.sum is
+#      copied by infra/docker/service.Dockerfile, and every SERVICE it
+#      builds compiles with the image's exact build step
+#      (infra/docker/gobuild.sh: CGO_ENABLED=0, -trimpath, go.work);
+#   3. docker-compose.yml loaded as Docker Compose loads it (compose-spec
+#      schema, interpolation, dependencies) plus tbhub's own rules;
+#   4. infra/terraform parsed with HashiCorp's HCL parser: syntax,
+#      `terraform fmt` layout, version pins, descriptions, and references.
+#
+#   scripts/check-deploy.sh            all of it
+#   scripts/check-deploy.sh --no-build skip step 2's compilation
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=true
+case "${1:-}" in
+  "") ;;
+  --no-build) build=false ;;
+  *) echo "usage: $0 [--no-build]" >&2; exit 2 ;;
+esac
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "== shellcheck"
+if ! command -v shellcheck >/dev/null 2>&1; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null
+fi
+mapfile -t scripts < <(git ls-files -co --exclude-standard -- '*.sh' .ci/run)
+shellcheck "${scripts[@]}"
+
+echo "== container images (infra/docker)"
+dockerfile=infra/docker/service.Dockerfile
+missing=0
+while read -r dir; do
+  rel=${dir#"$PWD"/}
+  for f in go.mod go.sum; do
+    if ! grep -Eq "^COPY (.* )?$rel/$f " "$dockerfile"; then
+      echo "$dockerfile does not copy $rel/$f (a go.work module)" >&2
+      missing=1
+    fi
+  done
+done < <(go list -m -f '{{.Dir}}')
+[ "$missing" = 0 ]
+mapfile -t services < <(infra/docker/gobuild.sh --list)
+if $build; then
+  for s in "${services[@]}"; do
+    echo "   build $s"
+    infra/docker/gobuild.sh "$s" "$work/$s"
+  done
+fi
+
+echo "== deploycheck (compose, terraform)"
+# A module of its own, outside go.work: GOWORK=off.
+(cd scripts/deploycheck && GOWORK=off go vet ./... && GOWORK=off go test -count=1 ./... &&
+  GOWORK=off go build -o "$work/deploycheck" .)
+services_csv=$(IFS=,; echo "${services[*]}")
+"$work/deploycheck" compose -services "$services_csv" docker-compose.yml
+"$work/deploycheck" terraform infra/terraform

@@ -1,0 +1,73 @@
+// Command deploycheck checks the deployment files where no Docker engine
+// and no Terraform provider can run (CI): it loads docker-compose.yml the
+// way Docker Compose does (compose-spec schema, interpolation, consistency)
+// and parses every Terraform file with HashiCorp's HCL parser, checking
+// formatting, version pins, documentation and that every reference names
+// something declared. scripts/check-deploy.sh runs it.
+//
+//	deploycheck compose -services a,b,c docker-compose.yml
+//	deploycheck terraform infra/terraform
+//
+// It lives in its own module, outside go.work, so its parsers never change
+// the product modules' dependency versions.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage:
+  deploycheck compose -services NAME[,NAME...] FILE
+  deploycheck terraform DIR
+`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var problems []string
+	var err error
+	switch args[0] {
+	case "compose":
+		fs := flag.NewFlagSet("compose", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		services := fs.String("services", "", "comma-separated SERVICE build arguments the Dockerfile accepts")
+		if fs.Parse(args[1:]) != nil || fs.NArg() != 1 || *services == "" {
+			fmt.Fprint(stderr, usage)
+			return 2
+		}
+		problems, err = checkCompose(ctx, fs.Arg(0), strings.Split(*services, ","))
+	case "terraform":
+		if len(args) != 2 {
+			fmt.Fprint(stderr, usage)
+			return 2
+		}
+		problems, err = checkTerraform(args[1])
+	default:
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "deploycheck %s: %v\n", args[0], err)
+		return 1
+	}
+	for _, p := range problems {
+		fmt.Fprintln(stderr, p)
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(stderr, "deploycheck %s: %d problem(s)\n", args[0], len(problems))
+		return 1
+	}
+	fmt.Fprintf(stdout, "deploycheck %s: ok\n", args[0])
+	return 0
+}
