@@ -22,9 +22,14 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/blob/fileblob"
 	"github.com/tbhub/tbhub/services/internal/limits"
+	"github.com/tbhub/tbhub/services/internal/reader"
+	"github.com/tbhub/tbhub/services/internal/readpath"
 	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
@@ -117,6 +122,15 @@ func start(t testing.TB, st writer.Store, blobs blob.Store, addr string, closers
 	}
 	token, err := serve.IssueUserToken(ctx, st, srv.Authenticator(), "researcher", "e2e")
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The read path, mounted as tbhub serve mounts it.
+	loop, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closers = append(closers, loop.Close)
+	if _, _, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), loop, st, blobs, readpath.Config{Reader: reader.Config{BlobKeySecret: reader.RandomSecret()}}); err != nil {
 		t.Fatal(err)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
