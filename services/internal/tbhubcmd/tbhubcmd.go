@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/reader"
 	"github.com/tbhub/tbhub/services/internal/readpath"
 	"github.com/tbhub/tbhub/services/internal/serve"
+	"github.com/tbhub/tbhub/services/internal/signin"
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
 )
@@ -148,6 +150,8 @@ func serveProcess(ctx context.Context, proc process, args []string, stderr io.Wr
 	endpoint := fs.String("api-endpoint", "", "gRPC target told to uploaders (default: dns:///GRPC-ADDR)")
 	issuer := fs.String("oidc-issuer", "https://accounts.google.com", "OpenID Connect issuer for sign-in")
 	clientIDs := fs.String("oidc-client-ids", "", "accepted OAuth client IDs (comma-separated); OIDC sign-in is off without one")
+	deviceClient := fs.String("oidc-device-client-id", "", "OAuth client `tbup auth login` signs in with by the device flow (default: the first of --oidc-client-ids)")
+	deviceSecret := fs.String("oidc-device-client-secret", "", "that client's secret, if the issuer wants one (installed-app secrets are published to clients)")
 	testRPCs := fs.Bool("enable-test-rpcs", false, "enable PurgeData and DeleteOwnUser")
 	lim := limits.Default()
 	fs.Int64Var(&lim.MaxBlobBytes, "max-blob-bytes", lim.MaxBlobBytes, "largest blob accepted (advertised to uploaders)")
@@ -177,11 +181,24 @@ func serveProcess(ctx context.Context, proc process, args []string, stderr io.Wr
 		EnableTestRPCs: *testRPCs, Limits: lim, Logger: logger}
 	if *clientIDs != "" {
 		cfg.OIDC = auth.OIDCConfig{Issuer: *issuer, ClientIDs: strings.Split(*clientIDs, ",")}
+		if *deviceClient != "" && !slices.Contains(cfg.OIDC.ClientIDs, *deviceClient) {
+			// ID tokens from the device flow are for that client: accept them.
+			cfg.OIDC.ClientIDs = append(cfg.OIDC.ClientIDs, *deviceClient)
+		}
 	}
 	srv, err := serve.New(b.Store, b.Blobs, cfg)
 	if err != nil {
 		return err
 	}
+	// How `tbup auth login` signs in: published even when empty (404 = tokens only).
+	signIn := signin.Config{}
+	if *clientIDs != "" {
+		signIn = signin.Config{Issuer: *issuer, ClientID: cfg.OIDC.ClientIDs[0], ClientSecret: *deviceSecret}
+		if *deviceClient != "" {
+			signIn.ClientID = *deviceClient
+		}
+	}
+	srv.Mux().Handle(signin.Path, signin.Handler(signIn))
 	if proc.readPath {
 		// The read path: TensorBoard's data provider on the gRPC server
 		// and its HTTP API on the mux, calling back in over loopback gRPC.
