@@ -103,82 +103,83 @@ func mergeShapes(a, b any) (any, bool) {
 // TestGoldenShapes pins the JSON shape of every JSON route on the corpus.
 // Regenerate with: go test ./internal/readpath -run TestGoldenShapes -update
 func TestGoldenShapes(t *testing.T) {
-	s, eid := corpusServer(t)
-	d := "/experiment/" + eid + "/data/"
-	p := d + "plugin/"
-	hparamsReq := `{"startIndex":0,"sliceSize":10}`
-	tsReq, _ := json.Marshal([]map[string]any{
-		{"plugin": "scalars", "tag": "loss"},
-		{"plugin": "histograms", "tag": "normal/moving_mean", "run": "generated/histograms"},
-		{"plugin": "images", "tag": "gradient/image_summary", "run": "generated/images", "sample": 0},
-	})
-	routes := []struct {
-		name, method, path string
-		form               url.Values
-	}{
-		{"environment", "GET", d + "environment", nil},
-		{"plugins_listing", "GET", d + "plugins_listing", nil},
-		{"runs_index", "GET", d + "runs", nil},
-		{"runs_list", "GET", d + "runs?format=list", nil},
-		{"logdir", "GET", d + "logdir", nil},
-		{"window_properties", "GET", d + "window_properties", nil},
-		{"legacy_scalars", "GET", d + "scalars" + q("run", "generated/scalars/train", "tag", "loss"), nil},
-		{"legacy_scalars_sampled", "GET", d + "scalars" + q("sample_count", "3"), nil},
-		{"legacy_histograms", "GET", d + "histograms" + q("run", "generated/histograms", "tag", "normal/moving_mean"), nil},
-		{"legacy_compressed_histograms", "GET", d + "compressedHistograms" + q("run", "generated/histograms", "tag", "normal/moving_mean"), nil},
-		{"legacy_images", "GET", d + "images" + q("run", "generated/images", "tag", "gradient/image_summary"), nil},
-		{"legacy_audio", "GET", d + "audio" + q("run", "generated/audio", "tag", "sine/audio_summary"), nil},
-		{"scalars_tags", "GET", p + "scalars/tags", nil},
-		{"scalars_scalars", "GET", p + "scalars/scalars" + q("run", "generated/scalars/train", "tag", "loss"), nil},
-		{"scalars_multirun", "POST", p + "scalars/scalars_multirun", url.Values{"tag": {"loss"}, "runs": {"generated/scalars/train", "generated/scalars/eval"}}},
-		{"histograms_tags", "GET", p + "histograms/tags", nil},
-		{"histograms_histograms", "GET", p + "histograms/histograms" + q("run", "generated/histograms", "tag", "normal/moving_mean"), nil},
-		{"distributions", "GET", p + "distributions/distributions" + q("run", "generated/histograms", "tag", "normal/moving_mean"), nil},
-		{"images_tags", "GET", p + "images/tags", nil},
-		{"images_images", "GET", p + "images/images" + q("run", "generated/images", "tag", "gradient/image_summary"), nil},
-		{"audio_tags", "GET", p + "audio/tags", nil},
-		{"audio_audio", "GET", p + "audio/audio" + q("run", "generated/audio", "tag", "sine/audio_summary"), nil},
-		{"text_tags", "GET", p + "text/tags", nil},
-		{"text_text", "GET", p + "text/text" + q("run", "generated/text", "tag", "table"), nil},
-		{"graphs_info", "GET", p + "graphs/info", nil},
-		{"pr_curves_tags", "GET", p + "pr_curves/tags", nil},
-		{"pr_curves", "GET", p + "pr_curves/pr_curves" + q("run", "generated/pr_curves", "tag", "classifier/pr_curves"), nil},
-		{"custom_scalars_layout", "GET", p + "custom_scalars/layout", nil},
-		{"custom_scalars_scalars", "GET", p + "custom_scalars/scalars" + q("run", "generated/custom_scalars", "tag", "loss/.*"), nil},
-		{"hparams_experiment", "GET", p + "hparams/experiment" + q("request", "{}"), nil},
-		{"hparams_session_groups", "GET", p + "hparams/session_groups" + q("request", hparamsReq), nil},
-		{"hparams_metric_evals", "GET", p + "hparams/metric_evals" + q("request", `{"sessionName":"generated/hparams/trial-0","metricName":{"tag":"accuracy"}}`), nil},
-		{"mesh_tags", "GET", p + "mesh/tags", nil},
-		{"timeseries_tags", "GET", p + "timeseries/tags", nil},
-		{"timeseries_timeseries", "POST", p + "timeseries/timeSeries", url.Values{"requests": {string(tsReq)}}},
-		{"api_experiment", "GET", "/api/experiments/" + eid, nil},
-	}
-	for _, rt := range routes {
-		t.Run(rt.name, func(t *testing.T) {
-			r := s.do(t, rt.method, rt.path, s.token, rt.form)
-			if r.status != http.StatusOK {
-				t.Fatalf("%s %s: %d %s", rt.method, rt.path, r.status, r.body)
-			}
-			var v any
-			if err := json.Unmarshal(r.body, &v); err != nil {
-				t.Fatalf("not JSON: %v: %.200s", err, r.body)
-			}
-			got, _ := json.MarshalIndent(shape(v), "", "  ")
-			got = append(got, '\n')
-			file := filepath.Join("testdata", rt.name+".shape.json")
-			if *update {
-				if err := os.WriteFile(file, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("shape of %s changed:\n got %s\nwant %s", rt.path, got, strings.TrimSpace(string(want)))
-			}
+	onBackends(t, func(t *testing.T, s *server, eid string) {
+		d := "/experiment/" + eid + "/data/"
+		p := d + "plugin/"
+		hparamsReq := `{"startIndex":0,"sliceSize":10}`
+		tsReq, _ := json.Marshal([]map[string]any{
+			{"plugin": "scalars", "tag": "loss"},
+			{"plugin": "histograms", "tag": "normal/moving_mean", "run": "generated/histograms"},
+			{"plugin": "images", "tag": "gradient/image_summary", "run": "generated/images", "sample": 0},
 		})
-	}
+		routes := []struct {
+			name, method, path string
+			form               url.Values
+		}{
+			{"environment", "GET", d + "environment", nil},
+			{"plugins_listing", "GET", d + "plugins_listing", nil},
+			{"runs_index", "GET", d + "runs", nil},
+			{"runs_list", "GET", d + "runs?format=list", nil},
+			{"logdir", "GET", d + "logdir", nil},
+			{"window_properties", "GET", d + "window_properties", nil},
+			{"legacy_scalars", "GET", d + "scalars" + q("run", "generated/scalars/train", "tag", "loss"), nil},
+			{"legacy_scalars_sampled", "GET", d + "scalars" + q("sample_count", "3"), nil},
+			{"legacy_histograms", "GET", d + "histograms" + q("run", "generated/histograms", "tag", "normal/moving_mean"), nil},
+			{"legacy_compressed_histograms", "GET", d + "compressedHistograms" + q("run", "generated/histograms", "tag", "normal/moving_mean"), nil},
+			{"legacy_images", "GET", d + "images" + q("run", "generated/images", "tag", "gradient/image_summary"), nil},
+			{"legacy_audio", "GET", d + "audio" + q("run", "generated/audio", "tag", "sine/audio_summary"), nil},
+			{"scalars_tags", "GET", p + "scalars/tags", nil},
+			{"scalars_scalars", "GET", p + "scalars/scalars" + q("run", "generated/scalars/train", "tag", "loss"), nil},
+			{"scalars_multirun", "POST", p + "scalars/scalars_multirun", url.Values{"tag": {"loss"}, "runs": {"generated/scalars/train", "generated/scalars/eval"}}},
+			{"histograms_tags", "GET", p + "histograms/tags", nil},
+			{"histograms_histograms", "GET", p + "histograms/histograms" + q("run", "generated/histograms", "tag", "normal/moving_mean"), nil},
+			{"distributions", "GET", p + "distributions/distributions" + q("run", "generated/histograms", "tag", "normal/moving_mean"), nil},
+			{"images_tags", "GET", p + "images/tags", nil},
+			{"images_images", "GET", p + "images/images" + q("run", "generated/images", "tag", "gradient/image_summary"), nil},
+			{"audio_tags", "GET", p + "audio/tags", nil},
+			{"audio_audio", "GET", p + "audio/audio" + q("run", "generated/audio", "tag", "sine/audio_summary"), nil},
+			{"text_tags", "GET", p + "text/tags", nil},
+			{"text_text", "GET", p + "text/text" + q("run", "generated/text", "tag", "table"), nil},
+			{"graphs_info", "GET", p + "graphs/info", nil},
+			{"pr_curves_tags", "GET", p + "pr_curves/tags", nil},
+			{"pr_curves", "GET", p + "pr_curves/pr_curves" + q("run", "generated/pr_curves", "tag", "classifier/pr_curves"), nil},
+			{"custom_scalars_layout", "GET", p + "custom_scalars/layout", nil},
+			{"custom_scalars_scalars", "GET", p + "custom_scalars/scalars" + q("run", "generated/custom_scalars", "tag", "loss/.*"), nil},
+			{"hparams_experiment", "GET", p + "hparams/experiment" + q("request", "{}"), nil},
+			{"hparams_session_groups", "GET", p + "hparams/session_groups" + q("request", hparamsReq), nil},
+			{"hparams_metric_evals", "GET", p + "hparams/metric_evals" + q("request", `{"sessionName":"generated/hparams/trial-0","metricName":{"tag":"accuracy"}}`), nil},
+			{"mesh_tags", "GET", p + "mesh/tags", nil},
+			{"timeseries_tags", "GET", p + "timeseries/tags", nil},
+			{"timeseries_timeseries", "POST", p + "timeseries/timeSeries", url.Values{"requests": {string(tsReq)}}},
+			{"api_experiment", "GET", "/api/experiments/" + eid, nil},
+		}
+		for _, rt := range routes {
+			t.Run(rt.name, func(t *testing.T) {
+				r := s.do(t, rt.method, rt.path, s.token, rt.form)
+				if r.status != http.StatusOK {
+					t.Fatalf("%s %s: %d %s", rt.method, rt.path, r.status, r.body)
+				}
+				var v any
+				if err := json.Unmarshal(r.body, &v); err != nil {
+					t.Fatalf("not JSON: %v: %.200s", err, r.body)
+				}
+				got, _ := json.MarshalIndent(shape(v), "", "  ")
+				got = append(got, '\n')
+				file := filepath.Join("testdata", rt.name+".shape.json")
+				if *update {
+					if err := os.WriteFile(file, got, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				want, err := os.ReadFile(file)
+				if err != nil {
+					t.Fatalf("%v (run with -update to create it)", err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("shape of %s changed:\n got %s\nwant %s", rt.path, got, strings.TrimSpace(string(want)))
+				}
+			})
+		}
+	})
 }

@@ -19,13 +19,17 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/blob/fileblob"
 	"github.com/tbhub/tbhub/services/internal/limits"
 	"github.com/tbhub/tbhub/services/internal/reader"
 	"github.com/tbhub/tbhub/services/internal/readpath"
 	"github.com/tbhub/tbhub/services/internal/serve"
+	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
 	"github.com/tbhub/tbhub/services/internal/testenv/corpus"
+	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
+	"github.com/tbhub/tbhub/services/internal/writer"
 )
 
 var tbupBin string
@@ -40,17 +44,20 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if emu != nil {
+		emu.Stop()
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// server is tbhub serve on the embedded store with the read path mounted,
-// as `tbhub serve` runs it.
+// server is tbhub serve with the read path mounted, as `tbhub serve` runs
+// it.
 type server struct {
 	url   string
 	token string // the owner's full-scope token
-	st    *sqlitestore.Store
-	blobs *fileblob.Store
+	st    writer.Store
+	blobs blob.Store
 	srv   *serve.Server
 	http  *http.Client
 }
@@ -64,8 +71,7 @@ func startServer(t testing.TB) *server {
 func startServerWith(t testing.TB, cfg readpath.Config) *server {
 	t.Helper()
 	dir := t.TempDir()
-	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, filepath.Join(dir, sqlitestore.DefaultFile), sqlitestore.Options{})
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(dir, sqlitestore.DefaultFile), sqlitestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +79,17 @@ func startServerWith(t testing.TB, cfg readpath.Config) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		st.Close()
+		blobs.Close()
+	})
+	return startOn(t, st, blobs, cfg)
+}
+
+// startOn serves st and blobs; they are closed by the caller.
+func startOn(t testing.TB, st writer.Store, blobs blob.Store, cfg readpath.Config) *server {
+	t.Helper()
+	ctx := context.Background()
 	lim := limits.Default()
 	lim.RequestsPerSecond = 0
 	srv, err := serve.New(st, blobs, serve.Config{HTTPAddr: "127.0.0.1:0", Limits: lim, SweepInterval: -1})
@@ -101,8 +118,6 @@ func startServerWith(t testing.TB, cfg readpath.Config) *server {
 			t.Errorf("serve: %v", err)
 		}
 		conn.Close()
-		st.Close()
-		blobs.Close()
 	})
 	return &server{url: srv.Origin(), token: token, st: st, blobs: blobs, srv: srv, http: &http.Client{}}
 }
@@ -187,26 +202,63 @@ func (s *server) getJSON(t testing.TB, path string, v any) {
 	}
 }
 
-// shared is the corpus uploaded once into one server for the whole package.
-var shared struct {
+// uploaded is the corpus uploaded once into one server per backend, for
+// the whole package.
+type uploaded struct {
 	once sync.Once
 	srv  *server
 	eid  string
 }
 
-// corpusServer returns the shared server holding ../shared/corpus.
-func corpusServer(t *testing.T) (*server, string) {
-	shared.once.Do(func() {
+var (
+	onEmbedded, onSpanner uploaded
+
+	emuOnce sync.Once
+	emu     *spanneremu.Emulator
+	emuErr  error
+)
+
+// get starts the server with open and uploads ../shared/corpus, once.
+func (u *uploaded) get(t *testing.T, open func(tb testing.TB) *server) (*server, string) {
+	u.once.Do(func() {
 		// The server outlives the first test: it is closed when the process
 		// ends, with the temporary directory TestMain removes.
 		tb := &keepAlive{T: t}
-		shared.srv = startServer(tb)
-		shared.eid = shared.srv.upload(tb, corpus.Dir(t))
+		u.srv = open(tb)
+		u.eid = u.srv.upload(tb, corpus.Dir(t))
 	})
-	if shared.srv == nil {
+	if u.srv == nil {
 		t.Fatal("the corpus server failed to start in an earlier test")
 	}
-	return shared.srv, shared.eid
+	return u.srv, u.eid
+}
+
+// onBackends runs check on the corpus uploaded into the embedded store
+// and into Cloud Spanner (the emulator, started by the first test that
+// needs it; a test fails, never skips, if it cannot start).
+func onBackends(t *testing.T, check func(t *testing.T, s *server, eid string)) {
+	t.Run("embedded", func(t *testing.T) {
+		s, eid := onEmbedded.get(t, startServer)
+		check(t, s, eid)
+	})
+	t.Run("spanner", func(t *testing.T) {
+		s, eid := onSpanner.get(t, func(tb testing.TB) *server {
+			emuOnce.Do(func() { emu, emuErr = spanneremu.Start(context.Background()) })
+			if emuErr != nil {
+				tb.Fatalf("Spanner emulator: %v", emuErr)
+			}
+			db, err := emu.NewDatabase(context.Background())
+			if err != nil {
+				tb.Fatal(err)
+			}
+			blobs, err := fileblob.Open(filepath.Join(tb.TempDir(), "blobs"))
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return startOn(tb, spannerstore.New(db.Client, spannerstore.Options{SerializeTransactions: true}), blobs, readpath.Config{})
+		})
+		check(t, s, eid)
+	})
 }
 
 // keepAlive is a testing.TB whose cleanups never run and whose temporary
