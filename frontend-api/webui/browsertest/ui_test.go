@@ -251,3 +251,56 @@ func TestMyExperimentsListsUploads(t *testing.T) {
 	}
 	screenshot(t, ctx, "my-experiments")
 }
+
+func TestPRCurvesDraw(t *testing.T) {
+	ctx := tab(t, true)
+	q := url.Values{"tab": {"pr_curves"}, "runFilter": {"^generated/pr_curves$"}}
+	run(t, ctx,
+		chromedp.Navigate(experimentURL(env.eid, q)),
+		waitFor(`document.querySelectorAll(".pr-card").length === 2`),
+		waitFor(paintedCanvases(".pr-card canvas", 200)+" === 2"),
+	)
+	screenshot(t, ctx, "pr_curves")
+}
+
+func TestCustomScalarsLayout(t *testing.T) {
+	ctx := tab(t, true)
+	var titles []string
+	run(t, ctx,
+		chromedp.Navigate(experimentURL(env.eid, url.Values{"tab": {"custom_scalars"}})),
+		// generated/custom_scalars's layout: "all losses" (multiline) and "band" (margin).
+		waitFor(`document.querySelectorAll(".custom-card").length === 2`),
+		waitFor(paintedCanvases(".custom-card canvas", 200)+" === 2"),
+		chromedp.Evaluate(`[...document.querySelectorAll(".custom-card")].map(c => c.dataset.title)`, &titles),
+	)
+	if strings.Join(titles, "|") != "all losses|band" {
+		t.Errorf("custom scalar charts = %q", titles)
+	}
+	screenshot(t, ctx, "custom_scalars")
+}
+
+func TestHParamsTableSortsAndFilters(t *testing.T) {
+	ctx := tab(t, true)
+	var first, afterSort string
+	var rows int
+	run(t, ctx,
+		chromedp.Navigate(experimentURL(env.eid, url.Values{"tab": {"hparams"}})),
+		waitFor(`document.querySelectorAll("table.hparams-table tbody tr").length >= 4`),
+		chromedp.Text(`table.hparams-table tbody tr:first-child td.name`, &first, chromedp.ByQuery),
+		// Sort by the name column, descending.
+		chromedp.Click(`table.hparams-table th:first-child button`, chromedp.ByQuery),
+		waitFor(`document.querySelector("table.hparams-table th:first-child").getAttribute("aria-sort") === "descending"`),
+		chromedp.Text(`table.hparams-table tbody tr:first-child td.name`, &afterSort, chromedp.ByQuery),
+		chromedp.SendKeys(`.row-filter`, "^trial-", chromedp.ByQuery),
+		waitFor(`[...document.querySelectorAll("table.hparams-table tbody td.name")].every(td => td.textContent.startsWith("trial-"))`),
+		chromedp.Evaluate(`document.querySelectorAll("table.hparams-table tbody tr").length`, &rows),
+	)
+	if first == afterSort {
+		t.Errorf("sorting descending kept %q first", first)
+	}
+	// generated/hparams has four trials.
+	if rows != 4 {
+		t.Errorf("rows matching ^trial- = %d, want 4", rows)
+	}
+	screenshot(t, ctx, "hparams")
+}

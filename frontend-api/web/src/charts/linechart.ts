@@ -124,8 +124,8 @@ export class LineChart {
     });
     const axis = (values?: uPlot.Axis["values"], vertical = false): uPlot.Axis => ({
       stroke: fg,
-      // A y axis as wide as its longest label.
-      size: vertical ? (_u, vals) => 14 + 6.5 * Math.max(3, ...(vals ?? []).map((v) => String(v).length)) : undefined,
+      // A y axis as wide as its longest label (uPlot's default otherwise).
+      ...(vertical ? { size: (_u: uPlot, vals: string[]) => 14 + 6.5 * Math.max(3, ...(vals ?? []).map((v) => String(v).length)) } : {}),
       grid: { stroke: grid, width: 1 },
       ticks: { stroke: grid, width: 1 },
       values,

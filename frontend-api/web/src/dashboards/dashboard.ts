@@ -92,13 +92,23 @@ export function stepSlider(steps: number[], onChange: (i: number) => void, initi
   return h("div.slider", null, input, label);
 }
 
+/** What a plugin's tag index says of a card. */
+export interface CardInfo {
+  samples?: number;
+  /** For per-tag cards: the runs holding the tag. */
+  runs?: string[];
+}
+
 export interface RunTagOptions {
   /** CSS class of each card, e.g. "image-card". */
   cardClass: string;
-  /** The run → tag → info index of the plugin. */
-  tags: () => Promise<Record<string, Record<string, { samples?: number }>>>;
+  /**
+   * The run → tag → info index of the plugin. Cards under the run "" are
+   * per tag, for all runs (the card filters by the shown runs itself).
+   */
+  tags: () => Promise<Record<string, Record<string, CardInfo>>>;
   /** Fills a card's body once it is visible; it starts empty. */
-  fill: (body: HTMLElement, run: string, tag: string, info: { samples?: number }) => Promise<void>;
+  fill: (body: HTMLElement, run: string, tag: string, info: CardInfo) => Promise<void>;
   /** Controls shown before the tag filter. */
   controls?: HTMLElement[];
   /** Whether a state change (other than runs and tags) needs the cards redrawn. */
@@ -118,15 +128,15 @@ export function runTagDashboard(el: HTMLElement, ctx: DashboardContext, o: RunTa
   tagFilter.addEventListener("change", () => store.set({ tagFilter: tagFilter.value }));
   const content = h(o.wide ? "div.cards.wide" : "div.cards");
   setChildren(el, h("div.toolbar", null, ...(o.controls ?? []), h("label", null, "Tags ", tagFilter)), content);
-  let index: Record<string, Record<string, { samples?: number }>> | null = null;
+  let index: Record<string, Record<string, CardInfo>> | null = null;
   let stops: (() => void)[] = [];
 
-  function card(run: string, tag: string, info: { samples?: number }): HTMLElement {
+  function card(run: string, tag: string, info: CardInfo): HTMLElement {
     const body = h("div.card-body", null, "Loading…");
     const el = h(
       "div.card",
       { className: `card ${o.cardClass}`, "data-run": run, "data-tag": tag },
-      h("div.card-head", null, h("span.card-title", { title: tag }, tag), h("span.card-run", { style: { color: ctx.colorOf(run) }, title: run }, run)),
+      h("div.card-head", null, h("span.card-title", { title: tag }, tag), run ? h("span.card-run", { style: { color: ctx.colorOf(run) }, title: run }, run) : null),
       body,
     );
     stops.push(
@@ -150,10 +160,13 @@ export function runTagDashboard(el: HTMLElement, ctx: DashboardContext, o: RunTa
     if (document.activeElement !== tagFilter) tagFilter.value = s.tagFilter;
     const shown = shownRuns(ctx, s);
     const filter = compileFilter(s.tagFilter);
-    const items: { run: string; tag: string; info: { samples?: number } }[] = [];
+    const items: { run: string; tag: string; info: CardInfo }[] = [];
     for (const [run, tags] of Object.entries(index)) {
-      if (!shown.has(run)) continue;
-      for (const [tag, info] of Object.entries(tags)) if (filter.test(tag)) items.push({ run, tag, info });
+      if (run !== "" && !shown.has(run)) continue;
+      for (const [tag, info] of Object.entries(tags)) {
+        if (!filter.test(tag) || (info.runs && !info.runs.some((r) => shown.has(r)))) continue;
+        items.push({ run, tag, info });
+      }
     }
     const order = new Map(ctx.runs.map((r, i) => [r.name, i]));
     items.sort((a, b) => a.tag.localeCompare(b.tag) || (order.get(a.run) ?? 0) - (order.get(b.run) ?? 0));

@@ -10,6 +10,9 @@ import { scalarsDashboard } from "../dashboards/scalars";
 import { audioDashboard, imagesDashboard } from "../dashboards/images";
 import { distributionsDashboard, histogramsDashboard } from "../dashboards/histograms";
 import { textDashboard } from "../dashboards/text";
+import { prCurvesDashboard } from "../dashboards/prcurves";
+import { customScalarsDashboard } from "../dashboards/customscalars";
+import { hparamsDashboard } from "../dashboards/hparams";
 import { renderSignIn } from "./signin";
 
 interface Tab {
@@ -27,6 +30,9 @@ const TABS: Tab[] = [
   { id: "histograms", label: "Histograms", plugins: ["histograms"], make: histogramsDashboard },
   { id: "distributions", label: "Distributions", plugins: ["distributions"], make: distributionsDashboard },
   { id: "text", label: "Text", plugins: ["text"], make: textDashboard },
+  { id: "pr_curves", label: "PR curves", plugins: ["pr_curves"], make: prCurvesDashboard },
+  { id: "custom_scalars", label: "Custom scalars", plugins: ["custom_scalars"], make: customScalarsDashboard },
+  { id: "hparams", label: "HParams", plugins: ["hparams"], make: hparamsDashboard },
 ];
 
 /** Renders the page; returns what stops it (before the next page renders). */
