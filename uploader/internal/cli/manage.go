@@ -145,18 +145,18 @@ func runUpdateMetadata(ctx context.Context, env Env, args []string) error {
 	var sf serverFlags
 	sf.register(fs)
 	id := fs.String("experiment", "", "the experiment to change (required)")
-	name := fs.String("name", "", "new name (at most 100 characters)")
-	description := fs.String("description", "", "new description, markdown (at most 600 characters)")
-	visibility := fs.String("visibility", "", "private, unlisted or public")
+	var md metadataFlags
+	md.register(fs, "")
+	name, description, visibility := &md.name, &md.description, &md.visibility
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *id == "" || (*name == "" && *description == "" && *visibility == "") {
 		return missing(env, fs, "--experiment and at least one of --name, --description, --visibility are required")
 	}
-	vis, ok := visibilities[*visibility]
-	if *visibility != "" && !ok {
-		return fmt.Errorf("--visibility must be private, unlisted or public, not %q", *visibility)
+	vis, err := md.check()
+	if err != nil {
+		return err
 	}
 	c, err := sf.connect(ctx, env, nil)
 	if err != nil {

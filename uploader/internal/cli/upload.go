@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -98,6 +99,27 @@ func dialEndpoint(endpoint string, sf serverFlags) (*grpc.ClientConn, error) {
 	return conn, nil
 }
 
+// metadataFlags are an experiment's name, description and visibility.
+type metadataFlags struct{ name, description, visibility string }
+
+func (m *metadataFlags) register(fs *flag.FlagSet, visibilityNote string) {
+	fs.StringVar(&m.name, "name", "", "experiment name (at most 100 characters)")
+	fs.StringVar(&m.description, "description", "", "experiment description, markdown (at most 600 characters)")
+	fs.StringVar(&m.visibility, "visibility", "", "private, unlisted or public "+visibilityNote)
+}
+
+// check validates the flags and returns the visibility (unspecified if not given).
+func (m *metadataFlags) check() (experimentsv1.Visibility, error) {
+	vis, ok := visibilities[m.visibility]
+	if m.visibility != "" && !ok {
+		return vis, fmt.Errorf("--visibility must be private, unlisted or public, not %q", m.visibility)
+	}
+	if len([]rune(m.name)) > 100 || len([]rune(m.description)) > 600 {
+		return vis, errors.New("--name is limited to 100 characters and --description to 600")
+	}
+	return vis, nil
+}
+
 var visibilities = map[string]experimentsv1.Visibility{
 	"private":  experimentsv1.Visibility_VISIBILITY_PRIVATE,
 	"unlisted": experimentsv1.Visibility_VISIBILITY_UNLISTED,
@@ -110,10 +132,10 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 	sf.register(fs)
 	dir := fs.String("logdir", "", "the log directory to upload: a local path or gs://bucket/prefix")
 	graph := fs.String("graph", "", "instead of a logdir, upload a model graph: a GraphDef file, binary (.pb) or text format (.pbtxt)")
-	name := fs.String("name", "", "experiment name (at most 100 characters)")
-	description := fs.String("description", "", "experiment description, markdown (at most 600 characters)")
+	var md metadataFlags
+	md.register(fs, "(new experiments are private)")
+	name, description, visibility := &md.name, &md.description, &md.visibility
 	experimentID := fs.String("experiment", "", "continue this experiment instead of the one this logdir was last uploaded to")
-	visibility := fs.String("visibility", "", "private, unlisted or public (new experiments are private)")
 	plugins := fs.String("plugins", "", "comma-separated plugins to upload (default: all the server accepts)")
 	oneShot := fs.Bool("one-shot", false, "upload what is there now and exit, instead of watching the logdir")
 	dryRun := fs.Bool("dry-run", false, "read everything and report what would be sent, without a server")
@@ -128,13 +150,9 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 	if (*dir == "") == (*graph == "") {
 		return missing(env, fs, "give either --logdir or --graph")
 	}
-	var err error
-	vis, ok := visibilities[*visibility]
-	if *visibility != "" && !ok {
-		return fmt.Errorf("--visibility must be private, unlisted or public, not %q", *visibility)
-	}
-	if len([]rune(*name)) > 100 || len([]rune(*description)) > 600 {
-		return errors.New("--name is limited to 100 characters and --description to 600")
+	vis, err := md.check()
+	if err != nil {
+		return err
 	}
 	var src logdir.Source
 	if *graph != "" {

@@ -99,10 +99,12 @@ type Uploader struct {
 
 	scalarReq    *servicepb.WriteScalarRequest
 	scalarSize   int
+	scalarPoints int
 	scalarSeries []*migrate.Series // the series the pending scalar request holds
 	scalarTags   map[*migrate.Series]*servicepb.WriteScalarRequest_Tag
 	tensorReq    *servicepb.WriteTensorRequest
 	tensorSize   int
+	tensorPoints int
 	tensorSeries []*migrate.Series
 
 	// The reader's position not yet recorded in a segment (reader goroutine only).
@@ -542,6 +544,7 @@ func (u *Uploader) addScalar(run string, s *migrate.Series, p *migrate.Point, re
 	tag := u.scalarTag(run, s)
 	tag.Points = append(tag.Points, pt)
 	u.scalarSize += cost
+	u.scalarPoints++
 }
 
 // scalarTag finds or adds (run, tag) at the end of the pending request; metadata goes
@@ -614,6 +617,7 @@ func (u *Uploader) addTensor(run string, s *migrate.Series, p *migrate.Point, re
 	}
 	tag.Points = append(tag.Points, pt)
 	u.tensorSize += cost
+	u.tensorPoints++
 }
 
 // blobJob is one blob-sequence point to upload.
@@ -683,16 +687,10 @@ func (u *Uploader) sendHeldBlobs() {
 }
 
 func (u *Uploader) sendScalars() {
-	req, series := u.scalarReq, u.scalarSeries
-	u.scalarReq, u.scalarSeries = nil, nil
+	req, series, n := u.scalarReq, u.scalarSeries, u.scalarPoints
+	u.scalarReq, u.scalarSeries, u.scalarPoints = nil, nil, 0
 	if req == nil {
 		return
-	}
-	n := 0
-	for _, r := range req.Runs {
-		for _, t := range r.Tags {
-			n += len(t.Points)
-		}
 	}
 	u.sendPoints(req, series, n, u.scalarSize, &u.lastScalar, u.cfg.Limits.MinScalarInterval, &u.prog.Scalars, func(ctx context.Context) error {
 		_, err := u.cfg.Writer.WriteScalar(ctx, req)
@@ -701,16 +699,10 @@ func (u *Uploader) sendScalars() {
 }
 
 func (u *Uploader) sendTensors() {
-	req, series := u.tensorReq, u.tensorSeries
-	u.tensorReq, u.tensorSeries = nil, nil
+	req, series, n := u.tensorReq, u.tensorSeries, u.tensorPoints
+	u.tensorReq, u.tensorSeries, u.tensorPoints = nil, nil, 0
 	if req == nil {
 		return
-	}
-	n := 0
-	for _, r := range req.Runs {
-		for _, t := range r.Tags {
-			n += len(t.Points)
-		}
 	}
 	u.sendPoints(req, series, n, u.tensorSize, &u.lastTensor, u.cfg.Limits.MinTensorInterval, &u.prog.Tensors, func(ctx context.Context) error {
 		_, err := u.cfg.Writer.WriteTensor(ctx, req)
