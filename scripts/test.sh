@@ -28,6 +28,9 @@ echo "== web UI: build (embedded by frontend-api/webui) and unit tests"
 scripts/build-ui.sh
 (cd frontend-api/web && npx --no-install vitest run --silent)
 
+echo "== deployment files: shellcheck, image builds, compose, terraform"
+scripts/check-deploy.sh
+
 echo "== go test"
 # shellcheck disable=SC2086
 go test -count=1 "$@" $mods

@@ -12,8 +12,23 @@
 # (scripts/check-deploy.sh).
 
 ARG GO_VERSION=1.26
+ARG NODE_VERSION=22
 
-FROM golang:${GO_VERSION}-bookworm AS build
+# The web UI bundle (not committed): scripts/build-ui.sh, as CI runs it,
+# writes it into frontend-api/webui/dist, which the Go binaries embed.
+FROM --platform=$BUILDPLATFORM node:${NODE_VERSION}-bookworm-slim AS ui
+WORKDIR /src
+COPY scripts/build-ui.sh scripts/
+COPY frontend-api/web/package.json frontend-api/web/package-lock.json frontend-api/web/
+RUN --mount=type=cache,target=/root/.npm cd frontend-api/web && npm ci --no-audit --no-fund --loglevel=error
+COPY frontend-api/web/ frontend-api/web/
+COPY frontend-api/webui/dist/ frontend-api/webui/dist/
+RUN scripts/build-ui.sh
+
+# The build stage runs on the build machine's platform and cross-compiles
+# for the target (Cloud Run: linux/amd64), so an arm64 laptop builds at
+# native speed.
+FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 WORKDIR /src
 # Module metadata first: the download layer survives source edits.
 COPY go.work go.work.sum ./
@@ -23,10 +38,14 @@ COPY uploader/go.mod uploader/go.sum uploader/
 COPY frontend-api/go.mod frontend-api/go.sum frontend-api/
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
+COPY --from=ui /src/frontend-api/webui/dist/ frontend-api/webui/dist/
 ARG SERVICE
+ARG TARGETOS
+ARG TARGETARCH
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    test -n "$SERVICE" && infra/docker/gobuild.sh "$SERVICE" /out/server
+    test -n "$SERVICE" && \
+    GOOS=$TARGETOS GOARCH=$TARGETARCH infra/docker/gobuild.sh "$SERVICE" /out/server
 
 # static: CA certificates, tzdata and /etc/passwd, nothing else. The
 # nonroot user is uid 65532.

@@ -16,7 +16,7 @@ locals {
       timeout = "3600s" # long uploads stream blobs
       memory  = "1Gi"
       probe   = "http"
-      env = {
+      env = merge(var.write_service_env, {
         TBHUB_STORE = local.store_url
         TBHUB_BLOBS = local.blobs_url
         # The handshake's experiment URL template: links open on the frontend.
@@ -24,7 +24,7 @@ locals {
         # Where uploaders dial gRPC (TLS on 443: tbup uses TLS for https servers).
         TBHUB_API_ENDPOINT = "${trimprefix(local.urls.write, "https://")}:443"
         TBHUB_OIDC_ISSUER  = var.oidc_issuer
-      }
+      })
       secrets = local.oidc_secret
     }
     # TensorBoard's data provider (gRPC only).

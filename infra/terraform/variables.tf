@@ -82,6 +82,12 @@ variable "scaling" {
   }
 }
 
+variable "write_service_env" {
+  description = "Extra environment of the write service, e.g. limits: TBHUB_MAX_BLOB_BYTES, TBHUB_MAX_EXPERIMENTS_PER_USER, TBHUB_MAX_POINTS_PER_USER, TBHUB_MAX_BLOB_BYTES_PER_USER, TBHUB_REQUESTS_PER_SECOND (docs/write-service.md)."
+  type        = map(string)
+  default     = {}
+}
+
 variable "labels" {
   description = "Labels put on every resource that takes them."
   type        = map(string)

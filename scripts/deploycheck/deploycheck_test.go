@@ -233,3 +233,42 @@ func TestPinned(t *testing.T) {
 		}
 	}
 }
+
+func TestDockerfile(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"present.txt": "x",
+		"good.Dockerfile": `FROM golang:1.26 AS build
+COPY present.txt /src/
+RUN true
+FROM scratch
+COPY --from=build /src/present.txt /
+ENTRYPOINT ["/present.txt"]
+`,
+		"bad.Dockerfile": `FROM golang:1.26 as build
+COPY present.txt absent.txt /src/
+FROM scratch
+ENTRYPOINT ["/x"]
+`,
+		"broken.Dockerfile": "FROM scratch\nEXPOZE 80\n",
+	})
+	check := func(name string) []string {
+		t.Helper()
+		problems, err := checkDockerfile(filepath.Join(dir, name), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return problems
+	}
+	if p := check("good.Dockerfile"); len(p) != 0 {
+		t.Errorf("good.Dockerfile: %q", p)
+	}
+	bad := strings.Join(check("bad.Dockerfile"), "\n")
+	for _, want := range []string{"bad.Dockerfile:1: FromAsCasing", "bad.Dockerfile:2: COPY source absent.txt is not in the build context"} {
+		if !strings.Contains(bad, want) {
+			t.Errorf("no %q in:\n%s", want, bad)
+		}
+	}
+	if p := check("broken.Dockerfile"); len(p) != 1 || !strings.Contains(p[0], "unknown instruction") {
+		t.Errorf("broken.Dockerfile: %q", p)
+	}
+}

@@ -1,10 +1,12 @@
 // Command deploycheck checks the deployment files where no Docker engine
-// and no Terraform provider can run (CI): it loads docker-compose.yml the
-// way Docker Compose does (compose-spec schema, interpolation, consistency)
-// and parses every Terraform file with HashiCorp's HCL parser, checking
+// and no Terraform provider can run (CI): it parses the Dockerfile with
+// BuildKit's parser and linter, loads docker-compose.yml the way Docker
+// Compose does (compose-spec schema, interpolation, consistency) and
+// parses every Terraform file with HashiCorp's HCL parser, checking
 // formatting, version pins, documentation and that every reference names
 // something declared. scripts/check-deploy.sh runs it.
 //
+//	deploycheck dockerfile -context . infra/docker/service.Dockerfile
 //	deploycheck compose -services a,b,c docker-compose.yml
 //	deploycheck terraform infra/terraform
 //
@@ -26,6 +28,7 @@ func main() {
 }
 
 const usage = `usage:
+  deploycheck dockerfile [-context DIR] FILE
   deploycheck compose -services NAME[,NAME...] FILE
   deploycheck terraform DIR
 `
@@ -47,6 +50,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		problems, err = checkCompose(ctx, fs.Arg(0), strings.Split(*services, ","))
+	case "dockerfile":
+		fs := flag.NewFlagSet("dockerfile", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		contextDir := fs.String("context", ".", "build context directory")
+		if fs.Parse(args[1:]) != nil || fs.NArg() != 1 {
+			fmt.Fprint(stderr, usage)
+			return 2
+		}
+		problems, err = checkDockerfile(fs.Arg(0), *contextDir)
 	case "terraform":
 		if len(args) != 2 {
 			fmt.Fprint(stderr, usage)
