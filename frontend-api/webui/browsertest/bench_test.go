@@ -1,0 +1,131 @@
+package browsertest
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	cdruntime "github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// BenchmarkScalarsFirstChart opens the corpus experiment's Scalars tab in
+// a fresh tab and reports, in the page's own clock (ms since navigation
+// started): when the first chart had pixels, and when every scalar card
+// in the viewport had them.
+func BenchmarkScalarsFirstChart(b *testing.B) {
+	if env.setupErr != nil {
+		b.Fatal(env.setupErr)
+	}
+	var first, all []float64
+	for i := 0; i < b.N; i++ {
+		ctx, cancel := chromedp.NewContext(env.browser)
+		var f, a float64
+		err := chromedp.Run(ctx,
+			chromedp.Navigate(env.origin+"/static/not-there"),
+			chromedp.Evaluate(fmt.Sprintf(`localStorage.setItem("tbhub.token", %q)`, env.token), nil),
+			chromedp.Navigate(experimentURL(env.eid, nil)),
+			chromedp.Poll(`(`+paintedCanvases(".scalar-card canvas", 200)+` >= 1) && performance.now()`, &f,
+				chromedp.WithPollingInterval(5*time.Millisecond), chromedp.WithPollingTimeout(time.Minute)),
+			chromedp.Poll(`(() => {
+				const inView = [...document.querySelectorAll(".scalar-card")].filter(c => {
+					const r = c.getBoundingClientRect(); return r.bottom > 0 && r.top < innerHeight; });
+				const painted = inView.filter(c => { const cv = c.querySelector("canvas"); if (!cv) return false;
+					const d = cv.getContext("2d").getImageData(0, 0, cv.width, cv.height).data;
+					for (let i = 3; i < d.length; i += 4) if (d[i]) return true; return false; });
+				return inView.length > 0 && painted.length === inView.length && performance.now();
+			})()`, &a, chromedp.WithPollingInterval(5*time.Millisecond), chromedp.WithPollingTimeout(time.Minute)),
+		)
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		first, all = append(first, f), append(all, a)
+	}
+	b.ReportMetric(median(first), "first-chart-ms")
+	b.ReportMetric(median(all), "all-visible-ms")
+}
+
+// BenchmarkUPlotMillionPoints measures the chart library alone: uPlot
+// (the bundle's version, from node_modules) drawing one line of n points
+// into an 800×300 canvas, then panning it: 100 steps of setScale, each
+// timed from the call to the end of the redraw it causes.
+func BenchmarkUPlotMillionPoints(b *testing.B) {
+	if env.setupErr != nil {
+		b.Fatal(env.setupErr)
+	}
+	lib := filepath.Join("..", "..", "web", "node_modules", "uplot", "dist", "uPlot.iife.min.js")
+	if _, err := os.Stat(lib); err != nil {
+		b.Fatalf("%v (run scripts/build-ui.sh)", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/uPlot.js", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, lib) })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, uplotBenchPage) })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			var draws, frames []float64
+			for i := 0; i < b.N; i++ {
+				ctx, cancel := chromedp.NewContext(env.browser)
+				var res struct {
+					Draw   float64   `json:"draw"`
+					Frames []float64 `json:"frames"`
+				}
+				err := chromedp.Run(ctx,
+					chromedp.Navigate(srv.URL+"/"),
+					chromedp.Evaluate(fmt.Sprintf(`runBench(%d)`, n), &res, func(p *cdruntime.EvaluateParams) *cdruntime.EvaluateParams { return p.WithAwaitPromise(true) }),
+				)
+				cancel()
+				if err != nil {
+					b.Fatal(err)
+				}
+				draws = append(draws, res.Draw)
+				frames = append(frames, res.Frames...)
+			}
+			sort.Float64s(frames)
+			b.ReportMetric(median(draws), "first-draw-ms")
+			b.ReportMetric(median(frames), "pan-frame-ms")
+			b.ReportMetric(frames[len(frames)*95/100], "pan-frame-p95-ms")
+		})
+	}
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+const uplotBenchPage = `<!doctype html><html><body><script src="/uPlot.js"></script><script>
+window.runBench = async (n) => {
+  const xs = new Float64Array(n), ys = new Float64Array(n);
+  let v = 0;
+  for (let i = 0; i < n; i++) { xs[i] = i; v += Math.random() - 0.5; ys[i] = v; }
+  let drawn = 0;
+  const opts = { width: 800, height: 300, legend: { show: false },
+    series: [{}, { stroke: "#1f77b4", width: 1, points: { show: false } }],
+    hooks: { draw: [() => drawn++] } };
+  const t0 = performance.now();
+  const u = new uPlot(opts, [xs, ys], document.body);
+  await new Promise(r => queueMicrotask(r));
+  const draw = performance.now() - t0;
+  const frames = [];
+  const span = n / 10;
+  for (let k = 0; k < 100; k++) {
+    await new Promise(r => requestAnimationFrame(r));
+    const before = drawn, t = performance.now();
+    const lo = (k * (n - span)) / 100;
+    u.setScale("x", { min: lo, max: lo + span });
+    await new Promise(r => queueMicrotask(r));
+    if (drawn === before) throw new Error("setScale did not redraw");
+    frames.push(performance.now() - t);
+  }
+  return { draw, frames };
+};
+</script></body></html>`
