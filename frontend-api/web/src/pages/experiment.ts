@@ -13,6 +13,7 @@ import { textDashboard } from "../dashboards/text";
 import { prCurvesDashboard } from "../dashboards/prcurves";
 import { customScalarsDashboard } from "../dashboards/customscalars";
 import { hparamsDashboard } from "../dashboards/hparams";
+import { graphsDashboard } from "../dashboards/graphs";
 import { renderSignIn } from "./signin";
 
 interface Tab {
@@ -33,6 +34,7 @@ const TABS: Tab[] = [
   { id: "pr_curves", label: "PR curves", plugins: ["pr_curves"], make: prCurvesDashboard },
   { id: "custom_scalars", label: "Custom scalars", plugins: ["custom_scalars"], make: customScalarsDashboard },
   { id: "hparams", label: "HParams", plugins: ["hparams"], make: hparamsDashboard },
+  { id: "graphs", label: "Graphs", plugins: ["graphs"], make: graphsDashboard },
 ];
 
 /** Renders the page; returns what stops it (before the next page renders). */
