@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 )
 
@@ -129,9 +131,16 @@ func TestTextToHTML(t *testing.T) {
 	if err != nil || plain != "<p>&lt;b&gt;x&lt;/b&gt;</p>" {
 		t.Errorf("markdown=false: %q, %v", plain, err)
 	}
-	cube := &tbpb.TensorProto{Dtype: tbpb.DataType_DT_STRING, TensorShape: shape(1, 2, 2), StringVal: [][]byte{[]byte("a")}}
-	if got, err := textToHTML(cube, true); err != nil || !strings.Contains(got, "Warning") {
-		t.Errorf("3-d text: %q, %v", got, err)
+	cube := &tbpb.TensorProto{Dtype: tbpb.DataType_DT_STRING, TensorShape: shape(1, 2, 2), StringVal: [][]byte{[]byte("a"), []byte("zz"), []byte("b"), []byte("yy")}}
+	if got, err := textToHTML(cube, true); err != nil || !strings.Contains(got, "Warning") || !strings.Contains(got, "<td><p>b</p>") || strings.Contains(got, "zz") {
+		t.Errorf("3-d text shows [0, j, 0]: %q, %v", got, err)
+	}
+	huge := &tbpb.TensorProto{Dtype: tbpb.DataType_DT_STRING, TensorShape: shape(1<<40, 1<<40, 0)}
+	if got, err := textToHTML(huge, true); err == nil && strings.Contains(got, "<td>") {
+		t.Errorf("empty huge tensor: %q, %v", got, err)
+	}
+	if _, err := textToHTML(&tbpb.TensorProto{Dtype: tbpb.DataType_DT_STRING, TensorShape: shape(1 << 40), StringVal: [][]byte{[]byte("a")}}, true); err == nil {
+		t.Error("a claimed 2^40 strings were expanded")
 	}
 }
 
@@ -163,4 +172,27 @@ func TestAcceptsGzip(t *testing.T) {
 			t.Errorf("acceptsGzip(%q) = %v", header, got)
 		}
 	}
+}
+
+// Stored tensors come from uploads: whatever their bytes claim, decoding
+// them must not panic or allocate for a shape the data does not have.
+func FuzzDecodeTensor(f *testing.F) {
+	for _, t := range []*tbpb.TensorProto{
+		{Dtype: tbpb.DataType_DT_STRING, TensorShape: shape(2, 2), StringVal: [][]byte{[]byte("a")}},
+		{Dtype: tbpb.DataType_DT_FLOAT, TensorShape: shape(3), FloatVal: []float32{1}},
+		{Dtype: tbpb.DataType_DT_DOUBLE, TensorShape: shape(6, 2), DoubleVal: []float64{1, 2}},
+	} {
+		b, _ := proto.Marshal(t)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var tp tbpb.TensorProto
+		if proto.Unmarshal(b, &tp) != nil {
+			return
+		}
+		tensorFloats(&tp)
+		textToHTML(&tp, true)
+		histogramBuckets(&tp)
+		prCurveEntryOf(&tp)
+	})
 }

@@ -18,13 +18,26 @@ func shapeOf(t *tbpb.TensorProto) []int64 {
 	return out
 }
 
-// numElements is the product of the dimensions (1 for a scalar).
-func numElements(shape []int64) int64 {
+// maxElements bounds the tensors the API decodes: stored tensors are
+// small (TensorBoard's are at most a few KB), and a shape is only a
+// claim, so a huge one must not make the server allocate for it.
+const maxElements = 1 << 22
+
+// elementCount is the number of elements the tensor's shape declares (1
+// for a scalar); an error if a dimension is negative or the count exceeds
+// maxElements.
+func elementCount(t *tbpb.TensorProto) (int64, error) {
 	n := int64(1)
-	for _, d := range shape {
+	for _, d := range shapeOf(t) {
+		if d < 0 || (d > 0 && n > maxElements/d) {
+			return 0, fmt.Errorf("tensor shape %v: unsupported size", shapeOf(t))
+		}
 		n *= d
 	}
-	return n
+	if n > maxElements {
+		return 0, fmt.Errorf("tensor shape %v: unsupported size", shapeOf(t))
+	}
+	return n, nil
 }
 
 // tensorFloats decodes a numeric tensor to float64s in row-major order, as
@@ -32,9 +45,9 @@ func numElements(shape []int64) int64 {
 // typed value field, whose single value fills the tensor when it holds
 // fewer values than elements.
 func tensorFloats(t *tbpb.TensorProto) ([]float64, error) {
-	n := numElements(shapeOf(t))
-	if n < 0 || n > 1<<28 {
-		return nil, fmt.Errorf("tensor of %d elements", n)
+	n, err := elementCount(t)
+	if err != nil {
+		return nil, err
 	}
 	if c := t.GetTensorContent(); len(c) > 0 {
 		return decodeContent(t.GetDtype(), c, n)
@@ -170,7 +183,10 @@ func tensorStrings(t *tbpb.TensorProto) ([][]byte, error) {
 	if t.GetDtype() != tbpb.DataType_DT_STRING {
 		return nil, fmt.Errorf("tensor of type %v is not a string tensor", t.GetDtype())
 	}
-	n := numElements(shapeOf(t))
+	n, err := elementCount(t)
+	if err != nil {
+		return nil, err
+	}
 	vals := t.GetStringVal()
 	if int64(len(vals)) > n {
 		return nil, fmt.Errorf("tensor holds %d strings for %d elements", len(vals), n)

@@ -76,25 +76,33 @@ func textToHTML(t *tbpb.TensorProto, useMarkdown bool) (string, error) {
 		}
 		return cell(vals[0]), nil
 	case 1:
-		return table(vals, shape[0], 1, cell), nil
+		return table(vals, shape[0], 1, 1, cell), nil
 	case 2:
-		return table(vals, shape[0], shape[1], cell), nil
+		return table(vals, shape[0], shape[1], 1, cell), nil
+	}
+	// Element [i, j, 0, 0, ...] of a row-major tensor is at (i*cols + j)
+	// times the size of the trailing dimensions.
+	inner := int64(1)
+	for _, d := range shape[2:] {
+		inner *= d
 	}
 	warning := fmt.Sprintf("<p><strong>Warning:</strong> this text summary has %d dimensions; only its first 2-d slice is shown.</p>", len(shape))
-	return warning + table(vals, shape[0], shape[1], cell), nil
+	if inner == 0 {
+		return warning, nil
+	}
+	return warning + table(vals, shape[0], shape[1], inner, cell), nil
 }
 
-func table(vals [][]byte, nrows, ncols int64, cell func([]byte) string) string {
+// table renders vals[(i*ncols + j) * stride] as an nrows × ncols table;
+// the caller guarantees that every such index is within vals.
+func table(vals [][]byte, nrows, ncols, stride int64, cell func([]byte) string) string {
 	var b strings.Builder
 	b.WriteString("<table>\n<tbody>\n")
 	for i := range nrows {
 		b.WriteString("<tr>\n")
 		for j := range ncols {
-			k := i*ncols + j
 			b.WriteString("<td>")
-			if k < int64(len(vals)) {
-				b.WriteString(cell(vals[k]))
-			}
+			b.WriteString(cell(vals[(i*ncols+j)*stride]))
 			b.WriteString("</td>\n")
 		}
 		b.WriteString("</tr>\n")
