@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/csv"
 	"io"
 	"math"
 	"net/http"
@@ -508,4 +510,76 @@ func sortGroups(groups []*hparamspb.SessionGroup, cols []*hparamspb.ColParams) {
 		}
 		return cmp.Compare(a.GetName(), b.GetName())
 	})
+}
+
+// hparamsDownload serves the session groups table (every group, one row:
+// its name, its hparams, its metric values) as CSV or JSON
+// (?format=csv|json, default csv). The request's filters and sort may be
+// given as ?request=, as for session_groups.
+func (h *Handler) hparamsDownload(w http.ResponseWriter, r *request) error {
+	format, err := downloadFormat(r, "csv", "json")
+	if err != nil {
+		return err
+	}
+	var req hparamspb.ListSessionGroupsRequest
+	if q := r.URL.Query().Get("request"); q != "" {
+		if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal([]byte(q), &req); err != nil {
+			return errorf(http.StatusBadRequest, "request is not a ListSessionGroupsRequest in proto3 JSON: %v", err)
+		}
+	}
+	req.StartIndex, req.SliceSize = 0, 0
+	d, err := h.loadHParams(r)
+	if err != nil {
+		return err
+	}
+	exp, err := h.experimentOf(r, d)
+	if err != nil {
+		return err
+	}
+	resp, err := h.sessionGroups(r, d, &req)
+	if err != nil {
+		return err
+	}
+	header := []string{"Trial ID"}
+	for _, hp := range exp.GetHparamInfos() {
+		header = append(header, hp.GetName())
+	}
+	for _, m := range exp.GetMetricInfos() {
+		name := m.GetName().GetTag()
+		if g := m.GetName().GetGroup(); g != "" {
+			name = g + "/" + name
+		}
+		header = append(header, name)
+	}
+	rows := [][]string{}
+	for _, g := range resp.GetSessionGroups() {
+		row := []string{g.GetName()}
+		for _, hp := range exp.GetHparamInfos() {
+			v, ok := g.GetHparams()[hp.GetName()]
+			if ok {
+				row = append(row, valueString(v))
+			} else {
+				row = append(row, "")
+			}
+		}
+		for _, m := range exp.GetMetricInfos() {
+			cell := ""
+			for _, mv := range g.GetMetricValues() {
+				if proto.Equal(mv.GetName(), m.GetName()) {
+					cell = string(appendCSVFloat(nil, mv.GetValue()))
+				}
+			}
+			row = append(row, cell)
+		}
+		rows = append(rows, row)
+	}
+	w.Header().Set("Content-Disposition", `attachment; filename="hparams_table.`+format+`"`)
+	if format == "json" {
+		return writeJSON(w, map[string]any{"header": header, "rows": rows})
+	}
+	var buf bytes.Buffer
+	cw := csv.NewWriter(&buf)
+	cw.Write(header)
+	cw.WriteAll(rows)
+	return writeBody(w, "text/csv; charset=utf-8", buf.Bytes())
 }

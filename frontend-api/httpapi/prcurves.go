@@ -179,3 +179,25 @@ func (h *Handler) customScalars(w http.ResponseWriter, r *request) error {
 	}
 	return writeJSON(w, map[string]any{"regex_valid": true, "tag_to_events": events})
 }
+
+// customScalarsDownload serves one scalar series of a custom-scalars chart
+// as JSON ([[wall_time, step, value]]) or CSV, for the chart's download
+// links.
+func (h *Handler) customScalarsDownload(w http.ResponseWriter, r *request) error {
+	run, tag, err := requireRunTag(r)
+	if err != nil {
+		return err
+	}
+	format, err := downloadFormat(r, "json", "csv")
+	if err != nil {
+		return err
+	}
+	d, err := h.oneScalarSeries(r, "scalars", run, tag, h.samples("scalars", samplesScalars))
+	if err != nil {
+		return err
+	}
+	if format == "csv" {
+		return writeBody(w, "text/csv; charset=utf-8", scalarCSV("Wall time,Step,Value", d))
+	}
+	return writeBody(w, "application/json", appendScalarJSON(nil, d))
+}

@@ -56,7 +56,9 @@ func (h *Handler) routes() {
 
 	h.handle("GET "+p+"custom_scalars/layout", h.customScalarsLayout)
 	h.handle("GET "+p+"custom_scalars/scalars", h.customScalars)
+	h.handle("GET "+p+"custom_scalars/download_data", h.customScalarsDownload)
 
+	h.handle("GET "+p+"hparams/download_data", h.hparamsDownload)
 	for _, route := range []string{"experiment", "session_groups", "metric_evals"} {
 		h.handle("GET "+p+"hparams/"+route, h.hparams(route))
 		h.handle("POST "+p+"hparams/"+route, h.hparams(route))

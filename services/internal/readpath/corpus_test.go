@@ -604,6 +604,15 @@ func TestCorpusHParamsAndCustomScalars(t *testing.T) {
 		if !cs.RegexValid || len(cs.TagToEvents) == 0 {
 			t.Errorf("custom_scalars/scalars = %+v", cs)
 		}
+		var dl [][3]any
+		s.getJSON(t, p+"custom_scalars/download_data"+q("run", "generated/custom_scalars", "tag", "loss/a"), &dl)
+		if int64(len(dl)) != exp.Runs["generated/custom_scalars"]["loss/a"].Points {
+			t.Errorf("custom_scalars/download_data: %d points", len(dl))
+		}
+		r = s.do(t, http.MethodGet, p+"hparams/download_data"+q("format", "csv"), s.token, nil)
+		if lines := strings.Count(string(r.body), "\n"); r.status != http.StatusOK || lines != groups.TotalSize+1 {
+			t.Errorf("hparams/download_data: %d, %d lines for %d groups", r.status, lines, groups.TotalSize)
+		}
 	})
 }
 

@@ -103,6 +103,8 @@ var routeCases = []struct {
 	{"GET", "/experiment/{eid}/data/plugin/pr_curves/pr_curves?run=train&tag=pr", nil},
 	{"GET", "/experiment/{eid}/data/plugin/custom_scalars/layout", nil},
 	{"GET", "/experiment/{eid}/data/plugin/custom_scalars/scalars?run=train&tag=lo.*", nil},
+	{"GET", "/experiment/{eid}/data/plugin/custom_scalars/download_data?run=train&tag=loss", nil},
+	{"GET", "/experiment/{eid}/data/plugin/hparams/download_data?format=json", nil},
 	{"GET", "/experiment/{eid}/data/plugin/hparams/experiment", nil},
 	{"POST", "/experiment/{eid}/data/plugin/hparams/session_groups", nil},
 	{"GET", "/experiment/{eid}/data/plugin/hparams/metric_evals?request=%7B%22sessionName%22%3A%22train%22%2C%22metricName%22%3A%7B%22tag%22%3A%22loss%22%7D%7D", nil},
