@@ -9,6 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../frontend-api/web"
 
 # npm ci is slow; skip it when node_modules matches the lockfile already.
+# (package.json pins rollup with "overrides" to a release whose platform
+# packages all exist on the registry these machines reach: npm leaves a
+# missing optional package out of the lockfile, and npm ci then refuses it.)
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund --loglevel=error
 fi
