@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { alignSeries, emaDebiased, groupStats } from "./smoothing";
+import { alignSeries, emaDebiased, groupStats, robustRange } from "./smoothing";
 
 describe("emaDebiased", () => {
   it("keeps the first point and follows the debiased average", () => {
@@ -46,5 +46,19 @@ describe("groupStats", () => {
     expect(g.mean).toEqual([0, 5, 2]);
     expect(g.min).toEqual([0, 0, 2]);
     expect(g.max).toEqual([0, 10, 2]);
+  });
+});
+
+describe("robustRange", () => {
+  it("leaves a spike out of the range", () => {
+    const v = Array.from({ length: 100 }, (_, i) => i / 100);
+    v[50] = 1e6;
+    const [a, b] = robustRange(v)!;
+    expect(a).toBeLessThan(0.05);
+    expect(b).toBeLessThan(2);
+  });
+  it("gives up on short or flat series", () => {
+    expect(robustRange([1, 2, 3])).toBeNull();
+    expect(robustRange(new Array(50).fill(2))).toBeNull();
   });
 });

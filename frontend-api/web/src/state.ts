@@ -9,6 +9,8 @@
 //   smoothing=0.6      EMA weight in [0, 0.999]
 //   x=step|relative|wall
 //   logy=1, logx=1     log scales
+//   outliers=0         y range fitted to the 2nd–98th percentiles (TensorBoard's
+//                      "ignore outliers in chart scaling"); on by default
 //   pin=TAG (repeated) pinned scalar cards, shown first
 //   group=RE           group runs by this regex's first capture (or whole
 //                      match) and plot each group's mean with a min–max band
@@ -25,6 +27,7 @@ export interface ViewState {
   x: XAxis;
   logy: boolean;
   logx: boolean;
+  ignoreOutliers: boolean;
   pin: string[];
   group: string;
   hmode: "offset" | "overlay";
@@ -45,6 +48,7 @@ export function parseState(search: string): ViewState {
     x: x === "relative" || x === "wall" ? x : "step",
     logy: q.get("logy") === "1",
     logx: q.get("logx") === "1",
+    ignoreOutliers: q.get("outliers") !== "0",
     pin: q.getAll("pin"),
     group: q.get("group") ?? "",
     hmode: q.get("hmode") === "overlay" ? "overlay" : "offset",
@@ -61,6 +65,7 @@ export function formatState(s: ViewState): string {
   if (s.x !== "step") q.set("x", s.x);
   if (s.logy) q.set("logy", "1");
   if (s.logx) q.set("logx", "1");
+  if (!s.ignoreOutliers) q.set("outliers", "0");
   for (const p of s.pin) q.append("pin", p);
   if (s.group) q.set("group", s.group);
   if (s.hmode !== "offset") q.set("hmode", s.hmode);

@@ -342,3 +342,29 @@ func TestGraphScopesAndNodeDetails(t *testing.T) {
 	)
 	screenshot(t, ctx, "graphs-node")
 }
+
+func TestScalarsGroupRunsIntoMeanAndBand(t *testing.T) {
+	ctx := tab(t, true)
+	q := url.Values{"runFilter": {"^generated/scalars/"}, "tagFilter": {"^loss$"}}
+	var rows []string
+	run(t, ctx,
+		chromedp.Navigate(experimentURL(env.eid, q)),
+		waitFor(paintedCanvases(".scalar-card canvas", 200)+" === 1"),
+		chromedp.SendKeys(`.group-filter`, "^generated/scalars", chromedp.ByQuery),
+		waitFor(`new URLSearchParams(location.search).get("group") === "^generated/scalars"`),
+		waitFor(paintedCanvases(".scalar-card canvas", 200)+" === 1"),
+		chromedp.Evaluate(`(() => {
+			const over = document.querySelector('.scalar-card[data-tag="loss"] .u-over');
+			const r = over.getBoundingClientRect();
+			over.dispatchEvent(new MouseEvent("mousemove", {clientX: r.left + r.width / 3, clientY: r.top + r.height / 2, bubbles: true}));
+			return true;
+		})()`, nil),
+		waitFor(`!document.querySelector('.scalar-card[data-tag="loss"] .tooltip').hidden`),
+		chromedp.Evaluate(`[...document.querySelectorAll('.scalar-card[data-tag="loss"] .tooltip .tt-run')].map(e => e.textContent)`, &rows),
+	)
+	// train and eval become one mean line (its band lines stay out of the tooltip).
+	if strings.Join(rows, "|") != "generated/scalars (2 runs)" {
+		t.Errorf("tooltip rows with grouping = %q", rows)
+	}
+	screenshot(t, ctx, "scalars-grouped")
+}

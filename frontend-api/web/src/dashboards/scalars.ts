@@ -7,7 +7,7 @@ import { download, getJSON, num, postForm, type RunTagIndex, type ScalarDatum } 
 import { LineChart, type Line } from "../charts/linechart";
 import { compileFilter, debounce, fmtNum, h, setChildren } from "../dom";
 import type { ViewState } from "../state";
-import { emaDebiased, groupStats } from "../smoothing";
+import { emaDebiased, groupStats, robustRange } from "../smoothing";
 import { groupByPrefix, notice, shownRuns, whenVisible, type Dashboard, type DashboardContext } from "./dashboard";
 
 type SeriesByRun = Record<string, ScalarDatum[]>;
@@ -104,6 +104,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   );
   const logy = h("input", { type: "checkbox", className: "logy" });
   const logx = h("input", { type: "checkbox", className: "logx" });
+  const outliers = h("input", { type: "checkbox", className: "ignore-outliers" });
   const group = h("input", { type: "search", placeholder: "Group runs (regex)", "aria-label": "group runs", className: "group-filter" });
   const filterError = h("span.error");
   const content = h("div.cards");
@@ -119,6 +120,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   xSelect.addEventListener("change", () => store.set({ x: xSelect.value as ViewState["x"] }));
   logy.addEventListener("change", () => store.set({ logy: logy.checked }));
   logx.addEventListener("change", () => store.set({ logx: logx.checked }));
+  outliers.addEventListener("change", () => store.set({ ignoreOutliers: outliers.checked }));
 
   setChildren(
     el,
@@ -131,6 +133,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       h("label", null, "X axis ", xSelect),
       h("label", null, logy, " log y"),
       h("label", null, logx, " log x"),
+      h("label", { title: "Fit the y axis to the 2nd–98th percentiles" }, outliers, " ignore outliers"),
       h("label", { title: "Runs whose names give the same first capture group (or whole match) are plotted as one mean line with a min–max band" }, "Group ", group),
     ),
     content,
@@ -149,6 +152,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     xSelect.value = s.x;
     logy.checked = s.logy;
     logx.checked = s.logx;
+    outliers.checked = s.ignoreOutliers;
     filterError.textContent = compileFilter(s.tagFilter).error ?? compileFilter(s.group).error ?? "";
   }
 
@@ -166,7 +170,9 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       c.chart = undefined;
       return;
     }
-    c.chart = new LineChart(c.body, { lines, xKind: s.x, logy: s.logy, logx: s.logx });
+    // Outliers are judged on the lines drawn bold (smoothed, or group means).
+    const yRange = s.ignoreOutliers && !s.logy ? robustRange(lines.filter((l) => !l.faint).flatMap((l) => l.y)) : null;
+    c.chart = new LineChart(c.body, { lines, xKind: s.x, logy: s.logy, logx: s.logx, yRange: yRange ?? undefined });
   }
 
   function drawAll() {
@@ -281,7 +287,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       syncControls(s);
       if (s.tagFilter !== prev.tagFilter || s.runFilter !== prev.runFilter || s.off.join("\n") !== prev.off.join("\n") || s.pin.join("\n") !== prev.pin.join("\n")) {
         layout();
-      } else if (s.smoothing !== prev.smoothing || s.x !== prev.x || s.logy !== prev.logy || s.logx !== prev.logx || s.group !== prev.group) {
+      } else if (s.smoothing !== prev.smoothing || s.x !== prev.x || s.logy !== prev.logy || s.logx !== prev.logx || s.group !== prev.group || s.ignoreOutliers !== prev.ignoreOutliers) {
         drawAll();
       }
     },
