@@ -124,18 +124,17 @@ func (l Local) Scan(ctx context.Context) ([]Run, error) {
 
 // Open opens a local file at offset.
 func (l Local) Open(_ context.Context, p string, offset int64) (io.ReadCloser, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	if offset > 0 {
-		if _, err := f.Seek(offset, io.SeekStart); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	return f, nil
+	return openFile(p, offset)
 }
+
+// pathError is an error about one file, worded as os's are.
+type pathError struct {
+	op, path string
+	err      error
+}
+
+func (e *pathError) Error() string { return e.op + " " + e.path + ": " + e.err.Error() }
+func (e *pathError) Unwrap() error { return e.err }
 
 // Stat returns a local file's size.
 func (l Local) Stat(_ context.Context, p string) (int64, error) {
