@@ -11,6 +11,8 @@
 //   logy=1, logx=1     log scales
 //   outliers=0         y range fitted to the 2nd–98th percentiles (TensorBoard's
 //                      "ignore outliers in chart scaling"); on by default
+//   zoom=MIN,MAX       x range of the scalar charts (drag to zoom,
+//                      double-click to reset)
 //   pin=TAG (repeated) pinned scalar cards, shown first
 //   group=RE           group runs by this regex's first capture (or whole
 //                      match) and plot each group's mean with a min–max band
@@ -28,6 +30,7 @@ export interface ViewState {
   logy: boolean;
   logx: boolean;
   ignoreOutliers: boolean;
+  zoom: [number, number] | null;
   pin: string[];
   group: string;
   hmode: "offset" | "overlay";
@@ -49,10 +52,16 @@ export function parseState(search: string): ViewState {
     logy: q.get("logy") === "1",
     logx: q.get("logx") === "1",
     ignoreOutliers: q.get("outliers") !== "0",
+    zoom: parseZoom(q.get("zoom")),
     pin: q.getAll("pin"),
     group: q.get("group") ?? "",
     hmode: q.get("hmode") === "overlay" ? "overlay" : "offset",
   };
+}
+
+function parseZoom(v: string | null): [number, number] | null {
+  const [a, b] = (v ?? "").split(",").map(Number);
+  return v && Number.isFinite(a) && Number.isFinite(b) && a < b ? [a, b] : null;
 }
 
 export function formatState(s: ViewState): string {
@@ -66,6 +75,7 @@ export function formatState(s: ViewState): string {
   if (s.logy) q.set("logy", "1");
   if (s.logx) q.set("logx", "1");
   if (!s.ignoreOutliers) q.set("outliers", "0");
+  if (s.zoom) q.set("zoom", `${s.zoom[0]},${s.zoom[1]}`);
   for (const p of s.pin) q.append("pin", p);
   if (s.group) q.set("group", s.group);
   if (s.hmode !== "offset") q.set("hmode", s.hmode);

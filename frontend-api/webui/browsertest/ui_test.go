@@ -2,10 +2,12 @@ package browsertest
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 )
 
@@ -367,4 +369,48 @@ func TestScalarsGroupRunsIntoMeanAndBand(t *testing.T) {
 		t.Errorf("tooltip rows with grouping = %q", rows)
 	}
 	screenshot(t, ctx, "scalars-grouped")
+}
+
+func TestScalarsDragZoomGoesIntoURLAndDoubleClickResets(t *testing.T) {
+	ctx := tab(t, true)
+	q := url.Values{"runFilter": {"^generated/scalars/train$"}, "tagFilter": {"^loss$"}}
+	var rect []float64
+	run(t, ctx,
+		chromedp.Navigate(experimentURL(env.eid, q)),
+		waitFor(paintedCanvases(".scalar-card canvas", 200)+" === 1"),
+		chromedp.Evaluate(`(() => { const r = document.querySelector(".scalar-card .u-over").getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()`, &rect),
+	)
+	x0, y, w := rect[0]+rect[2]*0.25, rect[1]+rect[3]/2, rect[2]
+	var zoom string
+	run(t, ctx,
+		chromedp.MouseEvent(input.MouseMoved, x0, y),
+		chromedp.MouseEvent(input.MousePressed, x0, y, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.MouseMoved, x0+w*0.2, y, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.MouseMoved, x0+w*0.4, y, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.MouseReleased, x0+w*0.4, y, chromedp.ButtonLeft),
+		waitFor(`new URLSearchParams(location.search).get("zoom") !== null`),
+		chromedp.Evaluate(`new URLSearchParams(location.search).get("zoom")`, &zoom),
+	)
+	var lo, hi float64
+	if _, err := fmt.Sscanf(zoom, "%g,%g", &lo, &hi); err != nil || !(lo > 100 && hi > lo && hi < 900) {
+		t.Fatalf("zoom=%q after dragging over the middle of steps 0..999", zoom)
+	}
+	// Reloading keeps the zoom.
+	var shown []float64
+	var loc string
+	run(t, ctx, chromedp.Location(&loc))
+	run(t, ctx,
+		chromedp.Navigate(loc),
+		waitFor(paintedCanvases(".scalar-card canvas", 200)+" === 1"),
+		waitFor(`document.querySelector(".scalar-card .chart").dataset.xmin !== undefined`),
+		chromedp.Evaluate(`(() => { const d = document.querySelector(".scalar-card .chart").dataset; return [Number(d.xmin), Number(d.xmax)]; })()`, &shown),
+	)
+	if len(shown) != 2 || math.Abs(shown[0]-lo) > 1e-6*(hi-lo) || math.Abs(shown[1]-hi) > 1e-6*(hi-lo) {
+		t.Errorf("after reload the chart shows x %v, want the zoom [%g, %g]", shown, lo, hi)
+	}
+	screenshot(t, ctx, "scalars-zoomed")
+	run(t, ctx,
+		chromedp.Evaluate(`document.querySelector(".scalar-card .u-over").dispatchEvent(new MouseEvent("dblclick", {bubbles: true}))`, nil),
+		waitFor(`new URLSearchParams(location.search).get("zoom") === null`),
+	)
 }

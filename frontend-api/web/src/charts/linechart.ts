@@ -37,6 +37,8 @@ export interface ChartOptions {
   xLabel?: string;
   yRange?: [number, number];
   xRange?: [number, number];
+  /** Called with the x range the user dragged out, or null on double-click. */
+  onZoom?: (range: [number, number] | null) => void;
 }
 
 function xFormatter(kind: XKind): (v: number) => string {
@@ -155,11 +157,29 @@ export class LineChart {
       series,
       hooks: {
         setCursor: [(u) => this.showTooltip(u, fmtX)],
+        // The x range shown, for tests and for reading the view from the page.
+        setScale: [
+          (u, key) => {
+            if (key !== "x") return;
+            this.el.dataset.xmin = String(u.scales.x.min);
+            this.el.dataset.xmax = String(u.scales.x.max);
+          },
+        ],
+        setSelect: [
+          (u) => {
+            if (!this.opts.onZoom || u.select.width < 2) return;
+            const a = u.posToVal(u.select.left, "x");
+            const b = u.posToVal(u.select.left + u.select.width, "x");
+            // Six significant digits are plenty for a URL.
+            if (a < b) this.opts.onZoom([Number(a.toPrecision(6)), Number(b.toPrecision(6))]);
+          },
+        ],
       },
     };
     const plot = new uPlot(opts, align(lines, !!this.opts.logx, !!this.opts.logy), this.el);
     plot.over.appendChild(this.tooltip);
     plot.over.addEventListener("mouseleave", () => (this.tooltip.hidden = true));
+    plot.over.addEventListener("dblclick", () => this.opts.onZoom?.(null));
     return plot;
   }
 

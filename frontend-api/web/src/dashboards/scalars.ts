@@ -117,7 +117,8 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     setSmoothing(Number(smoothRange.value));
   });
   smoothNum.addEventListener("change", () => setSmoothing(Number(smoothNum.value)));
-  xSelect.addEventListener("change", () => store.set({ x: xSelect.value as ViewState["x"] }));
+  // A zoom is in the old axis's units.
+  xSelect.addEventListener("change", () => store.set({ x: xSelect.value as ViewState["x"], zoom: null }));
   logy.addEventListener("change", () => store.set({ logy: logy.checked }));
   logx.addEventListener("change", () => store.set({ logx: logx.checked }));
   outliers.addEventListener("change", () => store.set({ ignoreOutliers: outliers.checked }));
@@ -172,7 +173,16 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     }
     // Outliers are judged on the lines drawn bold (smoothed, or group means).
     const yRange = s.ignoreOutliers && !s.logy ? robustRange(lines.filter((l) => !l.faint).flatMap((l) => l.y)) : null;
-    c.chart = new LineChart(c.body, { lines, xKind: s.x, logy: s.logy, logx: s.logx, yRange: yRange ?? undefined });
+    c.chart = new LineChart(c.body, {
+      lines,
+      xKind: s.x,
+      logy: s.logy,
+      logx: s.logx,
+      yRange: yRange ?? undefined,
+      // One x zoom for every card, kept in the URL.
+      xRange: s.zoom ?? undefined,
+      onZoom: (zoom) => store.set({ zoom }),
+    });
   }
 
   function drawAll() {
@@ -287,7 +297,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       syncControls(s);
       if (s.tagFilter !== prev.tagFilter || s.runFilter !== prev.runFilter || s.off.join("\n") !== prev.off.join("\n") || s.pin.join("\n") !== prev.pin.join("\n")) {
         layout();
-      } else if (s.smoothing !== prev.smoothing || s.x !== prev.x || s.logy !== prev.logy || s.logx !== prev.logx || s.group !== prev.group || s.ignoreOutliers !== prev.ignoreOutliers) {
+      } else if (s.smoothing !== prev.smoothing || s.x !== prev.x || s.logy !== prev.logy || s.logx !== prev.logx || s.group !== prev.group || s.ignoreOutliers !== prev.ignoreOutliers || String(s.zoom) !== String(prev.zoom)) {
         drawAll();
       }
     },
