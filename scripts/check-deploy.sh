@@ -9,9 +9,11 @@
 #      builds compiles with the image's exact build step
 #      (infra/docker/gobuild.sh: CGO_ENABLED=0, -trimpath, go.work; the web
 #      UI bundle is left out: scripts/test.sh builds it separately);
-#   3. docker-compose.yml loaded as Docker Compose loads it (compose-spec
+#   3. the testcontainers-go conformance test (needs a Docker engine to
+#      run) still compiles;
+#   4. docker-compose.yml loaded as Docker Compose loads it (compose-spec
 #      schema, interpolation, dependencies) plus tbhub's own rules;
-#   4. infra/terraform parsed with HashiCorp's HCL parser: syntax,
+#   5. infra/terraform parsed with HashiCorp's HCL parser: syntax,
 #      `terraform fmt` layout, version pins, descriptions, and references.
 #
 #   scripts/check-deploy.sh            all of it
@@ -57,6 +59,9 @@ if $build; then
     infra/docker/gobuild.sh "$s" "$work/$s"
   done
 fi
+
+echo "== storage conformance on the emulator image (testcontainers build tag: compile only)"
+go vet -tags testcontainers ./services/internal/store/containertest/
 
 echo "== deploycheck (dockerfile, compose, terraform)"
 # A module of its own, outside go.work: GOWORK=off.
