@@ -51,6 +51,14 @@ resource "google_artifact_registry_repository" "images" {
   description   = "tbhub container images (scripts/deploy.sh pushes here)"
   labels        = var.labels
 
+  # Images older than 30 days go, except the 20 newest (rollback targets).
+  cleanup_policies {
+    id     = "delete-old"
+    action = "DELETE"
+    condition {
+      older_than = "2592000s"
+    }
+  }
   cleanup_policies {
     id     = "keep-recent"
     action = "KEEP"
