@@ -17,6 +17,8 @@
 //   group=RE           group runs by this regex's first capture (or whole
 //                      match) and plot each group's mean with a min–max band
 //   hmode=offset|overlay  histogram mode
+//   grun, gscope, gnode   the graph shown: its run, open name scope ("a/b/"),
+//                      selected node
 
 export type XAxis = "step" | "relative" | "wall";
 
@@ -34,6 +36,9 @@ export interface ViewState {
   pin: string[];
   group: string;
   hmode: "offset" | "overlay";
+  grun: string;
+  gscope: string;
+  gnode: string;
 }
 
 export const DEFAULT_SMOOTHING = 0.6;
@@ -56,6 +61,9 @@ export function parseState(search: string): ViewState {
     pin: q.getAll("pin"),
     group: q.get("group") ?? "",
     hmode: q.get("hmode") === "overlay" ? "overlay" : "offset",
+    grun: q.get("grun") ?? "",
+    gscope: q.get("gscope") ?? "",
+    gnode: q.get("gnode") ?? "",
   };
 }
 
@@ -79,6 +87,9 @@ export function formatState(s: ViewState): string {
   for (const p of s.pin) q.append("pin", p);
   if (s.group) q.set("group", s.group);
   if (s.hmode !== "offset") q.set("hmode", s.hmode);
+  if (s.grun) q.set("grun", s.grun);
+  if (s.gscope) q.set("gscope", s.gscope);
+  if (s.gnode) q.set("gnode", s.gnode);
   const out = q.toString();
   return out ? `?${out}` : "";
 }

@@ -333,6 +333,17 @@ func TestGraphScopesAndNodeDetails(t *testing.T) {
 	if strings.Join(inner, ",") != "layer/matmul,layer/relu" || op != "Relu" {
 		t.Errorf("inside layer/: %q, relu's op %q", inner, op)
 	}
+	// The scope and the selection are in the URL; reloading restores them.
+	var loc string
+	run(t, ctx,
+		waitFor(`new URLSearchParams(location.search).get("gnode") === "layer/relu" && new URLSearchParams(location.search).get("gscope") === "layer/"`),
+		chromedp.Location(&loc),
+	)
+	run(t, ctx,
+		chromedp.Navigate(loc),
+		waitFor(`document.querySelector('.graph-canvas .node.selected')?.dataset.name === "layer/relu"`),
+		waitFor(`document.querySelector(".graph-panel .node-op")?.textContent === "Relu"`),
+	)
 	// Search opens a node's scope from anywhere.
 	run(t, ctx,
 		chromedp.Click(`button.crumb`, chromedp.ByQuery),

@@ -3,13 +3,15 @@
 // details (op, device, inputs, outputs, attributes) show in the side
 // panel. Wheel zooms, dragging pans, double-click fits. Search finds
 // nodes by name and opens their scope. Only one scope level is drawn at
-// a time, which keeps graphs of many thousand nodes usable.
+// a time, which keeps graphs of many thousand nodes usable. The run, the
+// open scope and the selected node are in the URL (grun, gscope, gnode):
+// every change goes through the store, and update() draws it.
 
 import { getJSON, getText } from "../api";
 import { h, setChildren } from "../dom";
 import { parsePbtxt } from "../graph/pbtxt";
 import { BOX_H, BOX_W, Graph, layout, type Placed } from "../graph/model";
-import { notice, shownRuns, type Dashboard, type DashboardContext } from "./dashboard";
+import { notice, runsChanged, shownRuns, type Dashboard, type DashboardContext } from "./dashboard";
 
 const SVG = "http://www.w3.org/2000/svg";
 
@@ -75,11 +77,17 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
   /** Opens the scope holding name and selects it. */
   function reveal(name: string) {
     const i = name.lastIndexOf("/");
-    scope = i < 0 ? "" : name.slice(0, i + 1);
-    selected = name;
     results.replaceChildren();
+    ctx.store.set({ gscope: i < 0 ? "" : name.slice(0, i + 1), gnode: name });
+  }
+
+  /** Shows the state's scope and selection. */
+  function show(s: { gscope: string; gnode: string }) {
+    if (!graph) return;
+    scope = s.gscope && [...graph.nodes.keys()].some((n) => n.startsWith(s.gscope)) ? s.gscope : "";
+    selected = s.gnode;
     draw();
-    showDetails(name);
+    if (graph.nodes.has(selected)) showDetails(selected);
   }
 
   function draw() {
@@ -87,8 +95,8 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
     const parts = scope.split("/").filter(Boolean);
     setChildren(
       crumbs,
-      h("button.crumb", { onclick: () => ((scope = ""), draw()) }, "root"),
-      parts.map((p, i) => ["/", h("button.crumb", { onclick: () => ((scope = parts.slice(0, i + 1).join("/") + "/"), draw()) }, p)]),
+      h("button.crumb", { onclick: () => ctx.store.set({ gscope: "" }) }, "root"),
+      parts.map((p, i) => ["/", h("button.crumb", { onclick: () => ctx.store.set({ gscope: parts.slice(0, i + 1).join("/") + "/" }) }, p)]),
     );
     const { items, edges } = graph.level(scope);
     const placed = layout(items, edges);
@@ -116,22 +124,19 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
       g.append(svg("title", {}, p.kind === "scope" ? `${p.id} (${p.size} nodes): click to open` : `${p.id} (${p.op})`));
       g.addEventListener("click", (e) => {
         e.stopPropagation();
-        if (p.kind === "scope") {
-          scope = p.id;
-          draw();
-        } else {
-          selected = p.id;
-          canvas.querySelectorAll(".node.selected").forEach((n) => n.classList.remove("selected"));
-          g.classList.add("selected");
-          showDetails(p.id);
-        }
+        if (p.kind === "scope") ctx.store.set({ gscope: p.id });
+        else ctx.store.set({ gnode: p.id });
       });
       root.append(g);
     }
     svgEl = svg(
       "svg",
       { width: "100%", height: "100%", role: "img", "aria-label": `graph scope ${scope || "root"}` },
-      svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse" }, svg("path", { d: "M0,0 L10,5 L0,10 z" }))),
+      svg(
+        "defs",
+        {},
+        svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 8, markerHeight: 8, markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" }, svg("path", { d: "M0,0 L10,5 L0,10 z" })),
+      ),
       root,
     );
     setChildren(canvas, svgEl);
@@ -170,34 +175,37 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
     setChildren(results, q && graph ? graph.search(q).map((name) => h("li", null, h("button", { onclick: () => reveal(name) }, name))) : []);
   });
 
+  let loadedRun = "";
   async function load(run: string) {
+    loadedRun = run;
+    graph = null;
     setChildren(canvas, notice("Loading graph…"));
     try {
-      graph = new Graph(parsePbtxt(await getText(ctx.api.plugin("graphs", "graph", { run }))));
-      scope = "";
-      selected = "";
+      const g = new Graph(parsePbtxt(await getText(ctx.api.plugin("graphs", "graph", { run }))));
+      if (loadedRun !== run) return;
+      graph = g;
       if (!graph.nodes.size) setChildren(canvas, notice("This graph has no nodes."));
-      else draw();
+      else show(ctx.store.get());
     } catch (e) {
       setChildren(canvas, notice((e as Error).message, "error"));
     }
   }
-  runSelect.addEventListener("change", () => load(runSelect.value));
+  runSelect.addEventListener("change", () => ctx.store.set({ grun: runSelect.value, gscope: "", gnode: "" }));
 
   let runs: string[] = [];
   function fillRuns() {
     const shown = shownRuns(ctx, ctx.store.get());
     const list = runs.filter((r) => shown.has(r));
-    const keep = list.includes(runSelect.value) ? runSelect.value : list[0];
     setChildren(runSelect, list.map((r) => h("option", { value: r }, r)));
     if (!list.length) {
+      loadedRun = "";
       setChildren(canvas, notice("No graphs among the shown runs."));
       return;
     }
-    if (keep !== runSelect.value || !graph) {
-      runSelect.value = keep;
-      load(keep);
-    } else runSelect.value = keep;
+    const want = ctx.store.get().grun;
+    const run = list.includes(want) ? want : list[0];
+    runSelect.value = run;
+    if (run !== loadedRun) load(run);
   }
   getJSON<Record<string, GraphInfo>>(ctx.api.plugin("graphs", "info"))
     .then((info) => {
@@ -211,8 +219,9 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
     .catch((e) => setChildren(canvas, notice(e.message, "error")));
 
   return {
-    update() {
-      fillRuns();
+    update(s, prev) {
+      if (runsChanged(s, prev) || s.grun !== prev.grun) fillRuns();
+      else if (s.gscope !== prev.gscope || s.gnode !== prev.gnode) show(s);
     },
     destroy() {
       window.removeEventListener("pointerup", endDrag);
