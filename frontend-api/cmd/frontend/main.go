@@ -1,7 +1,7 @@
-// Command frontend serves tbhub's HTTP API (package httpapi) as one Cloud
-// Run service, calling the read service and the experiment service over
-// gRPC. Configuration comes from flags, with the environment as their
-// defaults:
+// Command frontend serves tbhub's HTTP API (package httpapi) and web UI
+// (package webui) as one Cloud Run service, calling the read service and
+// the experiment service over gRPC. Configuration comes from flags, with
+// the environment as their defaults:
 //
 //	PORT                listen port (default 8080)
 //	READ_SERVICE        gRPC address of the read service (host:port)
@@ -35,6 +35,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi"
+	"github.com/tbhub/tbhub/frontend-api/webui"
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 )
@@ -124,6 +125,12 @@ func run(ctx context.Context, lis net.Listener, cfg Config, logger *slog.Logger)
 	for _, p := range []string{"/experiment/{eid}/data/", "/api/experiments", "/api/experiments/"} {
 		mux.Handle(p, api)
 	}
+	// The web UI's pages and bundle (package webui) beside the API.
+	ui, err := webui.New()
+	if err != nil {
+		return err
+	}
+	ui.Mount(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !ready.Load() {
