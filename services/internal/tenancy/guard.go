@@ -129,6 +129,11 @@ func (g *Guard) authorize(ctx context.Context, m Method, req any) (context.Conte
 		}
 	}
 	eid := m.Experiment(req)
+	if eid == "" || eid == placeholderExperimentID {
+		// A malformed request, not a missing experiment: say so (TensorBoard's
+		// INVALID_ARGUMENT), and how a stock TensorBoard gets one experiment bound.
+		return ctx, rpcerr.New(codes.InvalidArgument, "experiment_id is required (%q names no experiment here; `tbup view ID` serves one experiment to a stock TensorBoard)", eid)
+	}
 	var found *store.Experiment
 	if store.ValidateExperimentID(eid) == nil {
 		e, err := g.getExperiment(ctx, eid)
@@ -144,6 +149,10 @@ func (g *Guard) authorize(ctx context.Context, m Method, req any) (context.Conte
 	}
 	return context.WithValue(ctx, experimentKey{}, *found), nil
 }
+
+// placeholderExperimentID is what TensorBoard's web app sends when it runs without
+// experiments.
+const placeholderExperimentID = "defaultExperimentId"
 
 func outcomeError(out Outcome, op Op, p *auth.Principal) error {
 	switch out {
