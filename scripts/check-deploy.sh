@@ -14,7 +14,8 @@
 #   4. docker-compose.yml loaded as Docker Compose loads it (compose-spec
 #      schema, interpolation, dependencies) plus tbhub's own rules;
 #   5. infra/terraform parsed with HashiCorp's HCL parser: syntax,
-#      `terraform fmt` layout, version pins, descriptions, and references.
+#      `terraform fmt` layout, version pins, descriptions, references, and
+#      every argument and block name against the providers' schemas.
 #
 #   scripts/check-deploy.sh            all of it
 #   scripts/check-deploy.sh --no-build skip step 2's compilation
@@ -70,4 +71,21 @@ echo "== deploycheck (dockerfile, compose, terraform)"
 "$work/deploycheck" dockerfile -context . "$dockerfile"
 services_csv=$(IFS=,; echo "${services[*]}")
 "$work/deploycheck" compose -services "$services_csv" docker-compose.yml
-"$work/deploycheck" terraform infra/terraform
+# The Terraform providers cannot be downloaded here, but their schemas can:
+# the CDK for Terraform bindings on npm are generated from them. Kept in a
+# cache between runs; versions match infra/terraform/versions.tf.
+schemas=${XDG_CACHE_HOME:-$HOME/.cache}/tbhub/provider-schemas
+declare -A schema_pkgs=([google]=@cdktf/provider-google@16.12.1 [random]=@cdktf/provider-random@12.0.1)
+schema_arg=()
+for provider in "${!schema_pkgs[@]}"; do
+  pkg=${schema_pkgs[$provider]}
+  dir="$schemas/${pkg//[@\/]/_}"
+  if [ ! -d "$dir/package/lib" ]; then
+    mkdir -p "$dir"
+    tarball=$(cd "$dir" && npm pack --silent "$pkg")
+    tar -xzf "$dir/$tarball" -C "$dir" --wildcards 'package/lib/*/index.d.ts'
+    rm "$dir/$tarball"
+  fi
+  schema_arg+=("$provider=$dir/package")
+done
+"$work/deploycheck" terraform -schema "$(IFS=,; echo "${schema_arg[*]}")" infra/terraform

@@ -1,4 +1,7 @@
 # Versions are pinned so that a plan made today is the plan made next month.
+# CI checks every argument and block name against these providers' schemas
+# (google 6.50.0, random 3.7.2, through their @cdktf bindings on npm:
+# scripts/check-deploy.sh); raise both together.
 # The provider lock file (.terraform.lock.hcl) is written by `terraform init`
 # on the operator's machine; commit it with the state configuration.
 terraform {
@@ -7,11 +10,11 @@ terraform {
   required_providers {
     google = {
       source  = "hashicorp/google"
-      version = "~> 6.20"
+      version = "~> 6.50"
     }
     random = {
       source  = "hashicorp/random"
-      version = "~> 3.6"
+      version = "~> 3.7"
     }
   }
 

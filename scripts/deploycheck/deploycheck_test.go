@@ -85,7 +85,7 @@ resource "google_thing" "x" {
 }
 `,
 	})
-	problems, err := checkTerraform(dir)
+	problems, err := checkTerraform(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ output "o" {
 }
 `,
 	})
-	problems, err := checkTerraform(dir)
+	problems, err := checkTerraform(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestTerraformSyntaxAndFormat(t *testing.T) {
 		"a.tf":        "locals {\n  x=1\n}\n",
 		"b.tf":        "locals {\n  y = \n}\n",
 	})
-	problems, err := checkTerraform(dir)
+	problems, err := checkTerraform(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,5 +270,72 @@ ENTRYPOINT ["/x"]
 	}
 	if p := check("broken.Dockerfile"); len(p) != 1 || !strings.Contains(p[0], "unknown instruction") {
 		t.Errorf("broken.Dockerfile: %q", p)
+	}
+}
+
+func TestTerraformProviderSchema(t *testing.T) {
+	schema := writeFiles(t, map[string]string{
+		"lib/thing/index.d.ts": `export interface ThingConfig extends cdktf.TerraformMetaArguments {
+    readonly name: string;
+    readonly sizeLimit?: number;
+    readonly part?: ThingPart[] | cdktf.IResolvable;
+}
+export interface ThingPart {
+    readonly label?: string;
+}
+`,
+		"lib/data-widget-zone/index.d.ts": `export interface DataWidgetZoneConfig extends cdktf.TerraformMetaArguments {
+    readonly region?: string;
+}
+`,
+	})
+	dir := writeFiles(t, map[string]string{
+		"versions.tf": terraformBlock,
+		"main.tf": `data "widget_zone" "z" {
+  region = "r"
+}
+
+resource "widget_thing" "a" {
+  count      = 1
+  name       = data.widget_zone.z.region
+  size_limit = 3
+  colour     = "red"
+
+  part {
+    label = "x"
+  }
+
+  dynamic "part" {
+    for_each = ["y"]
+    content {
+      lable = part.value
+    }
+  }
+
+  lifecycle {
+    ignore_changes = [name]
+  }
+}
+
+resource "widget_gadget" "b" {
+  name = "b"
+}
+
+resource "other_thing" "c" {
+  anything = true
+}
+`,
+	})
+	problems, err := checkTerraform(dir, map[string]string{"widget": schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`no such type in the provider's schema`,
+		`widget_thing has no argument "colour"`,
+		`widget_thing has no argument "lable"`,
+	}
+	if got := messages(problems); !slices.Equal(got, want) {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(problems, "\n"), strings.Join(want, "\n"))
 	}
 }

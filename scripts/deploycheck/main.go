@@ -8,7 +8,7 @@
 //
 //	deploycheck dockerfile -context . infra/docker/service.Dockerfile
 //	deploycheck compose -services a,b,c docker-compose.yml
-//	deploycheck terraform infra/terraform
+//	deploycheck terraform -schema google=DIR,random=DIR infra/terraform
 //
 // It lives in its own module, outside go.work, so its parsers never change
 // the product modules' dependency versions.
@@ -30,7 +30,7 @@ func main() {
 const usage = `usage:
   deploycheck dockerfile [-context DIR] FILE
   deploycheck compose -services NAME[,NAME...] FILE
-  deploycheck terraform DIR
+  deploycheck terraform [-schema PROVIDER=DIR,...] DIR
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -60,11 +60,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		problems, err = checkDockerfile(fs.Arg(0), *contextDir)
 	case "terraform":
-		if len(args) != 2 {
+		fs := flag.NewFlagSet("terraform", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		schemaFlag := fs.String("schema", "", "provider schemas: NAME=DIR of its @cdktf/provider-NAME package, comma-separated")
+		if fs.Parse(args[1:]) != nil || fs.NArg() != 1 {
 			fmt.Fprint(stderr, usage)
 			return 2
 		}
-		problems, err = checkTerraform(args[1])
+		schema := map[string]string{}
+		for _, kv := range strings.Split(*schemaFlag, ",") {
+			if name, dir, ok := strings.Cut(kv, "="); ok {
+				schema[name] = dir
+			}
+		}
+		problems, err = checkTerraform(fs.Arg(0), schema)
 	default:
 		fmt.Fprint(stderr, usage)
 		return 2

@@ -39,7 +39,10 @@ type tfModule struct {
 // variables, locals, resources, data sources or modules that no file
 // declares. What it cannot check without the provider's schema: attribute
 // names and types.
-func checkTerraform(dir string) ([]string, error) {
+//
+// With schema (provider name -> CDKTF bindings directory), attribute and
+// block names are also checked against those providers' schemas.
+func checkTerraform(dir string, schema map[string]string) ([]string, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.tf"))
 	if err != nil {
 		return nil, err
@@ -77,8 +80,10 @@ func checkTerraform(dir string) ([]string, error) {
 	m := &tfModule{variables: map[string]bool{}, locals: map[string]bool{}, resources: map[string]bool{},
 		data: map[string]bool{}, modules: map[string]bool{}, dynamic: map[string]bool{}}
 	problems = append(problems, m.declare(bodies)...)
+	ps := &providerSchema{dirs: schema, files: map[string]string{}}
 	for _, b := range bodies {
 		problems = append(problems, m.checkReferences(b)...)
+		problems = append(problems, ps.check(b.Blocks)...)
 	}
 	return problems, nil
 }
