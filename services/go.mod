@@ -82,6 +82,8 @@ replace github.com/tbhub/tbhub/schemas => ../schemas
 
 require github.com/tbhub/tbhub/frontend-api v0.0.0
 
+require github.com/prometheus/client_golang v1.25.0 // indirect
+
 replace github.com/tbhub/tbhub/frontend-api => ../frontend-api
 
 require (
@@ -100,7 +102,7 @@ require (
 	github.com/ebitengine/purego v0.10.1 // indirect
 	github.com/go-ole/go-ole v1.3.0 // indirect
 	github.com/gorilla/css v1.0.1 // indirect
-	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/klauspost/compress v1.20.1 // indirect
 	github.com/lufia/plan9stats v0.0.0-20260330125221-c963978e514e // indirect
 	github.com/magiconair/properties v1.18.12 // indirect
 	github.com/microcosm-cc/bluemonday v1.0.27 // indirect

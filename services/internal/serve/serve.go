@@ -30,6 +30,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/handshake"
 	"github.com/tbhub/tbhub/services/internal/limits"
+	"github.com/tbhub/tbhub/services/internal/metrics"
 	"github.com/tbhub/tbhub/services/internal/tenancy"
 	"github.com/tbhub/tbhub/services/internal/writer"
 )
@@ -59,6 +60,8 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	Now             func() time.Time
 	Logger          *slog.Logger
+	// Metrics, if set, times every RPC and HTTP route and is served at /metrics.
+	Metrics *metrics.Metrics
 }
 
 // Server is the assembled process. Create it with New, add handlers and
@@ -150,10 +153,16 @@ func (s *Server) build(grpcAddr string) error {
 	}
 	s.writer = w
 	guard := tenancy.NewGuard(s.auth, s.st, s.logger)
+	unary, stream := []grpc.UnaryServerInterceptor{guard.Unary()}, []grpc.StreamServerInterceptor{guard.Stream()}
+	if m := s.cfg.Metrics; m != nil { // outermost, so calls the guard refuses are counted too
+		unary = append([]grpc.UnaryServerInterceptor{m.Unary()}, unary...)
+		stream = append([]grpc.StreamServerInterceptor{m.Stream()}, stream...)
+		s.mux.Handle("GET /metrics", m.Handler())
+	}
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(int(lim.MaxRequestBytes)),
-		grpc.ChainUnaryInterceptor(guard.Unary()),
-		grpc.ChainStreamInterceptor(guard.Stream()),
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(stream...),
 	)
 	w.Register(s.grpc)
 	s.health = health.NewServer()
@@ -209,14 +218,18 @@ func (s *Server) GRPCAddr() string {
 // Serve serves until ctx is done, then stops gracefully: readiness and
 // health turn NOT_SERVING, in-flight calls get ShutdownTimeout to finish.
 func (s *Server) Serve(ctx context.Context) error {
-	handler := http.Handler(s.mux)
+	mux := http.Handler(s.mux)
+	if s.cfg.Metrics != nil {
+		mux = s.cfg.Metrics.HTTP(mux)
+	}
+	handler := mux
 	if s.grpcLis == nil {
 		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
 				s.grpc.ServeHTTP(w, r)
 				return
 			}
-			s.mux.ServeHTTP(w, r)
+			mux.ServeHTTP(w, r)
 		})
 	}
 	hsrv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}

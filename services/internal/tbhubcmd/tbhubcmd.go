@@ -25,6 +25,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/backend"
 	"github.com/tbhub/tbhub/services/internal/limits"
+	"github.com/tbhub/tbhub/services/internal/metrics"
 	"github.com/tbhub/tbhub/services/internal/reader"
 	"github.com/tbhub/tbhub/services/internal/readpath"
 	"github.com/tbhub/tbhub/services/internal/serve"
@@ -178,7 +179,7 @@ func serveProcess(ctx context.Context, proc process, args []string, stderr io.Wr
 	}
 	defer b.Close()
 	cfg := serve.Config{HTTPAddr: *addr, GRPCAddr: *grpcAddr, PublicOrigin: *origin, APIEndpoint: *endpoint,
-		EnableTestRPCs: *testRPCs, Limits: lim, Logger: logger}
+		EnableTestRPCs: *testRPCs, Limits: lim, Logger: logger, Metrics: metrics.New()}
 	if *clientIDs != "" {
 		cfg.OIDC = auth.OIDCConfig{Issuer: *issuer, ClientIDs: strings.Split(*clientIDs, ",")}
 		if *deviceClient != "" && !slices.Contains(cfg.OIDC.ClientIDs, *deviceClient) {
