@@ -47,6 +47,9 @@ type Config struct {
 	ExperimentService string
 	Insecure          bool
 	ShutdownTimeout   time.Duration
+	// CallTimeout bounds how long a call waits for an unreachable service (a
+	// replica being replaced); 10 s if zero.
+	CallTimeout time.Duration
 }
 
 func main() {
@@ -100,7 +103,14 @@ func run(ctx context.Context, lis net.Listener, cfg Config, logger *slog.Logger)
 		creds = insecure.NewCredentials()
 	}
 	dial := func(addr string) (*grpc.ClientConn, error) {
-		return grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+		return grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
+			// A replica being replaced (a deploy, a crash) must not fail browser
+			// requests: calls wait for a ready connection, bounded by callTimeout,
+			// and UNAVAILABLE is retried with backoff. Every call here is a read.
+			grpc.WithDefaultServiceConfig(retryPolicy),
+			grpc.WithDefaultCallOptions(grpc.WaitForReady(true)),
+			grpc.WithChainUnaryInterceptor(boundCall(cfg.CallTimeout)), // streams end with their HTTP request
+		)
 	}
 	readConn, err := dial(cfg.ReadService)
 	if err != nil {
@@ -167,4 +177,24 @@ func cloudLogging(groups []string, a slog.Attr) slog.Attr {
 		a.Key = "message"
 	}
 	return a
+}
+
+// retryPolicy retries reads that found no server (UNAVAILABLE) with backoff.
+const retryPolicy = `{"methodConfig": [{"name": [{}], "retryPolicy": {
+	"maxAttempts": 5, "initialBackoff": "0.1s", "maxBackoff": "2s", "backoffMultiplier": 2,
+	"retryableStatusCodes": ["UNAVAILABLE"]}}]}`
+
+// boundCall gives calls without a deadline one of timeout (10 s if zero).
+func boundCall(timeout time.Duration) grpc.UnaryClientInterceptor {
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestConfig(t *testing.T) {
@@ -36,7 +37,7 @@ func TestRun(t *testing.T) {
 	go func() {
 		// Nothing listens at the read service's address: API calls fail
 		// with 503 while the probes answer.
-		done <- run(ctx, lis, Config{ReadService: "127.0.0.1:1", Insecure: true}, slog.New(slog.DiscardHandler))
+		done <- run(ctx, lis, Config{ReadService: "127.0.0.1:1", Insecure: true, CallTimeout: 300 * time.Millisecond}, slog.New(slog.DiscardHandler))
 	}()
 	base := "http://" + lis.Addr().String()
 	get := func(path string) (int, string) {
@@ -53,7 +54,8 @@ func TestRun(t *testing.T) {
 	if code, _ := get("/readyz"); code != 200 {
 		t.Errorf("/readyz: %d", code)
 	}
-	if code, body := get("/experiment/e/data/runs"); code != http.StatusServiceUnavailable {
+	// Calls wait for the read service (a replica being replaced) up to CallTimeout.
+	if code, body := get("/experiment/e/data/runs"); code != http.StatusServiceUnavailable && code != http.StatusGatewayTimeout {
 		t.Errorf("API with the read service down: %d %s", code, body)
 	}
 	if code, body := get("/api/experiments"); code != http.StatusNotImplemented || !strings.Contains(body, "experiment service") {
