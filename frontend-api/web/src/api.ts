@@ -69,6 +69,33 @@ export function getJSON<T>(path: string): Promise<T> {
   return p;
 }
 
+/**
+ * Runs at most n tasks at once, in the order they were queued. Heavy reads
+ * (a scalar card of 100 runs is ~100k points) go through one, so the cards
+ * at the top of the page are not slowed down by every card below them.
+ */
+export function limiter(n: number): <T>(task: () => Promise<T>) => Promise<T> {
+  let running = 0;
+  const queue: (() => void)[] = [];
+  const next = () => {
+    if (running >= n || !queue.length) return;
+    running++;
+    queue.shift()!();
+  };
+  return <T>(task: () => Promise<T>) =>
+    new Promise<T>((resolve, reject) => {
+      queue.push(() =>
+        task()
+          .then(resolve, reject)
+          .finally(() => {
+            running--;
+            next();
+          }),
+      );
+      next();
+    });
+}
+
 /** POSTs a form and decodes JSON; answers are cached by path and form. */
 export function postForm<T>(path: string, form: URLSearchParams): Promise<T> {
   const body = form.toString();

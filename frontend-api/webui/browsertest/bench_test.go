@@ -1,17 +1,28 @@
 package browsertest
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
 	cdruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
+	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 )
 
 // BenchmarkScalarsFirstChart opens the corpus experiment's Scalars tab in
@@ -22,6 +33,90 @@ func BenchmarkScalarsFirstChart(b *testing.B) {
 	if env.setupErr != nil {
 		b.Fatal(env.setupErr)
 	}
+	benchFirstChart(b, env.eid)
+}
+
+// BenchmarkScalarsFirstChartLarge is the same on the issue's large
+// experiment: 100 runs × 20 tags × 10,000 steps (20 million points),
+// written through WriteScalar first (not timed).
+func BenchmarkScalarsFirstChartLarge(b *testing.B) {
+	if env.setupErr != nil {
+		b.Fatal(env.setupErr)
+	}
+	large.once.Do(func() { large.eid, large.err = writeLargeExperiment(100, 20, 10_000) })
+	if large.err != nil {
+		b.Fatal(large.err)
+	}
+	benchFirstChart(b, large.eid)
+}
+
+var large struct {
+	once sync.Once
+	eid  string
+	err  error
+}
+
+// writeLargeExperiment writes runs × tags × steps scalar points through
+// the write service's gRPC API (on tbhub serve's port), four requests at
+// a time, each one run's tags × 250 steps.
+func writeLargeExperiment(runs, tags, steps int) (string, error) {
+	u, err := url.Parse(env.origin)
+	if err != nil {
+		return "", err
+	}
+	conn, err := grpc.NewClient(u.Host, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+env.token)
+	w := servicepb.NewTensorBoardWriterServiceClient(conn)
+	exp, err := w.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: fmt.Sprintf("%d runs x %d tags x %d steps", runs, tags, steps)})
+	if err != nil {
+		return "", err
+	}
+	meta := &tbpb.SummaryMetadata{PluginData: &tbpb.SummaryMetadata_PluginData{PluginName: "scalars"}, DataClass: tbpb.DataClass_DATA_CLASS_SCALAR}
+	const chunk = 250
+	type job struct{ run, from int }
+	jobs := make(chan job)
+	errc := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for j := range jobs {
+				rr := &servicepb.WriteScalarRequest_Run{Name: fmt.Sprintf("run%03d", j.run)}
+				for t := range tags {
+					tag := &servicepb.WriteScalarRequest_Tag{Name: fmt.Sprintf("group%d/metric%02d", t/5, t), Metadata: meta}
+					for s := j.from; s < min(j.from+chunk, steps); s++ {
+						v := math.Exp(-float64(s)/float64(steps)*(1+float64(j.run%7))) + 0.05*math.Sin(float64(s*(t+1))) + 0.01*float64(j.run)
+						tag.Points = append(tag.Points, &servicepb.ScalarPoint{Step: int64(s), Value: v, WallTime: timestamppb.New(time.Unix(1_700_000_000+int64(s)*2+int64(j.run), 0))})
+					}
+					rr.Tags = append(rr.Tags, tag)
+				}
+				if _, err := w.WriteScalar(ctx, &servicepb.WriteScalarRequest{ExperimentId: exp.GetExperimentId(), Runs: []*servicepb.WriteScalarRequest_Run{rr}}); err != nil {
+					errc <- err
+					for range jobs {
+					}
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for r := range runs {
+		for from := 0; from < steps; from += chunk {
+			jobs <- job{r, from}
+		}
+	}
+	close(jobs)
+	for range 4 {
+		if err := <-errc; err != nil {
+			return "", err
+		}
+	}
+	return exp.GetExperimentId(), nil
+}
+
+func benchFirstChart(b *testing.B, eid string) {
 	var first, all []float64
 	for i := 0; i < b.N; i++ {
 		ctx, cancel := chromedp.NewContext(env.browser)
@@ -29,7 +124,7 @@ func BenchmarkScalarsFirstChart(b *testing.B) {
 		err := chromedp.Run(ctx,
 			chromedp.Navigate(env.origin+"/static/not-there"),
 			chromedp.Evaluate(fmt.Sprintf(`localStorage.setItem("tbhub.token", %q)`, env.token), nil),
-			chromedp.Navigate(experimentURL(env.eid, nil)),
+			chromedp.Navigate(experimentURL(eid, nil)),
 			chromedp.Poll(`(`+paintedCanvases(".scalar-card canvas", 200)+` >= 1) && performance.now()`, &f,
 				chromedp.WithPollingInterval(5*time.Millisecond), chromedp.WithPollingTimeout(time.Minute)),
 			chromedp.Poll(`(() => {

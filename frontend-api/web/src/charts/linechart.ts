@@ -65,11 +65,40 @@ function nearest(xs: number[], x: number): number {
   return lo;
 }
 
-/** Merges the lines onto one shared x array, as uPlot wants. */
-function align(lines: Line[], logx: boolean, logy: boolean): uPlot.AlignedData {
+/** Above this many points in a chart, x values are snapped to a grid (see align). */
+const SNAP_ABOVE = 100_000;
+/** Grid columns across the shown x range when snapping. */
+const SNAP_COLUMNS = 2048;
+
+/**
+ * Merges the lines onto one shared x array, as uPlot wants. Runs whose
+ * points sit at different x (wall times, or steps the read service's
+ * downsampling picked per run) make that array as long as all their
+ * points together, and every line as long as it; so a chart with many
+ * points snaps x to SNAP_COLUMNS columns across the shown range (xRange,
+ * or all the data), a few per pixel, keeping each line's last point per
+ * column. Tooltips still read the lines' own points.
+ */
+function align(lines: Line[], logx: boolean, logy: boolean, xRange?: [number, number]): uPlot.AlignedData {
   const keep = (x: number, y: number) => Number.isFinite(x) && (!logx || x > 0) && Number.isFinite(y) && (!logy || y > 0);
+  let total = 0;
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const l of lines)
+    for (let i = 0; i < l.x.length; i++)
+      if (keep(l.x[i], l.y[i])) {
+        total++;
+        lo = Math.min(lo, l.x[i]);
+        hi = Math.max(hi, l.x[i]);
+      }
+  let snap = (x: number) => x;
+  if (total > SNAP_ABOVE && !logx && hi > lo) {
+    const [a, b] = xRange ?? [lo, hi];
+    const step = (b - a) / SNAP_COLUMNS;
+    if (step > 0) snap = (x: number) => a + Math.round((x - a) / step) * step;
+  }
   const all: number[] = [];
-  for (const l of lines) for (let i = 0; i < l.x.length; i++) if (keep(l.x[i], l.y[i])) all.push(l.x[i]);
+  for (const l of lines) for (let i = 0; i < l.x.length; i++) if (keep(l.x[i], l.y[i])) all.push(snap(l.x[i]));
   all.sort((a, b) => a - b);
   const xs: number[] = [];
   for (const v of all) if (xs.length === 0 || xs[xs.length - 1] !== v) xs.push(v);
@@ -78,7 +107,7 @@ function align(lines: Line[], logx: boolean, logy: boolean): uPlot.AlignedData {
   const data: (number | null)[][] = [xs];
   for (const l of lines) {
     const y = new Array<number | null>(xs.length).fill(null);
-    for (let i = 0; i < l.x.length; i++) if (keep(l.x[i], l.y[i])) y[index.get(l.x[i])!] = l.y[i];
+    for (let i = 0; i < l.x.length; i++) if (keep(l.x[i], l.y[i])) y[index.get(snap(l.x[i]))!] = l.y[i];
     data.push(y);
   }
   return data as uPlot.AlignedData;
@@ -176,7 +205,7 @@ export class LineChart {
         ],
       },
     };
-    const plot = new uPlot(opts, align(lines, !!this.opts.logx, !!this.opts.logy), this.el);
+    const plot = new uPlot(opts, align(lines, !!this.opts.logx, !!this.opts.logy, this.opts.xRange), this.el);
     plot.over.appendChild(this.tooltip);
     plot.over.addEventListener("mouseleave", () => (this.tooltip.hidden = true));
     plot.over.addEventListener("dblclick", () => this.opts.onZoom?.(null));

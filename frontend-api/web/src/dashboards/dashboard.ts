@@ -67,7 +67,9 @@ export function whenVisible(el: Element, load: () => void): () => void {
         load();
       }
     },
-    { rootMargin: "300px" },
+    // Cards just below the fold load too, but after the visible ones
+    // (observers report in document order, and reads are queued).
+    { rootMargin: "100px" },
   );
   io.observe(el);
   return () => io.disconnect();

@@ -3,7 +3,7 @@
 // EMA over its raw line drawn faint. Cards load when scrolled into view,
 // all runs of a tag in one scalars_multirun request.
 
-import { download, getJSON, num, postForm, type RunTagIndex, type ScalarDatum } from "../api";
+import { download, getJSON, limiter, num, postForm, type RunTagIndex, type ScalarDatum } from "../api";
 import { LineChart, type Line } from "../charts/linechart";
 import { compileFilter, debounce, fmtNum, h, setChildren } from "../dom";
 import type { ViewState } from "../state";
@@ -141,6 +141,8 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   );
 
   const data = new Map<string, SeriesByRun>();
+  // Two card reads at a time, in page order (see api.limiter).
+  const heavy = limiter(2);
   const charts = new Map<string, { chart?: LineChart; body: HTMLElement; runs: string[] }>();
   let index: Map<string, string[]> | null = null;
   let stops: (() => void)[] = [];
@@ -230,7 +232,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
           const form = new URLSearchParams({ tag });
           for (const r of runs) form.append("runs", r);
           try {
-            data.set(tag, await postForm<SeriesByRun>(api.plugin("scalars", "scalars_multirun"), form));
+            data.set(tag, await heavy(() => postForm<SeriesByRun>(api.plugin("scalars", "scalars_multirun"), form)));
           } catch (e) {
             body.replaceChildren(notice(String((e as Error).message), "error"));
             return;
