@@ -57,6 +57,9 @@ describe("robustRange", () => {
     expect(a).toBeLessThan(0.05);
     expect(b).toBeLessThan(2);
   });
+  it("keeps the whole of a curve without outliers", () => {
+    expect(robustRange(Array.from({ length: 100 }, (_, i) => 1 - Math.exp(-i / 20)))).toBeNull();
+  });
   it("gives up on short or flat series", () => {
     expect(robustRange([1, 2, 3])).toBeNull();
     expect(robustRange(new Array(50).fill(2))).toBeNull();

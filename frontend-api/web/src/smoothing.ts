@@ -106,14 +106,16 @@ export function groupStats(series: XY[]): { x: number[]; mean: number[]; min: nu
 
 /**
  * A y range holding the values between the lo and hi quantiles, padded by
- * 5% each side; null when there are too few finite values to bother.
+ * 5% each side; null (scale to everything) when there are too few finite
+ * values, or when the full range is less than twice that span: then there
+ * are no outliers worth cutting, and a smooth curve keeps its ends.
  */
 export function robustRange(values: number[], lo = 0.02, hi = 0.98): [number, number] | null {
   const v = values.filter(Number.isFinite).sort((a, b) => a - b);
   if (v.length < 20) return null;
   const a = v[Math.floor(lo * (v.length - 1))];
   const b = v[Math.ceil(hi * (v.length - 1))];
-  if (!(b > a)) return null;
+  if (!(b > a) || v[v.length - 1] - v[0] < 2 * (b - a)) return null;
   const pad = (b - a) * 0.05;
   return [a - pad, b + pad];
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 )
@@ -424,4 +425,20 @@ func TestScalarsDragZoomGoesIntoURLAndDoubleClickResets(t *testing.T) {
 		chromedp.Evaluate(`document.querySelector(".scalar-card .u-over").dispatchEvent(new MouseEvent("dblclick", {bubbles: true}))`, nil),
 		waitFor(`new URLSearchParams(location.search).get("zoom") === null`),
 	)
+}
+
+func TestDarkThemeFollowsTheSystem(t *testing.T) {
+	ctx := tab(t, true)
+	var bg string
+	run(t, ctx,
+		emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}),
+		chromedp.Navigate(experimentURL(env.eid, url.Values{"runFilter": {"^generated/scalars/"}})),
+		waitFor(paintedCanvases(".scalar-card canvas", 200)+" >= 3"),
+		chromedp.Evaluate(`getComputedStyle(document.body).backgroundColor`, &bg),
+	)
+	var r, g, b int
+	if _, err := fmt.Sscanf(bg, "rgb(%d, %d, %d)", &r, &g, &b); err != nil || r+g+b > 3*80 {
+		t.Errorf("body background under prefers-color-scheme: dark = %q, want a dark color", bg)
+	}
+	screenshot(t, ctx, "scalars-dark")
 }
