@@ -106,10 +106,8 @@ func TestCloudRunShape(t *testing.T) {
 
 	// Replace the read service (SIGTERM, as Cloud Run stops an instance,
 	// then a new process on the same address) while the frontend is asked
-	// for data without a pause; the frontend must serve again from the new
-	// process. The frontend's gRPC client does not yet wait for or retry an
-	// unavailable read service, so requests in the gap fail (logged, not
-	// yet an error; issue 8 asks for none).
+	// for data without a pause. The frontend's client waits for and retries
+	// an unavailable read service, so no request may fail.
 	var (
 		mu       sync.Mutex
 		failures []string
@@ -143,18 +141,12 @@ func TestCloudRunShape(t *testing.T) {
 	waitGRPCServing(t, "127.0.0.1:"+readPort)
 	close(stop)
 	<-loopDone
-	t.Logf("%d of %d frontend requests failed while the read service was replaced", len(failures), requests)
-	deadline := time.Now().Add(30 * time.Second)
-	for i := 1; ; i++ {
-		s := series[i%len(series)]
-		_, status := front.scalars(s.run, s.tag, -i)
-		if status == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the frontend still answers HTTP %d 30 s after the new read service started", status)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if requests < 2 {
+		t.Errorf("only %d requests while the read service was replaced", requests)
+	}
+	if len(failures) > 0 {
+		t.Errorf("%d of %d frontend requests failed while the read service was replaced: %s",
+			len(failures), requests, strings.Join(failures, ", "))
 	}
 }
 
