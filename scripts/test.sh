@@ -20,6 +20,15 @@ fi
 echo "== generated code matches schemas/proto"
 scripts/gen.sh --check
 
+echo "== staticcheck"
+# Pinned in scripts/tools/go.mod (outside go.work), built once into a temp dir.
+sc_bin=$(mktemp -d)
+trap 'rm -rf "$sc_bin"' EXIT
+(cd scripts/tools && GOWORK=off go build -o "$sc_bin/staticcheck" honnef.co/go/tools/cmd/staticcheck)
+for m in $(go list -m -f '{{.Dir}}'); do
+  (cd "$m" && "$sc_bin/staticcheck" ./...)
+done
+
 echo "== go vet"
 # shellcheck disable=SC2086
 go vet $mods

@@ -18,7 +18,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -81,7 +80,6 @@ type Server struct {
 	endpoint string
 	logger   *slog.Logger
 	ready    chan struct{}
-	stopOnce sync.Once
 }
 
 // New binds the listeners (so port 0 works and the URLs are known) and

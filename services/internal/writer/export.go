@@ -97,7 +97,8 @@ func (x *exporterService) StreamExperiments(req *servicepb.StreamExperimentsRequ
 		}
 		resp := &servicepb.StreamExperimentsResponse{Experiments: batch}
 		if mask == nil {
-			resp.ExperimentIds = ids // what clients that predate masks read
+			//lint:ignore SA1019 TensorBoard's exporter still reads ids from clients that predate masks
+			resp.ExperimentIds = ids
 		}
 		batch, ids = nil, nil
 		return stream.Send(resp)

@@ -359,11 +359,11 @@ func testConcurrentWriters(t *testing.T, h Harness) {
 		wg.Go(func() {
 			for range 3 {
 				if _, err := s.Put(ctx, shared, bytes.NewReader(contents[i]), blob.PutOptions{}); err != nil {
-					errs <- fmt.Errorf("Put shared: %w", err)
+					errs <- fmt.Errorf("put shared: %w", err)
 				}
 				own := fmt.Sprintf("experiments/w%d/own", i)
 				if _, err := s.Put(ctx, own, bytes.NewReader(contents[i]), blob.PutOptions{}); err != nil {
-					errs <- fmt.Errorf("Put %s: %w", own, err)
+					errs <- fmt.Errorf("put %s: %w", own, err)
 				}
 			}
 		})
