@@ -160,6 +160,9 @@ func run(ctx context.Context, lis net.Listener, cfg Config, logger *slog.Logger)
 	case <-ctx.Done():
 	}
 	ready.Store(false)
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 10 * time.Second
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
 	return srv.Shutdown(sctx)
@@ -184,17 +187,15 @@ const retryPolicy = `{"methodConfig": [{"name": [{}], "retryPolicy": {
 	"maxAttempts": 5, "initialBackoff": "0.1s", "maxBackoff": "2s", "backoffMultiplier": 2,
 	"retryableStatusCodes": ["UNAVAILABLE"]}}]}`
 
-// boundCall gives calls without a deadline one of timeout (10 s if zero).
+// boundCall limits every call to timeout (10 s if zero; an earlier deadline still
+// wins), so that waiting for an unreachable service ends in a timely error.
 func boundCall(timeout time.Duration) grpc.UnaryClientInterceptor {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if _, ok := ctx.Deadline(); !ok {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, timeout)
-			defer cancel()
-		}
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
 }
