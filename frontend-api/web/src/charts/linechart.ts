@@ -146,7 +146,8 @@ export class LineChart {
         stroke: l.faint ? withAlpha(l.color, 0.28) : l.color,
         width: l.width ?? (l.faint ? 1 : 1.5),
         spanGaps: true,
-        points: { show: false },
+        // A line of one point has nothing to stroke: show the point, as TensorBoard does.
+        points: l.x.length === 1 ? { show: true, size: 7, fill: l.color, stroke: l.color } : { show: false },
       });
       if (l.bandTo) {
         const j = lines.findIndex((o) => o.label === l.bandTo);
