@@ -92,10 +92,39 @@ func (h *Handler) listBlobSequences(r *request, plugin string, f *datapb.RunTagF
 	return out, nil
 }
 
-// scalarSeries is one series' points as read.
-type scalarSeries struct {
+// series is one (run, tag)'s points as read; D is ScalarData, TensorData or
+// BlobSequenceData.
+type series[D any] struct {
 	run, tag string
-	data     *datapb.ScalarData
+	data     D
+}
+
+type (
+	scalarSeries = series[*datapb.ScalarData]
+	tensorSeries = series[*datapb.TensorData]
+	blobSeries   = series[*datapb.BlobSequenceData]
+)
+
+// tagEntry and runEntry are what the three Read*Response types' entries share.
+type tagEntry[D any] interface {
+	GetTagName() string
+	GetData() D
+}
+
+type runEntry[T tagEntry[D], D any] interface {
+	GetRunName() string
+	GetTags() []T
+}
+
+// flatten lists a Read* response's series in its (run, tag) order.
+func flatten[R runEntry[T, D], T tagEntry[D], D any](runs []R) []series[D] {
+	var out []series[D]
+	for _, run := range runs {
+		for _, t := range run.GetTags() {
+			out = append(out, series[D]{run.GetRunName(), t.GetTagName(), t.GetData()})
+		}
+	}
+	return out
 }
 
 func (h *Handler) readScalars(r *request, plugin string, f *datapb.RunTagFilter, k int64) ([]scalarSeries, error) {
@@ -103,18 +132,7 @@ func (h *Handler) readScalars(r *request, plugin string, f *datapb.RunTagFilter,
 	if err != nil {
 		return nil, err
 	}
-	var out []scalarSeries
-	for _, run := range resp.GetRuns() {
-		for _, t := range run.GetTags() {
-			out = append(out, scalarSeries{run.GetRunName(), t.GetTagName(), t.GetData()})
-		}
-	}
-	return out, nil
-}
-
-type tensorSeries struct {
-	run, tag string
-	data     *datapb.TensorData
+	return flatten[*datapb.ReadScalarsResponse_RunEntry, *datapb.ReadScalarsResponse_TagEntry](resp.GetRuns()), nil
 }
 
 func (h *Handler) readTensors(r *request, plugin string, f *datapb.RunTagFilter, k int64) ([]tensorSeries, error) {
@@ -122,18 +140,7 @@ func (h *Handler) readTensors(r *request, plugin string, f *datapb.RunTagFilter,
 	if err != nil {
 		return nil, err
 	}
-	var out []tensorSeries
-	for _, run := range resp.GetRuns() {
-		for _, t := range run.GetTags() {
-			out = append(out, tensorSeries{run.GetRunName(), t.GetTagName(), t.GetData()})
-		}
-	}
-	return out, nil
-}
-
-type blobSeries struct {
-	run, tag string
-	data     *datapb.BlobSequenceData
+	return flatten[*datapb.ReadTensorsResponse_RunEntry, *datapb.ReadTensorsResponse_TagEntry](resp.GetRuns()), nil
 }
 
 func (h *Handler) readBlobSequences(r *request, plugin string, f *datapb.RunTagFilter, k int64) ([]blobSeries, error) {
@@ -141,13 +148,7 @@ func (h *Handler) readBlobSequences(r *request, plugin string, f *datapb.RunTagF
 	if err != nil {
 		return nil, err
 	}
-	var out []blobSeries
-	for _, run := range resp.GetRuns() {
-		for _, t := range run.GetTags() {
-			out = append(out, blobSeries{run.GetRunName(), t.GetTagName(), t.GetData()})
-		}
-	}
-	return out, nil
+	return flatten[*datapb.ReadBlobSequencesResponse_RunEntry, *datapb.ReadBlobSequencesResponse_TagEntry](resp.GetRuns()), nil
 }
 
 // readBlob reads a whole blob.

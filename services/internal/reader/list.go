@@ -158,6 +158,18 @@ func summaryMetadata(ts *store.TimeSeries) *tbpb.SummaryMetadata {
 	return md
 }
 
+// byRun walks series sorted by run, starting a run entry (newRun) whenever the
+// run changes and adding each series to the current one (addTag).
+func byRun[R any](series []store.SeriesSummary, newRun func(name string) R, addTag func(R, *store.SeriesSummary)) {
+	var run R
+	for i := range series {
+		if i == 0 || series[i].Run != series[i-1].Run {
+			run = newRun(series[i].Run)
+		}
+		addTag(run, &series[i])
+	}
+}
+
 // ListScalars lists scalar series of one plugin.
 func (s *Server) ListScalars(ctx context.Context, req *datapb.ListScalarsRequest) (*datapb.ListScalarsResponse, error) {
 	_, series, err := s.listSeries(ctx, req.GetExperimentId(), store.DataClassScalar, req.GetPluginFilter(), req.GetRunTagFilter())
@@ -165,13 +177,11 @@ func (s *Server) ListScalars(ctx context.Context, req *datapb.ListScalarsRequest
 		return nil, err
 	}
 	resp := &datapb.ListScalarsResponse{}
-	var run *datapb.ListScalarsResponse_RunEntry
-	for i := range series {
-		ss := &series[i]
-		if run == nil || run.RunName != ss.Run {
-			run = &datapb.ListScalarsResponse_RunEntry{RunName: ss.Run}
-			resp.Runs = append(resp.Runs, run)
-		}
+	byRun(series, func(name string) *datapb.ListScalarsResponse_RunEntry {
+		run := &datapb.ListScalarsResponse_RunEntry{RunName: name}
+		resp.Runs = append(resp.Runs, run)
+		return run
+	}, func(run *datapb.ListScalarsResponse_RunEntry, ss *store.SeriesSummary) {
 		run.Tags = append(run.Tags, &datapb.ListScalarsResponse_TagEntry{
 			TagName: ss.Tag,
 			Metadata: &datapb.ScalarMetadata{
@@ -180,7 +190,7 @@ func (s *Server) ListScalars(ctx context.Context, req *datapb.ListScalarsRequest
 				SummaryMetadata: summaryMetadata(&ss.TimeSeries),
 			},
 		})
-	}
+	})
 	return resp, nil
 }
 
@@ -191,13 +201,11 @@ func (s *Server) ListTensors(ctx context.Context, req *datapb.ListTensorsRequest
 		return nil, err
 	}
 	resp := &datapb.ListTensorsResponse{}
-	var run *datapb.ListTensorsResponse_RunEntry
-	for i := range series {
-		ss := &series[i]
-		if run == nil || run.RunName != ss.Run {
-			run = &datapb.ListTensorsResponse_RunEntry{RunName: ss.Run}
-			resp.Runs = append(resp.Runs, run)
-		}
+	byRun(series, func(name string) *datapb.ListTensorsResponse_RunEntry {
+		run := &datapb.ListTensorsResponse_RunEntry{RunName: name}
+		resp.Runs = append(resp.Runs, run)
+		return run
+	}, func(run *datapb.ListTensorsResponse_RunEntry, ss *store.SeriesSummary) {
 		run.Tags = append(run.Tags, &datapb.ListTensorsResponse_TagEntry{
 			TagName: ss.Tag,
 			Metadata: &datapb.TensorMetadata{
@@ -206,7 +214,7 @@ func (s *Server) ListTensors(ctx context.Context, req *datapb.ListTensorsRequest
 				SummaryMetadata: summaryMetadata(&ss.TimeSeries),
 			},
 		})
-	}
+	})
 	return resp, nil
 }
 
@@ -217,13 +225,11 @@ func (s *Server) ListBlobSequences(ctx context.Context, req *datapb.ListBlobSequ
 		return nil, err
 	}
 	resp := &datapb.ListBlobSequencesResponse{}
-	var run *datapb.ListBlobSequencesResponse_RunEntry
-	for i := range series {
-		ss := &series[i]
-		if run == nil || run.RunName != ss.Run {
-			run = &datapb.ListBlobSequencesResponse_RunEntry{RunName: ss.Run}
-			resp.Runs = append(resp.Runs, run)
-		}
+	byRun(series, func(name string) *datapb.ListBlobSequencesResponse_RunEntry {
+		run := &datapb.ListBlobSequencesResponse_RunEntry{RunName: name}
+		resp.Runs = append(resp.Runs, run)
+		return run
+	}, func(run *datapb.ListBlobSequencesResponse_RunEntry, ss *store.SeriesSummary) {
 		run.Tags = append(run.Tags, &datapb.ListBlobSequencesResponse_TagEntry{
 			TagName: ss.Tag,
 			Metadata: &datapb.BlobSequenceMetadata{
@@ -233,6 +239,6 @@ func (s *Server) ListBlobSequences(ctx context.Context, req *datapb.ListBlobSequ
 				SummaryMetadata: summaryMetadata(&ss.TimeSeries),
 			},
 		})
-	}
+	})
 	return resp, nil
 }
