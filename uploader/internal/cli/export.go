@@ -107,6 +107,7 @@ type exporter struct {
 	api                                    servicepb.TensorBoardExporterServiceClient
 	scalarSeries, tensorSeries, blobSeries int
 	blobs, files                           int
+	pending                                []pendingBlob // blobs to fetch after the data
 }
 
 func (ex *exporter) writeMetadata(e *experimentsv1.Experiment, url string) error {
@@ -257,11 +258,7 @@ func (ex *exporter) export(ctx context.Context, eid string) error {
 						paths = append(paths, "") // a slot never (completely) uploaded
 						continue
 					}
-					path, err := ex.downloadBlob(ctx, b.GetBlobId())
-					if err != nil {
-						return err
-					}
-					paths = append(paths, path)
+					paths = append(paths, ex.planBlob(b.GetBlobId()))
 				}
 				p.BlobFilePaths = append(p.BlobFilePaths, paths)
 			}
@@ -275,21 +272,36 @@ func (ex *exporter) export(ctx context.Context, eid string) error {
 			return err
 		}
 	}
+	// Blobs are fetched once the data stream is done: a second call while that
+	// stream is open can wait on what the stream holds (a read transaction).
+	for _, b := range ex.pending {
+		if err := ex.downloadBlob(ctx, b.id, b.path); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// downloadBlob streams one blob to blobs/ and returns its path relative to the export.
-func (ex *exporter) downloadBlob(ctx context.Context, id string) (string, error) {
+// planBlob gives a blob its path in the export; it is downloaded after the data.
+func (ex *exporter) planBlob(id string) string {
 	ex.blobs++
 	rel := fmt.Sprintf("blobs/blob_%d.bin", ex.blobs)
+	ex.pending = append(ex.pending, pendingBlob{id: id, path: rel})
+	return rel
+}
+
+type pendingBlob struct{ id, path string }
+
+// downloadBlob streams one blob to rel, a path relative to the export.
+func (ex *exporter) downloadBlob(ctx context.Context, id, rel string) error {
 	f, err := os.Create(filepath.Join(ex.dir, rel))
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer f.Close()
 	stream, err := ex.api.StreamBlobData(ctx, &servicepb.StreamBlobDataRequest{BlobId: id})
 	if err != nil {
-		return "", errors.New(client.Describe(err))
+		return errors.New(client.Describe(err))
 	}
 	var off int64
 	for {
@@ -298,16 +310,16 @@ func (ex *exporter) downloadBlob(ctx context.Context, id string) (string, error)
 			break
 		}
 		if err != nil {
-			return "", fmt.Errorf("blob %s: %s", id, client.Describe(err))
+			return fmt.Errorf("blob %s: %s", id, client.Describe(err))
 		}
 		if chunk.GetOffset() != off {
-			return "", fmt.Errorf("blob %s: chunk at offset %d, expected %d", id, chunk.GetOffset(), off)
+			return fmt.Errorf("blob %s: chunk at offset %d, expected %d", id, chunk.GetOffset(), off)
 		}
 		n, err := f.Write(chunk.GetData())
 		if err != nil {
-			return "", err
+			return err
 		}
 		off += int64(n)
 	}
-	return rel, f.Sync()
+	return f.Sync()
 }
