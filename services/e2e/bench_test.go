@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/uploader/eventgen"
 )
 
@@ -53,7 +54,26 @@ func BenchmarkUpload(b *testing.B) {
 		b.ReportMetric(float64(ru.Maxrss)/1024, "uploader-MiB")
 		b.ReportMetric(cpu.Seconds(), "uploader-cpu-s")
 		b.ReportMetric(wall.Seconds(), "wall-s")
+		verifyBenchUpload(b, s.st, int64(points), int64(spec.Images), int64(spec.Images*spec.ImageBytes))
 		s.stop()
 		b.StartTimer()
+	}
+}
+
+// verifyBenchUpload checks that the server holds every point and image of the
+// benchmark's logdir, so the rate counts only data that arrived. An image is a blob
+// sequence of three blobs (width, height, encoded image).
+func verifyBenchUpload(b *testing.B, st store.Reader, points, images, imageBytes int64) {
+	b.Helper()
+	var got []store.Experiment
+	if err := st.ListExperiments(b.Context(), store.ExperimentFilter{}, func(e store.Experiment) error {
+		got = append(got, e)
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if len(got) != 1 || got[0].NumScalars != points || got[0].NumBlobSequences != images ||
+		got[0].NumBlobs != 3*images || got[0].TotalBlobBytes < imageBytes {
+		b.Fatalf("server holds %+v, want one experiment with %d scalars and %d images of %d bytes in all", got, points, images, imageBytes)
 	}
 }
