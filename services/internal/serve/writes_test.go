@@ -202,7 +202,7 @@ func TestSharingAndContinuing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bobWho.GetEmail() != "bob@example.com" || bobWho.GetCredentialKind() != authv1.CredentialKind_CREDENTIAL_KIND_OIDC {
+	if bobWho.GetEmail() != "bob@example.com" || bobWho.GetUserName() != "bob@example.com" || bobWho.GetCredentialKind() != authv1.CredentialKind_CREDENTIAL_KIND_OIDC {
 		t.Errorf("WhoAmI = %v", bobWho)
 	}
 	ce, err := h.writer.CreateExperiment(owner, &servicepb.CreateExperimentRequest{Name: "shared"})
@@ -248,8 +248,23 @@ func TestSharingAndContinuing(t *testing.T) {
 		t.Errorf("grantee writes: %v, want PERMISSION_DENIED", err)
 	}
 	grants, err := h.exps.ListGrants(owner, &experimentsv1.ListGrantsRequest{ExperimentId: eid})
-	if err != nil || len(grants.GetGrants()) != 1 || grants.GetGrants()[0].GetGrantee().GetUserId() != bobWho.GetUserId() {
+	if err != nil || len(grants.GetGrants()) != 1 || grants.GetGrants()[0].GetGrantee().GetUserId() != bobWho.GetUserId() ||
+		grants.GetGrants()[0].GetUserName() != "bob@example.com" {
 		t.Errorf("ListGrants = %v, %v", grants, err)
+	}
+	// By user name: local users (tbhub token create --user NAME) have no email.
+	newUserContext(t, h, "carol")
+	if _, err := h.exps.GrantAccess(owner, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
+		Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_UserName{UserName: "carol"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.exps.GrantAccess(owner, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
+		Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_UserName{UserName: "nobody"}}}); status.Code(err) != codes.NotFound {
+		t.Errorf("granting to an unknown user name: %v, want NOT_FOUND", err)
+	}
+	if _, err := h.exps.RevokeAccess(owner, &experimentsv1.RevokeAccessRequest{ExperimentId: eid,
+		Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_UserName{UserName: "carol"}}}); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := h.exps.RevokeAccess(owner, &experimentsv1.RevokeAccessRequest{ExperimentId: eid,
 		Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_UserId{UserId: bobWho.GetUserId()}}}); err != nil {

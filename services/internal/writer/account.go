@@ -58,8 +58,12 @@ func (a *authService) WhoAmI(ctx context.Context, _ *authv1.WhoAmIRequest) (*aut
 	if p.Kind == auth.KindOIDC {
 		kind = authv1.CredentialKind_CREDENTIAL_KIND_OIDC
 	}
+	u, err := a.s.st.GetUser(ctx, p.UserID)
+	if err != nil {
+		return nil, err
+	}
 	return &authv1.WhoAmIResponse{
-		UserId: p.UserID, Email: p.Email, Issuer: p.Issuer, Subject: p.Subject,
+		UserId: p.UserID, UserName: u.Name, Email: p.Email, Issuer: p.Issuer, Subject: p.Subject,
 		CredentialKind: kind, Scopes: scopesToProto(p.Scopes), TokenId: p.TokenID,
 	}, nil
 }

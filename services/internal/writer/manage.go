@@ -175,6 +175,15 @@ func (s *Server) grantee(ctx context.Context, g *experimentsv1.Grantee) (userID,
 			return "", "", err
 		}
 		return g.GetUserId(), "", nil
+	case g.GetUserName() != "":
+		u, err := s.st.GetUserByName(ctx, g.GetUserName())
+		if errors.Is(err, store.ErrNotFound) {
+			return "", "", rpcerr.New(codes.NotFound, "no user is named %q", g.GetUserName())
+		}
+		if err != nil {
+			return "", "", err
+		}
+		return u.ID, "", nil
 	case g.GetEmail() != "":
 		u, err := s.st.GetUserByName(ctx, g.GetEmail())
 		if err == nil {
@@ -186,7 +195,7 @@ func (s *Server) grantee(ctx context.Context, g *experimentsv1.Grantee) (userID,
 		}
 		return "", g.GetEmail(), nil
 	}
-	return "", "", rpcerr.New(codes.InvalidArgument, "grantee needs an email or a user_id")
+	return "", "", rpcerr.New(codes.InvalidArgument, "grantee needs an email, a user_id or a user_name")
 }
 
 // changeGrant resolves the grantee and applies forUser (GrantRead or
@@ -225,8 +234,9 @@ func (x *experimentService) RevokeAccess(ctx context.Context, req *experimentsv1
 	return &experimentsv1.RevokeAccessResponse{}, nil
 }
 
-// ListGrants lists the grants by user ID, then the pending ones by email;
-// the store does not keep when a grant was made, so create_time is unset.
+// ListGrants lists the grants by user ID (with the user's name), then the
+// pending ones by email; the store does not keep when a grant was made, so
+// create_time is unset.
 func (x *experimentService) ListGrants(ctx context.Context, _ *experimentsv1.ListGrantsRequest) (*experimentsv1.ListGrantsResponse, error) {
 	e, err := authorizedExperiment(ctx)
 	if err != nil {
@@ -234,10 +244,16 @@ func (x *experimentService) ListGrants(ctx context.Context, _ *experimentsv1.Lis
 	}
 	resp := &experimentsv1.ListGrantsResponse{}
 	for _, uid := range e.Readers {
-		resp.Grants = append(resp.Grants, &experimentsv1.Grant{
+		g := &experimentsv1.Grant{
 			ExperimentId: e.ID,
 			Grantee:      &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_UserId{UserId: uid}},
-		})
+		}
+		if u, err := x.s.st.GetUser(ctx, uid); err == nil {
+			g.UserName = u.Name
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		resp.Grants = append(resp.Grants, g)
 	}
 	pending, err := x.s.st.ListPendingGrants(ctx, e.ID)
 	if err != nil {

@@ -180,7 +180,10 @@ type WhoAmIResponse struct {
 	// Scopes of this call's credential.
 	Scopes []Scope `protobuf:"varint,6,rep,packed,name=scopes,proto3,enum=tbhub.auth.v1.Scope" json:"scopes,omitempty"`
 	// Set when credential_kind is CREDENTIAL_KIND_API_TOKEN.
-	TokenId       string `protobuf:"bytes,7,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	TokenId string `protobuf:"bytes,7,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	// The user's unique name: the name given to `tbhub token create --user`,
+	// or, for users who signed in with OIDC, their email when it was free.
+	UserName      string `protobuf:"bytes,8,opt,name=user_name,json=userName,proto3" json:"user_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -260,6 +263,13 @@ func (x *WhoAmIResponse) GetScopes() []Scope {
 func (x *WhoAmIResponse) GetTokenId() string {
 	if x != nil {
 		return x.TokenId
+	}
+	return ""
+}
+
+func (x *WhoAmIResponse) GetUserName() string {
+	if x != nil {
+		return x.UserName
 	}
 	return ""
 }
@@ -651,7 +661,7 @@ var File_tbhub_auth_v1_auth_proto protoreflect.FileDescriptor
 const file_tbhub_auth_v1_auth_proto_rawDesc = "" +
 	"\n" +
 	"\x18tbhub/auth/v1/auth.proto\x12\rtbhub.auth.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x0f\n" +
-	"\rWhoAmIRequest\"\x82\x02\n" +
+	"\rWhoAmIRequest\"\x9f\x02\n" +
 	"\x0eWhoAmIResponse\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x14\n" +
 	"\x05email\x18\x02 \x01(\tR\x05email\x12\x16\n" +
@@ -659,7 +669,8 @@ const file_tbhub_auth_v1_auth_proto_rawDesc = "" +
 	"\asubject\x18\x04 \x01(\tR\asubject\x12F\n" +
 	"\x0fcredential_kind\x18\x05 \x01(\x0e2\x1d.tbhub.auth.v1.CredentialKindR\x0ecredentialKind\x12,\n" +
 	"\x06scopes\x18\x06 \x03(\x0e2\x14.tbhub.auth.v1.ScopeR\x06scopes\x12\x19\n" +
-	"\btoken_id\x18\a \x01(\tR\atokenId\"\x80\x03\n" +
+	"\btoken_id\x18\a \x01(\tR\atokenId\x12\x1b\n" +
+	"\tuser_name\x18\b \x01(\tR\buserName\"\x80\x03\n" +
 	"\x05Token\x12\x19\n" +
 	"\btoken_id\x18\x01 \x01(\tR\atokenId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12,\n" +

@@ -902,6 +902,7 @@ type Grantee struct {
 	//
 	//	*Grantee_Email
 	//	*Grantee_UserId
+	//	*Grantee_UserName
 	Grantee       isGrantee_Grantee `protobuf_oneof:"grantee"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -962,6 +963,15 @@ func (x *Grantee) GetUserId() string {
 	return ""
 }
 
+func (x *Grantee) GetUserName() string {
+	if x != nil {
+		if x, ok := x.Grantee.(*Grantee_UserName); ok {
+			return x.UserName
+		}
+	}
+	return ""
+}
+
 type isGrantee_Grantee interface {
 	isGrantee_Grantee()
 }
@@ -977,16 +987,28 @@ type Grantee_UserId struct {
 	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3,oneof"`
 }
 
+type Grantee_UserName struct {
+	// A tbhub user name, as in WhoAmIResponse.user_name: the name given to
+	// `tbhub token create --user NAME`, or the email a user signed in with.
+	// Resolved to the user when the grant is made; NOT_FOUND if nobody has it.
+	UserName string `protobuf:"bytes,3,opt,name=user_name,json=userName,proto3,oneof"`
+}
+
 func (*Grantee_Email) isGrantee_Grantee() {}
 
 func (*Grantee_UserId) isGrantee_Grantee() {}
 
+func (*Grantee_UserName) isGrantee_Grantee() {}
+
 // Read access of one user to one experiment.
 type Grant struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ExperimentId  string                 `protobuf:"bytes,1,opt,name=experiment_id,json=experimentId,proto3" json:"experiment_id,omitempty"`
-	Grantee       *Grantee               `protobuf:"bytes,2,opt,name=grantee,proto3" json:"grantee,omitempty"`
-	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ExperimentId string                 `protobuf:"bytes,1,opt,name=experiment_id,json=experimentId,proto3" json:"experiment_id,omitempty"`
+	Grantee      *Grantee               `protobuf:"bytes,2,opt,name=grantee,proto3" json:"grantee,omitempty"`
+	CreateTime   *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// The grantee's user name, for display; set by ListGrants for grants to
+	// existing users.
+	UserName      string `protobuf:"bytes,4,opt,name=user_name,json=userName,proto3" json:"user_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1040,6 +1062,13 @@ func (x *Grant) GetCreateTime() *timestamppb.Timestamp {
 		return x.CreateTime
 	}
 	return nil
+}
+
+func (x *Grant) GetUserName() string {
+	if x != nil {
+		return x.UserName
+	}
+	return ""
 }
 
 type GrantAccessRequest struct {
@@ -1528,16 +1557,18 @@ const file_tbhub_experiments_v1_experiments_proto_rawDesc = "" +
 	"\x15SetVisibilityResponse\x12@\n" +
 	"\n" +
 	"experiment\x18\x01 \x01(\v2 .tbhub.experiments.v1.ExperimentR\n" +
-	"experiment\"G\n" +
+	"experiment\"f\n" +
 	"\aGrantee\x12\x16\n" +
 	"\x05email\x18\x01 \x01(\tH\x00R\x05email\x12\x19\n" +
-	"\auser_id\x18\x02 \x01(\tH\x00R\x06userIdB\t\n" +
-	"\agrantee\"\xa2\x01\n" +
+	"\auser_id\x18\x02 \x01(\tH\x00R\x06userId\x12\x1d\n" +
+	"\tuser_name\x18\x03 \x01(\tH\x00R\buserNameB\t\n" +
+	"\agrantee\"\xbf\x01\n" +
 	"\x05Grant\x12#\n" +
 	"\rexperiment_id\x18\x01 \x01(\tR\fexperimentId\x127\n" +
 	"\agrantee\x18\x02 \x01(\v2\x1d.tbhub.experiments.v1.GranteeR\agrantee\x12;\n" +
 	"\vcreate_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"createTime\"r\n" +
+	"createTime\x12\x1b\n" +
+	"\tuser_name\x18\x04 \x01(\tR\buserName\"r\n" +
 	"\x12GrantAccessRequest\x12#\n" +
 	"\rexperiment_id\x18\x01 \x01(\tR\fexperimentId\x127\n" +
 	"\agrantee\x18\x02 \x01(\v2\x1d.tbhub.experiments.v1.GranteeR\agrantee\"H\n" +
@@ -1675,6 +1706,7 @@ func file_tbhub_experiments_v1_experiments_proto_init() {
 	file_tbhub_experiments_v1_experiments_proto_msgTypes[11].OneofWrappers = []any{
 		(*Grantee_Email)(nil),
 		(*Grantee_UserId)(nil),
+		(*Grantee_UserName)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
