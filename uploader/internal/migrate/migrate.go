@@ -149,10 +149,10 @@ func (r *Run) Add(ev *event.Event, emit func(*Series, *Point)) {
 	switch ev.What {
 	case event.WhatGraphDef:
 		p.Kind, p.Blob = FromGraphDef, ev.GraphDef
-		r.accept(runGraphTag, PluginGraphs, p, emit)
+		r.accept(runGraphTag, pluginGraphs, p, emit)
 	case event.WhatTaggedRunMetadata:
 		p.Kind, p.Blob = FromTaggedRunMetadata, ev.TaggedRunMetadata.RunMetadata
-		r.accept(ev.TaggedRunMetadata.Tag, PluginGraphTaggedRunMetadata, p, emit)
+		r.accept(ev.TaggedRunMetadata.Tag, pluginGraphTaggedRunMetadata, p, emit)
 	case event.WhatSummary:
 		for i := range ev.Summary.Values {
 			v := &ev.Summary.Values[i]
@@ -162,21 +162,30 @@ func (r *Run) Add(ev *event.Event, emit func(*Series, *Point)) {
 	}
 }
 
-var runGraphTag = []byte(RunGraphTag)
+// The names above as bytes, so that routing a point compares without allocating.
+var (
+	runGraphTag                  = []byte(RunGraphTag)
+	pluginScalars                = []byte(PluginScalars)
+	pluginHistograms             = []byte(PluginHistograms)
+	pluginImages                 = []byte(PluginImages)
+	pluginAudio                  = []byte(PluginAudio)
+	pluginGraphs                 = []byte(PluginGraphs)
+	pluginGraphTaggedRunMetadata = []byte(PluginGraphTaggedRunMetadata)
+)
 
 // accept routes a point to its series, creating the series from the point's own
 // metadata when it is the first, and dropping it when it names another plugin.
-func (r *Run) accept(tag []byte, plugin string, p *Point, emit func(*Series, *Point)) {
+func (r *Run) accept(tag, plugin []byte, p *Point, emit func(*Series, *Point)) {
 	s := r.series[string(tag)]
 	if s == nil {
-		md := Metadata{PluginName: plugin, DataClass: ClassBlobSequence} // graph and run metadata
+		md := Metadata{PluginName: string(plugin), DataClass: ClassBlobSequence} // graph and run metadata
 		if p.Kind == FromValue {
 			md = initialMetadata(p.Value)
 		}
 		s = &Series{Tag: string(tag), Metadata: md, Index: len(r.order)}
 		r.series[s.Tag] = s
 		r.order = append(r.order, s)
-	} else if plugin != "" && plugin != s.Metadata.PluginName {
+	} else if len(plugin) != 0 && string(plugin) != s.Metadata.PluginName {
 		s.Dropped++
 		return
 	}
@@ -184,18 +193,18 @@ func (r *Run) accept(tag []byte, plugin string, p *Point, emit func(*Series, *Po
 }
 
 // ownPlugin is the plugin a value names by itself, after legacy migration.
-func ownPlugin(v *event.Value) string {
+func ownPlugin(v *event.Value) []byte {
 	switch v.Kind {
 	case event.ValueSimple:
-		return PluginScalars
+		return pluginScalars
 	case event.ValueHisto:
-		return PluginHistograms
+		return pluginHistograms
 	case event.ValueImage:
-		return PluginImages
+		return pluginImages
 	case event.ValueAudio:
-		return PluginAudio
+		return pluginAudio
 	}
-	return string(v.Metadata.PluginName)
+	return v.Metadata.PluginName
 }
 
 // Plugin content of migrated legacy values: ImagePluginData{converted_to_tensor: true}
