@@ -10,6 +10,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/tbhub/tbhub/uploader/internal/client"
 )
 
 // Env is what a command may touch of the process.
@@ -47,7 +49,8 @@ func Run(ctx context.Context, env Env, args []string) error {
 		usage(env.Stderr)
 		return ErrUsage
 	}
-	return cmd.run(ctx, env, args[1:])
+	// One trace per command: the server's spans and logs of it share an id.
+	return cmd.run(client.StartTrace(ctx), env, args[1:])
 }
 
 func usage(w io.Writer) {

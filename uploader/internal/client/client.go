@@ -7,6 +7,7 @@ package client
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -17,6 +18,11 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -200,7 +206,26 @@ func Dial(endpoint string, secure bool, token string) (*grpc.ClientConn, error) 
 		grpc.WithPerRPCCredentials(bearer{token: token, secure: secure}),
 		grpc.WithUserAgent(Version),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)),
+		// Calls carry the trace context of their ctx (see StartTrace) as W3C
+		// traceparent; tbup itself records no spans.
+		grpc.WithStatsHandler(otelgrpc.NewClientHandler(
+			otelgrpc.WithTracerProvider(tracenoop.NewTracerProvider()),
+			otelgrpc.WithMeterProvider(metricnoop.NewMeterProvider()),
+			otelgrpc.WithPropagators(propagation.TraceContext{}))),
 	)
+}
+
+// StartTrace returns ctx inside a new, sampled trace for one tbup command:
+// every call made with it carries the same trace id, so the server's spans
+// and log lines of a whole upload can be found together.
+func StartTrace(ctx context.Context) context.Context {
+	var tid trace.TraceID
+	var sid trace.SpanID
+	_, _ = crand.Read(tid[:]) // crypto/rand.Read never fails
+	_, _ = crand.Read(sid[:])
+	return trace.ContextWithSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled,
+	}))
 }
 
 // Retry is a retry policy with exponential backoff and jitter.

@@ -1,0 +1,69 @@
+package client
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	"google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+)
+
+// Calls made in a StartTrace context send that trace as W3C traceparent, the
+// same trace id on every call of one command, with the token beside it.
+func TestCallsCarryTheCommandsTrace(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu   sync.Mutex
+		seen []metadata.MD
+	)
+	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		mu.Lock()
+		seen = append(seen, md)
+		mu.Unlock()
+		return h(ctx, req)
+	}))
+	grpc_health_v1.RegisterHealthServer(srv, health.NewServer())
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+
+	conn, err := Dial(lis.Addr().String(), false, "tbh_secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := StartTrace(t.Context())
+	want := trace.SpanContextFromContext(ctx)
+	if !want.IsValid() || !want.IsSampled() {
+		t.Fatalf("StartTrace gave %+v, want a valid sampled span context", want)
+	}
+	hc := grpc_health_v1.NewHealthClient(conn)
+	for range 2 {
+		if _, err := hc.Check(ctx, &grpc_health_v1.HealthCheckRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 {
+		t.Fatalf("server saw %d calls, want 2", len(seen))
+	}
+	for i, md := range seen {
+		tp := md.Get("traceparent")
+		if len(tp) != 1 || !strings.HasPrefix(tp[0], "00-"+want.TraceID().String()+"-") || !strings.HasSuffix(tp[0], "-01") {
+			t.Errorf("call %d: traceparent %q, want trace %s, sampled", i, tp, want.TraceID())
+		}
+		if got := md.Get("authorization"); len(got) != 1 || got[0] != "Bearer tbh_secret" {
+			t.Errorf("call %d: authorization %q", i, got)
+		}
+	}
+}
