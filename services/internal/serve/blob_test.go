@@ -234,3 +234,58 @@ func TestBlobProtocolErrors(t *testing.T) {
 		t.Errorf("slot 0 after refused streams: %v", md)
 	}
 }
+
+// TestRewrittenBlobStepLastWriteWins: a step uploaded again in a later session with
+// another wall time and fewer blobs (a job restarted from a checkpoint) replaces the
+// old sequence: the old objects are deleted, and only the new blobs are served.
+func TestRewrittenBlobStepLastWriteWins(t *testing.T) {
+	st, blobs := embedded(t)
+	h := newHarness(t, st, blobs, nil)
+	token, err := serve.IssueUserToken(t.Context(), st, h.srv.Authenticator(), "ada", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := as(t.Context(), bearer(token))
+	ce, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "rewrite"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eid := ce.GetExperimentId()
+	upload := func(wall time.Time, length int64, images ...[]byte) {
+		t.Helper()
+		seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+			ExperimentId: eid, Run: "r", Tag: "samples", Step: 5, WallTime: timestamppb.New(wall), FinalSequenceLength: length})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, img := range images {
+			if err := sendFrom(ctx, h, seq.GetBlobSequenceId(), int64(i), img, 0, rand.New(rand.NewPCG(1, 2)), -1, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	first := time.Unix(1_700_000_000, 0)
+	upload(first, 3, []byte("old image 0"), []byte("old image 1"), []byte("old image 2"))
+	// The same write again (a resumed session) keeps what is there.
+	upload(first, 3)
+	if got := readBlob(t, h, ctx, store.BlobID(eid, store.BlobRef{Run: "r", Tag: "samples", Step: 5, Index: 2})); string(got) != "old image 2" {
+		t.Fatalf("after the same write again, blob 2 is %q", got)
+	}
+	upload(first.Add(time.Hour), 1, []byte("new image 0"))
+
+	if got := readBlob(t, h, ctx, store.BlobID(eid, store.BlobRef{Run: "r", Tag: "samples", Step: 5, Index: 0})); string(got) != "new image 0" {
+		t.Errorf("blob 0 is %q, want the new image", got)
+	}
+	for _, i := range []int64{1, 2} {
+		if _, err := blobs.NewRangeReader(ctx, blob.ObjectKey(eid, "r", "samples", 5, i), 0, -1); !errors.Is(err, blob.ErrNotFound) {
+			t.Errorf("old object %d: %v, want it deleted", i, err)
+		}
+	}
+	e, err := st.GetExperiment(ctx, eid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.NumBlobSequences != 1 || e.NumBlobs != 1 || e.TotalBlobBytes != int64(len("new image 0")) {
+		t.Errorf("counts = %d sequences, %d blobs, %d bytes; want 1, 1, %d", e.NumBlobSequences, e.NumBlobs, e.TotalBlobBytes, len("new image 0"))
+	}
+}

@@ -254,6 +254,12 @@ type Blob struct {
 	State     BlobState
 }
 
+// SameWallTime reports whether two wall times are the same write's: equal, or
+// both NaN (no wall time).
+func SameWallTime(a, b float64) bool {
+	return a == b || (math.IsNaN(a) && math.IsNaN(b))
+}
+
 // SeriesRef names a series inside an experiment.
 type SeriesRef struct {
 	Run, Tag string
@@ -383,8 +389,13 @@ type Writer interface {
 	// GetOrCreateBlobSequence returns the blob sequence at (series, step),
 	// creating the run, the series (class DataClassBlobSequence) and the
 	// point with the given wall time and length (>= 0) if absent. An
-	// existing point is returned unchanged, whatever wallTime and length say.
-	GetOrCreateBlobSequence(ctx context.Context, eid string, series TimeSeries, step int64, wallTime float64, length int64) (BlobSequencePoint, error)
+	// existing point with the same wall time (SameWallTime) and length is
+	// returned unchanged, blobs included: it is the same write again (a
+	// retry, a resumed upload). Otherwise the step is being rewritten (a job
+	// restarted from a checkpoint) and the last write wins: the point takes
+	// the new wall time and length and loses its blob rows, which are
+	// returned as replaced so that the caller can delete their objects.
+	GetOrCreateBlobSequence(ctx context.Context, eid string, series TimeSeries, step int64, wallTime float64, length int64) (point BlobSequencePoint, replaced []Blob, err error)
 	// PutBlob upserts the row of blob ref. The blob sequence must exist
 	// (ErrNotFound) and 0 <= ref.Index < its Length (ErrInvalidArgument).
 	// Write the object to the blob store first and the row last: a

@@ -44,6 +44,12 @@ import (
 // state CURRENT (written after the finalizing Put succeeded) makes a blob
 // readable; a failed Put leaves the previous object and row as they were.
 //
+// Rewrites. A GetOrCreateBlobSequence for an existing step with the same
+// wall time and length is the same write again and changes nothing; one
+// with another wall time or length rewrites the step (last write wins, as
+// for scalars and tensors): the old blobs' rows and objects are deleted and
+// the new slots are uploaded as usual.
+//
 // Checksums. Stock uploaders send no CRC32C: crc32c and final_crc32c are
 // checked only when non-zero (a real CRC of zero is then not checked, a
 // one-in-2^32 loss of checking, never of data).
@@ -77,11 +83,19 @@ func (w *writerService) GetOrCreateBlobSequence(ctx context.Context, req *servic
 	if reason != "" {
 		return nil, rpcerr.New(codes.InvalidArgument, "run %q tag %q: %s", req.GetRun(), req.GetTag(), reason)
 	}
-	if _, err := w.s.st.GetOrCreateBlobSequence(ctx, e.ID, ts, req.GetStep(), wall, n); err != nil {
+	_, replaced, err := w.s.st.GetOrCreateBlobSequence(ctx, e.ID, ts, req.GetStep(), wall, n)
+	if err != nil {
 		if errors.Is(err, store.ErrFailedPrecondition) {
 			return nil, rpcerr.New(codes.FailedPrecondition, "run %q tag %q already holds data of another class", req.GetRun(), req.GetTag())
 		}
 		return nil, err
+	}
+	// A rewritten step's old blobs have no rows any more; their objects go too,
+	// before the client can start writing the new ones under the same keys.
+	for _, b := range replaced {
+		if err := w.s.blobs.Delete(ctx, b.ObjectKey); err != nil {
+			w.s.logger.WarnContext(ctx, "deleting a replaced blob", "experiment_id", e.ID, "object_key", b.ObjectKey, "error", err.Error())
+		}
 	}
 	return &servicepb.GetOrCreateBlobSequenceResponse{
 		BlobSequenceId: store.BlobSequenceID(e.ID, req.GetRun(), req.GetTag(), req.GetStep()),

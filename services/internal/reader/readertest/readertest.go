@@ -206,7 +206,7 @@ func (e *Env) Tensors(tb testing.TB, eid string, series store.TimeSeries, steps 
 func (e *Env) BlobSequence(tb testing.TB, eid string, series store.TimeSeries, step int64, wallTime float64, blobs [][]byte) {
 	tb.Helper()
 	ctx := context.Background()
-	if _, err := e.Store.GetOrCreateBlobSequence(ctx, eid, series, step, wallTime, int64(len(blobs))); err != nil {
+	if _, _, err := e.Store.GetOrCreateBlobSequence(ctx, eid, series, step, wallTime, int64(len(blobs))); err != nil {
 		tb.Fatal(err)
 	}
 	for i, data := range blobs {

@@ -422,16 +422,18 @@ func applyChunk(ctx context.Context, tx *spanner.ReadWriteTransaction, eid strin
 var blobSequenceColumns = []string{"ExperimentId", "RunName", "Tag", "Step", "SampleKey", "WallTime", "Length"}
 
 // GetOrCreateBlobSequence implements store.Writer.
-func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, series store.TimeSeries, step int64, wallTime float64, length int64) (store.BlobSequencePoint, error) {
+func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, series store.TimeSeries, step int64, wallTime float64, length int64) (store.BlobSequencePoint, []store.Blob, error) {
 	defer s.serialize()()
 	if length < 0 {
-		return store.BlobSequencePoint{}, fail("GetOrCreateBlobSequence", fmt.Errorf("length %d: %w", length, store.ErrInvalidArgument))
+		return store.BlobSequencePoint{}, nil, fail("GetOrCreateBlobSequence", fmt.Errorf("length %d: %w", length, store.ErrInvalidArgument))
 	}
 	if err := store.CheckSeries(&series, store.DataClassBlobSequence); err != nil {
-		return store.BlobSequencePoint{}, fail("GetOrCreateBlobSequence", err)
+		return store.BlobSequencePoint{}, nil, fail("GetOrCreateBlobSequence", err)
 	}
 	var point store.BlobSequencePoint
+	var replaced []store.Blob
 	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		replaced = nil
 		if err := checkLive(ctx, tx, eid); err != nil {
 			return err
 		}
@@ -444,21 +446,43 @@ func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, series 
 		if st.exists && st.class != store.DataClassBlobSequence {
 			return fmt.Errorf("series (%q, %q) holds %v, not blob sequences: %w", series.Run, series.Tag, st.class, store.ErrFailedPrecondition)
 		}
-		row, err := tx.ReadRow(ctx, "BlobSequences", spanner.Key{eid, series.Run, series.Tag, step}, []string{"Step", "WallTime", "Length"})
-		if err == nil {
+		key := spanner.Key{eid, series.Run, series.Tag, step}
+		row, err := tx.ReadRow(ctx, "BlobSequences", key, []string{"Step", "WallTime", "Length"})
+		exists := err == nil
+		if err != nil && spanner.ErrCode(err) != codes.NotFound {
+			return err
+		}
+		var ms []*spanner.Mutation
+		if exists {
 			if point, err = blobSequenceFromRow(row); err != nil {
 				return err
 			}
-			blobs, err := readBlobs(ctx, tx, spanner.Key{eid, series.Run, series.Tag, step}.AsPrefix())
+			blobs, err := readBlobs(ctx, tx, key.AsPrefix())
+			if err != nil {
+				return err
+			}
 			point.Blobs = blobs[step]
-			return err
-		}
-		if spanner.ErrCode(err) != codes.NotFound {
-			return err
+			if store.SameWallTime(point.WallTime, wallTime) && point.Length == length {
+				return nil
+			}
+			// A rewrite of the step: drop its blobs and take the new shape.
+			replaced = point.Blobs
+			for _, b := range replaced {
+				if b.State == store.BlobStateCurrent {
+					st.blobCount--
+					st.blobBytes -= b.Size
+				}
+			}
+			ms = append(ms, spanner.Delete("Blobs", key.AsPrefix()),
+				spanner.Update("BlobSequences", []string{"ExperimentId", "RunName", "Tag", "Step", "WallTime", "Length"},
+					[]any{eid, series.Run, series.Tag, step, wallTime, length}))
+		} else {
+			st.pointCount++
+			ms = append(ms, spanner.Insert("BlobSequences", blobSequenceColumns,
+				[]any{eid, series.Run, series.Tag, step, downsample.SampleKey(step), wallTime, length}))
 		}
 		point = store.BlobSequencePoint{Step: step, WallTime: wallTime, Length: length}
 		st.see(step, wallTime)
-		st.pointCount++
 		st.maxLength = max(st.maxLength, length)
 		starts := runStarts{}
 		starts.see(series.Run, wallTime)
@@ -466,12 +490,12 @@ func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, series 
 		if err != nil {
 			return err
 		}
-		return tx.BufferWrite(append(runMs,
-			st.mutation(eid, &series),
-			spanner.Insert("BlobSequences", blobSequenceColumns,
-				[]any{eid, series.Run, series.Tag, step, downsample.SampleKey(step), wallTime, length})))
+		return tx.BufferWrite(append(append(runMs, st.mutation(eid, &series)), ms...))
 	})
-	return point, fail("GetOrCreateBlobSequence", err)
+	if err != nil {
+		return store.BlobSequencePoint{}, nil, fail("GetOrCreateBlobSequence", err)
+	}
+	return point, replaced, nil
 }
 
 var blobColumns = []string{"ExperimentId", "RunName", "Tag", "Step", "BlobIndex", "ObjectKey", "Size", "Crc32c", "State"}

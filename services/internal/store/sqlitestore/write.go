@@ -313,15 +313,17 @@ func (s *Store) WriteTensors(ctx context.Context, eid string, batch []store.Tens
 }
 
 // GetOrCreateBlobSequence implements store.Writer.
-func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, ts store.TimeSeries, step int64, wallTime float64, length int64) (store.BlobSequencePoint, error) {
+func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, ts store.TimeSeries, step int64, wallTime float64, length int64) (store.BlobSequencePoint, []store.Blob, error) {
 	if err := store.CheckSeries(&ts, store.DataClassBlobSequence); err != nil {
-		return store.BlobSequencePoint{}, fmt.Errorf("sqlitestore.GetOrCreateBlobSequence: %w", err)
+		return store.BlobSequencePoint{}, nil, fmt.Errorf("sqlitestore.GetOrCreateBlobSequence: %w", err)
 	}
 	if length < 0 {
-		return store.BlobSequencePoint{}, fmt.Errorf("sqlitestore.GetOrCreateBlobSequence: length %d: %w", length, store.ErrInvalidArgument)
+		return store.BlobSequencePoint{}, nil, fmt.Errorf("sqlitestore.GetOrCreateBlobSequence: length %d: %w", length, store.ErrInvalidArgument)
 	}
 	var out store.BlobSequencePoint
+	var replaced []store.Blob
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		replaced = nil
 		if err := liveExperiment(ctx, tx, eid); err != nil {
 			return err
 		}
@@ -332,28 +334,54 @@ func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, ts stor
 		var wall sql.NullFloat64
 		err = tx.QueryRowContext(ctx, "SELECT wall_time, length FROM blob_sequences WHERE series_id = ? AND step = ?", r.id, step).
 			Scan(&wall, &out.Length)
-		if err == nil {
+		exists := err == nil
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if exists {
 			out.Step, out.WallTime = step, wallTimeOf(wall)
-			out.Blobs, err = blobsAt(ctx, tx, r.id, step)
-			return err
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO blob_sequences (series_id, step, sample_level, wall_time, length)
+			if out.Blobs, err = blobsAt(ctx, tx, r.id, step); err != nil {
+				return err
+			}
+			if store.SameWallTime(out.WallTime, wallTime) && out.Length == length {
+				return nil
+			}
+			// A rewrite of the step: drop its blobs and take the new shape.
+			replaced = out.Blobs
+			var count, bytes int64
+			for _, b := range replaced {
+				if b.State == store.BlobStateCurrent {
+					count, bytes = count+1, bytes+b.Size
+				}
+			}
+			if _, err := tx.ExecContext(ctx, "DELETE FROM blobs WHERE series_id = ? AND step = ?", r.id, step); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, "UPDATE series SET blob_count = blob_count - ?, total_bytes = total_bytes - ? WHERE id = ?",
+				count, bytes, r.id); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, "UPDATE blob_sequences SET wall_time = ?, length = ? WHERE series_id = ? AND step = ?",
+				wallTimeArg(wallTime), length, r.id, step); err != nil {
+				return err
+			}
+		} else if _, err := tx.ExecContext(ctx, `INSERT INTO blob_sequences (series_id, step, sample_level, wall_time, length)
 			VALUES (?, ?, ?, ?, ?)`, r.id, step, downsample.Level(step), wallTimeArg(wallTime), length); err != nil {
 			return err
 		}
 		f := newFacts()
 		f.see(step, wallTime)
-		f.added, f.maxLen = 1, length
+		f.maxLen = length
+		if !exists {
+			f.added = 1
+		}
 		out = store.BlobSequencePoint{Step: step, WallTime: wallTime, Length: length}
 		return s.record(ctx, tx, eid, ts.Run, r, f)
 	})
 	if err != nil {
-		return store.BlobSequencePoint{}, fmt.Errorf("sqlitestore.GetOrCreateBlobSequence: %w", err)
+		return store.BlobSequencePoint{}, nil, fmt.Errorf("sqlitestore.GetOrCreateBlobSequence: %w", err)
 	}
-	return out, nil
+	return out, replaced, nil
 }
 
 // PutBlob implements store.Writer. ref.Index names the slot; b.Index is

@@ -174,7 +174,7 @@ func testDelete(t *testing.T, s store.Store) {
 	eid, other := newExperiment(t, s), newExperiment(t, s)
 	for _, id := range []string{eid, other} {
 		must(t, "WriteScalars", s.WriteScalars(c, id, []store.ScalarSeries{scalarSeries("r", "loss", 0, 1, 2, 3)}))
-		_, err := s.GetOrCreateBlobSequence(c, id, store.TimeSeries{Run: "r", Tag: "img"}, 1, 1, 1)
+		_, _, err := s.GetOrCreateBlobSequence(c, id, store.TimeSeries{Run: "r", Tag: "img"}, 1, 1, 1)
 		must(t, "GetOrCreateBlobSequence", err)
 	}
 	must(t, "DeleteExperiment", s.DeleteExperiment(c, eid))
@@ -195,7 +195,7 @@ func testDelete(t *testing.T, s store.Store) {
 	wantErr(t, "GetBlob", err, store.ErrNotFound)
 	wantErr(t, "WriteScalars", s.WriteScalars(c, eid, []store.ScalarSeries{scalarSeries("r", "loss", 0, 4)}), store.ErrNotFound)
 	wantErr(t, "WriteTensors", s.WriteTensors(c, eid, []store.TensorSeries{{Series: store.TimeSeries{Run: "r", Tag: "t"}, Points: []store.TensorPoint{{Step: 1}}}}), store.ErrNotFound)
-	_, err = s.GetOrCreateBlobSequence(c, eid, store.TimeSeries{Run: "r", Tag: "img"}, 2, 1, 1)
+	_, _, err = s.GetOrCreateBlobSequence(c, eid, store.TimeSeries{Run: "r", Tag: "img"}, 2, 1, 1)
 	wantErr(t, "GetOrCreateBlobSequence", err, store.ErrNotFound)
 	wantErr(t, "PutBlob", s.PutBlob(c, eid, store.BlobRef{Run: "r", Tag: "img", Step: 1}, store.Blob{ObjectKey: "k", State: store.BlobStateCurrent}), store.ErrNotFound)
 	_, err = s.UpdateExperiment(c, eid, store.ExperimentUpdate{Name: ptr("x")})
@@ -218,7 +218,7 @@ func testSweep(t *testing.T, s store.Store) {
 		must(t, "WriteScalars", s.WriteScalars(c, id, []store.ScalarSeries{scalarSeries("r", "loss", 0, 1, 2)}))
 		must(t, "WriteTensors", s.WriteTensors(c, id, []store.TensorSeries{{Series: store.TimeSeries{Run: "r", Tag: "h"}, Points: []store.TensorPoint{{Step: 1, Tensor: []byte{1}}}}}))
 		for step := range int64(2) {
-			_, err := s.GetOrCreateBlobSequence(c, id, store.TimeSeries{Run: "r", Tag: "img"}, step, 1, 2)
+			_, _, err := s.GetOrCreateBlobSequence(c, id, store.TimeSeries{Run: "r", Tag: "img"}, step, 1, 2)
 			must(t, "GetOrCreateBlobSequence", err)
 			for idx := range int64(2) {
 				key := "experiments/" + id + "/" + string(rune('a'+step)) + string(rune('0'+idx))

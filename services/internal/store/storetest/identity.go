@@ -193,7 +193,7 @@ func testUsage(t *testing.T, s IdentityBackend) {
 		t.Fatal(err)
 	}
 	ts := store.TimeSeries{Run: "r", Tag: "img"}
-	if _, err := s.GetOrCreateBlobSequence(ctx, eids[0], ts, 1, 0, 2); err != nil {
+	if _, _, err := s.GetOrCreateBlobSequence(ctx, eids[0], ts, 1, 0, 2); err != nil {
 		t.Fatal(err)
 	}
 	for i, state := range []store.BlobState{store.BlobStateCurrent, store.BlobStateUnfinalized} {

@@ -70,9 +70,9 @@ func testBlobSequences(t *testing.T, s store.Store) {
 	c := ctx(t)
 	eid := newExperiment(t, s)
 	ts := store.TimeSeries{Run: "r", Tag: "images", PluginName: "images", SummaryMetadata: []byte("m")}
-	seq, err := s.GetOrCreateBlobSequence(c, eid, ts, 7, 100.5, 3)
+	seq, replaced, err := s.GetOrCreateBlobSequence(c, eid, ts, 7, 100.5, 3)
 	must(t, "GetOrCreateBlobSequence", err)
-	if seq.Step != 7 || seq.WallTime != 100.5 || seq.Length != 3 || len(seq.Blobs) != 0 {
+	if seq.Step != 7 || seq.WallTime != 100.5 || seq.Length != 3 || len(seq.Blobs) != 0 || replaced != nil {
 		t.Errorf("new sequence = %+v", seq)
 	}
 	blobRef := func(step, idx int64) store.BlobRef {
@@ -90,12 +90,12 @@ func testBlobSequences(t *testing.T, s store.Store) {
 	wantErr(t, "unknown step", s.PutBlob(c, eid, blobRef(8, 0), b2), store.ErrNotFound)
 	wantErr(t, "unknown tag", s.PutBlob(c, eid, store.BlobRef{Run: "r", Tag: "nope"}, b2), store.ErrNotFound)
 
-	// Get-or-create returns the existing point unchanged.
-	again, err := s.GetOrCreateBlobSequence(c, eid, ts, 7, 999, 1)
+	// The same write again (a retry, a resumed upload) returns the existing point unchanged.
+	again, replaced, err := s.GetOrCreateBlobSequence(c, eid, ts, 7, 100.5, 3)
 	must(t, "GetOrCreateBlobSequence again", err)
 	b0.Index, b2.Index = 0, 2
-	if again.WallTime != 100.5 || again.Length != 3 || !slices.Equal(again.Blobs, []store.Blob{b0, b2}) {
-		t.Errorf("existing sequence = %+v, want the first one with blobs 0 and 2", again)
+	if again.WallTime != 100.5 || again.Length != 3 || !slices.Equal(again.Blobs, []store.Blob{b0, b2}) || replaced != nil {
+		t.Errorf("existing sequence = %+v, replaced %v; want the first one with blobs 0 and 2", again, replaced)
 	}
 	got, err := s.GetBlob(c, eid, blobRef(7, 0))
 	must(t, "GetBlob", err)
@@ -109,7 +109,7 @@ func testBlobSequences(t *testing.T, s store.Store) {
 		if step == 7 {
 			continue
 		}
-		_, err := s.GetOrCreateBlobSequence(c, eid, ts, step, float64(step), step%5)
+		_, _, err := s.GetOrCreateBlobSequence(c, eid, ts, step, float64(step), step%5)
 		must(t, "GetOrCreateBlobSequence", err)
 	}
 	list, err := s.ListSeries(c, eid, store.DataClassBlobSequence, store.Filter{})
@@ -152,6 +152,37 @@ func testBlobSequences(t *testing.T, s store.Store) {
 		t.Errorf("counts = %+v, want 1 blob, 20 bytes", e)
 	}
 	wantErr(t, "PutBlob without state", s.PutBlob(c, eid, blobRef(7, 1), store.Blob{ObjectKey: "k"}), store.ErrInvalidArgument)
+
+	// A rewrite of the step (another wall time or length: a job restarted from a
+	// checkpoint) wins: the point takes the new shape and loses its blobs, which are
+	// returned so that their objects can be deleted.
+	b2.Index = 2
+	rewritten, replaced, err := s.GetOrCreateBlobSequence(c, eid, ts, 7, 200.25, 2)
+	must(t, "GetOrCreateBlobSequence rewrite", err)
+	if rewritten.WallTime != 200.25 || rewritten.Length != 2 || len(rewritten.Blobs) != 0 || !slices.Equal(replaced, []store.Blob{b0, b2}) {
+		t.Errorf("rewritten sequence = %+v, replaced %v; want wall time 200.25, length 2, no blobs, blobs 0 and 2 replaced", rewritten, replaced)
+	}
+	wantErr(t, "PutBlob past the new length", s.PutBlob(c, eid, blobRef(7, 2), b0), store.ErrInvalidArgument)
+	_, err = s.GetBlob(c, eid, blobRef(7, 0))
+	wantErr(t, "GetBlob of a replaced blob", err, store.ErrNotFound)
+	b1 := store.Blob{ObjectKey: "experiments/" + eid + "/new", Size: 7, State: store.BlobStateCurrent}
+	must(t, "PutBlob after the rewrite", s.PutBlob(c, eid, blobRef(7, 1), b1))
+	e, err = s.GetExperiment(c, eid)
+	must(t, "GetExperiment", err)
+	if e.NumBlobSequences != 40 || e.NumBlobs != 1 || e.TotalBlobBytes != 7 {
+		t.Errorf("counts after the rewrite = %+v, want 40 sequences, 1 blob of 7 bytes", e)
+	}
+	list, err = s.ListSeries(c, eid, store.DataClassBlobSequence, store.Filter{})
+	must(t, "ListSeries", err)
+	if len(list) != 1 || list[0].PointCount != 40 || list[0].MaxWallTime != 200.25 {
+		t.Errorf("ListSeries after the rewrite = %+v, want 40 points, max wall time 200.25", list)
+	}
+	var read []series[store.BlobSequencePoint]
+	must(t, "ReadBlobSequences", s.ReadBlobSequences(c, eid, store.Query{Filter: store.Filter{Runs: []string{"r"}}, MinStep: &rewritten.Step, MaxStep: &rewritten.Step, MaxPoints: store.AllPoints}, collect(t, blobSeqStep, &read)))
+	b1.Index = 1
+	if len(read) != 1 || len(read[0].Points) != 1 || read[0].Points[0].WallTime != 200.25 || !slices.Equal(read[0].Points[0].Blobs, []store.Blob{b1}) {
+		t.Errorf("read after the rewrite = %+v", read)
+	}
 }
 
 func testRunsPluginsCounts(t *testing.T, s store.Store) {
@@ -163,7 +194,7 @@ func testRunsPluginsCounts(t *testing.T, s store.Store) {
 	b.Points[0].WallTime = math.NaN() // unknown time: ignored for start times
 	must(t, "WriteScalars", s.WriteScalars(c, eid, []store.ScalarSeries{a, b}))
 	must(t, "WriteTensors", s.WriteTensors(c, eid, []store.TensorSeries{{Series: store.TimeSeries{Run: "train", Tag: "w", PluginName: "histograms"}, Points: []store.TensorPoint{{Step: 1, WallTime: 2000, Tensor: []byte("12345")}}}}))
-	_, err := s.GetOrCreateBlobSequence(c, eid, store.TimeSeries{Run: "img", Tag: "x", PluginName: "images"}, 0, 3000, 2)
+	_, _, err := s.GetOrCreateBlobSequence(c, eid, store.TimeSeries{Run: "img", Tag: "x", PluginName: "images"}, 0, 3000, 2)
 	must(t, "GetOrCreateBlobSequence", err)
 
 	runs, err := s.ListRuns(c, eid)

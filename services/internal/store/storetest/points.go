@@ -173,7 +173,7 @@ func testDataClassConflict(t *testing.T, s store.Store) {
 	must(t, "WriteTensors", s.WriteTensors(c, eid, []store.TensorSeries{{Series: store.TimeSeries{Run: "r", Tag: "t"}, Points: []store.TensorPoint{{Step: 1}}}}))
 	err := s.WriteScalars(c, eid, []store.ScalarSeries{scalarSeries("r", "fresh", 0, 1, 2), scalarSeries("r", "t", 0, 1)})
 	wantErr(t, "scalars into a tensor series", err, store.ErrFailedPrecondition)
-	_, err = s.GetOrCreateBlobSequence(c, eid, store.TimeSeries{Run: "r", Tag: "t"}, 1, 0, 1)
+	_, _, err = s.GetOrCreateBlobSequence(c, eid, store.TimeSeries{Run: "r", Tag: "t"}, 1, 0, 1)
 	wantErr(t, "blob sequence into a tensor series", err, store.ErrFailedPrecondition)
 	list, err := s.ListSeries(c, eid, store.DataClassUnknown, store.Filter{})
 	must(t, "ListSeries", err)
@@ -191,7 +191,7 @@ func testInvalidWrites(t *testing.T, s store.Store) {
 	wrong.Series.DataClass = store.DataClassTensor
 	wantErr(t, "scalars declared as tensors", s.WriteScalars(c, eid, []store.ScalarSeries{wrong}), store.ErrInvalidArgument)
 	wantErr(t, "tensors declared as scalars", s.WriteTensors(c, eid, []store.TensorSeries{{Series: store.TimeSeries{Run: "r", Tag: "x", DataClass: store.DataClassScalar}, Points: []store.TensorPoint{{Step: 1}}}}), store.ErrInvalidArgument)
-	_, err := s.GetOrCreateBlobSequence(c, eid, store.TimeSeries{Run: "r", Tag: "b"}, 1, 0, -1)
+	_, _, err := s.GetOrCreateBlobSequence(c, eid, store.TimeSeries{Run: "r", Tag: "b"}, 1, 0, -1)
 	wantErr(t, "negative sequence length", err, store.ErrInvalidArgument)
 	wantErr(t, "unknown experiment", s.WriteScalars(c, store.NewExperimentID(), []store.ScalarSeries{scalarSeries("r", "x", 0, 1)}), store.ErrNotFound)
 	wantErr(t, "negative downsample", s.ReadScalars(c, eid, store.Query{MaxPoints: -1}, collect(t, scalarStep, new([]series[store.ScalarPoint]))), store.ErrInvalidArgument)
