@@ -29,8 +29,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
+	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 )
 
 // Version is reported as TensorBoard's version by data/environment: the
@@ -55,6 +57,11 @@ type Config struct {
 	// Experiments serves /api/experiments; those routes answer 501 when
 	// it is nil.
 	Experiments experimentsv1.ExperimentServiceClient
+	// Writer (TensorBoard's writer service: rename, re-describe, delete)
+	// and Auth (tokens, who am I) are the write service's other services,
+	// behind the management routes; those answer 501 without them.
+	Writer servicepb.TensorBoardWriterServiceClient
+	Auth   authv1.AuthServiceClient
 	// Credentials finds the caller's credential; BearerHeader if nil. The
 	// browser session (a cookie standing for a token) plugs in here.
 	Credentials Credentials

@@ -77,4 +77,19 @@ func (h *Handler) routes() {
 	h.handle("GET /api/experiments/{eid}", h.apiGetExperiment)
 	h.handle("GET /api/experiments/{eid}/scalars", h.apiDownloadScalars)
 	h.handle("GET /api/experiments/{eid}/tensors", h.apiDownloadTensors)
+
+	// Management (manage.go).
+	h.handle("PATCH /api/experiments/{eid}", h.mutation(h.apiUpdateExperiment))
+	h.handle("DELETE /api/experiments/{eid}", h.mutation(h.apiDeleteExperiment))
+	h.handle("GET /api/experiments/{eid}/grants", h.apiListGrants)
+	h.handle("POST /api/experiments/{eid}/grants", h.mutation(h.apiGrant))
+	h.handle("DELETE /api/experiments/{eid}/grants", h.mutation(h.apiRevoke))
+	h.handle("GET /api/whoami", h.apiWhoAmI)
+	h.handle("GET /api/tokens", h.apiListTokens)
+	h.handle("POST /api/tokens", h.mutation(h.apiCreateToken))
+	h.handle("DELETE /api/tokens/{id}", h.mutation(h.apiRevokeToken))
 }
+
+// Routes are the mux patterns a process mounts the Handler under. The web
+// UI's pages (/experiment/{eid}/) are less specific and may sit beside them.
+var Routes = []string{"/experiment/{eid}/data/", "/api/experiments", "/api/experiments/", "/api/whoami", "/api/tokens", "/api/tokens/"}

@@ -103,6 +103,19 @@ func TestCloudRunShape(t *testing.T) {
 	if status := (&frontClient{base: front.base}).status("runs", ""); status != http.StatusNotFound {
 		t.Errorf("runs of a private experiment without a token: HTTP %d, want 404", status)
 	}
+	// The web UI's management routes reach the write service through the
+	// frontend (EXPERIMENT_SERVICE).
+	patch, _ := http.NewRequest(http.MethodPatch, frontURL+"/api/experiments/"+sum.ExperimentID, strings.NewReader(`{"name":"renamed in the browser"}`))
+	patch.Header.Set("Authorization", "Bearer "+token)
+	if resp, err := http.DefaultClient.Do(patch); err != nil {
+		t.Error(err)
+	} else {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"name":"renamed in the browser"`) {
+			t.Errorf("PATCH /api/experiments/EID through the frontend: %d %s", resp.StatusCode, body)
+		}
+	}
 
 	// Replace the read service (SIGTERM, as Cloud Run stops an instance,
 	// then a new process on the same address) while the frontend is asked

@@ -5,8 +5,9 @@
 //
 //	PORT                listen port (default 8080)
 //	READ_SERVICE        gRPC address of the read service (host:port)
-//	EXPERIMENT_SERVICE  gRPC address of the experiment service (the write
-//	                    service); /api/experiments answers 501 without it
+//	EXPERIMENT_SERVICE  gRPC address of the write service (its experiment,
+//	                    writer and auth services); /api/experiments and the
+//	                    management routes answer 501 without it
 //	GRPC_INSECURE       "true" for plaintext gRPC (local runs); TLS with
 //	                    the system's roots otherwise
 //
@@ -36,8 +37,10 @@ import (
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi"
 	"github.com/tbhub/tbhub/frontend-api/webui"
+	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
+	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 )
 
 // Config is the process's configuration.
@@ -106,7 +109,8 @@ func run(ctx context.Context, lis net.Listener, cfg Config, logger *slog.Logger)
 		return grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
 			// A replica being replaced (a deploy, a crash) must not fail browser
 			// requests: calls wait for a ready connection, bounded by callTimeout,
-			// and UNAVAILABLE is retried with backoff. Every call here is a read.
+			// and UNAVAILABLE is retried with backoff. Reads, and the management
+			// calls, are idempotent; CreateToken is not retried (retryPolicy).
 			grpc.WithDefaultServiceConfig(retryPolicy),
 			grpc.WithDefaultCallOptions(grpc.WaitForReady(true)),
 			grpc.WithChainUnaryInterceptor(boundCall(cfg.CallTimeout)), // streams end with their HTTP request
@@ -125,6 +129,8 @@ func run(ctx context.Context, lis net.Listener, cfg Config, logger *slog.Logger)
 		}
 		defer expConn.Close()
 		hcfg.Experiments = experimentsv1.NewExperimentServiceClient(expConn)
+		hcfg.Writer = servicepb.NewTensorBoardWriterServiceClient(expConn)
+		hcfg.Auth = authv1.NewAuthServiceClient(expConn)
 	}
 	api, err := httpapi.New(hcfg)
 	if err != nil {
@@ -132,7 +138,7 @@ func run(ctx context.Context, lis net.Listener, cfg Config, logger *slog.Logger)
 	}
 	var ready atomic.Bool
 	mux := http.NewServeMux()
-	for _, p := range []string{"/experiment/{eid}/data/", "/api/experiments", "/api/experiments/"} {
+	for _, p := range httpapi.Routes {
 		mux.Handle(p, api)
 	}
 	// The web UI's pages and bundle (package webui) beside the API.
@@ -182,10 +188,13 @@ func cloudLogging(groups []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-// retryPolicy retries reads that found no server (UNAVAILABLE) with backoff.
+// retryPolicy retries calls that found no server (UNAVAILABLE) with
+// backoff, except CreateToken: a retry after a lost answer would mint a
+// second token.
 const retryPolicy = `{"methodConfig": [{"name": [{}], "retryPolicy": {
 	"maxAttempts": 5, "initialBackoff": "0.1s", "maxBackoff": "2s", "backoffMultiplier": 2,
-	"retryableStatusCodes": ["UNAVAILABLE"]}}]}`
+	"retryableStatusCodes": ["UNAVAILABLE"]}},
+	{"name": [{"service": "tbhub.auth.v1.AuthService", "method": "CreateToken"}]}]}`
 
 // boundCall limits every call to timeout (10 s if zero; an earlier deadline still
 // wins), so that waiting for an unreachable service ends in a timely error.

@@ -154,16 +154,25 @@ type response struct {
 // gzip as browsers do.
 func (s *server) do(t testing.TB, method, path, token string, form url.Values) response {
 	t.Helper()
-	var body io.Reader
 	if form != nil {
-		body = strings.NewReader(form.Encode())
+		return s.doBody(t, method, path, token, "application/x-www-form-urlencoded", form.Encode())
 	}
-	req, err := http.NewRequest(method, s.url+path, body)
+	return s.doBody(t, method, path, token, "", "")
+}
+
+// doBody is do with a body of the given content type ("" for none).
+func (s *server) doBody(t testing.TB, method, path, token, contentType, body string) response {
+	t.Helper()
+	var in io.Reader
+	if contentType != "" {
+		in = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, s.url+path, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Accept-Encoding", "gzip")
 	if token != "" {

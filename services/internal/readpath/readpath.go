@@ -16,8 +16,10 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi"
+	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
+	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/reader"
 	"github.com/tbhub/tbhub/services/internal/store"
@@ -35,10 +37,11 @@ type Config struct {
 
 // Routes are the mux patterns the HTTP API is mounted under. The UI may
 // mount /experiment/{eid}/ for its pages: these are more specific.
-var Routes = []string{"/experiment/{eid}/data/", "/api/experiments", "/api/experiments/"}
+var Routes = httpapi.Routes
 
 // Mount registers the read service on grpcServer and the HTTP API on mux.
-// conn must reach grpcServer (and the experiment service); a client made
+// conn must reach grpcServer (and the write service's experiment, writer
+// and auth services, which the management routes call); a client made
 // with grpc.NewClient connects lazily, so it may be made before the
 // server serves. grpcServer's interceptors must include tenancy.Guard.
 func Mount(grpcServer grpc.ServiceRegistrar, mux *http.ServeMux, conn grpc.ClientConnInterface, st store.Reader, blobs blob.Store, cfg Config) (*reader.Server, http.Handler, error) {
@@ -53,6 +56,8 @@ func Mount(grpcServer grpc.ServiceRegistrar, mux *http.ServeMux, conn grpc.Clien
 	h, err := httpapi.New(httpapi.Config{
 		Data:        datapb.NewTensorBoardDataProviderClient(conn),
 		Experiments: experimentsv1.NewExperimentServiceClient(conn),
+		Writer:      servicepb.NewTensorBoardWriterServiceClient(conn),
+		Auth:        authv1.NewAuthServiceClient(conn),
 		Credentials: cfg.Credentials,
 		CacheTTL:    cfg.CacheTTL,
 		Logger:      cfg.Logger,
