@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"unsafe"
 )
 
 const (
@@ -31,12 +30,6 @@ const (
 	DefaultMaxRecordSize = 256 << 20
 
 	defaultBufferSize = 256 << 10
-
-	// A Reader with views enabled switches to views once it has copied viewAfter bytes
-	// (small files are read by copying: mapping one costs more than copying it), and
-	// then asks for windows of viewWindow bytes (or a whole record if larger).
-	viewAfter  = 256 << 10
-	viewWindow = 4 << 20
 )
 
 // Errors returned by Reader.Next. Each leaves the reader in a defined state; see Next.
@@ -64,25 +57,10 @@ type Record struct {
 	Data   []byte // the payload; valid until the next call to Next
 }
 
-// Viewer is implemented by sources that can lend their bytes in place, such as a file
-// mapped into memory, so that a large file is not copied into the Reader's buffer.
-// View returns the bytes at [off, off+n), fewer if the source ends first (none at or past
-// its end); the slice stays valid until the next View or Close. ok false declines, and
-// the Reader goes on copying; a source may decline only before its first view.
-type Viewer interface {
-	View(off int64, n int) (b []byte, ok bool, err error)
-}
-
 // Reader reads records from a stream positioned at a known file offset.
 type Reader struct {
 	r         io.Reader
-	buf       []byte // the read buffer, or the current view
-	own       []byte // the read buffer while buf is a view
-	viewer    Viewer // non-nil when views are enabled and the source offers them
-	viewing   bool
-	copied    int
-	viewAfter int // views start after this many bytes were copied
-	window    int // bytes asked of each view
+	buf       []byte
 	start     int   // first unread byte in buf
 	end       int   // end of valid bytes in buf
 	off       int64 // file offset of buf[start]
@@ -107,19 +85,6 @@ func WithBufferSize(n int) Option {
 	}
 }
 
-// WithViews lets the Reader read a large source in place when it implements Viewer.
-// A record's Data then points into the source's memory; as always it is valid until
-// the next call to Next. With a memory-mapped file, a file truncated by someone else
-// while it is read faults on access: callers that enable views run the Reader and
-// the code using its records with debug.SetPanicOnFault and recover.
-func WithViews() Option {
-	return func(r *Reader) {
-		if v, ok := r.r.(Viewer); ok {
-			r.viewer = v
-		}
-	}
-}
-
 // WithBuffer makes the reader use buf (e.g. one a previous Reader returned from Buffer)
 // instead of allocating its own.
 func WithBuffer(buf []byte) Option {
@@ -131,16 +96,11 @@ func WithBuffer(buf []byte) Option {
 }
 
 // Buffer returns the reader's buffer, possibly grown, for reuse by the next Reader.
-func (r *Reader) Buffer() []byte {
-	if r.viewing {
-		return r.own
-	}
-	return r.buf
-}
+func (r *Reader) Buffer() []byte { return r.buf }
 
 // NewReader reads records from r, whose first byte is at file offset offset.
 func NewReader(r io.Reader, offset int64, opts ...Option) *Reader {
-	rd := &Reader{r: r, off: offset, maxRecord: DefaultMaxRecordSize, viewAfter: viewAfter, window: viewWindow}
+	rd := &Reader{r: r, off: offset, maxRecord: DefaultMaxRecordSize}
 	for _, o := range opts {
 		o(rd)
 	}
@@ -211,17 +171,6 @@ func (r *Reader) skipLarge(rec Record, length uint64) (Record, error) {
 	}
 	if have := uint64(r.end - r.start); have >= total {
 		r.start += int(total)
-	} else if r.viewing {
-		// Skip without looking: only the record's last byte must exist.
-		b, _, err := r.viewer.View(r.off+int64(total)-1, 1)
-		if err != nil {
-			return rec, err
-		}
-		if len(b) == 0 {
-			r.fatal = ErrTruncated
-			return rec, ErrTruncated
-		}
-		r.buf, r.start, r.end = nil, 0, 0
 	} else {
 		left := total - have
 		r.start, r.end = 0, 0
@@ -268,11 +217,6 @@ func (r *Reader) fill(n int) error {
 		if r.readErr != nil {
 			return r.readErr
 		}
-		if r.viewing || (r.viewer != nil && r.copied >= r.viewAfter) {
-			if r.fillView(n) {
-				continue
-			}
-		}
 		if r.start > 0 && (r.start+n > len(r.buf) || r.end == len(r.buf)) {
 			copy(r.buf, r.buf[r.start:r.end])
 			r.end -= r.start
@@ -285,7 +229,6 @@ func (r *Reader) fill(n int) error {
 		}
 		m, err := r.r.Read(r.buf[r.end:])
 		r.end += m
-		r.copied += m
 		if err == io.EOF {
 			r.eof = true
 		} else if err != nil {
@@ -293,39 +236,4 @@ func (r *Reader) fill(n int) error {
 		}
 	}
 	return nil
-}
-
-// InView reports whether addr lies in the Reader's current view of its source: a
-// fault there means the mapped file shrank under the Reader.
-func (r *Reader) InView(addr uintptr) bool {
-	if !r.viewing || len(r.buf) == 0 {
-		return false
-	}
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(r.buf)))
-	return addr >= base && addr < base+uintptr(len(r.buf))
-}
-
-// fillView replaces the buffer with a view of the source from the next unread byte,
-// at least n bytes long unless the source ends first. The bytes still buffered are
-// the same bytes of the file, so nothing is lost in the switch. It reports false
-// when the source declines; the Reader then copies from here on.
-func (r *Reader) fillView(n int) bool {
-	want := max(n, r.window)
-	b, ok, err := r.viewer.View(r.off, want)
-	if err != nil {
-		r.readErr = err
-		return true
-	}
-	if !ok {
-		r.viewer = nil
-		return false
-	}
-	if !r.viewing {
-		r.own, r.viewing = r.buf, true
-	}
-	r.buf, r.start, r.end = b, 0, len(b)
-	if len(b) < want {
-		r.eof = true
-	}
-	return true
 }

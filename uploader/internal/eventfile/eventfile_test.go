@@ -209,71 +209,6 @@ func TestTooLargeIsSkipped(t *testing.T) {
 	}
 }
 
-// sliceViewer is a source that offers views of a byte slice. Each view is a fresh
-// copy, and the previous one is overwritten when the next is taken, so a record used
-// after its view was replaced shows up as wrong data.
-type sliceViewer struct {
-	io.Reader
-	data, last []byte
-	views      int
-}
-
-func (v *sliceViewer) View(off int64, n int) ([]byte, bool, error) {
-	for i := range v.last {
-		v.last[i] = 0xff
-	}
-	v.views++
-	if off >= int64(len(v.data)) {
-		v.last = nil
-		return nil, true, nil
-	}
-	v.last = append([]byte(nil), v.data[off:min(int64(len(v.data)), off+int64(n))]...)
-	return v.last, true, nil
-}
-
-// readWithViews reads data with views after copying after bytes, asking window
-// bytes of each view.
-func readWithViews(t *testing.T, data []byte, after, window, bufSize, maxRecord int) ([]Record, []error, int) {
-	src := &sliceViewer{Reader: iotest.HalfReader(bytes.NewReader(data)), data: data}
-	r := NewReader(src, 0, WithViews(), WithBufferSize(bufSize), WithMaxRecordSize(maxRecord))
-	r.viewAfter, r.window = after, window
-	recs, errs := readAll(t, r)
-	return recs, errs, src.views
-}
-
-func TestViewsReadTheSameRecords(t *testing.T) {
-	var file []byte
-	for i := range 200 {
-		file = append(file, frame(bytes.Repeat([]byte{byte(i)}, i*37%900))...)
-	}
-	bad := frame([]byte("bad crc"))
-	bad[len(bad)-1] ^= 1
-	file = concat(file, bad, frame(bytes.Repeat([]byte{9}, 5000)), frame([]byte("after")))
-	for _, tail := range [][]byte{nil, frame([]byte("cut short"))[:9], frame(bytes.Repeat([]byte{3}, 4000))[:2000]} {
-		data := concat(file, tail)
-		want, wantErrs := readAll(t, NewReader(bytes.NewReader(data), 0, WithMaxRecordSize(1000)))
-		for _, c := range []struct{ after, window, buf int }{{0, 64, 16}, {100, 1000, 64}, {5000, 1 << 20, 4096}} {
-			got, errs, views := readWithViews(t, data, c.after, c.window, c.buf, 1000)
-			if views == 0 {
-				t.Errorf("%+v: no view was taken", c)
-			}
-			if len(got) != len(want) || len(errs) != len(wantErrs) {
-				t.Fatalf("%+v, tail %d: %d records %v, want %d %v", c, len(tail), len(got), errs, len(want), wantErrs)
-			}
-			for i := range got {
-				if got[i].Offset != want[i].Offset || got[i].Next != want[i].Next || !bytes.Equal(got[i].Data, want[i].Data) {
-					t.Fatalf("%+v: record %d differs", c, i)
-				}
-			}
-			for i := range errs {
-				if errs[i].Error() != wantErrs[i].Error() {
-					t.Errorf("%+v: error %d is %v, want %v", c, i, errs[i], wantErrs[i])
-				}
-			}
-		}
-	}
-}
-
 func FuzzReader(f *testing.F) {
 	f.Add(frame([]byte("hello")), 16)
 	f.Add(concat(frame([]byte("a")), frame([]byte("bc"))[:7]), 64)
@@ -283,18 +218,6 @@ func FuzzReader(f *testing.F) {
 			bufSize = -bufSize
 		}
 		r := NewReader(iotest.HalfReader(bytes.NewReader(data)), 0, WithBufferSize(bufSize%4096), WithMaxRecordSize(1<<12))
-		// The same input read in place (views after a few bytes, small windows) gives
-		// the same records and errors.
-		want, wantErrs := readAll(t, NewReader(bytes.NewReader(data), 0, WithMaxRecordSize(1<<12)))
-		got, gotErrs, _ := readWithViews(t, data, bufSize%64, 1+bufSize%8192, 16, 1<<12)
-		if len(got) != len(want) || len(gotErrs) != len(wantErrs) {
-			t.Fatalf("with views: %d records %v, want %d %v", len(got), gotErrs, len(want), wantErrs)
-		}
-		for i := range got {
-			if got[i].Offset != want[i].Offset || got[i].Next != want[i].Next || !bytes.Equal(got[i].Data, want[i].Data) {
-				t.Fatalf("with views: record %d differs", i)
-			}
-		}
 		last := int64(0)
 		for i := 0; i < len(data)+1; i++ {
 			rec, err := r.Next()

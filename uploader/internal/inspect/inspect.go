@@ -17,7 +17,6 @@ import (
 	"math"
 	"path"
 	"runtime"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -259,9 +258,36 @@ func inspectRun(ctx context.Context, src logdir.Source, run logdir.Run, opts Opt
 			fileErr(0, ReasonUnreadable, err.Error())
 			continue
 		}
-		rd := eventfile.NewReader(rc, 0, eventfile.WithMaxRecordSize(maxRecord), eventfile.WithBuffer(buf), eventfile.WithViews())
-		if err := readRecords(rd, &ev, mr, emit, fileErr, &res.records); err != nil {
-			fileErr(rd.Offset(), ReasonUnreadable, err.Error())
+		rd := eventfile.NewReader(rc, 0, eventfile.WithMaxRecordSize(maxRecord), eventfile.WithBuffer(buf))
+	records:
+		for {
+			rec, err := rd.Next()
+			switch {
+			case err == nil:
+			case err == io.EOF:
+				break records
+			case errors.Is(err, eventfile.ErrBadDataCRC):
+				fileErr(rec.Offset, ReasonBadDataCRC, "")
+				continue
+			case errors.Is(err, eventfile.ErrTooLarge):
+				fileErr(rec.Offset, ReasonRecordTooLarge, err.Error())
+				continue
+			case errors.Is(err, eventfile.ErrTruncated):
+				fileErr(rec.Offset, ReasonTruncated, "")
+				break records
+			case errors.Is(err, eventfile.ErrBadLengthCRC):
+				fileErr(rec.Offset, ReasonBadLengthCRC, "")
+				break records
+			default:
+				fileErr(rec.Offset, ReasonUnreadable, err.Error())
+				break records
+			}
+			if err := event.Decode(rec.Data, &ev); err != nil {
+				fileErr(rec.Offset, ReasonUnparsable, err.Error())
+				break records
+			}
+			res.records++
+			mr.Add(&ev, emit)
 		}
 		rc.Close()
 		buf = rd.Buffer()
@@ -276,52 +302,6 @@ func inspectRun(ctx context.Context, src logdir.Source, run logdir.Run, opts Opt
 		}
 	}
 	return res, buf
-}
-
-// readRecords reads one file's records into mr. Large files are read in place
-// (memory-mapped): if another process truncates the file meanwhile, the access
-// faults, and the fault becomes this function's error instead of ending the process.
-func readRecords(rd *eventfile.Reader, ev *event.Event, mr *migrate.Run, emit func(*migrate.Series, *migrate.Point),
-	fileErr func(off int64, reason, detail string), records *int) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			if f, ok := r.(interface{ Addr() uintptr }); ok && rd.InView(f.Addr()) {
-				err = errors.New("the file was truncated while it was read")
-				return
-			}
-			panic(r)
-		}
-	}()
-	for {
-		rec, err := rd.Next()
-		switch {
-		case err == nil:
-		case err == io.EOF:
-			return nil
-		case errors.Is(err, eventfile.ErrBadDataCRC):
-			fileErr(rec.Offset, ReasonBadDataCRC, "")
-			continue
-		case errors.Is(err, eventfile.ErrTooLarge):
-			fileErr(rec.Offset, ReasonRecordTooLarge, err.Error())
-			continue
-		case errors.Is(err, eventfile.ErrTruncated):
-			fileErr(rec.Offset, ReasonTruncated, "")
-			return nil
-		case errors.Is(err, eventfile.ErrBadLengthCRC):
-			fileErr(rec.Offset, ReasonBadLengthCRC, "")
-			return nil
-		default:
-			fileErr(rec.Offset, ReasonUnreadable, err.Error())
-			return nil
-		}
-		if err := event.Decode(rec.Data, ev); err != nil {
-			fileErr(rec.Offset, ReasonUnparsable, err.Error())
-			return nil
-		}
-		*records++
-		mr.Add(ev, emit)
-	}
 }
 
 // readBufferSize is the largest read buffer allocated up front; records larger than

@@ -1,19 +1,14 @@
 package inspect
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 
 	"github.com/tbhub/tbhub/uploader/eventgen"
-	"github.com/tbhub/tbhub/uploader/internal/eventfile"
 	"github.com/tbhub/tbhub/uploader/internal/logdir"
 )
 
@@ -74,64 +69,5 @@ func TestRewrittenStepsLastWriteWins(t *testing.T) {
 	}
 	if rep.Totals.Records != 10 || rep.Totals.EventFiles != 2 {
 		t.Errorf("totals %+v", rep.Totals)
-	}
-}
-
-// truncatingSource reads a local logdir, and cuts a file short right after the
-// Reader first maps it, as another process rewriting the file would.
-type truncatingSource struct {
-	logdir.Local
-}
-
-func (s truncatingSource) Open(ctx context.Context, path string, offset int64) (io.ReadCloser, error) {
-	rc, err := s.Local.Open(ctx, path, offset)
-	if err != nil {
-		return nil, err
-	}
-	return &truncatingFile{ReadCloser: rc, path: path}, nil
-}
-
-type truncatingFile struct {
-	io.ReadCloser
-	path string
-}
-
-func (f *truncatingFile) View(off int64, n int) ([]byte, bool, error) {
-	b, ok, err := f.ReadCloser.(eventfile.Viewer).View(off, n)
-	if ok && err == nil && len(b) > 0 {
-		if err := os.Truncate(f.path, off+1); err != nil {
-			return nil, false, err
-		}
-	}
-	return b, ok, err
-}
-
-// TestTruncatedWhileMapped: a large file is read in place (memory-mapped); when it
-// shrinks under the reader, touching the lost pages faults, and inspect reports the
-// file instead of the process dying.
-func TestTruncatedWhileMapped(t *testing.T) {
-	dir := t.TempDir()
-	w, err := eventgen.Create(filepath.Join(dir, "run", "events.out.tfevents.1"), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img := bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 25_000)
-	for i := range 100 { // 10 MB: past the copied prefix and several map windows
-		if err := w.WriteEvent(eventgen.Image("samples", int64(i), 1, 8, 8, img)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Inspect(context.Background(), truncatingSource{logdir.Local(dir)}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Errors) != 1 || rep.Errors[0].Reason != ReasonUnreadable || !strings.Contains(rep.Errors[0].Detail, "truncated while it was read") {
-		t.Fatalf("errors %+v, want the file reported as truncated while read", rep.Errors)
-	}
-	if rep.Totals.Records == 0 || rep.Totals.Records >= 100 {
-		t.Errorf("%d records read before the cut, want some but not all", rep.Totals.Records)
 	}
 }

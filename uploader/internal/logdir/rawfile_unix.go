@@ -21,61 +21,15 @@ func openFile(path string, offset int64) (io.ReadCloser, error) {
 		if err != nil {
 			return nil, &pathError{op: "open", path: path, err: err}
 		}
-		return &rawFile{fd: fd, off: offset, path: path, size: -1}, nil
+		return &rawFile{fd: fd, off: offset, path: path}, nil
 	}
 }
 
 type rawFile struct {
-	fd     int
-	off    int64
-	eof    bool
-	path   string
-	size   int64  // from fstat at the first View; -1 before
-	mapped []byte // the current view's mapping
-	views  int
-}
-
-// View maps [off, off+n) of the file, cut at the size the file had at the first
-// View, in place of copying it (eventfile.Viewer). The previous view is unmapped.
-// A file that cannot be mapped is declined at the first View and read by copying.
-func (f *rawFile) View(off int64, n int) ([]byte, bool, error) {
-	if f.size < 0 {
-		var st syscall.Stat_t
-		if err := syscall.Fstat(f.fd, &st); err != nil {
-			return nil, false, &pathError{op: "stat", path: f.path, err: err}
-		}
-		f.size = st.Size
-	}
-	if err := f.unmap(); err != nil {
-		return nil, false, err
-	}
-	if off >= f.size || n <= 0 {
-		return nil, true, nil
-	}
-	start := off &^ int64(syscall.Getpagesize()-1)
-	end := min(f.size, off+int64(n))
-	m, err := syscall.Mmap(f.fd, start, int(end-start), syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		if f.views == 0 {
-			return nil, false, nil
-		}
-		return nil, false, &pathError{op: "mmap", path: f.path, err: err}
-	}
-	f.mapped = m
-	f.views++
-	return m[off-start:], true, nil
-}
-
-func (f *rawFile) unmap() error {
-	if f.mapped == nil {
-		return nil
-	}
-	err := syscall.Munmap(f.mapped)
-	f.mapped = nil
-	if err != nil {
-		return &pathError{op: "munmap", path: f.path, err: err}
-	}
-	return nil
+	fd   int
+	off  int64
+	eof  bool
+	path string
 }
 
 func (f *rawFile) Read(p []byte) (int, error) {
@@ -109,11 +63,7 @@ func (f *rawFile) Close() error {
 	if f.fd < 0 {
 		return nil
 	}
-	uerr := f.unmap()
 	err := syscall.Close(f.fd)
-	if err == nil {
-		err = uerr
-	}
 	f.fd = -1
 	return err
 }
