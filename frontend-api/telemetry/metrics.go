@@ -1,14 +1,17 @@
-// Package metrics counts what the services do, for Prometheus (GET /metrics) and
-// anything that scrapes it (Cloud Monitoring's managed Prometheus on Cloud Run).
+package telemetry
+
+// Metrics count what the services do, for Prometheus (GET /metrics) and, through
+// ExportMetrics, Cloud Monitoring.
 //
-// It observes from the outside: gRPC interceptors time every RPC and read the
+// They observe from the outside: gRPC interceptors time every RPC and read the
 // requests the write and read services take (points and blob bytes written, blob
-// bytes served, experiments created), and an HTTP middleware times every route by
-// its mux pattern. No handler needs to know about it.
-package metrics
+// bytes served, experiments created), an HTTP middleware times every route by its
+// mux pattern, and ObserveStore times store calls (package
+// services/internal/store/instrumented). No handler needs to know about them.
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -36,10 +39,12 @@ type Metrics struct {
 	blobWritten prometheus.Counter
 	blobServed  prometheus.Counter
 	experiments prometheus.Counter
+	storeSecs   *prometheus.HistogramVec
+	storeErrors *prometheus.CounterVec
 }
 
-// New registers the collectors (and Go runtime and process collectors).
-func New() *Metrics {
+// NewMetrics registers the collectors (and Go runtime and process collectors).
+func NewMetrics() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	latency := []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 	m.rpcs = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -66,7 +71,14 @@ func New() *Metrics {
 	m.experiments = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "tbhub_upload_sessions_total", Help: "Experiments created or continued by uploaders.",
 	})
+	m.storeSecs = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "tbhub_store_seconds", Help: "Store (Spanner or SQLite) call latency by operation, including the time read visitors take.", Buckets: latency,
+	}, []string{"op"})
+	m.storeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tbhub_store_errors_total", Help: "Store calls that failed by operation (not counting not-found answers).",
+	}, []string{"op"})
 	m.reg.MustRegister(m.rpcs, m.rpcSeconds, m.http, m.httpSeconds, m.points, m.blobWritten, m.blobServed, m.experiments,
+		m.storeSecs, m.storeErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -76,8 +88,18 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// Registry is where other packages may register collectors (e.g. store latency).
+// Registry is where other packages may register collectors.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// ObserveStore records one store call of operation op (a method name such as
+// "ReadScalars") that took d; notFound says whether err is the store's ordinary
+// not-found answer, which is not counted as a failure.
+func (m *Metrics) ObserveStore(op string, d time.Duration, err error, notFound bool) {
+	m.storeSecs.WithLabelValues(op).Observe(d.Seconds())
+	if err != nil && !notFound && !errors.Is(err, context.Canceled) {
+		m.storeErrors.WithLabelValues(op).Inc()
+	}
+}
 
 // Unary times unary RPCs and counts what write requests carry.
 func (m *Metrics) Unary() grpc.UnaryServerInterceptor {

@@ -10,6 +10,9 @@
 //	                    management routes answer 501 without it
 //	GRPC_INSECURE       "true" for plaintext gRPC (local runs); TLS with
 //	                    the system's roots otherwise
+//	TBHUB_TRACE_EXPORTER, TBHUB_METRICS_EXPORTER, TBHUB_GCP_PROJECT,
+//	TBHUB_TRACE_SAMPLE_RATIO  traces and metrics export (package telemetry,
+//	                    docs/operations.md); GET /metrics serves Prometheus
 //
 // /healthz answers while the process lives, /readyz once it serves and
 // until it stops; SIGTERM stops it gracefully.
@@ -36,6 +39,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi"
+	"github.com/tbhub/tbhub/frontend-api/telemetry"
 	"github.com/tbhub/tbhub/frontend-api/webui"
 	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
@@ -53,23 +57,38 @@ type Config struct {
 	// CallTimeout bounds how long a call waits for an unreachable service (a
 	// replica being replaced); 10 s if zero.
 	CallTimeout time.Duration
+	// Telemetry says where spans and metrics go.
+	Telemetry telemetry.Config
+	// Tracing and Metrics observe the process (telemetry.Off() and a fresh
+	// set if nil); Metrics are served at GET /metrics.
+	Tracing *telemetry.Telemetry
+	Metrics *telemetry.Metrics
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{ReplaceAttr: cloudLogging}))
 	cfg, err := config(os.Args[1:], os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "frontend:", err)
 		os.Exit(2)
 	}
-	lis, err := net.Listen("tcp", cfg.Addr)
+	logger := telemetry.NewLogger(os.Stderr, cfg.Telemetry.Project)
+	cfg.Metrics = telemetry.NewMetrics()
+	cfg.Tracing, err = telemetry.Start(ctx, cfg.Telemetry, cfg.Metrics)
+	var lis net.Listener
+	if err == nil {
+		defer cfg.Tracing.Shutdown(context.WithoutCancel(ctx))
+		cfg.Tracing.SetGlobal()
+		logger = telemetry.NewLogger(os.Stderr, cfg.Tracing.Project())
+		lis, err = net.Listen("tcp", cfg.Addr)
+	}
 	if err == nil {
 		err = run(ctx, lis, cfg, logger)
 	}
 	if err != nil {
 		logger.Error("frontend failed", "error", err.Error())
+		stop()
 		os.Exit(1)
 	}
 }
@@ -88,7 +107,12 @@ func config(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&cfg.ExperimentService, "experiment-service", env("EXPERIMENT_SERVICE", ""), "gRPC address of the experiment service")
 	insecureDefault, _ := strconv.ParseBool(env("GRPC_INSECURE", "false"))
 	fs.BoolVar(&cfg.Insecure, "grpc-insecure", insecureDefault, "plaintext gRPC to the services")
+	cfg.Telemetry.Service = "tbhub-frontend"
+	cfg.Telemetry.RegisterFlags(fs, getenv)
 	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if err := cfg.Telemetry.Validate(); err != nil {
 		return cfg, err
 	}
 	cfg.Addr = ":" + *port
@@ -101,6 +125,12 @@ func config(args []string, getenv func(string) string) (Config, error) {
 
 // run serves on lis until ctx is done.
 func run(ctx context.Context, lis net.Listener, cfg Config, logger *slog.Logger) error {
+	if cfg.Tracing == nil {
+		cfg.Tracing = telemetry.Off()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = telemetry.NewMetrics()
+	}
 	creds := credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
 	if cfg.Insecure {
 		creds = insecure.NewCredentials()
@@ -114,6 +144,7 @@ func run(ctx context.Context, lis net.Listener, cfg Config, logger *slog.Logger)
 			grpc.WithDefaultServiceConfig(retryPolicy),
 			grpc.WithDefaultCallOptions(grpc.WaitForReady(true)),
 			grpc.WithChainUnaryInterceptor(boundCall(cfg.CallTimeout)), // streams end with their HTTP request
+			cfg.Tracing.GRPCClient(),
 		)
 	}
 	readConn, err := dial(cfg.ReadService)
@@ -155,7 +186,8 @@ func run(ctx context.Context, lis net.Listener, cfg Config, logger *slog.Logger)
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	mux.Handle("GET /metrics", cfg.Metrics.Handler())
+	srv := &http.Server{Handler: cfg.Tracing.HTTP(cfg.Metrics.HTTP(mux)), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
 	ready.Store(true)
@@ -172,20 +204,6 @@ func run(ctx context.Context, lis net.Listener, cfg Config, logger *slog.Logger)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
 	return srv.Shutdown(sctx)
-}
-
-// cloudLogging renames slog's keys to Cloud Logging's.
-func cloudLogging(groups []string, a slog.Attr) slog.Attr {
-	if len(groups) > 0 {
-		return a
-	}
-	switch a.Key {
-	case slog.LevelKey:
-		a.Key = "severity"
-	case slog.MessageKey:
-		a.Key = "message"
-	}
-	return a
 }
 
 // retryPolicy retries calls that found no server (UNAVAILABLE) with

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,8 +62,32 @@ func TestRun(t *testing.T) {
 	if code, body := get("/api/experiments"); code != http.StatusNotImplemented || !strings.Contains(body, "experiment service") {
 		t.Errorf("/api/experiments without an experiment service: %d %s", code, body)
 	}
+	// GET /metrics: requests by route pattern (not by experiment id) and status.
+	_, before := get("/metrics")
+	get("/readyz")
+	_, after := get("/metrics")
+	const ready = `tbhub_http_requests_total{route="GET /readyz",status="200"}`
+	if b, a := sample(before, ready), sample(after, ready); b < 1 || a != b+1 {
+		t.Errorf("%s went from %v to %v after one more request, want +1", ready, b, a)
+	}
+	if !strings.Contains(after, `tbhub_http_request_seconds_count{route="GET /experiment/{eid}/data/runs"} 1`) {
+		t.Errorf("/metrics lacks the latency of the API route:\n%s", after)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("run: %v", err)
 	}
+}
+
+// sample returns the value of series in a Prometheus exposition (-1 if absent).
+func sample(exposition, series string) float64 {
+	for _, line := range strings.Split(exposition, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err == nil {
+				return f
+			}
+		}
+	}
+	return -1
 }

@@ -103,7 +103,12 @@ type Config struct {
 	// TouchInterval is how often at most a token's last-use time is
 	// written; one minute if zero.
 	TouchInterval time.Duration
-	Logger        *slog.Logger
+	// ReadOnly is for processes that may not write the store (the read
+	// service holds Spanner's databaseReader role): API token uses are not
+	// recorded there, so LastUseTime reflects writes and the frontend's
+	// experiment calls only.
+	ReadOnly bool
+	Logger   *slog.Logger
 }
 
 // Authenticator authenticates calls. It is safe for concurrent use.
@@ -190,6 +195,9 @@ func (a *Authenticator) apiToken(ctx context.Context, secret string) (*Principal
 // touch records a token's use, at most once per TouchInterval per token and
 // process, so authentication does not turn every call into a write.
 func (a *Authenticator) touch(ctx context.Context, tokenID string, now time.Time) {
+	if a.cfg.ReadOnly {
+		return
+	}
 	if last, ok := a.touched.Load(tokenID); ok && now.Sub(last.(time.Time)) < a.cfg.TouchInterval {
 		return
 	}

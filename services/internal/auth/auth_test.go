@@ -58,6 +58,34 @@ func (f *fixture) idToken(t *testing.T, c oidctest.Claims) string {
 	return f.iss.Sign(t, c)
 }
 
+// A read-only authenticator (the read service's) accepts API tokens
+// without writing their last use.
+func TestReadOnlyRecordsNoUse(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	if err := f.st.CreateUser(ctx, store.User{ID: "u1", Name: "ada"}); err != nil {
+		t.Fatal(err)
+	}
+	_, secret, err := f.auth.IssueToken(ctx, "u1", "ci", store.ScopeRead, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := auth.New(f.st, auth.Config{ReadOnly: true, Now: func() time.Time { return f.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := ro.Authenticate(ctx, "Bearer "+secret); err != nil || p.UserID != "u1" {
+		t.Fatalf("Authenticate = %+v, %v", p, err)
+	}
+	stored, err := f.st.GetAPITokenByHash(ctx, store.HashTokenSecret(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !stored.LastUseTime.IsZero() {
+		t.Errorf("LastUseTime = %v after a read-only authentication, want none", stored.LastUseTime)
+	}
+}
+
 func TestAPITokens(t *testing.T) {
 	f := newFixture(t)
 	ctx := t.Context()

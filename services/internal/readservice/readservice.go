@@ -1,6 +1,8 @@
 // Package readservice runs the read service alone, as Cloud Run deploys
 // it: the data provider (package reader) behind the tenancy guard, with
-// gRPC health and reflection, on one port, stopping gracefully.
+// gRPC health and reflection, on one port, stopping gracefully; traced
+// and timed (package telemetry), with Prometheus /metrics on a separate
+// HTTP address if one is given.
 // services/cmd/read-service turns flags and environment into a Config.
 package readservice
 
@@ -10,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"google.golang.org/grpc"
@@ -17,9 +20,11 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/tbhub/tbhub/frontend-api/telemetry"
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/backend"
 	"github.com/tbhub/tbhub/services/internal/reader"
+	"github.com/tbhub/tbhub/services/internal/store/instrumented"
 	"github.com/tbhub/tbhub/services/internal/tenancy"
 )
 
@@ -36,6 +41,13 @@ type Config struct {
 	// gives 10 s after SIGTERM).
 	ShutdownTimeout time.Duration
 	Logger          *slog.Logger
+	// Telemetry traces every RPC and store call; telemetry.Off() if nil.
+	Telemetry *telemetry.Telemetry
+	// Metrics time every RPC and store call; a fresh set if nil.
+	Metrics *telemetry.Metrics
+	// MetricsAddr, if set, is an HTTP address serving Metrics at
+	// GET /metrics (the service's own port speaks gRPC only).
+	MetricsAddr string
 }
 
 // Validate checks what can be checked before opening anything.
@@ -74,32 +86,58 @@ func Serve(ctx context.Context, lis net.Listener, cfg Config) error {
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
 	}
+	if cfg.Telemetry == nil {
+		cfg.Telemetry = telemetry.Off()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = telemetry.NewMetrics()
+	}
 	cfg.Reader.Logger = cfg.Logger
 	b, err := backend.Open(ctx, cfg.Backend)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	a, err := auth.New(b.Store, auth.Config{OIDC: cfg.OIDC, Logger: cfg.Logger})
+	st := instrumented.Wrap(b.Store, cfg.Telemetry, cfg.Metrics)
+	// Read only: the service's database role may not record token uses.
+	a, err := auth.New(st, auth.Config{OIDC: cfg.OIDC, Logger: cfg.Logger, ReadOnly: true})
 	if err != nil {
 		return err
 	}
-	rs, err := reader.New(b.Store, b.Blobs, cfg.Reader)
+	rs, err := reader.New(st, b.Blobs, cfg.Reader)
 	if err != nil {
 		return err
 	}
-	guard := tenancy.NewGuard(a, b.Store, cfg.Logger)
+	guard := tenancy.NewGuard(a, st, cfg.Logger)
 	gs := grpc.NewServer(
-		grpc.ChainUnaryInterceptor(rs.UnaryInterceptor(), guard.Unary()),
-		grpc.ChainStreamInterceptor(rs.StreamInterceptor(), guard.Stream()),
+		cfg.Telemetry.GRPCServer(),
+		// Metrics outermost, so calls the guard refuses are counted too.
+		grpc.ChainUnaryInterceptor(cfg.Metrics.Unary(), rs.UnaryInterceptor(), guard.Unary()),
+		grpc.ChainStreamInterceptor(cfg.Metrics.Stream(), rs.StreamInterceptor(), guard.Stream()),
 	)
 	rs.Register(gs)
 	hs := health.NewServer()
 	grpc_health_v1.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
 
+	errc := make(chan error, 2)
+	if cfg.MetricsAddr != "" {
+		mlis, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("readservice: metrics: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", cfg.Metrics.Handler())
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		defer msrv.Close()
+		go func() {
+			if err := msrv.Serve(mlis); !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+		cfg.Logger.InfoContext(ctx, "read service metrics", "addr", mlis.Addr().String())
+	}
 	cfg.Logger.InfoContext(ctx, "read service listening", "addr", lis.Addr().String(), "data", b.Description)
-	errc := make(chan error, 1)
 	go func() { errc <- gs.Serve(lis) }()
 	hs.SetServingStatus("", grpc_health_v1.HealthCheckResponse_SERVING)
 

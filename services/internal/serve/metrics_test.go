@@ -8,8 +8,8 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/tbhub/tbhub/frontend-api/telemetry"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
-	"github.com/tbhub/tbhub/services/internal/metrics"
 	"github.com/tbhub/tbhub/services/internal/serve"
 )
 
@@ -17,7 +17,7 @@ import (
 // by experiment id) and points written appear at GET /metrics.
 func TestMetrics(t *testing.T) {
 	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, func(c *serve.Config) { c.Metrics = metrics.New() })
+	h := newHarness(t, st, blobs, func(c *serve.Config) { c.Metrics = telemetry.NewMetrics() })
 	token, err := serve.IssueUserToken(t.Context(), st, h.srv.Authenticator(), "ada", "test")
 	if err != nil {
 		t.Fatal(err)

@@ -25,11 +25,11 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/tbhub/tbhub/frontend-api/telemetry"
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/handshake"
 	"github.com/tbhub/tbhub/services/internal/limits"
-	"github.com/tbhub/tbhub/services/internal/metrics"
 	"github.com/tbhub/tbhub/services/internal/tenancy"
 	"github.com/tbhub/tbhub/services/internal/writer"
 )
@@ -60,7 +60,9 @@ type Config struct {
 	Now             func() time.Time
 	Logger          *slog.Logger
 	// Metrics, if set, times every RPC and HTTP route and is served at /metrics.
-	Metrics *metrics.Metrics
+	Metrics *telemetry.Metrics
+	// Telemetry traces every RPC and HTTP request; telemetry.Off() if nil.
+	Telemetry *telemetry.Telemetry
 }
 
 // Server is the assembled process. Create it with New, add handlers and
@@ -93,6 +95,9 @@ func New(st writer.Store, blobs blob.Store, cfg Config) (*Server, error) {
 	}
 	if cfg.SweepInterval == 0 {
 		cfg.SweepInterval = time.Minute
+	}
+	if cfg.Telemetry == nil {
+		cfg.Telemetry = telemetry.Off()
 	}
 	s := &Server{cfg: cfg, st: st, blobs: blobs, mux: http.NewServeMux(), logger: cfg.Logger, ready: make(chan struct{})}
 	var err error
@@ -158,6 +163,7 @@ func (s *Server) build(grpcAddr string) error {
 		s.mux.Handle("GET /metrics", m.Handler())
 	}
 	s.grpc = grpc.NewServer(
+		s.cfg.Telemetry.GRPCServer(),
 		grpc.MaxRecvMsgSize(int(lim.MaxRequestBytes)),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
@@ -205,6 +211,9 @@ func (s *Server) Origin() string { return s.origin }
 // APIEndpoint is the gRPC target advertised to uploaders.
 func (s *Server) APIEndpoint() string { return s.endpoint }
 
+// HTTPAddr is the HTTP listener's address.
+func (s *Server) HTTPAddr() string { return s.httpLis.Addr().String() }
+
 // GRPCAddr is the address gRPC clients dial.
 func (s *Server) GRPCAddr() string {
 	if s.grpcLis != nil {
@@ -220,6 +229,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	if s.cfg.Metrics != nil {
 		mux = s.cfg.Metrics.HTTP(mux)
 	}
+	mux = s.cfg.Telemetry.HTTP(mux)
 	handler := mux
 	if s.grpcLis == nil {
 		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"slices"
@@ -21,15 +20,16 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/tbhub/tbhub/frontend-api/telemetry"
 	"github.com/tbhub/tbhub/frontend-api/webui"
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/backend"
 	"github.com/tbhub/tbhub/services/internal/limits"
-	"github.com/tbhub/tbhub/services/internal/metrics"
 	"github.com/tbhub/tbhub/services/internal/reader"
 	"github.com/tbhub/tbhub/services/internal/readpath"
 	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/signin"
+	"github.com/tbhub/tbhub/services/internal/store/instrumented"
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
 )
@@ -102,36 +102,17 @@ func defaultDataDir(spec *backend.Spec) error {
 	return nil
 }
 
-// newLogger writes JSON with Cloud Logging's field names.
-func newLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) > 0 {
-				return a
-			}
-			switch a.Key {
-			case slog.LevelKey:
-				a.Key = "severity"
-			case slog.MessageKey:
-				a.Key = "message"
-			case slog.TimeKey:
-				a.Key = "time"
-			}
-			return a
-		},
-	}))
-}
-
 // process says what a serving command runs.
 type process struct {
 	name        string
+	service     string // service.name in traces
 	defaultAddr string
 	readPath    bool // mount the read service and TensorBoard's HTTP API
 	firstStart  bool // create the owner user and print its token
 }
 
 func runServe(ctx context.Context, args []string, stderr io.Writer) error {
-	return serveProcess(ctx, process{name: "serve", defaultAddr: "localhost:6006", readPath: true, firstStart: true}, args, stderr)
+	return serveProcess(ctx, process{name: "serve", service: "tbhub", defaultAddr: "localhost:6006", readPath: true, firstStart: true}, args, stderr)
 }
 
 // RunWriteService runs the write service alone, as Cloud Run runs it: the
@@ -139,7 +120,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 // handshake on one port ($PORT, default 8080), configured by flags or
 // TBHUB_* environment variables.
 func RunWriteService(ctx context.Context, args []string, stderr io.Writer) error {
-	return serveProcess(ctx, process{name: "write-service", defaultAddr: ":8080"}, args, stderr)
+	return serveProcess(ctx, process{name: "write-service", service: "tbhub-write", defaultAddr: ":8080"}, args, stderr)
 }
 
 func serveProcess(ctx context.Context, proc process, args []string, stderr io.Writer) error {
@@ -160,6 +141,8 @@ func serveProcess(ctx context.Context, proc process, args []string, stderr io.Wr
 	fs.Int64Var(&lim.MaxPointsPerUser, "max-points-per-user", lim.MaxPointsPerUser, "scalar and tensor points quota per user (0: unlimited)")
 	fs.Int64Var(&lim.MaxBlobBytesPerUser, "max-blob-bytes-per-user", lim.MaxBlobBytesPerUser, "blob bytes quota per user (0: unlimited)")
 	fs.Float64Var(&lim.RequestsPerSecond, "requests-per-second", lim.RequestsPerSecond, "per-user write rate (0: unlimited)")
+	tcfg := telemetry.Config{Service: proc.service}
+	tcfg.RegisterFlags(fs, os.Getenv)
 	if err := defaultsFromEnv(fs); err != nil {
 		return err
 	}
@@ -172,14 +155,22 @@ func serveProcess(ctx context.Context, proc process, args []string, stderr io.Wr
 	if err := defaultDataDir(spec); err != nil {
 		return err
 	}
-	logger := newLogger(stderr)
+	metrics := telemetry.NewMetrics()
+	tel, err := telemetry.Start(ctx, tcfg, metrics)
+	if err != nil {
+		return err
+	}
+	defer tel.Shutdown(context.WithoutCancel(ctx))
+	tel.SetGlobal()
+	logger := telemetry.NewLogger(stderr, tel.Project())
 	b, err := backend.Open(ctx, *spec)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
+	st := instrumented.Wrap(b.Store, tel, metrics)
 	cfg := serve.Config{HTTPAddr: *addr, GRPCAddr: *grpcAddr, PublicOrigin: *origin, APIEndpoint: *endpoint,
-		EnableTestRPCs: *testRPCs, Limits: lim, Logger: logger, Metrics: metrics.New()}
+		EnableTestRPCs: *testRPCs, Limits: lim, Logger: logger, Metrics: metrics, Telemetry: tel}
 	if *clientIDs != "" {
 		cfg.OIDC = auth.OIDCConfig{Issuer: *issuer, ClientIDs: strings.Split(*clientIDs, ",")}
 		if *deviceClient != "" && !slices.Contains(cfg.OIDC.ClientIDs, *deviceClient) {
@@ -187,7 +178,7 @@ func serveProcess(ctx context.Context, proc process, args []string, stderr io.Wr
 			cfg.OIDC.ClientIDs = append(cfg.OIDC.ClientIDs, *deviceClient)
 		}
 	}
-	srv, err := serve.New(b.Store, b.Blobs, cfg)
+	srv, err := serve.New(st, b.Blobs, cfg)
 	if err != nil {
 		return err
 	}
@@ -203,12 +194,12 @@ func serveProcess(ctx context.Context, proc process, args []string, stderr io.Wr
 	if proc.readPath {
 		// The read path: TensorBoard's data provider on the gRPC server
 		// and its HTTP API on the mux, calling back in over loopback gRPC.
-		conn, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()), tel.GRPCClient())
 		if err != nil {
 			return err
 		}
 		defer conn.Close()
-		if _, _, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), conn, b.Store, b.Blobs, readpath.Config{
+		if _, _, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), conn, st, b.Blobs, readpath.Config{
 			Reader: reader.Config{BlobKeySecret: reader.RandomSecret()}, Logger: logger,
 		}); err != nil {
 			return err
@@ -262,7 +253,15 @@ func printBanner(w io.Writer, srv *serve.Server, where, token, issuer string, re
 		fmt.Fprintf(w, "  web UI:             %s/\n", srv.Origin())
 		fmt.Fprintf(w, "  experiments:        %s/experiment/<id>/  (TensorBoard's JSON API under .../data/)\n", srv.Origin())
 	}
-	fmt.Fprintf(w, "  uploader handshake: %s/api/uploader\n", srv.Origin())
+	if readPath {
+		fmt.Fprintf(w, "  uploader handshake: %s/api/uploader\n", srv.Origin())
+	} else {
+		// The write service alone: uploaders reach it at its own URL (which
+		// only the deployment knows); the experiment links it hands out
+		// point at the frontend's origin.
+		fmt.Fprintf(w, "  uploader handshake: POST /api/uploader on this service (listening on %s); tbup upload --server takes this service's URL\n", srv.HTTPAddr())
+		fmt.Fprintf(w, "  experiment links:   %s/experiment/<id>/  (the frontend: --public-origin)\n", srv.Origin())
+	}
 	services := "write, export, experiments, auth"
 	if readPath {
 		services = "write, export, read, experiments, auth"

@@ -107,8 +107,11 @@ func TestWriteServiceFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := strings.Join(banner, "\n")
-	if !strings.Contains(text, "https://tbhub.example/api/uploader") {
+	if !strings.Contains(text, "experiment links:   https://tbhub.example/experiment/<id>/") {
 		t.Errorf("TBHUB_PUBLIC_ORIGIN not applied:\n%s", text)
+	}
+	if !strings.Contains(text, "POST /api/uploader on this service (listening on 127.0.0.1:") {
+		t.Errorf("the handshake is not named on the write service's own address:\n%s", text)
 	}
 	if strings.Contains(text, "read,") || strings.Contains(text, "/data/") {
 		t.Errorf("write-service announces the read path:\n%s", text)
