@@ -10,6 +10,13 @@
 //	                    management routes answer 501 without it
 //	GRPC_INSECURE       "true" for plaintext gRPC (local runs); TLS with
 //	                    the system's roots otherwise
+//	PUBLIC_ORIGIN       where browsers reach this service (the OIDC redirect
+//	                    URI is PUBLIC_ORIGIN/auth/callback); default: each
+//	                    request's Host and X-Forwarded-Proto
+//	OIDC_ISSUER, OIDC_WEB_CLIENT_ID, OIDC_WEB_CLIENT_SECRET  browser sign-in
+//	                    with the issuer (package session); the client ID
+//	                    must be among the write service's accepted ones.
+//	                    Without them browsers sign in with API tokens.
 //	TBHUB_TRACE_EXPORTER, TBHUB_METRICS_EXPORTER, TBHUB_GCP_PROJECT,
 //	TBHUB_TRACE_SAMPLE_RATIO  traces and metrics export (package telemetry,
 //	                    docs/operations.md); GET /metrics serves Prometheus
@@ -39,6 +46,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi"
+	"github.com/tbhub/tbhub/frontend-api/session"
 	"github.com/tbhub/tbhub/frontend-api/telemetry"
 	"github.com/tbhub/tbhub/frontend-api/webui"
 	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
@@ -57,6 +65,9 @@ type Config struct {
 	// CallTimeout bounds how long a call waits for an unreachable service (a
 	// replica being replaced); 10 s if zero.
 	CallTimeout time.Duration
+	// PublicOrigin and SignIn configure browser sign-in (package session).
+	PublicOrigin string
+	SignIn       *session.OIDC
 	// Telemetry says where spans and metrics go.
 	Telemetry telemetry.Config
 	// Tracing and Metrics observe the process (telemetry.Off() and a fresh
@@ -107,6 +118,11 @@ func config(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&cfg.ExperimentService, "experiment-service", env("EXPERIMENT_SERVICE", ""), "gRPC address of the experiment service")
 	insecureDefault, _ := strconv.ParseBool(env("GRPC_INSECURE", "false"))
 	fs.BoolVar(&cfg.Insecure, "grpc-insecure", insecureDefault, "plaintext gRPC to the services")
+	fs.StringVar(&cfg.PublicOrigin, "public-origin", env("PUBLIC_ORIGIN", ""), "origin browsers reach this service at")
+	var oidc session.OIDC
+	fs.StringVar(&oidc.Issuer, "oidc-issuer", env("OIDC_ISSUER", ""), "OpenID Connect issuer browsers sign in with")
+	fs.StringVar(&oidc.ClientID, "oidc-web-client-id", env("OIDC_WEB_CLIENT_ID", ""), "its web client (redirect URI ORIGIN/auth/callback)")
+	fs.StringVar(&oidc.ClientSecret, "oidc-web-client-secret", env("OIDC_WEB_CLIENT_SECRET", ""), "that client's secret, if the issuer wants one")
 	cfg.Telemetry.Service = "tbhub-frontend"
 	cfg.Telemetry.RegisterFlags(fs, getenv)
 	if err := fs.Parse(args); err != nil {
@@ -114,6 +130,12 @@ func config(args []string, getenv func(string) string) (Config, error) {
 	}
 	if err := cfg.Telemetry.Validate(); err != nil {
 		return cfg, err
+	}
+	if (oidc.Issuer == "") != (oidc.ClientID == "") {
+		return cfg, errors.New("browser sign-in needs both --oidc-issuer and --oidc-web-client-id (OIDC_ISSUER, OIDC_WEB_CLIENT_ID)")
+	}
+	if oidc.Issuer != "" {
+		cfg.SignIn = &oidc
 	}
 	cfg.Addr = ":" + *port
 	cfg.ShutdownTimeout = 10 * time.Second
@@ -153,6 +175,7 @@ func run(ctx context.Context, lis net.Listener, cfg Config, logger *slog.Logger)
 	}
 	defer readConn.Close()
 	hcfg := httpapi.Config{Data: datapb.NewTensorBoardDataProviderClient(readConn), Logger: logger}
+	scfg := session.Config{OIDC: cfg.SignIn, PublicOrigin: cfg.PublicOrigin, Logger: logger}
 	if cfg.ExperimentService != "" {
 		expConn, err := dial(cfg.ExperimentService)
 		if err != nil {
@@ -162,7 +185,14 @@ func run(ctx context.Context, lis net.Listener, cfg Config, logger *slog.Logger)
 		hcfg.Experiments = experimentsv1.NewExperimentServiceClient(expConn)
 		hcfg.Writer = servicepb.NewTensorBoardWriterServiceClient(expConn)
 		hcfg.Auth = authv1.NewAuthServiceClient(expConn)
+		scfg.Auth = hcfg.Auth
 	}
+	// Browsers sign in with a session cookie (package session).
+	sess, err := session.New(scfg)
+	if err != nil {
+		return err
+	}
+	hcfg.Credentials = sess.Credentials
 	api, err := httpapi.New(hcfg)
 	if err != nil {
 		return err
@@ -172,6 +202,7 @@ func run(ctx context.Context, lis net.Listener, cfg Config, logger *slog.Logger)
 	for _, p := range httpapi.Routes {
 		mux.Handle(p, api)
 	}
+	sess.Mount(mux)
 	// The web UI's pages and bundle (package webui) beside the API.
 	ui, err := webui.New()
 	if err != nil {

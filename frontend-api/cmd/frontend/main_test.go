@@ -25,6 +25,15 @@ func TestConfig(t *testing.T) {
 	if _, err := config(nil, func(string) string { return "" }); err == nil {
 		t.Error("no read service accepted")
 	}
+	env = map[string]string{"READ_SERVICE": "r:1", "OIDC_ISSUER": "https://issuer.example", "OIDC_WEB_CLIENT_ID": "web", "PUBLIC_ORIGIN": "https://tbhub.example"}
+	cfg, err = config(nil, func(k string) string { return env[k] })
+	if err != nil || cfg.SignIn == nil || cfg.SignIn.Issuer != "https://issuer.example" || cfg.SignIn.ClientID != "web" || cfg.PublicOrigin != "https://tbhub.example" {
+		t.Errorf("browser sign-in from the environment: %+v, %v", cfg, err)
+	}
+	delete(env, "OIDC_WEB_CLIENT_ID")
+	if _, err := config(nil, func(k string) string { return env[k] }); err == nil {
+		t.Error("an issuer without a web client accepted")
+	}
 }
 
 // The process serves probes and the API, and stops when told.

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/blob/fileblob"
 	"github.com/tbhub/tbhub/services/internal/limits"
@@ -92,7 +93,11 @@ func startOn(t testing.TB, st writer.Store, blobs blob.Store, cfg readpath.Confi
 	ctx := context.Background()
 	lim := limits.Default()
 	lim.RequestsPerSecond = 0
-	srv, err := serve.New(st, blobs, serve.Config{HTTPAddr: "127.0.0.1:0", Limits: lim, SweepInterval: -1})
+	scfg := serve.Config{HTTPAddr: "127.0.0.1:0", Limits: lim, SweepInterval: -1}
+	if o := cfg.SignIn; o != nil { // the write service accepts the web client's ID tokens
+		scfg.OIDC = auth.OIDCConfig{Issuer: o.Issuer, ClientIDs: []string{o.ClientID}}
+	}
+	srv, err := serve.New(st, blobs, scfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi"
+	"github.com/tbhub/tbhub/frontend-api/session"
 	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
@@ -28,8 +29,16 @@ import (
 // Config configures both halves.
 type Config struct {
 	Reader reader.Config
-	// Credentials for the HTTP side; httpapi.BearerHeader if nil.
+	// Credentials for the HTTP side; the browser session's
+	// (session.Handler.Credentials: the Authorization header, else the
+	// session cookie) if nil.
 	Credentials httpapi.Credentials
+	// SignIn, if set, lets browsers sign in with this OIDC issuer (the
+	// authorization-code flow); API-token sign-in is always there.
+	SignIn *session.OIDC
+	// PublicOrigin is where browsers reach the server (the OIDC redirect
+	// URI, Secure cookies when https); from each request if empty.
+	PublicOrigin string
 	// CacheTTL is httpapi.Config.CacheTTL (0: its default; < 0: off).
 	CacheTTL time.Duration
 	Logger   *slog.Logger
@@ -39,7 +48,8 @@ type Config struct {
 // mount /experiment/{eid}/ for its pages: these are more specific.
 var Routes = httpapi.Routes
 
-// Mount registers the read service on grpcServer and the HTTP API on mux.
+// Mount registers the read service on grpcServer, and the HTTP API and the
+// browser sign-in routes (package session) on mux.
 // conn must reach grpcServer (and the write service's experiment, writer
 // and auth services, which the management routes call); a client made
 // with grpc.NewClient connects lazily, so it may be made before the
@@ -53,6 +63,13 @@ func Mount(grpcServer grpc.ServiceRegistrar, mux *http.ServeMux, conn grpc.Clien
 		return nil, nil, fmt.Errorf("readpath: %w", err)
 	}
 	rs.Register(grpcServer)
+	sess, err := session.New(session.Config{Auth: authv1.NewAuthServiceClient(conn), OIDC: cfg.SignIn, PublicOrigin: cfg.PublicOrigin, Logger: cfg.Logger})
+	if err != nil {
+		return nil, nil, fmt.Errorf("readpath: %w", err)
+	}
+	if cfg.Credentials == nil {
+		cfg.Credentials = sess.Credentials
+	}
 	h, err := httpapi.New(httpapi.Config{
 		Data:        datapb.NewTensorBoardDataProviderClient(conn),
 		Experiments: experimentsv1.NewExperimentServiceClient(conn),
@@ -68,5 +85,6 @@ func Mount(grpcServer grpc.ServiceRegistrar, mux *http.ServeMux, conn grpc.Clien
 	for _, p := range Routes {
 		mux.Handle(p, h)
 	}
+	sess.Mount(mux)
 	return rs, h, nil
 }

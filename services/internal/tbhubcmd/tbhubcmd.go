@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/tbhub/tbhub/frontend-api/session"
 	"github.com/tbhub/tbhub/frontend-api/telemetry"
 	"github.com/tbhub/tbhub/frontend-api/webui"
 	"github.com/tbhub/tbhub/services/internal/auth"
@@ -134,6 +135,8 @@ func serveProcess(ctx context.Context, proc process, args []string, stderr io.Wr
 	clientIDs := fs.String("oidc-client-ids", "", "accepted OAuth client IDs (comma-separated); OIDC sign-in is off without one")
 	deviceClient := fs.String("oidc-device-client-id", "", "OAuth client `tbup auth login` signs in with by the device flow (default: the first of --oidc-client-ids)")
 	deviceSecret := fs.String("oidc-device-client-secret", "", "that client's secret, if the issuer wants one (installed-app secrets are published to clients)")
+	webClient := fs.String("oidc-web-client-id", "", "OAuth web client the web UI signs in with (authorization code + PKCE; redirect URI ORIGIN/auth/callback; default: the first of --oidc-client-ids)")
+	webSecret := fs.String("oidc-web-client-secret", "", "that web client's secret, if the issuer wants one (kept on the server)")
 	testRPCs := fs.Bool("enable-test-rpcs", false, "enable PurgeData and DeleteOwnUser")
 	lim := limits.Default()
 	fs.Int64Var(&lim.MaxBlobBytes, "max-blob-bytes", lim.MaxBlobBytes, "largest blob accepted (advertised to uploaders)")
@@ -173,9 +176,11 @@ func serveProcess(ctx context.Context, proc process, args []string, stderr io.Wr
 		EnableTestRPCs: *testRPCs, Limits: lim, Logger: logger, Metrics: metrics, Telemetry: tel}
 	if *clientIDs != "" {
 		cfg.OIDC = auth.OIDCConfig{Issuer: *issuer, ClientIDs: strings.Split(*clientIDs, ",")}
-		if *deviceClient != "" && !slices.Contains(cfg.OIDC.ClientIDs, *deviceClient) {
-			// ID tokens from the device flow are for that client: accept them.
-			cfg.OIDC.ClientIDs = append(cfg.OIDC.ClientIDs, *deviceClient)
+		for _, c := range []string{*deviceClient, *webClient} {
+			if c != "" && !slices.Contains(cfg.OIDC.ClientIDs, c) {
+				// ID tokens from the device flow and the web UI are for those clients: accept them.
+				cfg.OIDC.ClientIDs = append(cfg.OIDC.ClientIDs, c)
+			}
 		}
 	}
 	srv, err := serve.New(st, b.Blobs, cfg)
@@ -200,6 +205,7 @@ func serveProcess(ctx context.Context, proc process, args []string, stderr io.Wr
 		}
 		defer conn.Close()
 		if _, _, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), conn, st, b.Blobs, readpath.Config{
+			SignIn: webSignIn(cfg.OIDC, *webClient, *webSecret), PublicOrigin: srv.Origin(),
 			Reader: reader.Config{BlobKeySecret: reader.RandomSecret()}, Logger: logger,
 		}); err != nil {
 			return err
@@ -218,6 +224,19 @@ func serveProcess(ctx context.Context, proc process, args []string, stderr io.Wr
 	}
 	printBanner(stderr, srv, b.Description, token, cfg.OIDC.Issuer, proc.readPath)
 	return srv.Serve(ctx)
+}
+
+// webSignIn is how the web UI signs in with the OIDC issuer: nil (API
+// tokens only) without accepted client IDs; the web client must be one of
+// them, so the ID tokens it gets are accepted.
+func webSignIn(o auth.OIDCConfig, clientID, secret string) *session.OIDC {
+	if len(o.ClientIDs) == 0 {
+		return nil
+	}
+	if clientID == "" {
+		clientID = o.ClientIDs[0]
+	}
+	return &session.OIDC{Issuer: o.Issuer, ClientID: clientID, ClientSecret: secret}
 }
 
 // envName is the environment variable that sets a flag's default:

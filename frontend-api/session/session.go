@@ -1,0 +1,379 @@
+// Package session signs browsers in to tbhub. A signed-in browser holds
+// one HttpOnly cookie whose value is an API token minted for it ("web
+// session", both scopes at most, expiring with the cookie), so the rest of
+// the system sees an ordinary bearer token: Credentials turns the cookie
+// into the Authorization value that httpapi forwards to the services.
+// Signing out revokes that token.
+//
+// Two ways in:
+//
+//   - an API token pasted into the sign-in page (self-hosting: the token
+//     `tbhub serve` prints, or `tbhub token create`): POST /api/session
+//     checks it and mints the session token with it;
+//   - the OpenID Connect issuer the server trusts, by the authorization-code
+//     flow with PKCE (RFC 7636): GET /auth/login redirects to the issuer,
+//     GET /auth/callback exchanges the code for an ID token, checks the
+//     state and nonce, and mints the session token with the ID token (the
+//     write service verifies its signature and audience).
+//
+// Cookies are SameSite=Lax and Secure when the site is served over HTTPS.
+// Requests that change something and carry the cookie must come from this
+// origin (Origin / Sec-Fetch-Site), so another site cannot act with it.
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
+)
+
+// Cookie names.
+const (
+	// CookieName holds the session's API token.
+	CookieName = "tbhub_session"
+	// flowCookie holds one sign-in's state, nonce, PKCE verifier and the
+	// page to return to, between /auth/login and /auth/callback.
+	flowCookie = "tbhub_oidc"
+)
+
+// TokenName labels the API tokens minted for browser sessions.
+const TokenName = "web session"
+
+// Routes are the mux patterns Mount registers.
+var Routes = []string{"GET /api/session", "POST /api/session", "DELETE /api/session", "GET /auth/login", "GET /auth/callback"}
+
+// OIDC is the issuer browsers sign in with: a web application client of
+// it, whose redirect URI is PublicOrigin + "/auth/callback". The client ID
+// must be among the write service's accepted audiences.
+type OIDC struct {
+	Issuer   string
+	ClientID string
+	// ClientSecret is sent to the token endpoint when set (Google's web
+	// clients want it even with PKCE).
+	ClientSecret string
+	// Scopes asked for; "openid email" if empty.
+	Scopes []string
+}
+
+// Config configures a Handler.
+type Config struct {
+	// Auth is the write service's auth service (WhoAmI, CreateToken,
+	// RevokeToken). Without it only Credentials works.
+	Auth authv1.AuthServiceClient
+	// OIDC, if set, enables "Sign in with" the issuer.
+	OIDC *OIDC
+	// PublicOrigin is where browsers reach this server, e.g.
+	// "https://tbhub.example.com": it names the OIDC redirect URI and, if
+	// https, makes cookies Secure. Empty: taken from each request (its
+	// Host, and X-Forwarded-Proto or TLS for the scheme).
+	PublicOrigin string
+	// Lifetime of a session; 30 days if zero.
+	Lifetime time.Duration
+	// HTTPClient reaches the issuer; http.DefaultClient if nil.
+	HTTPClient *http.Client
+	// CallTimeout bounds each call to the services and the issuer; 30 s if zero.
+	CallTimeout time.Duration
+	Now         func() time.Time
+	Logger      *slog.Logger
+}
+
+// Handler serves the sign-in routes. Create it with New.
+type Handler struct {
+	cfg    Config
+	logger *slog.Logger
+
+	mu        sync.Mutex
+	discovery *discovery // nil until the issuer's document was read
+}
+
+// New returns a Handler.
+func New(cfg Config) (*Handler, error) {
+	if o := cfg.OIDC; o != nil {
+		if o.Issuer == "" || o.ClientID == "" {
+			return nil, errors.New("session.New: OIDC needs an issuer and a client ID")
+		}
+		if len(o.Scopes) == 0 {
+			o.Scopes = []string{"openid", "email"}
+		}
+	}
+	cfg.PublicOrigin = strings.TrimSuffix(cfg.PublicOrigin, "/")
+	if cfg.Lifetime == 0 {
+		cfg.Lifetime = 30 * 24 * time.Hour
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = http.DefaultClient
+	}
+	if cfg.CallTimeout == 0 {
+		cfg.CallTimeout = 30 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	h := &Handler{cfg: cfg, logger: cfg.Logger}
+	if h.logger == nil {
+		h.logger = slog.New(slog.DiscardHandler)
+	}
+	return h, nil
+}
+
+// Mount registers the routes (Routes) on mux.
+func (h *Handler) Mount(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/session", h.getSession)
+	mux.HandleFunc("POST /api/session", h.signInWithToken)
+	mux.HandleFunc("DELETE /api/session", h.signOut)
+	mux.HandleFunc("GET /auth/login", h.login)
+	mux.HandleFunc("GET /auth/callback", h.callback)
+}
+
+// Credentials is an httpapi.Credentials: the request's Authorization
+// header if it has one, else the session cookie's token as a bearer
+// value. A request that would change something with the cookie must come
+// from this origin.
+func (h *Handler) Credentials(r *http.Request) (string, error) {
+	if a := r.Header.Get("Authorization"); a != "" {
+		return a, nil
+	}
+	c, err := r.Cookie(CookieName)
+	if err != nil || c.Value == "" {
+		return "", nil
+	}
+	if !safeMethod(r.Method) && !sameOrigin(r) {
+		return "", errors.New("a request from another site may not use this site's session")
+	}
+	return "Bearer " + c.Value, nil
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// sameOrigin reports whether a request was made by a page of this site:
+// browsers say so in Sec-Fetch-Site, and older ones send Origin on
+// requests that change something.
+func sameOrigin(r *http.Request) bool {
+	if s := r.Header.Get("Sec-Fetch-Site"); s != "" {
+		return s == "same-origin" || s == "none"
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true // not a browser's cross-site request
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
+
+// SessionInfo is the answer of GET /api/session.
+type SessionInfo struct {
+	SignedIn bool   `json:"signedIn"`
+	UserID   string `json:"userId,omitempty"`
+	UserName string `json:"userName,omitempty"`
+	Email    string `json:"email,omitempty"`
+	// OIDCIssuer is set when "Sign in with" the issuer is offered.
+	OIDCIssuer string `json:"oidcIssuer,omitempty"`
+}
+
+func (h *Handler) info(who *authv1.WhoAmIResponse) SessionInfo {
+	s := SessionInfo{}
+	if h.cfg.OIDC != nil {
+		s.OIDCIssuer = h.cfg.OIDC.Issuer
+	}
+	if who != nil {
+		s.SignedIn, s.UserID, s.UserName, s.Email = true, who.GetUserId(), who.GetUserName(), who.GetEmail()
+	}
+	return s
+}
+
+func (h *Handler) call(r *http.Request, bearer string) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.CallTimeout)
+	if bearer != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", bearer)
+	}
+	return ctx, cancel
+}
+
+// getSession says who is signed in, and which ways in there are. A
+// session whose token no longer works (revoked, expired) is signed out.
+func (h *Handler) getSession(w http.ResponseWriter, r *http.Request) {
+	cred, err := h.Credentials(r)
+	if err != nil || cred == "" || h.cfg.Auth == nil {
+		writeJSON(w, http.StatusOK, h.info(nil))
+		return
+	}
+	ctx, cancel := h.call(r, cred)
+	defer cancel()
+	who, err := h.cfg.Auth.WhoAmI(ctx, &authv1.WhoAmIRequest{})
+	switch status.Code(err) {
+	case codes.OK:
+		writeJSON(w, http.StatusOK, h.info(who))
+	case codes.Unauthenticated:
+		if r.Header.Get("Authorization") == "" {
+			h.clearCookie(w, r, CookieName, "/")
+		}
+		writeJSON(w, http.StatusOK, h.info(nil))
+	default:
+		h.fail(w, r, err)
+	}
+}
+
+// signInWithToken checks an API token ({"token": "tbh_..."}) and starts a
+// session with a new token minted by it, with its scopes.
+func (h *Handler) signInWithToken(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r) {
+		httpError(w, http.StatusForbidden, "sign-in must come from this site's page")
+		return
+	}
+	if h.cfg.Auth == nil {
+		httpError(w, http.StatusNotImplemented, "this server has no auth service")
+		return
+	}
+	var body struct {
+		Token string `json:"token"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&body); err != nil || strings.TrimSpace(body.Token) == "" {
+		httpError(w, http.StatusBadRequest, `want {"token": "tbh_..."}`)
+		return
+	}
+	who, err := h.start(w, r, "Bearer "+strings.TrimSpace(body.Token))
+	if status.Code(err) == codes.Unauthenticated {
+		httpError(w, http.StatusUnauthorized, "that token was not accepted")
+		return
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, h.info(who))
+}
+
+// start mints a session token with credential and sets the cookie.
+func (h *Handler) start(w http.ResponseWriter, r *http.Request, credential string) (*authv1.WhoAmIResponse, error) {
+	ctx, cancel := h.call(r, credential)
+	defer cancel()
+	who, err := h.cfg.Auth.WhoAmI(ctx, &authv1.WhoAmIRequest{})
+	if err != nil {
+		return nil, err
+	}
+	expire := h.cfg.Now().Add(h.cfg.Lifetime)
+	tok, err := h.cfg.Auth.CreateToken(ctx, &authv1.CreateTokenRequest{Name: TokenName, Scopes: who.GetScopes(), ExpireTime: timestamppb.New(expire)})
+	if err != nil {
+		return nil, err
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: tok.GetSecret(), Path: "/", Expires: expire, MaxAge: int(h.cfg.Lifetime.Seconds()),
+		HttpOnly: true, Secure: h.secure(r), SameSite: http.SameSiteLaxMode})
+	return who, nil
+}
+
+// signOut revokes the session's token and forgets the cookie.
+func (h *Handler) signOut(w http.ResponseWriter, r *http.Request) {
+	c, err := r.Cookie(CookieName)
+	if err == nil && c.Value != "" && h.cfg.Auth != nil {
+		if !sameOrigin(r) {
+			httpError(w, http.StatusForbidden, "sign-out must come from this site's page")
+			return
+		}
+		ctx, cancel := h.call(r, "Bearer "+c.Value)
+		defer cancel()
+		who, err := h.cfg.Auth.WhoAmI(ctx, &authv1.WhoAmIRequest{})
+		if err == nil {
+			_, err = h.cfg.Auth.RevokeToken(ctx, &authv1.RevokeTokenRequest{TokenId: who.GetTokenId()})
+		}
+		if err != nil && status.Code(err) != codes.Unauthenticated {
+			h.fail(w, r, err)
+			return
+		}
+	}
+	h.clearCookie(w, r, CookieName, "/")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *Handler) secure(r *http.Request) bool {
+	if h.cfg.PublicOrigin != "" {
+		return strings.HasPrefix(h.cfg.PublicOrigin, "https://")
+	}
+	return r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"
+}
+
+func (h *Handler) origin(r *http.Request) string {
+	if h.cfg.PublicOrigin != "" {
+		return h.cfg.PublicOrigin
+	}
+	scheme := "http"
+	if h.secure(r) {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+func (h *Handler) clearCookie(w http.ResponseWriter, r *http.Request, name, path string) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: path, MaxAge: -1, HttpOnly: true, Secure: h.secure(r), SameSite: http.SameSiteLaxMode})
+}
+
+// fail answers a service error: its status and message for what the
+// caller can act on, "internal error" (logged) for the rest.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	st, _ := status.FromError(err)
+	code, msg := http.StatusInternalServerError, "internal error"
+	switch st.Code() {
+	case codes.Unauthenticated:
+		code, msg = http.StatusUnauthorized, st.Message()
+	case codes.PermissionDenied:
+		code, msg = http.StatusForbidden, st.Message()
+	case codes.InvalidArgument:
+		code, msg = http.StatusBadRequest, st.Message()
+	case codes.ResourceExhausted:
+		code, msg = http.StatusTooManyRequests, st.Message()
+	case codes.Unavailable, codes.DeadlineExceeded:
+		code, msg = http.StatusServiceUnavailable, "the sign-in service is unavailable; try again"
+	}
+	if code >= 500 {
+		h.logger.ErrorContext(r.Context(), "sign-in failed", "path", r.URL.Path, "error", err.Error())
+	}
+	httpError(w, code, msg)
+}
+
+func httpError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	fmt.Fprintln(w, msg)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	w.Write(b)
+}
+
+// randomString is 256 random bits, base64url.
+func randomString() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// pkceChallenge is the S256 code challenge of a verifier.
+func pkceChallenge(verifier string) string {
+	sum := sha256.Sum256([]byte(verifier))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
