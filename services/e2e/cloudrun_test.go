@@ -66,11 +66,12 @@ func TestCloudRunShape(t *testing.T) {
 	}
 	token := strings.TrimSpace(tokenOut.String())
 
-	startProcess(t, bins["write-service"], append(base, "PORT="+writePort,
+	write := startProcess(t, bins["write-service"], append(base, "PORT="+writePort,
 		"TBHUB_PUBLIC_ORIGIN="+frontURL, "TBHUB_API_ENDPOINT=127.0.0.1:"+writePort))
 	waitHTTPReady(t, writeURL+"/readyz")
+	readMetrics := "127.0.0.1:" + freePort(t)
 	readEnv := append(base, "PORT="+readPort, "TBHUB_PUBLIC_ORIGIN="+frontURL,
-		"TBHUB_BLOB_KEY_SECRET=Y2xvdWQtcnVuLXNoYXBlLXRlc3Qta2V5")
+		"TBHUB_BLOB_KEY_SECRET=Y2xvdWQtcnVuLXNoYXBlLXRlc3Qta2V5", "TBHUB_METRICS_ADDR="+readMetrics)
 	read := startProcess(t, bins["read-service"], readEnv)
 	waitGRPCServing(t, "127.0.0.1:"+readPort)
 	startProcess(t, bins["frontend"], []string{"PORT=" + frontPort,
@@ -116,6 +117,8 @@ func TestCloudRunShape(t *testing.T) {
 			t.Errorf("PATCH /api/experiments/EID through the frontend: %d %s", resp.StatusCode, body)
 		}
 	}
+	checkObservability(t, observed{frontURL: frontURL, writeURL: writeURL, readMetricsURL: "http://" + readMetrics,
+		eid: sum.ExperimentID, writeLog: write.log, readLog: read.log})
 
 	// Replace the read service (SIGTERM, as Cloud Run stops an instance,
 	// then a new process on the same address) while the frontend is asked
