@@ -26,8 +26,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/compute/metadata"
-	mexporter "github.com/GoogleCloudPlatform/opentelemetry-operations-go/exporter/metric"
-	texporter "github.com/GoogleCloudPlatform/opentelemetry-operations-go/exporter/trace"
 	promclient "github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	promexport "go.opentelemetry.io/contrib/bridges/prometheus"
@@ -178,7 +176,7 @@ func Start(ctx context.Context, cfg Config, metrics *Metrics) (*Telemetry, error
 	case ExporterOTLP:
 		spans, err = otlptracegrpc.New(ctx)
 	case ExporterGCP:
-		spans, err = texporter.New(texporter.WithProjectID(project))
+		spans, err = cloudTraceExporter(project)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %s trace exporter: %w", cfg.TraceExporter, err)
@@ -194,7 +192,7 @@ func Start(ctx context.Context, cfg Config, metrics *Metrics) (*Telemetry, error
 		t.shutdown = append(t.shutdown, tp.Shutdown)
 	}
 	if cfg.MetricsExporter == ExporterGCP && metrics != nil {
-		exp, err := mexporter.New(mexporter.WithProjectID(project))
+		exp, err := cloudMonitoringExporter(project)
 		if err != nil {
 			t.Shutdown(ctx)
 			return nil, fmt.Errorf("telemetry: Cloud Monitoring exporter: %w", err)
