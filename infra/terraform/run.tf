@@ -8,6 +8,14 @@
 locals {
   oidc_secret = local.oidc_enabled ? { TBHUB_OIDC_CLIENT_IDS = "oidc-client-ids" } : {}
 
+  # Every service: the project names log lines' traces (Cloud Logging links
+  # them to Cloud Trace); with telemetry_export, spans go to Cloud Trace and
+  # the tbhub_ metrics to Cloud Monitoring (docs/operations.md).
+  telemetry_env = merge({ TBHUB_GCP_PROJECT = var.project_id }, var.telemetry_export ? {
+    TBHUB_TRACE_EXPORTER   = "gcp"
+    TBHUB_METRICS_EXPORTER = "gcp"
+  } : {})
+
   run_services = {
     # Uploads (gRPC), export, experiments, auth and the uploader handshake.
     write = {
@@ -94,7 +102,7 @@ resource "google_cloud_run_v2_service" "svc" {
       }
 
       dynamic "env" {
-        for_each = each.value.env
+        for_each = merge(local.telemetry_env, each.value.env)
         content {
           name  = env.key
           value = env.value

@@ -88,6 +88,12 @@ variable "write_service_env" {
   default     = {}
 }
 
+variable "telemetry_export" {
+  description = "Send the services' traces to Cloud Trace and their tbhub_ metrics to Cloud Monitoring (TBHUB_TRACE_EXPORTER and TBHUB_METRICS_EXPORTER = gcp)."
+  type        = bool
+  default     = true
+}
+
 variable "labels" {
   description = "Labels put on every resource that takes them."
   type        = map(string)
