@@ -1,38 +1,71 @@
 // The one data-fetching layer: every request the UI makes goes through
-// here. It adds the signed-in user's API token as a bearer header, turns
-// error statuses into ApiError, shares identical in-flight GETs and keeps
-// their answers for the page's lifetime (until refresh()), and fetches
-// blobs (images, audio, downloads) with the token into object URLs, since
-// <img> and <audio> cannot send headers.
+// here. The browser's session is an HttpOnly cookie (set by the server's
+// sign-in routes, package session) that every same-origin request carries,
+// so no credential is ever visible to scripts. It turns error statuses into
+// ApiError, shares identical in-flight GETs and keeps their answers for the
+// page's lifetime (until refresh()), and fetches blobs (images, audio,
+// downloads) into object URLs.
 
-const TOKEN_KEY = "tbhub.token";
-
-export function getToken(): string {
-  try {
-    return localStorage.getItem(TOKEN_KEY) ?? "";
-  } catch {
-    return "";
-  }
+/** Who is signed in (GET /api/session), and whether OIDC sign-in is offered. */
+export interface Session {
+  signedIn: boolean;
+  userId?: string;
+  userName?: string;
+  email?: string;
+  /** The OIDC issuer "Sign in with" goes to; absent: API tokens only. */
+  oidcIssuer?: string;
 }
 
-export function setToken(token: string) {
-  if (token) localStorage.setItem(TOKEN_KEY, token);
-  else localStorage.removeItem(TOKEN_KEY);
-  refresh();
+let session: Promise<Session> | null = null;
+
+/** The session, asked once per page load (and again after signing in or out). */
+export function getSession(): Promise<Session> {
+  if (!session) {
+    session = fetch("/api/session", { headers: headers() })
+      .then((r) => check(r, "/api/session"))
+      .then((r) => r.json() as Promise<Session>);
+    session.catch(() => (session = null));
+  }
+  return session;
+}
+
+/** Starts a session with an API token; rejects with ApiError 401 if it is not accepted. */
+export async function signInWithToken(token: string): Promise<Session> {
+  const s = (await send<Session>("POST", "/api/session", { token })) as Session;
+  session = Promise.resolve(s);
+  return s;
+}
+
+/** Ends the session (the server revokes its token). */
+export async function signOut() {
+  await send("DELETE", "/api/session");
+  session = null;
 }
 
 export class ApiError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** The server's own words (its text body), for showing to the user. */
+    readonly detail = message,
   ) {
     super(message);
   }
 }
 
+/**
+ * Request headers. The session cookie goes by itself; a token scripts put
+ * in localStorage["tbhub.token"] (browser benchmarks do) is sent as a
+ * bearer header instead. The UI itself never stores a token.
+ */
 function headers(extra?: Record<string, string>): Record<string, string> {
   const h: Record<string, string> = { ...extra };
-  const t = getToken();
+  let t = "";
+  try {
+    t = localStorage.getItem("tbhub.token") ?? "";
+  } catch {
+    // No storage (privacy settings): the cookie alone.
+  }
   if (t) h["Authorization"] = `Bearer ${t}`;
   return h;
 }
@@ -45,7 +78,23 @@ async function check(resp: Response, path: string): Promise<Response> {
   } catch {
     // The status says enough.
   }
-  throw new ApiError(resp.status, `${resp.status} ${text || resp.statusText} (${path})`);
+  throw new ApiError(resp.status, `${resp.status} ${text || resp.statusText} (${path})`, text || resp.statusText);
+}
+
+/**
+ * Sends a change (POST, PATCH, DELETE) with an optional JSON body and
+ * decodes the JSON answer (null for 204). Cached answers are forgotten, so
+ * the next reads see the change.
+ */
+export async function send<T>(method: string, path: string, body?: unknown): Promise<T | null> {
+  const init: RequestInit = { method, headers: headers() };
+  if (body !== undefined) {
+    init.headers = headers({ "Content-Type": "application/json" });
+    init.body = JSON.stringify(body);
+  }
+  const r = await check(await fetch(path, init), path);
+  refresh();
+  return r.status === 204 ? null : ((await r.json()) as T);
 }
 
 const cache = new Map<string, Promise<unknown>>();
@@ -84,13 +133,23 @@ export function limiter(n: number): <T>(task: () => Promise<T>) => Promise<T> {
   };
   return <T>(task: () => Promise<T>) =>
     new Promise<T>((resolve, reject) => {
+      // The slot is handed on before the caller resumes, so that the next
+      // read is under way while the caller draws what this one returned.
+      const done = () => {
+        running--;
+        next();
+      };
       queue.push(() =>
-        task()
-          .then(resolve, reject)
-          .finally(() => {
-            running--;
-            next();
-          }),
+        task().then(
+          (v) => {
+            done();
+            resolve(v);
+          },
+          (e) => {
+            done();
+            reject(e);
+          },
+        ),
       );
       next();
     });
@@ -176,11 +235,29 @@ export interface Experiment {
   name?: string;
   description?: string;
   ownerUserId?: string;
+  ownerEmail?: string;
   visibility?: string;
   createTime?: string;
   updateTime?: string;
   url?: string;
   counts?: Record<string, string | number>;
+}
+
+export interface Grant {
+  grantee?: { userId?: string; email?: string; userName?: string };
+  /** The grantee's user name, for grants to users who exist. */
+  userName?: string;
+}
+
+export interface ApiToken {
+  tokenId: string;
+  name?: string;
+  scopes?: string[];
+  secretPrefix?: string;
+  createTime?: string;
+  expireTime?: string;
+  lastUseTime?: string;
+  revokeTime?: string;
 }
 
 export interface ExperimentList {

@@ -2,33 +2,38 @@
 // index.html by frontend-api's webui package.
 
 import "./style.css";
-import { getToken, setToken } from "./api";
+import { getSession, signOut } from "./api";
 import { h, setChildren } from "./dom";
 import { renderExperiment } from "./pages/experiment";
 import { renderExperiments } from "./pages/experiments";
 import { renderSignIn } from "./pages/signin";
 
+/** The top bar; who is signed in is filled in when the session is known. */
 function header(): HTMLElement {
-  const signedIn = !!getToken();
-  return h(
-    "header.top",
-    null,
-    h("a.brand", { href: "/" }, "tbhub"),
-    h("a", { href: "/" }, "My experiments"),
-    h("span.spacer"),
-    signedIn
-      ? h(
-          "button.signout",
-          {
-            onclick: () => {
-              setToken("");
-              route();
-            },
-          },
-          "Sign out",
-        )
-      : h("a.signin-link", { href: `/signin?next=${encodeURIComponent(location.pathname + location.search)}` }, "Sign in"),
-  );
+  const account = h("span.account");
+  getSession()
+    .then((s) =>
+      setChildren(
+        account,
+        s.signedIn
+          ? [
+              h("span.who", { title: s.userId }, s.userName || s.email || s.userId),
+              h(
+                "button.signout",
+                {
+                  onclick: async () => {
+                    await signOut().catch(() => {});
+                    route();
+                  },
+                },
+                "Sign out",
+              ),
+            ]
+          : h("a.signin-link", { href: `/signin?next=${encodeURIComponent(location.pathname + location.search)}` }, "Sign in"),
+      ),
+    )
+    .catch(() => {});
+  return h("header.top", null, h("a.brand", { href: "/" }, "tbhub"), h("a", { href: "/" }, "My experiments"), h("span.spacer"), account);
 }
 
 let stopPage: () => void = () => {};

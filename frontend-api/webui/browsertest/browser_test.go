@@ -17,7 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/tbhub/tbhub/frontend-api/session"
+	"github.com/tbhub/tbhub/frontend-api/session/sessiontest"
 )
 
 // env is what every test shares: one `tbhub serve` holding the corpus,
@@ -25,6 +29,8 @@ import (
 var env struct {
 	origin    string
 	token     string
+	issuer    *sessiontest.Issuer // the OIDC issuer tbhub serve trusts (client oidcClient)
+	tbup, dir string
 	eid       string // the corpus, private
 	publicEID string // generated/scalars, public
 	browser   context.Context
@@ -84,7 +90,13 @@ func setup(dir string) (func(), error) {
 		}
 	}
 
-	serve := exec.Command(tbhub, "serve", "--data", filepath.Join(dir, "data"), "--addr", "127.0.0.1:0")
+	if env.issuer, err = sessiontest.Start(oidcClient); err != nil {
+		return nil, err
+	}
+	stops = append(stops, env.issuer.Close)
+	env.tbup, env.dir = tbup, dir
+	serve := exec.Command(tbhub, "serve", "--data", filepath.Join(dir, "data"), "--addr", "127.0.0.1:0",
+		"--oidc-issuer", env.issuer.URL, "--oidc-client-ids", oidcClient)
 	stderr, err := serve.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -240,8 +252,12 @@ func upload(tbup, dir, logdir, name string, extra ...string) (string, error) {
 	return summary.ExperimentID, nil
 }
 
-// tab opens a new browser tab for one test. signedIn puts the owner's
-// token into localStorage first, as the sign-in page does.
+// oidcClient is the web client tbhub serve accepts ID tokens for.
+const oidcClient = "tbhub-web"
+
+// tab opens a new browser tab for one test. The browser's cookies are
+// cleared; signedIn sets the session cookie to the owner's token (the
+// sign-in page sets one holding a token minted for the session).
 func tab(t *testing.T, signedIn bool) context.Context {
 	t.Helper()
 	requireEnv(t)
@@ -250,12 +266,12 @@ func tab(t *testing.T, signedIn bool) context.Context {
 	// Bounds a test that hangs; the waits below have no deadlines of their own.
 	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
 	t.Cleanup(cancelTimeout)
-	script := `localStorage.removeItem("tbhub.token")`
+	// Benchmarks sign in with a token in localStorage (src/api.ts): forget it too.
+	run(t, ctx, network.ClearBrowserCookies(), chromedp.Navigate(env.origin+"/static/not-there"),
+		chromedp.Evaluate(`localStorage.removeItem("tbhub.token")`, nil))
 	if signedIn {
-		script = fmt.Sprintf(`localStorage.setItem("tbhub.token", %q)`, env.token)
+		run(t, ctx, network.SetCookie(session.CookieName, env.token).WithURL(env.origin+"/").WithHTTPOnly(true).WithSameSite(network.CookieSameSiteLax))
 	}
-	// Any page of the origin gives access to its localStorage.
-	run(t, ctx, chromedp.Navigate(env.origin+"/static/not-there"), chromedp.Evaluate(script, nil))
 	return ctx
 }
 

@@ -1,7 +1,7 @@
 // The experiment page: the runs list on the side, a tab per dashboard that
 // has data, the dashboard itself. All view state lives in the URL (state.ts).
 
-import { ApiError, ExperimentAPI, getJSON, getToken, refresh, type PluginsListing } from "../api";
+import { ApiError, ExperimentAPI, getJSON, getSession, refresh, type PluginsListing } from "../api";
 import { runColor } from "../colors";
 import { compileFilter, debounce, h, setChildren } from "../dom";
 import { Store, type ViewState } from "../state";
@@ -50,7 +50,7 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
     ]);
   } catch (e) {
     if (e instanceof ApiError && (e.status === 404 || e.status === 401 || e.status === 403)) {
-      renderNotFound(el, eid, reroute);
+      await renderNotFound(el, eid, reroute);
       return () => {};
     }
     throw e;
@@ -179,9 +179,9 @@ function runsSidebar(ctx: DashboardContext): { el: HTMLElement; update: (s: View
 }
 
 /** Missing and private experiments look the same to a viewer (both 404). */
-function renderNotFound(el: HTMLElement, eid: string, reroute: () => void) {
+async function renderNotFound(el: HTMLElement, eid: string, reroute: () => void) {
   document.title = "Not found – tbhub";
-  if (!getToken()) {
+  if (!(await getSession().catch(() => ({ signedIn: false }))).signedIn) {
     renderSignIn(el, reroute, `Experiment ${eid} was not found. If it is private, sign in with an account that may see it.`);
     return;
   }

@@ -1,6 +1,11 @@
-// "My experiments": the signed-in user's experiments with their counts.
+// "My experiments": the signed-in user's experiments with their counts,
+// and what the owner can do with them (rename, re-describe, change
+// visibility, share, delete), the experiments shared with them, and their
+// API tokens (create one, shown once; revoke). Every change is one call to
+// tbhub's /api/ routes (frontend-api/httpapi/manage.go); the server decides
+// who may do what.
 
-import { getJSON, getToken, type Experiment, type ExperimentList } from "../api";
+import { ApiError, getJSON, getSession, send, type ApiToken, type Experiment, type ExperimentList, type Grant } from "../api";
 import { h, setChildren } from "../dom";
 import { renderSignIn } from "./signin";
 
@@ -9,50 +14,359 @@ function count(e: Experiment, key: string): string {
   return v === undefined ? "0" : Number(v).toLocaleString();
 }
 
+const VISIBILITIES = ["private", "unlisted", "public"] as const;
+
 function visibility(v?: string): string {
   return (v ?? "VISIBILITY_PRIVATE").replace("VISIBILITY_", "").toLowerCase();
 }
 
+function errorText(e: unknown): string {
+  return e instanceof ApiError ? e.detail : (e as Error).message;
+}
+
+function expURL(e: Experiment): string {
+  return `/api/experiments/${encodeURIComponent(e.experimentId)}`;
+}
+
+/**
+ * A modal dialog (the platform's <dialog>: focus moves into it, Escape
+ * closes it). body gets the dialog's error line to report failures in.
+ */
+function openDialog(title: string, cls: string, body: (close: () => void, error: HTMLElement) => HTMLElement[]): HTMLDialogElement {
+  const error = h("p.error", { role: "alert" });
+  const dialog = h("dialog", { className: `dialog ${cls}`, "aria-label": title });
+  const close = () => {
+    dialog.close();
+    dialog.remove();
+  };
+  dialog.addEventListener("close", () => dialog.remove());
+  setChildren(dialog, h("h2", null, title), ...body(close, error), error);
+  document.body.appendChild(dialog);
+  dialog.showModal();
+  return dialog;
+}
+
 export async function renderExperiments(el: HTMLElement, reroute: () => void) {
-  if (!getToken()) {
+  setChildren(el, h("p.notice", null, "Loading…"));
+  const session = await getSession();
+  if (!session.signedIn) {
     renderSignIn(el, reroute, "Sign in to see your experiments.");
     return;
   }
-  setChildren(el, h("p.notice", null, "Loading…"));
   const [owned, shared] = await Promise.all([
     getJSON<ExperimentList>("/api/experiments?scope=owned&page_size=500"),
     getJSON<ExperimentList>("/api/experiments?scope=shared&page_size=500").catch(() => ({}) as ExperimentList),
   ]);
-  const table = (list: Experiment[]) =>
+  const again = () => renderExperiments(el, reroute);
+  const status = h("p.status", { role: "status" });
+
+  /** Runs a change; on success re-renders the page, on failure says why in report. */
+  async function change(report: HTMLElement, fn: () => Promise<unknown>, done?: () => void): Promise<boolean> {
+    report.textContent = "";
+    try {
+      await fn();
+    } catch (e) {
+      report.textContent = errorText(e);
+      return false;
+    }
+    done?.();
+    await again();
+    return true;
+  }
+
+  function editDialog(e: Experiment) {
+    const name = h("input", { type: "text", name: "name", value: e.name ?? "", maxLength: 100, "aria-label": "name", size: 40 });
+    const desc = h("textarea", { name: "description", rows: 4, cols: 40, maxLength: 600, "aria-label": "description" });
+    desc.value = e.description ?? "";
+    openDialog(`Edit ${e.name || e.experimentId}`, "edit-dialog", (close, error) => [
+      h(
+        "form",
+        {
+          method: "dialog",
+          onsubmit: (ev: Event) => {
+            ev.preventDefault();
+            change(error, () => send("PATCH", expURL(e), { name: name.value, description: desc.value }), close);
+          },
+        },
+        h("label", null, "Name ", name),
+        h("label", null, "Description (markdown) ", desc),
+        h("div.buttons", null, h("button", { type: "submit", className: "primary" }, "Save"), h("button", { type: "button", onclick: close }, "Cancel")),
+      ),
+    ]);
+    name.select();
+  }
+
+  function shareDialog(e: Experiment) {
+    const list = h("ul.grants");
+    const who = h("input", { type: "text", name: "grantee", placeholder: "user name or email", "aria-label": "user name or email", size: 30, required: true });
+    let report: HTMLElement;
+    async function load() {
+      setChildren(list, h("li.hint", null, "Loading…"));
+      let grants: Grant[];
+      try {
+        grants = (await getJSON<{ grants?: Grant[] }>(`${expURL(e)}/grants`)).grants ?? [];
+      } catch (err) {
+        setChildren(list, h("li.error", null, errorText(err)));
+        return;
+      }
+      if (!grants.length) {
+        setChildren(list, h("li.hint", null, "Only you can see it" + (e.visibility === "VISIBILITY_PRIVATE" ? "." : " listed; anyone with the link can read it.")));
+        return;
+      }
+      setChildren(
+        list,
+        grants.map((g) => {
+          const email = g.grantee?.email;
+          const label = email ?? g.userName ?? g.grantee?.userId ?? "";
+          const q = email ? `email=${encodeURIComponent(email)}` : `user_id=${encodeURIComponent(g.grantee?.userId ?? "")}`;
+          return h(
+            "li",
+            { "data-grantee": label },
+            h("span.grantee", null, label),
+            email ? h("span.hint", null, " (when they first sign in)") : null,
+            h(
+              "button.revoke",
+              {
+                type: "button",
+                "aria-label": `Stop sharing with ${label}`,
+                onclick: async () => {
+                  report.textContent = "";
+                  try {
+                    await send("DELETE", `${expURL(e)}/grants?${q}`);
+                  } catch (err) {
+                    report.textContent = errorText(err);
+                  }
+                  await load();
+                },
+              },
+              "Remove",
+            ),
+          );
+        }),
+      );
+    }
+    openDialog(`Share ${e.name || e.experimentId}`, "share-dialog", (close, error) => {
+      report = error;
+      return [
+        h("p.hint", null, "People you share a private experiment with can read it, not change it. A user name is the one given to `tbhub token create --user`, or the email someone signs in with."),
+        list,
+        h(
+          "form.share",
+          {
+            onsubmit: async (ev: Event) => {
+              ev.preventDefault();
+              const v = who.value.trim();
+              if (!v) return;
+              error.textContent = "";
+              try {
+                await send("POST", `${expURL(e)}/grants`, v.includes("@") ? { email: v } : { userName: v });
+                who.value = "";
+              } catch (err) {
+                error.textContent = errorText(err);
+              }
+              await load();
+            },
+          },
+          who,
+          h("button", { type: "submit", className: "primary" }, "Share"),
+        ),
+        h("div.buttons", null, h("button", { type: "button", onclick: close }, "Done")),
+      ];
+    });
+    load();
+  }
+
+  function deleteDialog(e: Experiment) {
+    const label = e.name || e.experimentId;
+    openDialog(`Delete ${label}?`, "delete-dialog", (close, error) => [
+      h("p", null, `This deletes the experiment "${label}" and all its data (${count(e, "numScalarPoints")} scalar points, ${count(e, "numBlobs")} blobs) for everyone. It cannot be undone.`),
+      h(
+        "div.buttons",
+        null,
+        h(
+          "button.danger.confirm-delete",
+          { type: "button", onclick: () => change(error, () => send("DELETE", expURL(e)), close) },
+          "Delete for good",
+        ),
+        h("button", { type: "button", onclick: close, autofocus: true }, "Cancel"),
+      ),
+    ]);
+  }
+
+  function visibilitySelect(e: Experiment): HTMLSelectElement {
+    const sel = h(
+      "select.visibility",
+      {
+        "aria-label": `visibility of ${e.name || e.experimentId}`,
+        onchange: () => change(status, () => send("PATCH", expURL(e), { visibility: sel.value })).then((ok) => ok || (sel.value = visibility(e.visibility))),
+      },
+      VISIBILITIES.map((v) => h("option", { value: v, selected: v === visibility(e.visibility) }, v)),
+    );
+    return sel;
+  }
+
+  const table = (list: Experiment[], mine: boolean) =>
     h(
       "table.experiments",
-      null,
-      h("thead", null, h("tr", null, ["Name", "Description", "Runs", "Tags", "Scalar points", "Blobs", "Updated", "Visibility"].map((c) => h("th", null, c)))),
+      { className: mine ? "experiments owned" : "experiments shared" },
+      h("thead", null, h("tr", null, ["Name", "Description", "Runs", "Tags", "Scalar points", "Blobs", "Updated", "Visibility", mine ? "" : "Owner"].map((c) => h("th", null, c)))),
       h(
         "tbody",
         null,
         list.map((e) =>
           h(
             "tr",
-            null,
-            h("td", null, h("a", { href: `/experiment/${encodeURIComponent(e.experimentId)}/` }, e.name || e.experimentId)),
+            { "data-eid": e.experimentId },
+            h("td.name", null, h("a", { href: `/experiment/${encodeURIComponent(e.experimentId)}/` }, e.name || e.experimentId)),
             h("td.desc", null, e.description ?? ""),
             h("td.num", null, count(e, "numRuns")),
             h("td.num", null, count(e, "numTags")),
             h("td.num", null, count(e, "numScalarPoints")),
             h("td.num", null, count(e, "numBlobs")),
             h("td", null, e.updateTime ? new Date(e.updateTime).toLocaleString() : ""),
-            h("td", null, visibility(e.visibility)),
+            h("td", null, mine ? visibilitySelect(e) : visibility(e.visibility)),
+            mine
+              ? h(
+                  "td.actions",
+                  null,
+                  h("button.edit", { type: "button", onclick: () => editDialog(e) }, "Edit"),
+                  h("button.share", { type: "button", onclick: () => shareDialog(e) }, "Share"),
+                  h("button.delete.danger", { type: "button", onclick: () => deleteDialog(e) }, "Delete"),
+                )
+              : h("td", null, e.ownerEmail ?? ""),
           ),
         ),
       ),
     );
   const ownedList = owned.experiments ?? [];
   const sharedList = shared.experiments ?? [];
+  const tokens = h("section.tokens");
   setChildren(
     el,
     h("h1", null, "My experiments"),
-    ownedList.length ? table(ownedList) : h("p.notice", null, "No experiments yet. Upload a logdir with `tbup upload --logdir LOGDIR`."),
-    sharedList.length ? [h("h2", null, "Shared with me"), table(sharedList)] : null,
+    status,
+    ownedList.length ? table(ownedList, true) : h("p.notice", null, "No experiments yet. Upload a logdir with `tbup upload --logdir LOGDIR`."),
+    sharedList.length ? [h("h2", null, "Shared with me"), table(sharedList, false)] : null,
+    tokens,
   );
+  renderTokens(tokens);
+}
+
+function fmtTime(t?: string): string {
+  return t ? new Date(t).toLocaleString() : "–";
+}
+
+/** The API tokens section: the caller's tokens, a form to create one. */
+async function renderTokens(el: HTMLElement) {
+  const error = h("p.error", { role: "alert" });
+  const created = h("div.created");
+  const name = h("input", { type: "text", name: "token-name", placeholder: "e.g. laptop, ci", "aria-label": "token name", maxLength: 100, required: true });
+  const upload = h("input", { type: "checkbox", name: "scope-upload", checked: true });
+  const read = h("input", { type: "checkbox", name: "scope-read", checked: true });
+  const list = h("tbody");
+  async function load() {
+    let tokens: ApiToken[];
+    try {
+      tokens = (await getJSON<{ tokens?: ApiToken[] }>("/api/tokens")).tokens ?? [];
+    } catch (e) {
+      error.textContent = errorText(e);
+      return;
+    }
+    const now = Date.now();
+    setChildren(
+      list,
+      tokens.map((t) => {
+        const dead = t.revokeTime ? "revoked" : t.expireTime && Date.parse(t.expireTime) < now ? "expired" : "";
+        return h(
+          "tr",
+          { "data-token": t.tokenId, className: dead ? "dead" : "" },
+          h("td", null, t.name ?? ""),
+          h("td", null, h("code", null, `${t.secretPrefix ?? ""}…`)),
+          h("td", null, (t.scopes ?? []).map((s) => s.replace("SCOPE_", "").toLowerCase()).join(", ")),
+          h("td", null, fmtTime(t.createTime)),
+          h("td", null, t.lastUseTime ? fmtTime(t.lastUseTime) : "never"),
+          h("td", null, t.expireTime ? fmtTime(t.expireTime) : "never"),
+          h(
+            "td",
+            null,
+            dead ||
+              h(
+                "button.revoke-token",
+                {
+                  type: "button",
+                  onclick: async () => {
+                    error.textContent = "";
+                    try {
+                      await send("DELETE", `/api/tokens/${encodeURIComponent(t.tokenId)}`);
+                    } catch (e) {
+                      error.textContent = errorText(e);
+                    }
+                    await load();
+                  },
+                },
+                "Revoke",
+              ),
+          ),
+        );
+      }),
+    );
+  }
+  const form = h(
+    "form.new-token",
+    {
+      onsubmit: async (ev: Event) => {
+        ev.preventDefault();
+        error.textContent = "";
+        const scopes = [upload.checked && "SCOPE_UPLOAD", read.checked && "SCOPE_READ"].filter(Boolean);
+        let ans: { secret?: string } | null;
+        try {
+          ans = await send<{ secret?: string }>("POST", "/api/tokens", { name: name.value.trim(), scopes });
+        } catch (e) {
+          error.textContent = errorText(e);
+          return;
+        }
+        const secret = h("input", { type: "text", readOnly: true, value: ans?.secret ?? "", className: "secret", "aria-label": "new token", size: 50 });
+        const copied = h("span.hint", { role: "status" });
+        setChildren(
+          created,
+          h("p", null, h("strong", null, "Copy this token now: it is shown only once.")),
+          secret,
+          h(
+            "button.copy",
+            {
+              type: "button",
+              onclick: async () => {
+                secret.select();
+                try {
+                  await navigator.clipboard.writeText(secret.value);
+                  copied.textContent = "Copied.";
+                } catch {
+                  copied.textContent = document.execCommand("copy") ? "Copied." : "Select it and copy.";
+                }
+              },
+            },
+            "Copy",
+          ),
+          copied,
+          h("p.hint", null, `Use it with: TBUP_TOKEN=… tbup upload --server ${location.origin} --logdir LOGDIR`),
+        );
+        name.value = "";
+        await load();
+      },
+    },
+    h("label", null, "Name ", name),
+    h("label", null, upload, " upload"),
+    h("label", null, read, " read"),
+    h("button", { type: "submit", className: "primary" }, "Create token"),
+  );
+  setChildren(
+    el,
+    h("h2", null, "API tokens"),
+    h("p.hint", null, "For `tbup` and scripts. Web sessions appear here too (\"web session\"); signing out revokes them."),
+    form,
+    created,
+    error,
+    h("table.tokens", null, h("thead", null, h("tr", null, ["Name", "Token", "Scopes", "Created", "Last used", "Expires", ""].map((c) => h("th", null, c)))), list),
+  );
+  await load();
 }

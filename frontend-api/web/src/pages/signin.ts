@@ -1,28 +1,44 @@
-// Sign-in with an API token (self-hosting: `tbhub token create`, or the
-// token `tbhub serve` prints on first start). The token is kept in this
-// browser's localStorage and sent as a bearer header by the fetch layer.
-// OIDC sign-in in the browser is not there yet.
+// Sign-in: with the server's OpenID Connect issuer when it offers one
+// (GET /auth/login runs the authorization-code flow and comes back to the
+// page that asked), or with an API token (self-hosting: the token `tbhub
+// serve` prints on first start, or `tbhub token create`). Either way the
+// server sets an HttpOnly session cookie; the token pasted here is only
+// sent once, to start the session.
 
-import { ApiError, getJSON, setToken } from "../api";
+import { ApiError, getSession, signInWithToken } from "../api";
 import { h, setChildren } from "../dom";
 
-/** Renders the sign-in form; after signing in, calls done (which re-routes the page). */
+/** The page to come back to: ?next= on /signin, else the current page. */
+function nextPath(): string {
+  if (location.pathname !== "/signin") return location.pathname + location.search;
+  const next = new URLSearchParams(location.search).get("next") ?? "/";
+  return next.startsWith("/") && !next.startsWith("//") ? next : "/";
+}
+
+function issuerName(issuer: string): string {
+  try {
+    return new URL(issuer).host;
+  } catch {
+    return issuer;
+  }
+}
+
+/** Renders the sign-in page; after a token sign-in, calls done (which re-routes the page). */
 export function renderSignIn(el: HTMLElement, done: () => void, message?: string) {
   const input = h("input", { type: "password", name: "token", placeholder: "tbh_…", autocomplete: "current-password", required: true, "aria-label": "API token", size: 40 });
   const error = h("p.error", { role: "alert" });
+  if (location.pathname === "/signin") error.textContent = new URLSearchParams(location.search).get("error") ?? "";
+  const oidc = h("div.oidc");
   const form = h(
     "form.signin",
     {
       onsubmit: async (e: Event) => {
         e.preventDefault();
         error.textContent = "";
-        const token = input.value.trim();
-        setToken(token);
         try {
-          await getJSON("/api/experiments?page_size=1");
+          await signInWithToken(input.value.trim());
         } catch (err) {
-          setToken("");
-          error.textContent = err instanceof ApiError && (err.status === 401 || err.status === 403) ? "That token was not accepted." : (err as Error).message;
+          error.textContent = err instanceof ApiError && err.status === 401 ? "That token was not accepted." : (err as Error).message;
           return;
         }
         done();
@@ -30,11 +46,19 @@ export function renderSignIn(el: HTMLElement, done: () => void, message?: string
     },
     h("h1", null, "Sign in"),
     message ? h("p", null, message) : null,
-    h("p.hint", null, "Paste an API token. `tbhub serve` prints one on first start; `tbhub token create --user NAME` makes more. It stays in this browser only."),
+    oidc,
+    h("p.hint", null, "Or paste an API token. `tbhub serve` prints one on first start; `tbhub token create --user NAME` makes more. This browser keeps a session of its own, not the token."),
     h("label", null, "API token ", input),
-    h("button", { type: "submit" }, "Sign in"),
+    h("button", { type: "submit" }, "Sign in with token"),
     error,
   );
   setChildren(el, form);
   input.focus();
+  getSession()
+    .then((s) => {
+      if (!s.oidcIssuer) return;
+      const href = `/auth/login?next=${encodeURIComponent(nextPath())}`;
+      setChildren(oidc, h("a.button.oidc-signin", { href }, `Sign in with ${issuerName(s.oidcIssuer)}`));
+    })
+    .catch(() => {});
 }
