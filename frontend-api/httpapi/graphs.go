@@ -96,7 +96,8 @@ func (h *Handler) latestBlob(r *request, run, tag string, plugins ...string) (b 
 	return nil, "", false, nil
 }
 
-// graph serves a run's graph, or the op graph recorded under a tag, as
+// graph serves a run's graph, the op graph recorded under a tag, or (with
+// conceptual=true) the Keras model under a tag converted to a GraphDef, as
 // text-format GraphDef, optionally with large attribute values removed.
 func (h *Handler) graph(w http.ResponseWriter, r *request) error {
 	q := r.URL.Query()
@@ -117,11 +118,23 @@ func (h *Handler) graph(w http.ResponseWriter, r *request) error {
 		limit = n
 	}
 	tag := q.Get("tag")
-	if tag != "" && q.Get("conceptual") == "true" {
-		return errorf(http.StatusBadRequest, "conceptual (Keras) graphs are not served yet")
-	}
 	var g *tbpb.GraphDef
-	if tag == "" {
+	switch {
+	case q.Get("conceptual") == "true":
+		if tag == "" {
+			return errorf(http.StatusBadRequest, "a conceptual graph needs the tag of a Keras model")
+		}
+		b, _, found, err := h.latestBlob(r, run, tag, "graph_keras_model")
+		if err != nil {
+			return err
+		}
+		if !found {
+			return errorf(http.StatusNotFound, "run %q has no Keras model under tag %q", run, tag)
+		}
+		if g, err = kerasGraph(b); err != nil {
+			return errorf(http.StatusBadRequest, "the stored Keras model of run %q tag %q is not a model config", run, tag)
+		}
+	case tag == "":
 		b, _, found, err := h.latestBlob(r, run, runGraphTag, "graphs")
 		if err != nil {
 			return err
@@ -133,7 +146,7 @@ func (h *Handler) graph(w http.ResponseWriter, r *request) error {
 		if err := proto.Unmarshal(b, g); err != nil {
 			return errorf(http.StatusBadRequest, "the stored graph of run %q is not a GraphDef", run)
 		}
-	} else {
+	default:
 		b, _, found, err := h.latestBlob(r, run, tag, "graph_run_metadata_graph", "graph_run_metadata")
 		if err != nil {
 			return err

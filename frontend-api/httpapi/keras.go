@@ -1,0 +1,258 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
+)
+
+// A Keras model config (model.to_json(), stored by the graph_keras_model
+// plugin) becomes a "conceptual graph": a GraphDef with one node per
+// layer, as TensorBoard serves it for graphs/graph?conceptual=true. Nested
+// models are name scopes; a node's name is its layer's name under the
+// scopes of the models holding it; its op is left empty and the layer's
+// class goes into the attribute keras_class (with its dtype under dtype).
+//
+// Layers are linked by their inbound nodes, which come in two shapes:
+// Keras 2 writes [[name, node_index, tensor_index, kwargs], ...] per call,
+// Keras 3 writes {"args": [{"config": {"keras_history": [name, node_index,
+// tensor_index]}}, ...]}. Both are read. A Sequential model's layers have
+// none: each layer takes the previous one's output. A reference to a nested
+// model stands for that model's output layers.
+
+type kerasLayer struct {
+	ClassName    string          `json:"class_name"`
+	Config       kerasConfig     `json:"config"`
+	InboundNodes json.RawMessage `json:"inbound_nodes"`
+}
+
+type kerasConfig struct {
+	Name         string          `json:"name"`
+	Layers       []kerasLayer    `json:"layers"`
+	InputLayers  json.RawMessage `json:"input_layers"`
+	OutputLayers json.RawMessage `json:"output_layers"`
+	Dtype        json.RawMessage `json:"dtype"`
+}
+
+// kerasRef is one tensor a layer consumes: a layer name and which of its
+// outputs.
+type kerasRef struct {
+	layer  string
+	output int
+}
+
+type kerasConverter struct {
+	g *tbpb.GraphDef
+	// modelOutputs maps a nested model's scoped name to the scoped names of
+	// its output layers.
+	modelOutputs map[string][]string
+	// extraInputs maps a nested model's input layer to what feeds the model.
+	extraInputs map[string][]string
+}
+
+// kerasGraph converts a Keras model's JSON config into a GraphDef.
+func kerasGraph(config []byte) (*tbpb.GraphDef, error) {
+	var top kerasLayer
+	if err := json.Unmarshal(config, &top); err != nil {
+		return nil, fmt.Errorf("not a Keras model config: %w", err)
+	}
+	c := &kerasConverter{g: &tbpb.GraphDef{}, modelOutputs: map[string][]string{}, extraInputs: map[string][]string{}}
+	c.layer(&top, "", "")
+	return c.g, nil
+}
+
+func scopedName(scope, name string) string {
+	if scope == "" {
+		return name
+	}
+	return scope + "/" + name
+}
+
+// layer adds l (found in scope) to the graph and returns the name of the
+// node standing for its output. prev is the output of the layer before it
+// in a Sequential model, or "".
+func (c *kerasConverter) layer(l *kerasLayer, scope, prev string) string {
+	name := scopedName(scope, l.Config.Name)
+	inbound := c.resolve(scope, parseInbound(l.InboundNodes))
+	if l.Config.Layers == nil {
+		n := &tbpb.NodeDef{Name: name, Attr: map[string]*tbpb.AttrValue{}}
+		if l.ClassName != "" {
+			n.Attr["keras_class"] = &tbpb.AttrValue{Value: &tbpb.AttrValue_S{S: []byte(l.ClassName)}}
+		}
+		if dt, ok := kerasDtype(l.Config.Dtype); ok {
+			n.Attr["dtype"] = &tbpb.AttrValue{Value: &tbpb.AttrValue_Type{Type: dt}}
+		}
+		switch {
+		case len(l.InboundNodes) > 0 && string(l.InboundNodes) != "null":
+			n.Input = append(n.Input, inbound...)
+		case prev != "":
+			n.Input = append(n.Input, prev)
+		}
+		n.Input = append(n.Input, c.extraInputs[name]...)
+		c.g.Node = append(c.g.Node, n)
+		return name
+	}
+
+	// A model: its layers go under its name.
+	inputs := parseLayerList(l.Config.InputLayers)
+	outputs := parseLayerList(l.Config.OutputLayers)
+	functional := len(inputs) > 0 && len(outputs) > 0
+	feed := prev
+	if len(inbound) > 0 {
+		feed = inbound[0]
+	}
+	if functional {
+		for i, in := range inputs {
+			switch {
+			case i < len(inbound):
+				c.extraInputs[scopedName(name, in.layer)] = append(c.extraInputs[scopedName(name, in.layer)], inbound[i])
+			case i == 0 && len(inbound) == 0 && prev != "":
+				c.extraInputs[scopedName(name, in.layer)] = append(c.extraInputs[scopedName(name, in.layer)], prev)
+			}
+		}
+	}
+	last := feed
+	for i := range l.Config.Layers {
+		p := ""
+		if !functional {
+			p = last
+		}
+		last = c.layer(&l.Config.Layers[i], name, p)
+	}
+	if functional {
+		c.modelOutputs[name] = c.resolve(name, outputs)
+	} else if len(l.Config.Layers) > 0 {
+		c.modelOutputs[name] = []string{last}
+	}
+	if outs := c.modelOutputs[name]; len(outs) > 0 {
+		return outs[0]
+	}
+	return name
+}
+
+// resolve turns references made inside scope into node names; a
+// reference to a nested model becomes the matching output of it.
+func (c *kerasConverter) resolve(scope string, refs []kerasRef) []string {
+	var out []string
+	for _, r := range refs {
+		name := scopedName(scope, r.layer)
+		if outs := c.modelOutputs[name]; len(outs) > 0 {
+			name = outs[min(max(r.output, 0), len(outs)-1)]
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// parseInbound reads a layer's inbound_nodes in the Keras 2 or 3 shape;
+// anything else yields no references.
+func parseInbound(raw json.RawMessage) []kerasRef {
+	var calls []json.RawMessage
+	if json.Unmarshal(raw, &calls) != nil {
+		return nil
+	}
+	var refs []kerasRef
+	for _, call := range calls {
+		var k3 struct {
+			Args []json.RawMessage `json:"args"`
+		}
+		if len(call) > 0 && call[0] == '{' {
+			if json.Unmarshal(call, &k3) != nil {
+				continue
+			}
+			for _, arg := range k3.Args {
+				var many []json.RawMessage
+				if json.Unmarshal(arg, &many) != nil {
+					many = []json.RawMessage{arg}
+				}
+				for _, a := range many {
+					var t struct {
+						Config struct {
+							History []json.RawMessage `json:"keras_history"`
+						} `json:"config"`
+					}
+					if json.Unmarshal(a, &t) == nil {
+						if r, ok := refFromList(t.Config.History); ok {
+							refs = append(refs, r)
+						}
+					}
+				}
+			}
+			continue
+		}
+		var k2 [][]json.RawMessage
+		if json.Unmarshal(call, &k2) != nil {
+			continue
+		}
+		for _, ref := range k2 {
+			if r, ok := refFromList(ref); ok {
+				refs = append(refs, r)
+			}
+		}
+	}
+	return refs
+}
+
+// parseLayerList reads input_layers/output_layers: one [name, node, tensor]
+// or a list of them.
+func parseLayerList(raw json.RawMessage) []kerasRef {
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil || len(items) == 0 {
+		return nil
+	}
+	if r, ok := refFromList(items); ok {
+		return []kerasRef{r}
+	}
+	var refs []kerasRef
+	for _, it := range items {
+		var l []json.RawMessage
+		if json.Unmarshal(it, &l) == nil {
+			if r, ok := refFromList(l); ok {
+				refs = append(refs, r)
+			}
+		}
+	}
+	return refs
+}
+
+// refFromList reads [name, node_index, tensor_index, ...].
+func refFromList(l []json.RawMessage) (kerasRef, bool) {
+	if len(l) < 3 {
+		return kerasRef{}, false
+	}
+	var r kerasRef
+	var node int
+	if json.Unmarshal(l[0], &r.layer) != nil || json.Unmarshal(l[1], &node) != nil || json.Unmarshal(l[2], &r.output) != nil {
+		return kerasRef{}, false
+	}
+	return r, true
+}
+
+// kerasDtype maps a layer's dtype (a name such as "float32", or a dtype
+// policy object whose config names one) to a DataType.
+func kerasDtype(raw json.RawMessage) (tbpb.DataType, bool) {
+	var name string
+	if json.Unmarshal(raw, &name) != nil {
+		var policy struct {
+			Config struct {
+				Name string `json:"name"`
+			} `json:"config"`
+		}
+		if json.Unmarshal(raw, &policy) != nil {
+			return 0, false
+		}
+		name = policy.Config.Name
+	}
+	switch name {
+	case "float16", "half":
+		name = "half"
+	case "float32":
+		name = "float"
+	case "float64":
+		name = "double"
+	}
+	dt, ok := tbpb.DataType_value["DT_"+strings.ToUpper(name)]
+	return tbpb.DataType(dt), ok && dt != 0
+}
