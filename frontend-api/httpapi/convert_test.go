@@ -3,7 +3,9 @@ package httpapi
 import (
 	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -39,6 +41,42 @@ func TestAppendFloatIsPythonRepr(t *testing.T) {
 	}
 	if got := string(appendCSVFloat(nil, math.Inf(-1))); got != "-inf" {
 		t.Errorf("appendCSVFloat(-Inf) = %s", got)
+	}
+}
+
+// pythonRepr is Python's float repr by its definition, for comparison:
+// repr uses positional notation when the decimal exponent of the shortest
+// round-tripping digits is in [-4, 16), scientific notation otherwise.
+func pythonRepr(f float64) string {
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	exp, _ := strconv.Atoi(e[strings.LastIndexByte(e, 'e')+1:])
+	if f == 0 || exp < -4 || exp >= 16 {
+		return e
+	}
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return s
+}
+
+func TestAppendFloatMatchesPythonRepr(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200_000 {
+		// Every decimal exponent from -12 to 20, many digit counts, both signs.
+		f := (rng.Float64() - 0.5) * math.Pow(10, float64(rng.IntN(33)-12))
+		switch rng.IntN(3) {
+		case 0:
+			f = float64(float32(f))
+		case 1:
+			f = math.Round(f)
+		}
+		if f == 0 {
+			continue
+		}
+		if got, want := string(appendFloat(nil, f)), pythonRepr(f); got != want {
+			t.Fatalf("appendFloat(%v) = %s, want %s", f, got, want)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +34,8 @@ type fakeProvider struct {
 	err   error
 	auth  []string
 	calls int
+	// numPoints is the downsample of the last ReadScalars.
+	numPoints int64
 }
 
 func (f *fakeProvider) check(ctx context.Context) error {
@@ -51,6 +54,9 @@ func (f *fakeProvider) ReadScalars(ctx context.Context, req *datapb.ReadScalarsR
 	if req.GetDownsample() == nil || req.GetPluginFilter().GetPluginName() != "scalars" {
 		return nil, status.Error(codes.InvalidArgument, "bad request")
 	}
+	f.mu.Lock()
+	f.numPoints = req.GetDownsample().GetNumPoints()
+	f.mu.Unlock()
 	d := &datapb.ScalarData{Step: []int64{1, 2}, WallTime: []float64{10.5, 11}, Value: []float32{float32(math.NaN()), 0.25}}
 	if req.GetRunTagFilter().GetTags().GetNames()[0] == "long" {
 		d = &datapb.ScalarData{}
@@ -274,5 +280,59 @@ func TestResponseCache(t *testing.T) {
 func TestNewValidates(t *testing.T) {
 	if _, err := httpapi.New(httpapi.Config{}); err == nil {
 		t.Error("New without a data client succeeded")
+	}
+}
+
+// The optional samples form field of scalars_multirun is the downsample
+// asked of the read service; the answer is TensorBoard's {run: points},
+// or with format=columns each run's points as three arrays.
+func TestScalarsMultirunSamples(t *testing.T) {
+	fake, srv := start(t, nil)
+	post := func(form url.Values) (int, string) {
+		t.Helper()
+		resp, err := http.PostForm(srv.URL+"/experiment/e1/data/plugin/scalars/scalars_multirun", form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(b)
+	}
+	for _, tc := range []struct {
+		samples string
+		want    int64
+	}{{"", 1000}, {"300", 300}, {"1", 1}, {"10000", 10000}} {
+		form := url.Values{"tag": {"loss"}, "runs": {"train", "eval"}}
+		if tc.samples != "" {
+			form.Set("samples", tc.samples)
+		}
+		code, body := post(form)
+		if code != 200 || body != `{"train":[[10.5,1,"NaN"],[11.0,2,0.25]]}` {
+			t.Errorf("samples=%q: %d %s", tc.samples, code, body)
+		}
+		fake.mu.Lock()
+		got := fake.numPoints
+		fake.mu.Unlock()
+		if got != tc.want {
+			t.Errorf("samples=%q: read %d points per series, want %d", tc.samples, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"0", "-5", "10001", "many"} {
+		if code, body := post(url.Values{"tag": {"loss"}, "runs": {"train"}, "samples": {bad}}); code != 400 {
+			t.Errorf("samples=%q: %d %s, want 400", bad, code, body)
+		}
+	}
+	if code, body := post(url.Values{"tag": {"loss"}}); code != 200 || body != "{}" {
+		t.Errorf("no runs: %d %s", code, body)
+	}
+	code, body := post(url.Values{"tag": {"loss"}, "runs": {"train"}, "format": {"columns"}})
+	if want := `{"train":{"wall_time":[10.5,11.0],"step":[1,2],"value":["NaN",0.25]}}`; code != 200 || body != want {
+		t.Errorf("format=columns: %d %s, want %s", code, body, want)
+	}
+	if code, body := post(url.Values{"tag": {"loss"}, "runs": {"train"}, "format": {"csv"}}); code != 400 {
+		t.Errorf("format=csv: %d %s, want 400", code, body)
 	}
 }

@@ -48,23 +48,52 @@ func appendPythonFloat(b []byte, f float64) []byte {
 		}
 		return append(b, "0.0"...)
 	}
-	exp := int(math.Floor(math.Log10(math.Abs(f))))
-	// Log10 can be off by one near powers of ten; the 'e' form is exact.
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	if i := strings.LastIndexByte(e, 'e'); i >= 0 {
-		if n, err := strconv.Atoi(e[i+1:]); err == nil {
-			exp = n
-		}
+	// One shortest-digits conversion, then the digits laid out again
+	// when positional: scalar answers write millions of these.
+	start := len(b)
+	b = strconv.AppendFloat(b, f, 'e', -1, 64)
+	e := b[start:]
+	i := bytes.LastIndexByte(e, 'e')
+	exp := 0
+	for _, c := range e[i+2:] {
+		exp = exp*10 + int(c-'0')
+	}
+	if e[i+1] == '-' {
+		exp = -exp
 	}
 	if exp < -4 || exp >= 16 {
-		return append(b, e...)
+		return b
 	}
-	start := len(b)
-	b = strconv.AppendFloat(b, f, 'f', -1, 64)
-	if !bytes.ContainsRune(b[start:], '.') {
-		b = append(b, ".0"...)
+	var digits [32]byte
+	n := 0
+	neg := e[0] == '-'
+	for _, c := range e[:i] {
+		if c >= '0' && c <= '9' {
+			digits[n] = c
+			n++
+		}
 	}
-	return b
+	b = b[:start]
+	if neg {
+		b = append(b, '-')
+	}
+	switch {
+	case exp < 0:
+		b = append(b, "0."...)
+		for range -exp - 1 {
+			b = append(b, '0')
+		}
+		return append(b, digits[:n]...)
+	case n <= exp+1:
+		b = append(b, digits[:n]...)
+		for range exp + 1 - n {
+			b = append(b, '0')
+		}
+		return append(b, ".0"...)
+	}
+	b = append(b, digits[:exp+1]...)
+	b = append(b, '.')
+	return append(b, digits[exp+1:n]...)
 }
 
 // writeJSON answers with v as JSON. Floats inside v that may be
@@ -184,7 +213,12 @@ type gzipWriter struct {
 }
 
 // gzipWriters are reused: a new one allocates several hundred KB.
-var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+// BestSpeed: on large JSON answers (scalar charts) the default level took
+// more CPU than reading the data, for about 7% fewer bytes.
+var gzipWriters = sync.Pool{New: func() any {
+	w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return w
+}}
 
 // writeGzipped sends an already compressed body, if w is (or wraps) a
 // gzipWriter that has not started and whose client accepts gzip.

@@ -52,44 +52,71 @@ function xFormatter(kind: XKind): (v: number) => string {
   }
 }
 
-/** Index of the point of xs nearest to x (xs sorted ascending, non-empty). */
-function nearest(xs: number[], x: number): number {
-  let lo = 0;
-  let hi = xs.length - 1;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (xs[mid] < x) lo = mid + 1;
-    else hi = mid;
-  }
-  if (lo > 0 && Math.abs(xs[lo - 1] - x) <= Math.abs(xs[lo] - x)) return lo - 1;
-  return lo;
-}
-
 /** Above this many points in a chart, x values are snapped to a grid (see align). */
 const SNAP_ABOVE = 100_000;
 /** Grid columns across the shown x range when snapping. */
 const SNAP_COLUMNS = 2048;
 
+/** Whether xs ascends (equal neighbours allowed). */
+function ascending(xs: ArrayLike<number>): boolean {
+  for (let i = 1; i < xs.length; i++) if (!(xs[i - 1] <= xs[i])) return false;
+  return true;
+}
+
+/** Whether a and b hold the same numbers. */
+function sameValues(a: ArrayLike<number>, b: ArrayLike<number>): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** Index of the first element of xs (ascending) that is >= x. */
+function lowerBound(xs: ArrayLike<number>, x: number): number {
+  let lo = 0;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (xs[mid] < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Index of the point of xs nearest to x (xs sorted ascending, non-empty). */
+function nearest(xs: ArrayLike<number>, x: number): number {
+  const i = Math.min(lowerBound(xs, x), xs.length - 1);
+  return i > 0 && Math.abs(xs[i - 1] - x) <= Math.abs(xs[i] - x) ? i - 1 : i;
+}
+
 /**
- * Merges the lines onto one shared x array, as uPlot wants. Runs whose
- * points sit at different x (wall times, or steps the read service's
- * downsampling picked per run) make that array as long as all their
- * points together, and every line as long as it; so a chart with many
- * points snaps x to SNAP_COLUMNS columns across the shown range (xRange,
- * or all the data), a few per pixel, keeping each line's last point per
- * column. Tooltips still read the lines' own points.
+ * Merges the lines onto one shared x array, as uPlot wants. When every
+ * line has the same x values (a run's raw and smoothed lines; runs the
+ * read service downsampled at the same steps, which its rule makes the
+ * common case) that array is used as it is. Otherwise the shared array is
+ * the union of all x values, and every line as long as it, with nulls
+ * where a line has no point; so a chart with many points snaps x to
+ * SNAP_COLUMNS columns across the shown range (xRange, or all the data),
+ * a few per pixel, keeping each line's last point per column. Tooltips
+ * still read the lines' own points.
  */
-function align(lines: Line[], logx: boolean, logy: boolean, xRange?: [number, number]): uPlot.AlignedData {
-  const keep = (x: number, y: number) => Number.isFinite(x) && (!logx || x > 0) && Number.isFinite(y) && (!logy || y > 0);
+export function align(lines: Line[], logx: boolean, logy: boolean, xRange?: [number, number]): uPlot.AlignedData {
+  const okX = (x: number) => Number.isFinite(x) && (!logx || x > 0);
+  const okY = (y: number) => Number.isFinite(y) && (!logy || y > 0);
+  const yOf = (l: Line) => l.y.map((y) => (okY(y) ? y : null));
+  const first = lines.length ? lines[0].x : [];
+  if (lines.every((l) => sameValues(l.x, first)) && ascending(first) && first.every(okX)) {
+    return [first, ...lines.map(yOf)] as uPlot.AlignedData;
+  }
   let total = 0;
   let lo = Infinity;
   let hi = -Infinity;
   for (const l of lines)
     for (let i = 0; i < l.x.length; i++)
-      if (keep(l.x[i], l.y[i])) {
+      if (okX(l.x[i]) && okY(l.y[i])) {
         total++;
-        lo = Math.min(lo, l.x[i]);
-        hi = Math.max(hi, l.x[i]);
+        if (l.x[i] < lo) lo = l.x[i];
+        if (l.x[i] > hi) hi = l.x[i];
       }
   let snap = (x: number) => x;
   if (total > SNAP_ABOVE && !logx && hi > lo) {
@@ -97,17 +124,27 @@ function align(lines: Line[], logx: boolean, logy: boolean, xRange?: [number, nu
     const step = (b - a) / SNAP_COLUMNS;
     if (step > 0) snap = (x: number) => a + Math.round((x - a) / step) * step;
   }
-  const all: number[] = [];
-  for (const l of lines) for (let i = 0; i < l.x.length; i++) if (keep(l.x[i], l.y[i])) all.push(snap(l.x[i]));
-  all.sort((a, b) => a - b);
-  const xs: number[] = [];
-  for (const v of all) if (xs.length === 0 || xs[xs.length - 1] !== v) xs.push(v);
-  const index = new Map<number, number>();
-  xs.forEach((v, i) => index.set(v, i));
-  const data: (number | null)[][] = [xs];
+  // A typed array sorts numerically without a comparator: much faster.
+  const all = new Float64Array(total);
+  let n = 0;
+  for (const l of lines) for (let i = 0; i < l.x.length; i++) if (okX(l.x[i]) && okY(l.y[i])) all[n++] = snap(l.x[i]);
+  all.sort();
+  let m = 0;
+  for (let i = 0; i < n; i++) if (m === 0 || all[m - 1] !== all[i]) all[m++] = all[i];
+  const xs = all.subarray(0, m);
+  const data: ArrayLike<number | null>[] = [xs];
   for (const l of lines) {
-    const y = new Array<number | null>(xs.length).fill(null);
-    for (let i = 0; i < l.x.length; i++) if (keep(l.x[i], l.y[i])) y[index.get(snap(l.x[i]))!] = l.y[i];
+    const y = new Array<number | null>(m).fill(null);
+    // Ascending lines (the usual) are merged in one walk; others by search.
+    const walk = ascending(l.x);
+    let j = 0;
+    for (let i = 0; i < l.x.length; i++) {
+      if (!okX(l.x[i]) || !okY(l.y[i])) continue;
+      const sx = snap(l.x[i]);
+      if (walk) while (xs[j] < sx) j++;
+      else j = lowerBound(xs, sx);
+      y[j] = l.y[i];
+    }
     data.push(y);
   }
   return data as uPlot.AlignedData;

@@ -1,7 +1,8 @@
 // Scalars: one card per tag, grouped by tag prefix, filtered by a tag
 // regex; every shown run is a line, smoothed with TensorBoard's debiased
 // EMA over its raw line drawn faint. Cards load when scrolled into view,
-// all runs of a tag in one scalars_multirun request.
+// all runs of a tag in one scalars_multirun request for about one point
+// per pixel column.
 
 import { download, getJSON, limiter, num, postForm, type RunTagIndex, type ScalarDatum } from "../api";
 import { LineChart, type Line } from "../charts/linechart";
@@ -10,15 +11,31 @@ import type { ViewState } from "../state";
 import { emaDebiased, groupStats, robustRange } from "../smoothing";
 import { groupByPrefix, notice, shownRuns, whenVisible, type Dashboard, type DashboardContext } from "./dashboard";
 
-type SeriesByRun = Record<string, ScalarDatum[]>;
-
-interface Points {
+/** A series' points as columns. */
+export interface Points {
   step: number[];
   wall: number[];
   value: number[];
 }
 
-function toPoints(data: ScalarDatum[]): Points {
+/** A series as scalars_multirun answers it with format=columns. */
+interface ScalarColumns {
+  wall_time: (number | string)[];
+  step: number[];
+  value: (number | string)[];
+}
+
+/** Numbers as they are; any "NaN"/"Infinity" string turned into a number. */
+function numbers(vs: (number | string)[]): number[] {
+  return vs.every((v) => typeof v === "number") ? (vs as number[]) : vs.map(num);
+}
+
+function fromColumns(c: ScalarColumns): Points {
+  return { step: c.step, wall: numbers(c.wall_time), value: numbers(c.value) };
+}
+
+function toPoints(data: ScalarDatum[] | Points): Points {
+  if (!Array.isArray(data)) return data;
   const p: Points = { step: [], wall: [], value: [] };
   for (const [wall, step, value] of data) {
     p.wall.push(wall);
@@ -32,7 +49,8 @@ function toPoints(data: ScalarDatum[]): Points {
 function xValues(p: Points, x: ViewState["x"]): number[] {
   if (x === "step") return p.step;
   if (x === "wall") return p.wall;
-  const t0 = p.wall.length ? Math.min(...p.wall) : 0;
+  let t0 = Infinity;
+  for (const w of p.wall) if (w < t0) t0 = w;
   return p.wall.map((w) => w - t0);
 }
 
@@ -46,12 +64,12 @@ function sortedBy(xs: number[], ...cols: number[][]): [number[], ...number[][]] 
 }
 
 /** The lines of one card for the view state. */
-export function scalarLines(data: SeriesByRun, runs: string[], colorOf: (r: string) => string, s: ViewState): Line[] {
+export function scalarLines(data: Record<string, ScalarDatum[] | Points>, runs: string[], colorOf: (r: string) => string, s: ViewState): Line[] {
   const lines: Line[] = [];
   const per = runs
-    .filter((r) => data[r]?.length)
-    .map((run) => {
-      const p = toPoints(data[run]);
+    .map((run) => ({ run, p: toPoints(data[run] ?? []) }))
+    .filter(({ p }) => p.step.length)
+    .map(({ run, p }) => {
       const [x, value, step] = sortedBy(xValues(p, s.x), p.value, p.step);
       return { run, x, value, step, smooth: emaDebiased(value, s.smoothing) };
     });
@@ -140,7 +158,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     content,
   );
 
-  const data = new Map<string, SeriesByRun>();
+  const data = new Map<string, Record<string, Points>>();
   // Two card reads at a time, in page order (see api.limiter).
   const heavy = limiter(2);
   const charts = new Map<string, { chart?: LineChart; body: HTMLElement; runs: string[] }>();
@@ -207,13 +225,14 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       },
       pinned ? "★" : "☆",
     );
-    const dl = h(
-      "details.download",
-      null,
-      h("summary", { title: "Download at full resolution" }, "⤓"),
-      h(
-        "div.menu",
-        null,
+    // The menu's rows (three elements per run, for every card) are built
+    // when it is first opened, not with the page.
+    const menu = h("div.menu");
+    const dl = h("details.download", null, h("summary", { title: "Download at full resolution" }, "⤓"), menu);
+    dl.addEventListener("toggle", () => {
+      if (!dl.open || menu.childElementCount) return;
+      setChildren(
+        menu,
         runs.map((run) =>
           h(
             "div.menu-row",
@@ -223,16 +242,22 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
             h("button", { onclick: () => download(api.scalarDownload(run, tag, "json"), `${safeName(run, tag)}.json`) }, "JSON"),
           ),
         ),
-      ),
-    );
+      );
+    });
     const el = h("div.card.scalar-card", { "data-tag": tag }, h("div.card-head", null, h("span.card-title", { title: tag }, tag), pin, dl), body);
     stops.push(
       whenVisible(el, async () => {
         if (!data.has(tag)) {
-          const form = new URLSearchParams({ tag });
+          // As many points per run as the chart has pixel columns: more
+          // cost the server, the network and the drawing and show
+          // nothing more (every point is in the card's download).
+          const form = new URLSearchParams({ tag, samples: String(samplesFor(body.clientWidth)), format: "columns" });
           for (const r of runs) form.append("runs", r);
           try {
-            data.set(tag, await heavy(() => postForm<SeriesByRun>(api.plugin("scalars", "scalars_multirun"), form)));
+            const answer = await heavy(() => postForm<Record<string, ScalarColumns>>(api.plugin("scalars", "scalars_multirun"), form));
+            const byRun: Record<string, Points> = {};
+            for (const [run, c] of Object.entries(answer)) byRun[run] = fromColumns(c);
+            data.set(tag, byRun);
           } catch (e) {
             body.replaceChildren(notice(String((e as Error).message), "error"));
             return;
@@ -308,6 +333,14 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       for (const c of charts.values()) c.chart?.destroy();
     },
   };
+}
+
+/**
+ * Points per run for a chart width CSS pixels wide: one per column (200 at
+ * least, for narrow charts zoomed in later).
+ */
+export function samplesFor(width: number): number {
+  return Math.round(Math.min(Math.max(width, 200), 2000));
 }
 
 function safeName(run: string, tag: string): string {

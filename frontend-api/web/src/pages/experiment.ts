@@ -42,6 +42,11 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
   const api = new ExperimentAPI(eid);
   setChildren(el, h("p.notice", null, "Loading…"));
   let meta, listing, runNames;
+  // The Scalars tab (the default) reads its tags next: ask now, beside the
+  // page's own reads (getJSON shares the answer).
+  if (["", "scalars"].includes(new URLSearchParams(location.search).get("tab") ?? "")) {
+    getJSON(api.plugin("scalars", "tags")).catch(() => {});
+  }
   try {
     [meta, listing, runNames] = await Promise.all([
       api.metadata(),

@@ -119,3 +119,36 @@ func BenchmarkWriteScalars(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadScalarsManyRuns is one scalar card of the web UI on the
+// issue's large experiment: one tag of 100 runs of 10,000 points each, read
+// at k points per series in one ReadScalars call. k = 1,000 is the read
+// path's default; smaller k is a card asking for about one point per pixel
+// column.
+func BenchmarkReadScalarsManyRuns(b *testing.B) {
+	const runs, steps = 100, 10_000
+	s := newTestStore(b)
+	eid := newTestExperiment(b, s)
+	for r := range runs {
+		batch := scalarBatch(0, steps)
+		batch.Series.Run = fmt.Sprintf("run%03d", r)
+		if err := s.WriteScalars(b.Context(), eid, []store.ScalarSeries{batch}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, k := range []int64{1000, 500, 200} {
+		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
+			q := store.Query{Filter: store.Filter{Tags: []string{"loss"}}, MaxPoints: k}
+			for b.Loop() {
+				got := int64(0)
+				err := s.ReadScalars(b.Context(), eid, q, func(_ *store.TimeSeries, ps []store.ScalarPoint) error {
+					got += int64(len(ps))
+					return nil
+				})
+				if err != nil || got != runs*k {
+					b.Fatalf("read %d points, %v", got, err)
+				}
+			}
+		})
+	}
+}

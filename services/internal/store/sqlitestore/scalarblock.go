@@ -309,7 +309,7 @@ func readScalarSeries(ctx context.Context, tx *sql.Tx, si *seriesInfo, q *store.
 		if err != nil {
 			return err
 		}
-		others = smallestKeysFirst(others)[:min(want, len(others))]
+		others = lowestKeys(others, want)
 	}
 	points := append(others, *latest)
 	slices.SortFunc(points, func(a, b store.ScalarPoint) int { return compareSteps(a.Step, b.Step) })
@@ -352,6 +352,38 @@ func sampledScalars(ctx context.Context, tx *sql.Tx, seriesID int64, q *store.Qu
 		return points, false, nil
 	}
 	return smallestKeysFirst(points)[:want], true, nil
+}
+
+// lowestKeys returns the want points of points (at most all of them)
+// with the smallest sample keys, in downsample.Less order. Points below the
+// highest level by which want points are seen cannot be among them, so it
+// sorts only the others: about 2·want points, whatever len(points) is.
+// points is reordered.
+func lowestKeys(points []store.ScalarPoint, want int) []store.ScalarPoint {
+	if want <= 0 {
+		return nil
+	}
+	if len(points) > 2*want {
+		var perLevel [64]int
+		for _, p := range points {
+			perLevel[downsample.Level(p.Step)]++
+		}
+		cut, seen := 0, 0
+		for l := len(perLevel) - 1; l >= 0; l-- {
+			if seen += perLevel[l]; seen >= want {
+				cut = l
+				break
+			}
+		}
+		kept := points[:0]
+		for _, p := range points {
+			if downsample.Level(p.Step) >= cut {
+				kept = append(kept, p)
+			}
+		}
+		points = kept
+	}
+	return smallestKeysFirst(points)[:min(want, len(points))]
 }
 
 // smallestKeysFirst sorts points in downsample.Less order, computing each
