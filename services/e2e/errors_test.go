@@ -42,6 +42,10 @@ func TestErrorsPeopleUnderstand(t *testing.T) {
 			if !strings.Contains(stderr.String(), tc.want) {
 				t.Errorf("stderr %q does not say %q", stderr.String(), tc.want)
 			}
+			// A refusal by the server names the trace its logs carry.
+			if server := tc.name == "unknown experiment" || tc.name == "bad token"; server != strings.Contains(stderr.String(), "carry trace id ") {
+				t.Errorf("stderr %q: trace id named %v, want %v", stderr.String(), !server, server)
+			}
 		})
 	}
 }

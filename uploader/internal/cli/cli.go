@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tbhub/tbhub/uploader/internal/client"
 )
 
@@ -49,8 +51,14 @@ func Run(ctx context.Context, env Env, args []string) error {
 		usage(env.Stderr)
 		return ErrUsage
 	}
-	// One trace per command: the server's spans and logs of it share an id.
-	return cmd.run(client.StartTrace(ctx), env, args[1:])
+	// One trace per command: the server's spans and logs of it share an id,
+	// which a failure the server reported names, for its operator.
+	ctx = client.StartTrace(ctx)
+	err := cmd.run(ctx, env, args[1:])
+	if err != nil && client.ServerFailed(ctx) {
+		fmt.Fprintf(env.Stderr, "tbup: the server's logs of this command carry trace id %s\n", trace.SpanContextFromContext(ctx).TraceID())
+	}
+	return err
 }
 
 func usage(w io.Writer) {

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
@@ -27,6 +28,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -212,7 +214,44 @@ func Dial(endpoint string, secure bool, token string) (*grpc.ClientConn, error) 
 			otelgrpc.WithTracerProvider(tracenoop.NewTracerProvider()),
 			otelgrpc.WithMeterProvider(metricnoop.NewMeterProvider()),
 			otelgrpc.WithPropagators(propagation.TraceContext{}))),
+		grpc.WithStatsHandler(failureNoter{}),
 	)
+}
+
+// commandKey is the context key of a command's *commandState.
+type commandKey struct{}
+
+// commandState is what the calls of one command (see StartTrace) noted.
+type commandState struct{ serverFailed atomic.Bool }
+
+// failureNoter notes, in the command's state, calls the server answered
+// with an error: not reaching it (Unavailable) or giving up (Canceled)
+// leaves nothing in its logs.
+type failureNoter struct{}
+
+func (failureNoter) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context   { return ctx }
+func (failureNoter) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+func (failureNoter) HandleConn(context.Context, stats.ConnStats)                       {}
+
+func (failureNoter) HandleRPC(ctx context.Context, s stats.RPCStats) {
+	end, ok := s.(*stats.End)
+	if !ok || end.Error == nil {
+		return
+	}
+	switch status.Code(end.Error) {
+	case codes.Unavailable, codes.Canceled:
+		return
+	}
+	if st, ok := ctx.Value(commandKey{}).(*commandState); ok {
+		st.serverFailed.Store(true)
+	}
+}
+
+// ServerFailed reports whether a call made under ctx (from StartTrace) was
+// answered by the server with an error, whose logs then hold the trace.
+func ServerFailed(ctx context.Context) bool {
+	st, ok := ctx.Value(commandKey{}).(*commandState)
+	return ok && st.serverFailed.Load()
 }
 
 // StartTrace returns ctx inside a new, sampled trace for one tbup command:
@@ -223,6 +262,7 @@ func StartTrace(ctx context.Context) context.Context {
 	var sid trace.SpanID
 	_, _ = crand.Read(tid[:]) // crypto/rand.Read never fails
 	_, _ = crand.Read(sid[:])
+	ctx = context.WithValue(ctx, commandKey{}, &commandState{})
 	return trace.ContextWithSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled,
 	}))

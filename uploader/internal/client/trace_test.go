@@ -15,7 +15,8 @@ import (
 )
 
 // Calls made in a StartTrace context send that trace as W3C traceparent, the
-// same trace id on every call of one command, with the token beside it.
+// same trace id on every call of one command, with the token beside it; a
+// call the server refused is noted (ServerFailed).
 func TestCallsCarryTheCommandsTrace(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -52,10 +53,25 @@ func TestCallsCarryTheCommandsTrace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if ServerFailed(ctx) {
+		t.Errorf("ServerFailed after calls that succeeded")
+	}
+	// An answer with an error is noted; failing to reach a server is not.
+	down, err := Dial("127.0.0.1:1", false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer down.Close()
+	if _, err := grpc_health_v1.NewHealthClient(down).Check(ctx, &grpc_health_v1.HealthCheckRequest{}); err == nil || ServerFailed(ctx) {
+		t.Errorf("unreachable server: %v, ServerFailed %v", err, ServerFailed(ctx))
+	}
+	if _, err := hc.Check(ctx, &grpc_health_v1.HealthCheckRequest{Service: "no.such.Service"}); err == nil || !ServerFailed(ctx) {
+		t.Errorf("refused call: %v, ServerFailed %v", err, ServerFailed(ctx))
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(seen) != 2 {
-		t.Fatalf("server saw %d calls, want 2", len(seen))
+	if len(seen) != 3 {
+		t.Fatalf("server saw %d calls, want 3", len(seen))
 	}
 	for i, md := range seen {
 		tp := md.Get("traceparent")
