@@ -20,6 +20,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -304,8 +305,12 @@ func (t *Telemetry) HTTP(next http.Handler) http.Handler {
 
 // SetGlobal makes t's tracer provider and propagator OpenTelemetry's
 // global ones, for libraries that trace through them (the Cloud Spanner
-// and Storage clients).
-func (t *Telemetry) SetGlobal() {
+// and Storage clients), and sends OpenTelemetry's own errors (a failed
+// export) to logger as warnings.
+func (t *Telemetry) SetGlobal(logger *slog.Logger) {
 	otel.SetTracerProvider(t.tp)
 	otel.SetTextMapPropagator(t.prop)
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		logger.Warn("telemetry export failed", "error", err.Error())
+	}))
 }

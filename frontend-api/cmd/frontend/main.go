@@ -90,8 +90,8 @@ func main() {
 	var lis net.Listener
 	if err == nil {
 		defer cfg.Tracing.Shutdown(context.WithoutCancel(ctx))
-		cfg.Tracing.SetGlobal()
 		logger = telemetry.NewLogger(os.Stderr, cfg.Tracing.Project())
+		cfg.Tracing.SetGlobal(logger)
 		lis, err = net.Listen("tcp", cfg.Addr)
 	}
 	if err == nil {

@@ -54,8 +54,8 @@ func run(ctx context.Context, cfg readservice.Config, tcfg telemetry.Config) err
 		return err
 	}
 	defer tel.Shutdown(context.WithoutCancel(ctx))
-	tel.SetGlobal()
 	cfg.Telemetry, cfg.Logger = tel, telemetry.NewLogger(os.Stderr, tel.Project())
+	tel.SetGlobal(cfg.Logger)
 	return readservice.Run(ctx, cfg)
 }
 

@@ -164,8 +164,8 @@ func serveProcess(ctx context.Context, proc process, args []string, stderr io.Wr
 		return err
 	}
 	defer tel.Shutdown(context.WithoutCancel(ctx))
-	tel.SetGlobal()
 	logger := telemetry.NewLogger(stderr, tel.Project())
+	tel.SetGlobal(logger)
 	b, err := backend.Open(ctx, *spec)
 	if err != nil {
 		return err
