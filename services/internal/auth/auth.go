@@ -106,7 +106,8 @@ type Config struct {
 	// ReadOnly is for processes that may not write the store (the read
 	// service holds Spanner's databaseReader role): API token uses are not
 	// recorded there, so LastUseTime reflects writes and the frontend's
-	// experiment calls only.
+	// experiment calls only, and an ID token is accepted only for a user
+	// who already exists.
 	ReadOnly bool
 	Logger   *slog.Logger
 }
@@ -235,6 +236,20 @@ func (a *Authenticator) idToken(ctx context.Context, raw string) (*Principal, er
 	// An unverified email is not shown or used to match grants.
 	if c.EmailVerified != nil && !*c.EmailVerified {
 		c.Email = ""
+	}
+	if a.cfg.ReadOnly {
+		// Users are created (and their email kept current) by the write
+		// service, where everyone signs in before reading: tbup auth login,
+		// the web UI.
+		u, err := a.ids.GetOIDCUser(ctx, tok.Issuer, tok.Subject)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("%w: no tbhub user for %s yet: sign in through the write service first", ErrInvalidCredentials, c.Email)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("auth: user of %s/%s: %w", tok.Issuer, tok.Subject, err)
+		}
+		return &Principal{UserID: u.ID, Email: c.Email, Issuer: tok.Issuer, Subject: tok.Subject,
+			Kind: KindOIDC, Scopes: store.AllScopes}, nil
 	}
 	u, err := a.ids.GetOrCreateOIDCUser(ctx, tok.Issuer, tok.Subject, c.Email, store.NewUserID())
 	if errors.Is(err, store.ErrAlreadyExists) {

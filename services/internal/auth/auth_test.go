@@ -59,8 +59,8 @@ func (f *fixture) idToken(t *testing.T, c oidctest.Claims) string {
 }
 
 // A read-only authenticator (the read service's) accepts API tokens
-// without writing their last use.
-func TestReadOnlyRecordsNoUse(t *testing.T) {
+// without writing their last use, and ID tokens of existing users only.
+func TestReadOnly(t *testing.T) {
 	f := newFixture(t)
 	ctx := t.Context()
 	if err := f.st.CreateUser(ctx, store.User{ID: "u1", Name: "ada"}); err != nil {
@@ -83,6 +83,26 @@ func TestReadOnlyRecordsNoUse(t *testing.T) {
 	}
 	if !stored.LastUseTime.IsZero() {
 		t.Errorf("LastUseTime = %v after a read-only authentication, want none", stored.LastUseTime)
+	}
+
+	ro, err = auth.New(f.st, auth.Config{ReadOnly: true, Now: func() time.Time { return f.now },
+		OIDC: auth.OIDCConfig{Issuer: f.iss.URL, ClientIDs: []string{clientID}, HTTPClient: f.iss.Client()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := "Bearer " + f.idToken(t, oidctest.Claims{Subject: "s-new", Email: "new@example.com", EmailVerified: true})
+	if _, err := ro.Authenticate(ctx, raw); !errors.Is(err, auth.ErrInvalidCredentials) {
+		t.Errorf("ID token of a user not yet created: %v, want ErrInvalidCredentials", err)
+	}
+	if _, err := f.st.GetOIDCUser(ctx, f.iss.URL, "s-new"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the read-only authenticator created a user: %v", err)
+	}
+	created, err := f.auth.Authenticate(ctx, raw) // the write service's sign-in
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := ro.Authenticate(ctx, raw); err != nil || p.UserID != created.UserID || p.Kind != auth.KindOIDC {
+		t.Errorf("ID token of an existing user: %+v, %v, want user %s", p, err, created.UserID)
 	}
 }
 

@@ -109,6 +109,10 @@ type IdentityStore interface {
 	// for the email into read grants of live experiments, in one
 	// transaction. The stored email is updated when it changed.
 	GetOrCreateOIDCUser(ctx context.Context, issuer, subject, email, newUserID string) (User, error)
+	// GetOIDCUser returns the user bound to (issuer, subject), or
+	// ErrNotFound, and writes nothing: it is how a process that may not
+	// write (the read service) maps an ID token to a user.
+	GetOIDCUser(ctx context.Context, issuer, subject string) (User, error)
 	// GetOIDCIdentity returns the OIDC identity bound to a user;
 	// ErrNotFound for users created locally.
 	GetOIDCIdentity(ctx context.Context, userID string) (OIDCIdentity, error)

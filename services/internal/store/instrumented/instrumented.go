@@ -182,6 +182,10 @@ func (s *Store) GetOrCreateOIDCUser(ctx context.Context, issuer, subject, email,
 	})
 }
 
+func (s *Store) GetOIDCUser(ctx context.Context, issuer, subject string) (store.User, error) {
+	return value(s, ctx, "GetOIDCUser", func(ctx context.Context) (store.User, error) { return s.st.GetOIDCUser(ctx, issuer, subject) })
+}
+
 func (s *Store) GetOIDCIdentity(ctx context.Context, userID string) (store.OIDCIdentity, error) {
 	return value(s, ctx, "GetOIDCIdentity", func(ctx context.Context) (store.OIDCIdentity, error) { return s.st.GetOIDCIdentity(ctx, userID) })
 }

@@ -155,6 +155,29 @@ func (s *Store) ListPendingGrants(ctx context.Context, eid string) ([]string, er
 	return emails, nil
 }
 
+// GetOIDCUser implements store.IdentityStore: two reads at one timestamp.
+func (s *Store) GetOIDCUser(ctx context.Context, issuer, subject string) (store.User, error) {
+	defer s.serialize()()
+	tx := s.client.ReadOnlyTransaction()
+	defer tx.Close()
+	row, err := tx.ReadRow(ctx, "OidcIdentities", spanner.Key{issuer, subject}, []string{"UserId"})
+	if spanner.ErrCode(err) == codes.NotFound {
+		return store.User{}, fail("GetOIDCUser", fmt.Errorf("identity %s/%s: %w", issuer, subject, store.ErrNotFound))
+	}
+	if err != nil {
+		return store.User{}, fail("GetOIDCUser", err)
+	}
+	var id string
+	if err := row.Columns(&id); err != nil {
+		return store.User{}, fail("GetOIDCUser", err)
+	}
+	if row, err = tx.ReadRow(ctx, "Users", spanner.Key{id}, userColumns); err != nil {
+		return store.User{}, fail("GetOIDCUser", err)
+	}
+	u, err := userFromRow(row)
+	return u, fail("GetOIDCUser", err)
+}
+
 // GetOIDCIdentity implements store.IdentityStore.
 func (s *Store) GetOIDCIdentity(ctx context.Context, userID string) (store.OIDCIdentity, error) {
 	defer s.serialize()()

@@ -183,6 +183,19 @@ func (s *Store) ListPendingGrants(ctx context.Context, eid string) ([]string, er
 	return emails, nil
 }
 
+// GetOIDCUser implements store.IdentityStore.
+func (s *Store) GetOIDCUser(ctx context.Context, issuer, subject string) (store.User, error) {
+	var userID string
+	err := s.r.QueryRowContext(ctx, "SELECT user_id FROM oidc_identities WHERE issuer = ? AND subject = ?", issuer, subject).Scan(&userID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.User{}, fmt.Errorf("sqlitestore.GetOIDCUser %s/%s: %w", issuer, subject, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.User{}, fmt.Errorf("sqlitestore.GetOIDCUser %s/%s: %w", issuer, subject, classify(err))
+	}
+	return s.GetUser(ctx, userID)
+}
+
 // GetOIDCIdentity implements store.IdentityStore.
 func (s *Store) GetOIDCIdentity(ctx context.Context, userID string) (store.OIDCIdentity, error) {
 	id := store.OIDCIdentity{UserID: userID}

@@ -60,6 +60,13 @@ func testOIDCUsers(t *testing.T, s IdentityBackend) {
 	if id != (store.OIDCIdentity{Issuer: iss, Subject: "sub-1", UserID: "u-ada", Email: "ada@new.example"}) {
 		t.Errorf("identity = %+v, want email refreshed", id)
 	}
+	// The lookup that writes nothing finds the same user, and no other.
+	if got, err := s.GetOIDCUser(ctx, iss, "sub-1"); err != nil || got.ID != "u-ada" || got.Name != "ada@example.com" {
+		t.Errorf("GetOIDCUser = %+v, %v, want u-ada", got, err)
+	}
+	if _, err := s.GetOIDCUser(ctx, iss, "sub-unknown"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetOIDCUser of an unknown subject: %v, want ErrNotFound", err)
+	}
 	// Another subject with a taken email still gets its own user.
 	if err := s.CreateUser(ctx, store.User{ID: "u-local", Name: "bob@example.com"}); err != nil {
 		t.Fatal(err)
