@@ -17,6 +17,11 @@
 //   group=RE           group runs by this regex's first capture (or whole
 //                      match) and plot each group's mean with a min–max band
 //   hmode=offset|overlay  histogram mode
+//   hview=table|parallel|scatter  the HParams view (default table)
+//   hsort=COL, hsort=-COL  HParams table sort column (- for descending)
+//   hfilter=RE         HParams rows shown (regex over their cells)
+//   hx=COL, hy=COL     HParams scatter plot axes; hcolor=COL colours the
+//                      parallel coordinates (COL: an hparam or metric name)
 //   grun, gscope, gnode   the graph shown: its run, open name scope ("a/b/"),
 //                      selected node
 
@@ -36,6 +41,12 @@ export interface ViewState {
   pin: string[];
   group: string;
   hmode: "offset" | "overlay";
+  hview: "table" | "parallel" | "scatter";
+  hsort: string;
+  hfilter: string;
+  hx: string;
+  hy: string;
+  hcolor: string;
   grun: string;
   gscope: string;
   gnode: string;
@@ -61,6 +72,12 @@ export function parseState(search: string): ViewState {
     pin: q.getAll("pin"),
     group: q.get("group") ?? "",
     hmode: q.get("hmode") === "overlay" ? "overlay" : "offset",
+    hview: q.get("hview") === "parallel" || q.get("hview") === "scatter" ? (q.get("hview") as "parallel" | "scatter") : "table",
+    hsort: q.get("hsort") ?? "",
+    hfilter: q.get("hfilter") ?? "",
+    hx: q.get("hx") ?? "",
+    hy: q.get("hy") ?? "",
+    hcolor: q.get("hcolor") ?? "",
     grun: q.get("grun") ?? "",
     gscope: q.get("gscope") ?? "",
     gnode: q.get("gnode") ?? "",
@@ -87,6 +104,8 @@ export function formatState(s: ViewState): string {
   for (const p of s.pin) q.append("pin", p);
   if (s.group) q.set("group", s.group);
   if (s.hmode !== "offset") q.set("hmode", s.hmode);
+  if (s.hview !== "table") q.set("hview", s.hview);
+  for (const k of ["hsort", "hfilter", "hx", "hy", "hcolor"] as const) if (s[k]) q.set(k, s[k]);
   if (s.grun) q.set("grun", s.grun);
   if (s.gscope) q.set("gscope", s.gscope);
   if (s.gnode) q.set("gnode", s.gnode);

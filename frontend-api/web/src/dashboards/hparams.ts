@@ -1,10 +1,16 @@
-// HParams: the session groups as a table, one column per hyperparameter
-// and per metric; click a header to sort, filter rows by a regex over
-// their cells.
+// HParams: the session groups as a table (one column per hyperparameter
+// and per metric; click a header to sort, filter rows by a regex over their
+// cells), as parallel coordinates (a line per group across every column),
+// or as a scatter plot of one column against another; plots are coloured
+// by a column.
+// The view, sort, filter, axes and colour are in the URL (state.ts: hview,
+// hsort, hfilter, hx, hy, hcolor); the plots show the rows the filter keeps.
 
 import { getJSON } from "../api";
-import { compileFilter, fmtNum, h, setChildren } from "../dom";
+import { compileFilter, debounce, fmtNum, h, setChildren } from "../dom";
+import type { ViewState } from "../state";
 import { notice, type Dashboard, type DashboardContext } from "./dashboard";
+import { parallelCoordinates, scatterPlot, type Cell, type Column, type Row } from "./hparams-plots";
 
 interface MetricName {
   group?: string;
@@ -18,6 +24,7 @@ interface SessionGroup {
 }
 
 const ALL_STATUSES = ["STATUS_UNKNOWN", "STATUS_SUCCESS", "STATUS_FAILURE", "STATUS_RUNNING"];
+const NAME = "Session group";
 
 function metricKey(m: MetricName): string {
   return m.group ? `${m.group}/${m.tag ?? ""}` : (m.tag ?? "");
@@ -31,85 +38,168 @@ function hparamsCall<T>(path: string, body: unknown): Promise<T> {
   return getJSON<T>(`${path}?request=${encodeURIComponent(JSON.stringify(body))}`);
 }
 
-export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboard {
-  const filter = h("input", { type: "search", placeholder: "Filter rows (regex)", "aria-label": "row filter", className: "row-filter" });
-  const content = h("div.cards.hparams");
-  setChildren(el, h("div.toolbar", null, h("label", null, "Rows ", filter)), content);
-  let groups: SessionGroup[] = [];
-  let sortCol = 0;
-  let sortDesc = false;
+/** A value as the table holds it: numbers (NaN/±Inf arrive as strings) and strings. */
+function cellOf(v: unknown): Cell {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v === "number") return v;
+  if (typeof v === "boolean") return String(v);
+  if (typeof v === "string") {
+    if (v === "NaN" || v === "Infinity" || v === "-Infinity") return Number(v);
+    return v;
+  }
+  return JSON.stringify(v);
+}
 
-  function render() {
-    const hp = [...new Set(groups.flatMap((g) => Object.keys(g.hparams ?? {})))].sort();
-    const metrics = [...new Set(groups.flatMap((g) => (g.metricValues ?? []).map((m) => metricKey(m.name))))].sort();
-    const cols = [{ label: "Session group", kind: "name" }, ...hp.map((k) => ({ label: k, kind: "hparam" })), ...metrics.map((k) => ({ label: k, kind: "metric" }))];
-    const cell = (g: SessionGroup, c: (typeof cols)[number]): unknown => {
-      if (c.kind === "name") return g.name;
-      if (c.kind === "hparam") return g.hparams?.[c.label];
-      const m = (g.metricValues ?? []).find((v) => metricKey(v.name) === c.label);
-      return m === undefined ? undefined : Number(m.value);
+/** The table of session groups: columns and one row per group. */
+function tableOf(groups: SessionGroup[]): { columns: Column[]; rows: Row[] } {
+  const hp = [...new Set(groups.flatMap((g) => Object.keys(g.hparams ?? {})))].sort();
+  const metrics = [...new Set(groups.flatMap((g) => (g.metricValues ?? []).map((m) => metricKey(m.name))))].sort();
+  const hpSet = new Set(hp);
+  const columns: Column[] = [
+    { label: NAME, kind: "name" },
+    ...hp.map((k) => ({ label: k, kind: "hparam" as const })),
+    // A metric named like a hyperparameter keeps its own column.
+    ...metrics.map((k) => ({ label: hpSet.has(k) ? `${k} (metric)` : k, kind: "metric" as const })),
+  ];
+  const rows = groups.map((g) => {
+    const byMetric = new Map((g.metricValues ?? []).map((m) => [metricKey(m.name), m.value]));
+    return {
+      name: g.name,
+      cells: [g.name, ...hp.map((k) => cellOf(g.hparams?.[k])), ...metrics.map((k) => (byMetric.has(k) ? Number(byMetric.get(k)) : undefined))],
     };
-    const f = compileFilter(filter.value);
-    const rows = groups.filter((g) => cols.some((c) => f.test(String(cell(g, c) ?? ""))));
-    rows.sort((a, b) => {
-      const x = cell(a, cols[sortCol]);
-      const y = cell(b, cols[sortCol]);
-      if (x === undefined) return 1;
-      if (y === undefined) return -1;
-      const r = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
-      return sortDesc ? -r : r;
-    });
-    const fmt = (v: unknown) => (v === undefined ? "" : typeof v === "number" ? fmtNum(v) : String(v));
+  });
+  return { columns, rows };
+}
+
+export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboard {
+  const { store } = ctx;
+  const view = h(
+    "select.hparams-view",
+    { "aria-label": "view", onchange: () => store.set({ hview: view.value as ViewState["hview"] }) },
+    h("option", { value: "table" }, "Table"),
+    h("option", { value: "parallel" }, "Parallel coordinates"),
+    h("option", { value: "scatter" }, "Scatter plot"),
+  );
+  const filter = h("input", { type: "search", placeholder: "Filter rows (regex)", "aria-label": "row filter", className: "row-filter" });
+  filter.addEventListener("input", debounce(() => store.set({ hfilter: filter.value }), 200));
+  const filterError = h("span.error");
+  const colorBy = h("select.hparams-color", { "aria-label": "colour by", onchange: () => store.set({ hcolor: colorBy.value }) });
+  const xSel = h("select.hparams-x", { "aria-label": "x axis", onchange: () => store.set({ hx: xSel.value }) });
+  const ySel = h("select.hparams-y", { "aria-label": "y axis", onchange: () => store.set({ hy: ySel.value }) });
+  const colorLabel = h("label", null, "Colour by ", colorBy);
+  const xLabel = h("label", null, "X ", xSel);
+  const yLabel = h("label", null, "Y ", ySel);
+  const content = h("div.cards.hparams");
+  setChildren(el, h("div.toolbar", null, h("label", null, "View ", view), h("label", null, "Rows ", filter), filterError, colorLabel, xLabel, yLabel), content);
+
+  let table: { columns: Column[]; rows: Row[] } | null = null;
+
+  function fillSelect(sel: HTMLSelectElement, cols: Column[], value: string) {
     setChildren(
-      content,
+      sel,
+      cols.map((c) => h("option", { value: c.label }, c.label)),
+    );
+    sel.value = value;
+  }
+
+  /** Of the columns at indices, the one named label, or the first of kinds. */
+  function pick(columns: Column[], indices: number[], label: string, ...kinds: Column["kind"][]): number {
+    const i = indices.find((i) => columns[i].label === label);
+    if (i !== undefined) return i;
+    for (const k of kinds) {
+      const j = indices.find((i) => columns[i].kind === k);
+      if (j !== undefined) return j;
+    }
+    return -1;
+  }
+
+  function renderTable(s: ViewState, columns: Column[], rows: Row[]) {
+    const desc = s.hsort.startsWith("-");
+    const sortCol = Math.max(
+      0,
+      columns.findIndex((c) => c.label === (desc ? s.hsort.slice(1) : s.hsort)),
+    );
+    const sorted = [...rows].sort((a, b) => {
+      const x = a.cells[sortCol];
+      const y = b.cells[sortCol];
+      if (x === undefined) return y === undefined ? 0 : 1;
+      if (y === undefined) return -1;
+      const r = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y), undefined, { numeric: true });
+      return desc ? -r : r;
+    });
+    const fmt = (v: Cell) => (v === undefined ? "" : typeof v === "number" ? fmtNum(v) : v);
+    return h(
+      "table.hparams-table",
+      null,
       h(
-        "table.hparams-table",
+        "thead",
         null,
         h(
-          "thead",
+          "tr",
           null,
-          h(
-            "tr",
-            null,
-            cols.map((c, i) =>
+          columns.map((c, i) =>
+            h(
+              "th",
+              { className: c.kind, "aria-sort": i === sortCol ? (desc ? "descending" : "ascending") : "none" },
               h(
-                "th",
-                { className: c.kind, "aria-sort": i === sortCol ? (sortDesc ? "descending" : "ascending") : "none" },
-                h(
-                  "button",
-                  {
-                    onclick: () => {
-                      sortDesc = i === sortCol ? !sortDesc : false;
-                      sortCol = i;
-                      render();
-                    },
-                  },
-                  c.label,
-                  i === sortCol ? (sortDesc ? " ▼" : " ▲") : "",
-                ),
+                "button",
+                { onclick: () => store.set({ hsort: i === sortCol && !desc ? `-${c.label}` : c.label === NAME ? "" : c.label }) },
+                c.label,
+                i === sortCol ? (desc ? " ▼" : " ▲") : "",
               ),
             ),
           ),
         ),
-        h("tbody", null, rows.map((g) => h("tr", null, cols.map((c) => h(c.kind === "name" ? "td.name" : "td.num", null, fmt(cell(g, c))))))),
       ),
-      h("p.hint", null, `${rows.length} of ${groups.length} session groups`),
+      h("tbody", null, sorted.map((r) => h("tr", null, columns.map((c, i) => h(c.kind === "name" ? "td.name" : "td.num", null, fmt(r.cells[i])))))),
     );
   }
-  filter.addEventListener("input", render);
+
+  function render() {
+    if (!table) return;
+    const s = store.get();
+    const { columns } = table;
+    view.value = s.hview;
+    if (document.activeElement !== filter) filter.value = s.hfilter;
+    const f = compileFilter(s.hfilter);
+    filterError.textContent = f.error ?? "";
+    const rows = table.rows.filter((r) => r.cells.some((v) => f.test(v === undefined ? "" : String(v))));
+    // Plots offer the columns holding a value in a shown row.
+    const present = columns.map((_, i) => i).filter((i) => columns[i].kind !== "name" && rows.some((r) => r.cells[i] !== undefined));
+    const plotCols = present.map((i) => columns[i]);
+    const color = pick(columns, present, s.hcolor, "metric", "hparam");
+    const x = pick(columns, present, s.hx, "hparam", "metric");
+    const y = pick(columns, present, s.hy, "metric", "hparam");
+    fillSelect(colorBy, plotCols, columns[color]?.label ?? "");
+    fillSelect(xSel, plotCols, columns[x]?.label ?? "");
+    fillSelect(ySel, plotCols, columns[y]?.label ?? "");
+    colorLabel.hidden = s.hview === "table";
+    xLabel.hidden = yLabel.hidden = s.hview !== "scatter";
+    const width = Math.max(content.clientWidth - 32, 480);
+    const count = h("p.hint", null, `${rows.length} of ${table.rows.length} session groups`);
+    if (s.hview === "parallel") setChildren(content, h("div.plot", null, parallelCoordinates(columns, rows, color, width)), count);
+    else if (s.hview === "scatter") {
+      setChildren(content, x < 0 || y < 0 ? notice("Nothing to plot: no hyperparameters or metrics.") : h("div.plot", null, scatterPlot(columns, rows, x, y, color, Math.min(width, 900))), count);
+    } else setChildren(content, renderTable(s, columns, rows), count);
+  }
 
   content.appendChild(notice("Loading…"));
   hparamsCall<{ sessionGroups?: SessionGroup[] }>(ctx.api.plugin("hparams", "session_groups"), { startIndex: 0, sliceSize: 10000, allowedStatuses: ALL_STATUSES })
     .then((ans) => {
-      groups = ans.sessionGroups ?? [];
-      if (!groups.length) setChildren(content, notice("No hyperparameter sessions."));
-      else render();
+      const groups = ans.sessionGroups ?? [];
+      if (!groups.length) {
+        setChildren(content, notice("No hyperparameter sessions."));
+        return;
+      }
+      table = tableOf(groups);
+      render();
     })
     .catch((e) => setChildren(content, notice(e.message, "error")));
 
   return {
-    update() {
+    update(s, prev) {
       // The table lists session groups, not runs: the runs list does not filter it.
+      if (s.hview !== prev.hview || s.hsort !== prev.hsort || s.hfilter !== prev.hfilter || s.hx !== prev.hx || s.hy !== prev.hy || s.hcolor !== prev.hcolor) render();
     },
     destroy() {},
   };

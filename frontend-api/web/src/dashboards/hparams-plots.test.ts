@@ -1,0 +1,55 @@
+import { describe, expect, it } from "vitest";
+import { makeAxis, niceTicks, rampColor } from "./hparams-plots";
+
+describe("niceTicks", () => {
+  it("steps by 1, 2 or 5 times a power of ten, inside the range", () => {
+    expect(niceTicks(0, 1, 5)).toEqual([0, 0.2, 0.4, 0.6, 0.8, 1]);
+    expect(niceTicks(0.0013, 0.0102, 4)).toEqual([0.002, 0.004, 0.006, 0.008, 0.01]);
+    expect(niceTicks(-7, 23, 3)).toEqual([0, 10, 20]);
+    expect(niceTicks(-0.35, -0.05, 3)).toEqual([-0.3, -0.2, -0.1]);
+  });
+  it("gives the one value of an empty range, none of a bad one", () => {
+    expect(niceTicks(3, 3)).toEqual([3]);
+    expect(niceTicks(NaN, 1)).toEqual([]);
+  });
+});
+
+describe("makeAxis", () => {
+  it("is numeric when every present value is a number", () => {
+    const a = makeAxis([0.1, undefined, 0.3, 0.2]);
+    expect(a.numeric).toBe(true);
+    expect(a.pos(0.1)).toBe(0);
+    expect(a.pos(0.3)).toBeCloseTo(1);
+    expect(a.pos(0.2)).toBeCloseTo(0.5);
+    expect(a.pos(undefined)).toBeUndefined();
+  });
+  it("puts a single number in the middle", () => {
+    const a = makeAxis([4, 4]);
+    expect(a.pos(4)).toBeCloseTo(0.5);
+  });
+  it("spreads categories evenly in natural order", () => {
+    const a = makeAxis(["sgd", "adam", "true", "adam", "layer10", "layer2"]);
+    expect(a.numeric).toBe(false);
+    expect(a.categories).toEqual(["adam", "layer2", "layer10", "sgd", "true"]);
+    expect(a.pos("adam")).toBe(0);
+    expect(a.pos("true")).toBe(1);
+    expect(a.pos("layer10")).toBe(0.5);
+    expect(a.pos("missing")).toBeUndefined();
+    expect(a.ticks().map(([, t]) => t)).toEqual(a.categories);
+  });
+  it("treats a column mixing numbers and strings as categories", () => {
+    const a = makeAxis([1, "two", 3]);
+    expect(a.numeric).toBe(false);
+    expect(a.categories).toEqual(["1", "3", "two"]);
+    expect(a.pos(3)).toBe(0.5);
+  });
+});
+
+describe("rampColor", () => {
+  it("runs from blue to orange and is grey when missing", () => {
+    expect(rampColor(0)).toBe("hsl(220, 75%, 50%)");
+    expect(rampColor(1)).toBe("hsl(25, 75%, 50%)");
+    expect(rampColor(2)).toBe(rampColor(1));
+    expect(rampColor(undefined)).toBe("#8888");
+  });
+});

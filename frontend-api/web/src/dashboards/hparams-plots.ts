@@ -1,0 +1,201 @@
+// The HParams dashboard's plots, as SVG: parallel coordinates (an axis per
+// hyperparameter and metric, a line per session group, coloured by one
+// column) and a scatter plot of one column against another. Pure layout
+// helpers (axes, ticks, colours) are exported for unit tests.
+
+import { fmtNum } from "../dom";
+
+/** A value of a table cell: a number, a string (or bool as string), or missing. */
+export type Cell = number | string | undefined;
+
+export interface Column {
+  label: string;
+  kind: "name" | "hparam" | "metric";
+}
+
+export interface Row {
+  name: string;
+  cells: Cell[];
+}
+
+/** Maps a column's values to [0, 1] (bottom to top, left to right). */
+export interface Axis {
+  numeric: boolean;
+  /** numeric: the domain. */
+  min: number;
+  max: number;
+  /** categorical: the categories in order. */
+  categories: string[];
+  pos(v: Cell): number | undefined;
+  /** Where to draw labels: [position in 0..1, text]. */
+  ticks(): [number, string][];
+}
+
+/** "Nice" tick values covering [min, max], about n of them. */
+export function niceTicks(min: number, max: number, n = 5): number[] {
+  if (!(max > min) || !Number.isFinite(min) || !Number.isFinite(max)) return Number.isFinite(min) ? [min] : [];
+  const raw = (max - min) / n;
+  let step = 10 ** Math.floor(Math.log10(raw));
+  const r = raw / step;
+  // Round to the nearest of 1, 2, 5, 10 on a log scale (boundaries at their geometric means).
+  step *= r >= Math.sqrt(50) ? 10 : r >= Math.sqrt(10) ? 5 : r >= Math.sqrt(2) ? 2 : 1;
+  const out: number[] = [];
+  for (let v = Math.ceil(min / step) * step; v <= max + step * 1e-9; v += step) out.push(Math.abs(v) < step * 1e-9 ? 0 : Number(v.toPrecision(12)));
+  return out;
+}
+
+/**
+ * The axis of a column: numeric when every present value is a number,
+ * else categorical (values as strings, sorted). A single number gets a
+ * domain around it.
+ */
+export function makeAxis(values: Cell[]): Axis {
+  const present = values.filter((v): v is number | string => v !== undefined && !(typeof v === "number" && !Number.isFinite(v)));
+  const numeric = present.length > 0 && present.every((v) => typeof v === "number");
+  if (numeric) {
+    const nums = present as number[];
+    let min = Math.min(...nums);
+    let max = Math.max(...nums);
+    if (min === max) {
+      const pad = Math.abs(min) / 2 || 1;
+      min -= pad;
+      max += pad;
+    }
+    return {
+      numeric,
+      min,
+      max,
+      categories: [],
+      pos: (v) => (typeof v === "number" && Number.isFinite(v) ? (v - min) / (max - min) : undefined),
+      ticks: () => niceTicks(min, max, 4).map((t) => [(t - min) / (max - min), fmtNum(t)]),
+    };
+  }
+  const categories = [...new Set(present.map(String))].sort((a, b) => a.localeCompare(b, undefined, { numeric: true }));
+  const at = (i: number) => (categories.length === 1 ? 0.5 : i / (categories.length - 1));
+  return {
+    numeric,
+    min: 0,
+    max: 1,
+    categories,
+    pos: (v) => {
+      const i = v === undefined ? -1 : categories.indexOf(String(v));
+      return i < 0 ? undefined : at(i);
+    },
+    ticks: () => categories.map((c, i) => [at(i), c]),
+  };
+}
+
+/** A colour from blue (t = 0) to orange (t = 1); grey when t is missing. */
+export function rampColor(t: number | undefined): string {
+  if (t === undefined || !Number.isFinite(t)) return "#8888";
+  const hue = 220 - 195 * Math.min(Math.max(t, 0), 1);
+  return `hsl(${hue.toFixed(0)}, 75%, 50%)`;
+}
+
+const NS = "http://www.w3.org/2000/svg";
+
+function svg(tag: string, attrs: Record<string, string | number>, ...children: (Node | string)[]): SVGElement {
+  const el = document.createElementNS(NS, tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+  for (const c of children) el.append(c);
+  return el;
+}
+
+function label(text: string, max = 18): string {
+  return text.length > max ? text.slice(0, max - 1) + "…" : text;
+}
+
+function show(v: Cell): string {
+  return v === undefined ? "–" : typeof v === "number" ? fmtNum(v) : v;
+}
+
+/**
+ * Parallel coordinates of rows over columns (the name column excluded);
+ * lines are coloured by column colorBy (an index into columns, or -1).
+ */
+export function parallelCoordinates(columns: Column[], rows: Row[], colorBy: number, width: number): SVGElement {
+  const axes = columns.map((c, i) => ({ c, i })).filter(({ c, i }) => c.kind !== "name" && rows.some((r) => r.cells[i] !== undefined));
+  const height = 380;
+  const top = 46;
+  const bottom = 24;
+  const left = 60;
+  const right = 60;
+  const plotH = height - top - bottom;
+  const step = axes.length > 1 ? (width - left - right) / (axes.length - 1) : 0;
+  const xOf = (k: number) => (axes.length > 1 ? left + k * step : width / 2);
+  const yOf = (t: number) => top + (1 - t) * plotH;
+  const scales = axes.map(({ i }) => makeAxis(rows.map((r) => r.cells[i])));
+  const colorAxis = colorBy >= 0 ? makeAxis(rows.map((r) => r.cells[colorBy])) : null;
+
+  const lines = svg("g", { class: "pc-lines" });
+  for (const r of rows) {
+    let d = "";
+    let pen = false;
+    axes.forEach(({ i }, k) => {
+      const t = scales[k].pos(r.cells[i]);
+      if (t === undefined) {
+        pen = false;
+        return;
+      }
+      d += `${pen ? "L" : "M"}${xOf(k).toFixed(1)},${yOf(t).toFixed(1)}`;
+      pen = true;
+    });
+    if (!d) continue;
+    const color = rampColor(colorAxis?.pos(r.cells[colorBy]));
+    const tip = [r.name, ...axes.map(({ c, i }) => `${c.label}: ${show(r.cells[i])}`)].join("\n");
+    lines.append(svg("path", { class: "pc-line", d, stroke: color, "data-group": r.name }, svg("title", {}, tip)));
+  }
+  const axisEls = axes.map(({ c }, k) => {
+    const x = xOf(k);
+    const g = svg("g", { class: `pc-axis ${c.kind}`, "data-col": c.label }, svg("line", { x1: x, x2: x, y1: top, y2: top + plotH }));
+    g.append(svg("text", { x, y: top - 24, "text-anchor": "middle", class: "pc-label" }, label(c.label), svg("title", {}, c.label)));
+    for (const [t, text] of scales[k].ticks().slice(0, 12)) {
+      g.append(svg("text", { x: x - 4, y: yOf(t) + 3, "text-anchor": "end", class: "pc-tick" }, label(text, 10)));
+    }
+    return g;
+  });
+  return svg("svg", { class: "hparams-parallel", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "parallel coordinates" }, lines, ...axisEls);
+}
+
+/**
+ * A scatter plot of column y against column x, a point per row with both,
+ * coloured by column colorBy (an index into columns, or -1).
+ */
+export function scatterPlot(columns: Column[], rows: Row[], x: number, y: number, colorBy: number, width: number): SVGElement {
+  const height = 380;
+  const left = 70;
+  const right = 20;
+  const top = 16;
+  const bottom = 50;
+  const plotW = width - left - right;
+  const plotH = height - top - bottom;
+  const xs = makeAxis(rows.map((r) => r.cells[x]));
+  const ys = makeAxis(rows.map((r) => r.cells[y]));
+  // Points are inset so that none sits on the frame.
+  const px = (t: number) => left + (0.04 + 0.92 * t) * plotW;
+  const py = (t: number) => top + (1 - (0.04 + 0.92 * t)) * plotH;
+  const frame = svg("rect", { class: "sc-frame", x: left, y: top, width: plotW, height: plotH });
+  const grid = svg("g", { class: "sc-axes" });
+  for (const [t, text] of xs.ticks().slice(0, 15)) {
+    grid.append(svg("line", { class: "sc-grid", x1: px(t), x2: px(t), y1: top, y2: top + plotH }));
+    grid.append(svg("text", { x: px(t), y: top + plotH + 14, "text-anchor": "middle", class: "sc-tick" }, label(text, 12)));
+  }
+  for (const [t, text] of ys.ticks().slice(0, 15)) {
+    grid.append(svg("line", { class: "sc-grid", x1: left, x2: left + plotW, y1: py(t), y2: py(t) }));
+    grid.append(svg("text", { x: left - 6, y: py(t) + 3, "text-anchor": "end", class: "sc-tick" }, label(text, 10)));
+  }
+  grid.append(svg("text", { x: left + plotW / 2, y: height - 8, "text-anchor": "middle", class: "sc-label" }, columns[x].label));
+  grid.append(svg("text", { x: 14, y: top + plotH / 2, "text-anchor": "middle", class: "sc-label", transform: `rotate(-90 14 ${top + plotH / 2})` }, columns[y].label));
+  const colorAxis = colorBy >= 0 ? makeAxis(rows.map((r) => r.cells[colorBy])) : null;
+  const points = svg("g", { class: "sc-points" });
+  for (const r of rows) {
+    const tx = xs.pos(r.cells[x]);
+    const ty = ys.pos(r.cells[y]);
+    if (tx === undefined || ty === undefined) continue;
+    const tip = `${r.name}\n${columns[x].label}: ${show(r.cells[x])}\n${columns[y].label}: ${show(r.cells[y])}`;
+    points.append(
+      svg("circle", { class: "sc-point", cx: px(tx).toFixed(1), cy: py(ty).toFixed(1), r: 5, fill: rampColor(colorAxis?.pos(r.cells[colorBy])), "data-group": r.name, "data-x": String(r.cells[x]), "data-y": String(r.cells[y]) }, svg("title", {}, tip)),
+    );
+  }
+  return svg("svg", { class: "hparams-scatter", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": `${columns[y].label} against ${columns[x].label}` }, frame, grid, points);
+}
