@@ -308,55 +308,6 @@ func TestHParamsTableSortsAndFilters(t *testing.T) {
 	screenshot(t, ctx, "hparams")
 }
 
-func TestGraphScopesAndNodeDetails(t *testing.T) {
-	ctx := tab(t, true)
-	q := url.Values{"tab": {"graphs"}, "runFilter": {"^generated/graph$"}}
-	var top, inner []string
-	var op string
-	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.eid, q)),
-		waitFor(`document.querySelectorAll(".graph-canvas .node").length > 0`),
-		chromedp.Evaluate(`[...document.querySelectorAll(".graph-canvas .node")].map(n => n.dataset.name).sort()`, &top),
-	)
-	screenshot(t, ctx, "graphs")
-	// generated/graph: x, w, layer/{matmul,relu}, loss.
-	if strings.Join(top, ",") != "layer/,loss,w,x" {
-		t.Fatalf("root scope nodes = %q", top)
-	}
-	run(t, ctx,
-		chromedp.Evaluate(`document.querySelector('.graph-canvas .node[data-name="layer/"]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`, nil),
-		waitFor(`document.querySelector('.graph-canvas .node[data-name="layer/relu"]') !== null`),
-		chromedp.Evaluate(`[...document.querySelectorAll(".graph-canvas .node")].map(n => n.dataset.name).sort()`, &inner),
-		chromedp.Evaluate(`document.querySelector('.graph-canvas .node[data-name="layer/relu"]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`, nil),
-		waitFor(`document.querySelector(".graph-panel .node-op") !== null`),
-		chromedp.Text(".graph-panel .node-op", &op, chromedp.ByQuery),
-	)
-	if strings.Join(inner, ",") != "layer/matmul,layer/relu" || op != "Relu" {
-		t.Errorf("inside layer/: %q, relu's op %q", inner, op)
-	}
-	// The scope and the selection are in the URL; reloading restores them.
-	var loc string
-	run(t, ctx,
-		waitFor(`new URLSearchParams(location.search).get("gnode") === "layer/relu" && new URLSearchParams(location.search).get("gscope") === "layer/"`),
-		chromedp.Location(&loc),
-	)
-	run(t, ctx,
-		chromedp.Navigate(loc),
-		waitFor(`document.querySelector('.graph-canvas .node.selected')?.dataset.name === "layer/relu"`),
-		waitFor(`document.querySelector(".graph-panel .node-op")?.textContent === "Relu"`),
-	)
-	// Search opens a node's scope from anywhere.
-	run(t, ctx,
-		chromedp.Click(`button.crumb`, chromedp.ByQuery),
-		waitFor(`document.querySelector('.graph-canvas .node[data-name="layer/"]') !== null`),
-		chromedp.SendKeys(`.graph-search`, "matmul", chromedp.ByQuery),
-		waitFor(`document.querySelector(".graph-results button") !== null`),
-		chromedp.Click(`.graph-results button`, chromedp.ByQuery),
-		waitFor(`document.querySelector('.graph-canvas .node.selected')?.dataset.name === "layer/matmul"`),
-	)
-	screenshot(t, ctx, "graphs-node")
-}
-
 func TestScalarsGroupRunsIntoMeanAndBand(t *testing.T) {
 	ctx := tab(t, true)
 	q := url.Values{"runFilter": {"^generated/scalars/"}, "tagFilter": {"^loss$"}}

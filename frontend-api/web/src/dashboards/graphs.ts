@@ -1,149 +1,346 @@
-// Graphs: a run's GraphDef, one name scope at a time. Scopes are boxes
-// that open on click (a breadcrumb leads back up), ops are boxes whose
-// details (op, device, inputs, outputs, attributes) show in the side
-// panel. Wheel zooms, dragging pans, double-click fits. Search finds
-// nodes by name and opens their scope. Only one scope level is drawn at
-// a time, which keeps graphs of many thousand nodes usable. The run, the
-// open scope and the selected node are in the URL (grun, gscope, gnode):
-// every change goes through the store, and update() draws it.
+// Graphs: a run's GraphDef, an op graph recorded in run metadata, or a
+// Keras model (which the server turns into a GraphDef of layers). Name
+// scopes start collapsed; clicking one opens it in place, and any number
+// can be open at once (its header closes it again). Ops are boxes whose
+// details (op, device, inputs, outputs, attributes, and compute time and
+// memory when run metadata is chosen) show in the side panel. Wheel zooms,
+// dragging pans, double-click fits. Search finds nodes by name, opens the
+// scopes holding them and centres them. Nodes can be coloured by op,
+// device, compute time or memory.
+//
+// The whole drawing is one SVG string set at once (much faster than
+// building thousands of elements one by one); clicks are handled on the
+// canvas by looking up the node group under the pointer. Everything that
+// shapes the view is in the URL (grun, ggraph, gopen, gnode, gstats,
+// gcolor): every change goes through the store, and update() draws it.
 
 import { getJSON, getText } from "../api";
 import { h, setChildren } from "../dom";
 import { parsePbtxt } from "../graph/pbtxt";
-import { BOX_H, BOX_W, Graph, layout, type Placed } from "../graph/model";
+import { ancestors, Graph } from "../graph/model";
+import { BOX_H, HEADER, layoutGraph, type Box } from "../graph/layout";
+import { fmtBytes, fmtMicros, nodeStats, type NodeStats } from "../graph/stats";
+import type { ViewState } from "../state";
 import { notice, runsChanged, shownRuns, type Dashboard, type DashboardContext } from "./dashboard";
 
-const SVG = "http://www.w3.org/2000/svg";
-
-function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number>, ...children: (SVGElement | string)[]): SVGElementTagNameMap[K] {
-  const el = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
-  for (const c of children) el.append(c);
-  return el;
+interface GraphTagInfo {
+  tag: string;
+  conceptual_graph: boolean;
+  op_graph: boolean;
+  profile: boolean;
 }
 
 interface GraphInfo {
   run: string;
   run_graph: boolean;
+  tags: Record<string, GraphTagInfo>;
 }
 
+/** The graphs of a run: "" (its run graph), "op:TAG", "keras:TAG". */
+function graphsOf(info: GraphInfo): { value: string; label: string }[] {
+  const out: { value: string; label: string }[] = [];
+  if (info.run_graph) out.push({ value: "", label: "Run graph" });
+  for (const t of Object.values(info.tags ?? {}).sort((a, b) => a.tag.localeCompare(b.tag))) {
+    if (t.op_graph) out.push({ value: `op:${t.tag}`, label: `Op graph: ${t.tag}` });
+    if (t.conceptual_graph) out.push({ value: `keras:${t.tag}`, label: `Keras model: ${t.tag}` });
+  }
+  return out;
+}
+
+const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** A hue for a key (an op or a device), stable across loads. */
+function hue(key: string): number {
+  let x = 2166136261;
+  for (let i = 0; i < key.length; i++) x = Math.imul(x ^ key.charCodeAt(i), 16777619);
+  return (x >>> 0) % 360;
+}
+const keyColor = (key: string, alpha = 0.4) => `hsla(${hue(key)}, 70%, 55%, ${alpha})`;
+
+const COLOR_MODES: [string, string][] = [
+  ["", "Structure"],
+  ["op", "Op type"],
+  ["device", "Device"],
+  ["time", "Compute time"],
+  ["memory", "Memory"],
+];
+
 export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboard {
+  const { store } = ctx;
   const runSelect = h("select", { "aria-label": "graph run", className: "graph-run" });
+  const graphSelect = h("select", { "aria-label": "graph", className: "graph-kind" });
+  const statsSelect = h("select", { "aria-label": "run metadata", className: "graph-stats" });
+  const colorSelect = h("select", { "aria-label": "colour nodes by", className: "graph-color" }, COLOR_MODES.map(([v, l]) => h("option", { value: v }, l)));
   const search = h("input", { type: "search", placeholder: "Search nodes", "aria-label": "search nodes", className: "graph-search" });
   const results = h("ul.graph-results");
-  const crumbs = h("nav.crumbs", { "aria-label": "scope" });
-  const canvas = h("div.graph-canvas", { tabIndex: 0 });
-  const panel = h("aside.graph-panel", null, h("p.hint", null, "Click a node for its details; click a scope to open it."));
+  const canvas = h("div.graph-canvas", { tabIndex: 0, "aria-label": "graph: drag to pan, wheel to zoom, Enter opens the focused scope" });
+  const legend = h("div.graph-legend");
+  const panel = h("aside.graph-panel", null, h("p.hint", null, "Click a node for its details; click a scope to open it, its header to close it."));
+  const statsLabel = h("label.graph-stats-label", null, "Run metadata ", statsSelect);
   setChildren(
     el,
-    h("div.toolbar", null, h("label", null, "Run ", runSelect), h("label", null, search), crumbs),
-    h("div.graph-body", null, h("div.graph-main", null, results, canvas), panel),
+    h(
+      "div.toolbar",
+      null,
+      h("label", null, "Run ", runSelect),
+      h("label", null, "Graph ", graphSelect),
+      statsLabel,
+      h("label", null, "Colour ", colorSelect),
+      h("label", null, search),
+      h("button", { onclick: () => fit() }, "Fit"),
+      h("button", { onclick: () => store.set({ gopen: [] }) }, "Collapse all"),
+    ),
+    h("div.graph-body", null, h("div.graph-main", null, results, canvas, legend), panel),
   );
 
+  let info: Record<string, GraphInfo> = {};
   let graph: Graph | null = null;
-  let scope = "";
+  let stats: Map<string, NodeStats> | null = null;
+  let boxes = new Map<string, Box>();
+  let drawnKey = "";
   let selected = "";
   let view = { x: 0, y: 0, k: 1 };
-  let root: SVGGElement | null = null;
-  let svgEl: SVGSVGElement | null = null;
   let extent = { w: 1, h: 1 };
+  let root: SVGGElement | null = null;
+  let fitPending = true;
+  /** A node to centre once drawn (search, a link in the panel). */
+  let centrePending = "";
+  /** A scope whose screen position should stay put across a redraw. */
+  let anchor: { id: string; sx: number; sy: number } | null = null;
+  const scopeTotals = new Map<string, NodeStats>();
 
   const apply = () => root?.setAttribute("transform", `translate(${view.x},${view.y}) scale(${view.k})`);
-  function fit() {
+  /**
+   * Shows the whole graph; with top, a graph too tall to be readable that
+   * way is shown from its top instead, as wide as fits (at most 1:1).
+   */
+  function fit(top = false) {
     const w = canvas.clientWidth || 800;
     const hgt = canvas.clientHeight || 500;
-    const k = Math.min(1.5, Math.min(w / (extent.w + 40), hgt / (extent.h + 40)));
+    let k = Math.min(1.5, Math.min(w / (extent.w + 40), hgt / (extent.h + 40)));
+    if (top && k < 0.5) k = Math.max(k, Math.min(1, w / (extent.w + 40)));
     view = { k, x: (w - extent.w * k) / 2, y: 20 };
     apply();
+  }
+  function centreOn(id: string) {
+    const b = boxes.get(id);
+    if (!b) return;
+    const k = view.k < 0.6 ? 1 : view.k;
+    view = { k, x: (canvas.clientWidth || 800) / 2 - (b.x + b.w / 2) * k, y: (canvas.clientHeight || 500) / 2 - (b.y + b.h / 2) * k };
+    apply();
+  }
+
+  /** Compute time and memory of an op, or summed over a scope's ops. */
+  function statsOf(id: string): NodeStats | undefined {
+    if (!stats || !graph) return undefined;
+    if (!graph.isScope(id)) return stats.get(id);
+    let t = scopeTotals.get(id);
+    if (!t) {
+      t = { micros: 0, bytes: 0, device: "" };
+      for (const n of graph.opsIn(id)) {
+        const s = stats.get(n.name);
+        if (s) (t.micros += s.micros), (t.bytes += s.bytes);
+      }
+      scopeTotals.set(id, t);
+    }
+    return t;
+  }
+
+  /** The device of an op, or the most common one of a scope's ops. */
+  function deviceOf(id: string): string {
+    if (!graph) return "";
+    if (!graph.isScope(id)) return graph.nodes.get(id)?.device || stats?.get(id)?.device || "";
+    const count = new Map<string, number>();
+    for (const n of graph.opsIn(id)) if (n.device) count.set(n.device, (count.get(n.device) ?? 0) + 1);
+    let best = "";
+    for (const [d, c] of count) if (c > (count.get(best) ?? 0)) best = d;
+    return best;
   }
 
   function showDetails(name: string) {
     const n = graph?.nodes.get(name);
     if (!graph || !n) return;
     const link = (x: string) => h("a", { href: "#", onclick: (e: Event) => (e.preventDefault(), reveal(x)) }, x);
+    const st = stats?.get(name);
+    const outs = graph.outputs.get(n.name) ?? [];
     setChildren(
       panel,
       h("h3", null, n.name),
-      h("dl", null, h("dt", null, "Op"), h("dd.node-op", null, n.op), h("dt", null, "Device"), h("dd", null, n.device || "–")),
+      h(
+        "dl",
+        null,
+        h("dt", null, "Op"),
+        h("dd.node-op", null, n.op || "–"),
+        h("dt", null, "Device"),
+        h("dd.node-device", null, n.device || st?.device || "–"),
+        stats ? [h("dt", null, "Compute time"), h("dd.node-time", null, st ? fmtMicros(st.micros) : "not run"), h("dt", null, "Memory"), h("dd.node-memory", null, st ? fmtBytes(st.bytes) : "–")] : null,
+      ),
       h("h4", null, `Inputs (${n.inputs.length})`),
-      h("ul", null, n.inputs.map((x, i) => h("li", null, link(x), n.control[i] ? " (control)" : ""))),
-      h("h4", null, `Outputs (${graph.outputs.get(n.name)?.length ?? 0})`),
-      h("ul", null, (graph.outputs.get(n.name) ?? []).map((x) => h("li", null, link(x)))),
+      h("ul.node-inputs", null, n.inputs.map((x, i) => h("li", null, link(x), n.control[i] ? " (control)" : ""))),
+      h("h4", null, `Outputs (${outs.length})`),
+      h("ul.node-outputs", null, outs.map((x) => h("li", null, link(x)))),
       h("h4", null, `Attributes (${n.attrs.length})`),
       h("dl.attrs", null, n.attrs.map(([k, v]) => [h("dt", null, k), h("dd", null, v)])),
     );
   }
 
-  /** Opens the scope holding name and selects it. */
+  /** Opens the scopes holding name, selects it and centres it. */
   function reveal(name: string) {
-    const i = name.lastIndexOf("/");
     results.replaceChildren();
-    ctx.store.set({ gscope: i < 0 ? "" : name.slice(0, i + 1), gnode: name });
+    const s = store.get();
+    const open = [...s.gopen];
+    for (const a of ancestors(name)) if (!open.includes(a)) open.push(a);
+    centrePending = name;
+    store.set({ gopen: open, gnode: name });
+    if (s.gnode === name && open.length === s.gopen.length) centreOn(name);
   }
 
-  /** Shows the state's scope and selection. */
-  function show(s: { gscope: string; gnode: string }) {
+  /** Opens a closed scope (and any closed scope above it), or closes an open one and all inside it. */
+  function toggle(id: string, b: Box) {
+    anchor = { id, sx: b.x * view.k + view.x, sy: b.y * view.k + view.y };
+    const open = store.get().gopen;
+    if (open.includes(id)) store.set({ gopen: open.filter((o) => !o.startsWith(id)) });
+    else store.set({ gopen: [...open, ...[...ancestors(id), id].filter((a) => !open.includes(a))] });
+  }
+
+  /** Shows the state's open scopes, colours and selection. */
+  function show(s: ViewState) {
     if (!graph) return;
-    scope = s.gscope && [...graph.nodes.keys()].some((n) => n.startsWith(s.gscope)) ? s.gscope : "";
-    selected = s.gnode;
-    draw();
+    const open = new Set(s.gopen.filter((o) => graph!.isScope(o)));
+    const key = [...open].sort().join("\n") + "\t" + s.gcolor + "\t" + (stats ? "stats" : "");
+    if (key !== drawnKey) {
+      drawnKey = key;
+      draw(open, s.gcolor);
+    }
+    if (selected !== s.gnode) {
+      root?.querySelector(".node.selected")?.classList.remove("selected");
+      selected = s.gnode;
+    }
+    const g = root?.querySelector(`.node[data-name="${CSS.escape(selected)}"]`);
+    g?.classList.add("selected");
     if (graph.nodes.has(selected)) showDetails(selected);
+    if (centrePending && boxes.has(centrePending)) {
+      centreOn(centrePending);
+      centrePending = "";
+    }
   }
 
-  function draw() {
+  function fillFor(b: Box, mode: string, max: number): string {
+    if (b.open) return "";
+    switch (mode) {
+      case "op":
+        return b.kind === "op" ? keyColor(b.op || "?") : "";
+      case "device": {
+        const d = deviceOf(b.id);
+        return d ? keyColor(d) : "";
+      }
+      case "time":
+      case "memory": {
+        const st = statsOf(b.id);
+        const v = st ? (mode === "time" ? st.micros : st.bytes) : 0;
+        return v > 0 && max > 0 ? `hsla(12, 85%, 55%, ${(0.1 + (0.85 * v) / max).toFixed(3)})` : "";
+      }
+    }
+    return "";
+  }
+
+  function draw(open: ReadonlySet<string>, mode: string) {
     if (!graph) return;
-    const parts = scope.split("/").filter(Boolean);
-    setChildren(
-      crumbs,
-      h("button.crumb", { onclick: () => ctx.store.set({ gscope: "" }) }, "root"),
-      parts.map((p, i) => ["/", h("button.crumb", { onclick: () => ctx.store.set({ gscope: parts.slice(0, i + 1).join("/") + "/" }) }, p)]),
-    );
-    const { items, edges } = graph.level(scope);
-    const placed = layout(items, edges);
-    const at = new Map<string, Placed>(placed.map((p) => [p.id, p]));
-    extent = { w: Math.max(...placed.map((p) => p.x + BOX_W), 1), h: Math.max(...placed.map((p) => p.y + BOX_H), 1) };
-    root = svg("g", {});
-    const edgeLayer = svg("g", { class: "edges" });
-    for (const e of edges) {
-      const a = at.get(e.from)!;
-      const b = at.get(e.to)!;
-      const x1 = a.x + BOX_W / 2;
-      const y1 = a.y + BOX_H;
-      const x2 = b.x + BOX_W / 2;
+    const laid = layoutGraph(graph, open);
+    extent = { w: Math.max(laid.w, 1), h: Math.max(laid.h, 1) };
+    boxes = new Map(laid.boxes.map((b) => [b.id, b]));
+    const shown = laid.boxes.filter((b) => !b.open);
+    let max = 0;
+    if (mode === "time" || mode === "memory")
+      for (const b of shown) {
+        const st = statsOf(b.id);
+        if (st) max = Math.max(max, mode === "time" ? st.micros : st.bytes);
+      }
+    const parts: string[] = [];
+    parts.push('<g class="edges">');
+    for (const e of graph.visibleEdges(open)) {
+      const a = boxes.get(e.from);
+      const b = boxes.get(e.to);
+      if (!a || !b) continue;
+      const x1 = a.x + a.w / 2;
+      const y1 = a.y + a.h;
+      const x2 = b.x + b.w / 2;
       const y2 = b.y;
       const my = (y1 + y2) / 2;
-      edgeLayer.append(svg("path", { d: `M${x1},${y1} C${x1},${my} ${x2},${my} ${x2},${y2}`, "stroke-width": Math.min(1 + Math.log2(e.count), 5), "marker-end": "url(#arrow)" }));
+      parts.push(`<path d="M${x1},${y1} C${x1},${my} ${x2},${my} ${x2},${y2}" stroke-width="${Math.min(1 + Math.log2(e.count), 5)}" marker-end="url(#arrow)"/>`);
     }
-    root.append(edgeLayer);
-    for (const p of placed) {
-      const g = svg("g", { class: `node ${p.kind}${p.id === selected ? " selected" : ""}`, transform: `translate(${p.x},${p.y})`, "data-name": p.id });
-      g.append(svg("rect", { width: BOX_W, height: BOX_H, rx: p.kind === "scope" ? 8 : 3 }));
-      const label = p.label.length > 22 ? p.label.slice(0, 21) + "…" : p.label;
-      g.append(svg("text", { x: 8, y: 13 }, label));
-      g.append(svg("text", { x: 8, y: 25, class: "sub" }, p.kind === "scope" ? `${p.size} nodes` : (p.op ?? "")));
-      g.append(svg("title", {}, p.kind === "scope" ? `${p.id} (${p.size} nodes): click to open` : `${p.id} (${p.op})`));
-      g.addEventListener("click", (e) => {
-        e.stopPropagation();
-        if (p.kind === "scope") ctx.store.set({ gscope: p.id });
-        else ctx.store.set({ gnode: p.id });
-      });
-      root.append(g);
+    parts.push("</g>");
+    for (const b of laid.boxes) {
+      const name = esc(b.id);
+      if (b.open) {
+        const chars = Math.max(8, Math.floor((b.w - 30) / 6.5));
+        const label = b.label.length > chars ? b.label.slice(0, chars - 1) + "…" : b.label;
+        parts.push(
+          `<g class="node scope open" data-name="${name}" transform="translate(${b.x},${b.y})">` +
+            `<rect class="frame" width="${b.w}" height="${b.h}" rx="8"/>` +
+            `<rect class="head" width="${b.w}" height="${HEADER - 4}" rx="8" tabindex="0" role="button" aria-label="close ${name}"/>` +
+            `<text x="8" y="16">− ${esc(label)} <tspan class="sub">(${b.size} nodes)</tspan></text>` +
+            `<title>${name}: click the header to close</title></g>`,
+        );
+        continue;
+      }
+      const fill = fillFor(b, mode, max);
+      const label = b.label.length > 22 ? b.label.slice(0, 21) + "…" : b.label;
+      const sub = b.kind === "scope" ? `+ ${b.size} nodes` : (b.op ?? "");
+      const st = stats ? statsOf(b.id) : undefined;
+      const statText = st && mode === "time" ? ` · ${fmtMicros(st.micros)}` : st && mode === "memory" ? ` · ${fmtBytes(st.bytes)}` : "";
+      parts.push(
+        `<g class="node ${b.kind}" data-name="${name}" transform="translate(${b.x},${b.y})" tabindex="0" role="button" aria-label="${b.kind === "scope" ? "open " : ""}${name}">` +
+          `<rect width="${b.w}" height="${BOX_H}" rx="${b.kind === "scope" ? 8 : 3}"${fill ? ` style="fill:${fill}"` : ""}/>` +
+          `<text x="8" y="13">${esc(label)}</text><text x="8" y="25" class="sub">${esc(sub + statText)}</text>` +
+          `<title>${name}${b.kind === "scope" ? ` (${b.size} nodes): click to open` : ` (${esc(b.op ?? "")})`}</title></g>`,
+      );
     }
-    svgEl = svg(
-      "svg",
-      { width: "100%", height: "100%", role: "img", "aria-label": `graph scope ${scope || "root"}` },
-      svg(
-        "defs",
-        {},
-        svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 8, markerHeight: 8, markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" }, svg("path", { d: "M0,0 L10,5 L0,10 z" })),
-      ),
-      root,
-    );
-    setChildren(canvas, svgEl);
-    fit();
+    canvas.innerHTML =
+      `<svg width="100%" height="100%" role="img" aria-label="graph"><defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" markerHeight="8" markerUnits="userSpaceOnUse" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>` +
+      `<g class="root">${parts.join("")}</g></svg>`;
+    root = canvas.querySelector("g.root");
+    selected = "";
+    if (fitPending) {
+      fitPending = false;
+      if (boxes.has(store.get().gnode)) centrePending = store.get().gnode;
+      else fit(true);
+    } else if (anchor && boxes.has(anchor.id)) {
+      const b = boxes.get(anchor.id)!;
+      view = { ...view, x: anchor.sx - b.x * view.k, y: anchor.sy - b.y * view.k };
+      apply();
+    } else apply();
+    anchor = null;
+    drawLegend(shown, mode, max);
   }
 
-  // Zoom around the cursor, pan by dragging, fit on double-click.
+  function drawLegend(shown: Box[], mode: string, max: number) {
+    if (mode === "op" || mode === "device") {
+      const count = new Map<string, number>();
+      for (const b of shown) {
+        if (mode === "op" && b.kind !== "op") continue;
+        const k = mode === "op" ? b.op || "?" : deviceOf(b.id);
+        if (k) count.set(k, (count.get(k) ?? 0) + 1);
+      }
+      const top = [...count].sort((a, b) => b[1] - a[1]);
+      setChildren(
+        legend,
+        top.slice(0, 12).map(([k, n]) => h("span.legend-item", { title: `${n} shown` }, h("span.swatch", { style: { background: keyColor(k, 0.6) } }), k)),
+        top.length > 12 ? h("span.legend-item", null, `+${top.length - 12} more`) : null,
+        top.length ? null : h("span.legend-item", null, mode === "device" ? "no devices recorded" : ""),
+      );
+    } else if (mode === "time" || mode === "memory") {
+      setChildren(
+        legend,
+        stats
+          ? h("span.legend-item", null, h("span.swatch.ramp"), `0 – ${mode === "time" ? fmtMicros(max) : fmtBytes(max)}`)
+          : h("span.legend-item", null, "choose run metadata to colour by " + (mode === "time" ? "compute time" : "memory")),
+      );
+    } else legend.replaceChildren();
+  }
+
+  // Zoom around the cursor, pan by dragging, fit on double-click; a click
+  // (not a drag) on a node selects it or opens/closes its scope.
   canvas.addEventListener(
     "wheel",
     (e) => {
@@ -157,75 +354,156 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
     },
     { passive: false },
   );
-  let drag: { x: number; y: number } | null = null;
+  let drag: { x: number; y: number; moved: boolean; sx: number; sy: number } | null = null;
+  let dragged = false;
   canvas.addEventListener("pointerdown", (e) => {
-    drag = { x: e.clientX - view.x, y: e.clientY - view.y };
+    drag = { x: e.clientX - view.x, y: e.clientY - view.y, sx: e.clientX, sy: e.clientY, moved: false };
+    dragged = false;
   });
-  window.addEventListener("pointermove", (e) => {
+  const onMove = (e: PointerEvent) => {
     if (!drag) return;
+    if (!drag.moved && Math.hypot(e.clientX - drag.sx, e.clientY - drag.sy) < 4) return;
+    drag.moved = true;
     view = { ...view, x: e.clientX - drag.x, y: e.clientY - drag.y };
     apply();
-  });
-  const endDrag = () => (drag = null);
+  };
+  const endDrag = () => {
+    dragged = drag?.moved ?? false;
+    drag = null;
+  };
+  window.addEventListener("pointermove", onMove);
   window.addEventListener("pointerup", endDrag);
-  canvas.addEventListener("dblclick", fit);
+  canvas.addEventListener("dblclick", (e) => {
+    if (!(e.target as Element).closest(".node")) fit();
+  });
+  function activate(target: Element) {
+    const g = target.closest<SVGGElement>(".node");
+    const id = g?.dataset.name;
+    const b = id !== undefined ? boxes.get(id) : undefined;
+    if (!b || !id) return;
+    if (b.kind === "scope") {
+      if (!b.open || target.classList.contains("head")) toggle(id, b);
+    } else store.set({ gnode: id });
+  }
+  canvas.addEventListener("click", (e) => {
+    if (dragged) return;
+    activate(e.target as Element);
+  });
+  canvas.addEventListener("keydown", (e) => {
+    if ((e.key === "Enter" || e.key === " ") && e.target !== canvas) {
+      e.preventDefault();
+      activate(e.target as Element);
+    }
+  });
 
   search.addEventListener("input", () => {
     const q = search.value.trim();
     setChildren(results, q && graph ? graph.search(q).map((name) => h("li", null, h("button", { onclick: () => reveal(name) }, name))) : []);
   });
+  search.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && graph) {
+      const first = graph.search(search.value.trim(), 1)[0];
+      if (first) reveal(first);
+    }
+  });
 
-  let loadedRun = "";
-  async function load(run: string) {
-    loadedRun = run;
+  let loadedKey = "";
+  async function load(run: string, which: string) {
+    const key = run + "\n" + which;
+    loadedKey = key;
     graph = null;
+    boxes = new Map();
+    drawnKey = "";
+    fitPending = true;
+    scopeTotals.clear();
+    legend.replaceChildren();
     setChildren(canvas, notice("Loading graph…"));
     try {
-      const g = new Graph(parsePbtxt(await getText(ctx.api.plugin("graphs", "graph", { run }))));
-      if (loadedRun !== run) return;
+      const i = which.indexOf(":");
+      const params: Record<string, string> = { run };
+      if (i > 0) params.tag = which.slice(i + 1);
+      if (which.startsWith("keras:")) params.conceptual = "true";
+      const g = new Graph(parsePbtxt(await getText(ctx.api.plugin("graphs", "graph", params))));
+      if (loadedKey !== key) return;
       graph = g;
       if (!graph.nodes.size) setChildren(canvas, notice("This graph has no nodes."));
-      else show(ctx.store.get());
+      else show(store.get());
     } catch (e) {
-      setChildren(canvas, notice((e as Error).message, "error"));
+      if (loadedKey === key) setChildren(canvas, notice((e as Error).message, "error"));
     }
   }
-  runSelect.addEventListener("change", () => ctx.store.set({ grun: runSelect.value, gscope: "", gnode: "" }));
 
-  let runs: string[] = [];
+  let statsKey = "";
+  async function loadStats(run: string, tag: string) {
+    const key = tag ? run + "\n" + tag : "";
+    if (key === statsKey) return;
+    statsKey = key;
+    stats = null;
+    scopeTotals.clear();
+    if (tag) {
+      try {
+        const st = nodeStats(parsePbtxt(await getText(ctx.api.plugin("graphs", "run_metadata", { run, tag }))));
+        if (statsKey !== key) return;
+        stats = st;
+      } catch (e) {
+        if (statsKey === key) legend.replaceChildren(notice(`run metadata: ${(e as Error).message}`, "error"));
+        return;
+      }
+    }
+    show(store.get());
+  }
+
+  runSelect.addEventListener("change", () => store.set({ grun: runSelect.value, ggraph: "", gopen: [], gnode: "", gstats: "" }));
+  graphSelect.addEventListener("change", () => store.set({ ggraph: graphSelect.value, gopen: [], gnode: "" }));
+  statsSelect.addEventListener("change", () => store.set({ gstats: statsSelect.value }));
+  colorSelect.addEventListener("change", () => store.set({ gcolor: colorSelect.value }));
+
   function fillRuns() {
-    const shown = shownRuns(ctx, ctx.store.get());
-    const list = runs.filter((r) => shown.has(r));
+    const s = store.get();
+    colorSelect.value = s.gcolor;
+    const shown = shownRuns(ctx, s);
+    const order = new Map(ctx.runs.map((r, i) => [r.name, i]));
+    const list = Object.values(info)
+      .filter((g) => shown.has(g.run) && graphsOf(g).length)
+      .map((g) => g.run)
+      .sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0));
     setChildren(runSelect, list.map((r) => h("option", { value: r }, r)));
     if (!list.length) {
-      loadedRun = "";
+      loadedKey = "";
+      graph = null;
       setChildren(canvas, notice("No graphs among the shown runs."));
       return;
     }
-    const want = ctx.store.get().grun;
-    const run = list.includes(want) ? want : list[0];
+    const run = list.includes(s.grun) ? s.grun : list[0];
     runSelect.value = run;
-    if (run !== loadedRun) load(run);
+    const graphs = graphsOf(info[run]);
+    setChildren(graphSelect, graphs.map((g) => h("option", { value: g.value }, g.label)));
+    const which = graphs.some((g) => g.value === s.ggraph) ? s.ggraph : graphs[0].value;
+    graphSelect.value = which;
+    const profiles = Object.values(info[run].tags ?? {}).filter((t) => t.profile).map((t) => t.tag).sort();
+    setChildren(statsSelect, h("option", { value: "" }, profiles.length ? "none" : "none recorded"), profiles.map((t) => h("option", { value: t }, t)));
+    statsSelect.disabled = !profiles.length;
+    const statsTag = profiles.includes(s.gstats) ? s.gstats : "";
+    statsSelect.value = statsTag;
+    if (run + "\n" + which !== loadedKey) load(run, which);
+    loadStats(run, statsTag);
   }
+
   getJSON<Record<string, GraphInfo>>(ctx.api.plugin("graphs", "info"))
-    .then((info) => {
-      const order = new Map(ctx.runs.map((r, i) => [r.name, i]));
-      runs = Object.values(info)
-        .filter((g) => g.run_graph)
-        .map((g) => g.run)
-        .sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0));
+    .then((i) => {
+      info = i;
       fillRuns();
     })
     .catch((e) => setChildren(canvas, notice(e.message, "error")));
 
   return {
     update(s, prev) {
-      if (runsChanged(s, prev) || s.grun !== prev.grun) fillRuns();
-      else if (s.gscope !== prev.gscope || s.gnode !== prev.gnode) show(s);
+      if (runsChanged(s, prev) || s.grun !== prev.grun || s.ggraph !== prev.ggraph || s.gstats !== prev.gstats || s.gcolor !== prev.gcolor) fillRuns();
+      if (s.gopen.join("\n") !== prev.gopen.join("\n") || s.gnode !== prev.gnode || s.gcolor !== prev.gcolor) show(s);
     },
     destroy() {
+      window.removeEventListener("pointermove", onMove);
       window.removeEventListener("pointerup", endDrag);
-      svgEl = null;
     },
   };
 }

@@ -124,7 +124,8 @@ func BenchmarkWriteScalars(b *testing.B) {
 // issue's large experiment: one tag of 100 runs of 10,000 points each, read
 // at k points per series in one ReadScalars call. k = 1,000 is the read
 // path's default; smaller k is a card asking for about one point per pixel
-// column.
+// column. "cold" reads the database each time; "cached" is a chart read
+// again (scalarCache).
 func BenchmarkReadScalarsManyRuns(b *testing.B) {
 	const runs, steps = 100, 10_000
 	s := newTestStore(b)
@@ -136,10 +137,21 @@ func BenchmarkReadScalarsManyRuns(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for _, k := range []int64{1000, 500, 200} {
-		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
+	for _, tc := range []struct {
+		k      int64
+		cached bool
+	}{{1000, false}, {500, false}, {200, false}, {500, true}} {
+		name := fmt.Sprintf("k=%d/cold", tc.k)
+		if tc.cached {
+			name = fmt.Sprintf("k=%d/cached", tc.k)
+		}
+		b.Run(name, func(b *testing.B) {
+			k := tc.k
 			q := store.Query{Filter: store.Filter{Tags: []string{"loss"}}, MaxPoints: k}
 			for b.Loop() {
+				if !tc.cached {
+					s.scalars.wrote(eid)
+				}
 				got := int64(0)
 				err := s.ReadScalars(b.Context(), eid, q, func(_ *store.TimeSeries, ps []store.ScalarPoint) error {
 					got += int64(len(ps))

@@ -45,6 +45,8 @@ type Store struct {
 	foundVersion int
 	// sampleInserts are prepared on w.
 	sampleInserts *sampleInserts
+	// scalars caches downsampled scalar reads.
+	scalars *scalarCache
 }
 
 var _ store.Store = (*Store)(nil)
@@ -64,7 +66,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
 	w.SetConnMaxLifetime(0)
-	s := &Store{w: w, now: opts.Now}
+	s := &Store{w: w, now: opts.Now, scalars: newScalarCache(scalarCacheMaxPoints)}
 	if s.now == nil {
 		s.now = time.Now
 	}

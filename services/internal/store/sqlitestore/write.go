@@ -175,6 +175,8 @@ func existingSize(ctx context.Context, tx *sql.Tx, table, sizeExpr string, serie
 
 // WriteScalars implements store.Writer. The whole batch is one transaction.
 func (s *Store) WriteScalars(ctx context.Context, eid string, batch []store.ScalarSeries) error {
+	// After the commit (or failure): cached reads of eid are stale.
+	defer s.scalars.wrote(eid)
 	err := writeBatch(ctx, s, eid, store.DataClassScalar, batch, scalarBatchSeries, func(tx *sql.Tx) error {
 		for _, b := range batch {
 			points := lastPerStep(b.Points, func(p *store.ScalarPoint) int64 { return p.Step })
