@@ -22,8 +22,13 @@
 //   hfilter=RE         HParams rows shown (regex over their cells)
 //   hx=COL, hy=COL     HParams scatter plot axes; hcolor=COL colours the
 //                      parallel coordinates (COL: an hparam or metric name)
-//   grun, gscope, gnode   the graph shown: its run, open name scope ("a/b/"),
-//                      selected node
+//   grun, ggraph       the graph shown: its run, and "" (the run graph),
+//                      "keras:TAG" (a Keras model) or "op:TAG" (an op graph)
+//   gopen (repeated)   open name scopes of the graph ("a/b/"); the old
+//                      gscope=a/b/ opens a/ and a/b/
+//   gnode              the selected graph node
+//   gstats=TAG         run metadata whose compute time and memory the graph shows
+//   gcolor=op|device|time|memory  what colours graph nodes (default: structure)
 
 export type XAxis = "step" | "relative" | "wall";
 
@@ -48,8 +53,11 @@ export interface ViewState {
   hy: string;
   hcolor: string;
   grun: string;
-  gscope: string;
+  ggraph: string;
+  gopen: string[];
   gnode: string;
+  gstats: string;
+  gcolor: string;
 }
 
 export const DEFAULT_SMOOTHING = 0.6;
@@ -79,9 +87,18 @@ export function parseState(search: string): ViewState {
     hy: q.get("hy") ?? "",
     hcolor: q.get("hcolor") ?? "",
     grun: q.get("grun") ?? "",
-    gscope: q.get("gscope") ?? "",
+    ggraph: q.get("ggraph") ?? "",
+    gopen: [...q.getAll("gopen"), ...scopePrefixes(q.get("gscope") ?? "")],
     gnode: q.get("gnode") ?? "",
+    gstats: q.get("gstats") ?? "",
+    gcolor: q.get("gcolor") ?? "",
   };
+}
+
+/** "a/b/" -> ["a/", "a/b/"]. */
+function scopePrefixes(scope: string): string[] {
+  const parts = scope.split("/").filter(Boolean);
+  return parts.map((_, i) => parts.slice(0, i + 1).join("/") + "/");
 }
 
 function parseZoom(v: string | null): [number, number] | null {
@@ -107,8 +124,11 @@ export function formatState(s: ViewState): string {
   if (s.hview !== "table") q.set("hview", s.hview);
   for (const k of ["hsort", "hfilter", "hx", "hy", "hcolor"] as const) if (s[k]) q.set(k, s[k]);
   if (s.grun) q.set("grun", s.grun);
-  if (s.gscope) q.set("gscope", s.gscope);
+  if (s.ggraph) q.set("ggraph", s.ggraph);
+  for (const o of s.gopen) q.append("gopen", o);
   if (s.gnode) q.set("gnode", s.gnode);
+  if (s.gstats) q.set("gstats", s.gstats);
+  if (s.gcolor) q.set("gcolor", s.gcolor);
   const out = q.toString();
   return out ? `?${out}` : "";
 }
