@@ -75,7 +75,7 @@ func TestMyExperimentsRenameShareDelete(t *testing.T) {
 		sel := `document.querySelector('` + row(eid) + ` select.visibility')`
 		run(t, ctx,
 			chromedp.Evaluate(fmt.Sprintf(`(() => { const s = %s; s.dataset.old = "1"; s.value = %q; s.dispatchEvent(new Event("change")); return true; })()`, sel, v), nil),
-			waitFor(fmt.Sprintf(`%s?.dataset.old === undefined && %s.value === %q`, sel, sel, v)),
+			waitFor(fmt.Sprintf(`(() => { const s = %s; return s !== null && s.dataset.old === undefined && s.value === %q; })()`, sel, v)),
 		)
 	}
 	setVisibility("public")
