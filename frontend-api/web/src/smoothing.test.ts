@@ -53,15 +53,30 @@ describe("robustRange", () => {
   it("leaves a spike out of the range", () => {
     const v = Array.from({ length: 100 }, (_, i) => i / 100);
     v[50] = 1e6;
-    const [a, b] = robustRange(v)!;
+    const [a, b] = robustRange([v])!;
     expect(a).toBeLessThan(0.05);
     expect(b).toBeLessThan(2);
   });
   it("keeps the whole of a curve without outliers", () => {
-    expect(robustRange(Array.from({ length: 100 }, (_, i) => 1 - Math.exp(-i / 20)))).toBeNull();
+    expect(robustRange([Array.from({ length: 100 }, (_, i) => 1 - Math.exp(-i / 20))])).toBeNull();
+  });
+  it("picks the quantiles a sort would, across series", () => {
+    let seed = 7;
+    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648) ** 3;
+    for (let trial = 0; trial < 20; trial++) {
+      const series = Array.from({ length: 1 + (trial % 5) }, () => Array.from({ length: 50 + trial * 37 }, () => rnd() * 100 - 5));
+      series[0][3] = 1e9;
+      series[0][4] = NaN;
+      const sorted = series.flat().filter(Number.isFinite).sort((x, y) => x - y);
+      const a = sorted[Math.floor(0.02 * (sorted.length - 1))];
+      const b = sorted[Math.ceil(0.98 * (sorted.length - 1))];
+      const cut = sorted[sorted.length - 1] - sorted[0] >= 2 * (b - a);
+      expect(robustRange(series)).toEqual(cut ? [a - (b - a) * 0.05, b + (b - a) * 0.05] : null);
+      if (trial >= 10) expect(cut).toBe(true);
+    }
   });
   it("gives up on short or flat series", () => {
-    expect(robustRange([1, 2, 3])).toBeNull();
-    expect(robustRange(new Array(50).fill(2))).toBeNull();
+    expect(robustRange([[1, 2, 3]])).toBeNull();
+    expect(robustRange([new Array(50).fill(2)])).toBeNull();
   });
 });

@@ -103,7 +103,7 @@ function nearest(xs: ArrayLike<number>, x: number): number {
 export function align(lines: Line[], logx: boolean, logy: boolean, xRange?: [number, number]): uPlot.AlignedData {
   const okX = (x: number) => Number.isFinite(x) && (!logx || x > 0);
   const okY = (y: number) => Number.isFinite(y) && (!logy || y > 0);
-  const yOf = (l: Line) => l.y.map((y) => (okY(y) ? y : null));
+  const yOf = (l: Line) => (l.y.every(okY) ? l.y : l.y.map((y) => (okY(y) ? y : null)));
   const first = lines.length ? lines[0].x : [];
   if (lines.every((l) => sameValues(l.x, first)) && ascending(first) && first.every(okX)) {
     return [first, ...lines.map(yOf)] as uPlot.AlignedData;

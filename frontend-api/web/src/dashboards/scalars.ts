@@ -164,6 +164,8 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   const charts = new Map<string, { chart?: LineChart; body: HTMLElement; runs: string[] }>();
   let index: Map<string, string[]> | null = null;
   let stops: (() => void)[] = [];
+  // Cards made by the current layout that have not been checked for view.
+  const pending: { el: HTMLElement; load: () => void }[] = [];
 
   function syncControls(s: ViewState) {
     if (document.activeElement !== tagFilter) tagFilter.value = s.tagFilter;
@@ -192,7 +194,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       return;
     }
     // Outliers are judged on the lines drawn bold (smoothed, or group means).
-    const yRange = s.ignoreOutliers && !s.logy ? robustRange(lines.filter((l) => !l.faint).flatMap((l) => l.y)) : null;
+    const yRange = s.ignoreOutliers && !s.logy ? robustRange(lines.filter((l) => !l.faint).map((l) => l.y)) : null;
     c.chart = new LineChart(c.body, {
       lines,
       xKind: s.x,
@@ -245,27 +247,30 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       );
     });
     const el = h("div.card.scalar-card", { "data-tag": tag }, h("div.card-head", null, h("span.card-title", { title: tag }, tag), pin, dl), body);
-    stops.push(
-      whenVisible(el, async () => {
-        if (!data.has(tag)) {
-          // As many points per run as the chart has pixel columns: more
-          // cost the server, the network and the drawing and show
-          // nothing more (every point is in the card's download).
-          const form = new URLSearchParams({ tag, samples: String(samplesFor(body.clientWidth)), format: "columns" });
-          for (const r of runs) form.append("runs", r);
-          try {
-            const answer = await heavy(() => postForm<Record<string, ScalarColumns>>(api.plugin("scalars", "scalars_multirun"), form));
-            const byRun: Record<string, Points> = {};
-            for (const [run, c] of Object.entries(answer)) byRun[run] = fromColumns(c);
-            data.set(tag, byRun);
-          } catch (e) {
-            body.replaceChildren(notice(String((e as Error).message), "error"));
-            return;
-          }
+    let started = false;
+    const load = async () => {
+      if (started) return;
+      started = true;
+      if (!data.has(tag)) {
+        // As many points per run as the chart has pixel columns: more
+        // cost the server, the network and the drawing and show
+        // nothing more (every point is in the card's download).
+        const form = new URLSearchParams({ tag, samples: String(samplesFor(body.clientWidth)), format: "columns" });
+        for (const r of runs) form.append("runs", r);
+        try {
+          const answer = await heavy(() => postForm<Record<string, ScalarColumns>>(api.plugin("scalars", "scalars_multirun"), form));
+          const byRun: Record<string, Points> = {};
+          for (const [run, c] of Object.entries(answer)) byRun[run] = fromColumns(c);
+          data.set(tag, byRun);
+        } catch (e) {
+          body.replaceChildren(notice(String((e as Error).message), "error"));
+          return;
         }
-        draw(tag);
-      }),
-    );
+      }
+      draw(tag);
+    };
+    stops.push(whenVisible(el, load));
+    pending.push({ el, load });
     return el;
   }
 
@@ -302,6 +307,13 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       );
     }
     setChildren(content, sections);
+    // Cards already in view load now, in page order, instead of after the
+    // next frame when their observers report (which a page of many cards
+    // takes a while to lay out and paint).
+    for (const { el, load } of pending.splice(0)) {
+      const r = el.getBoundingClientRect();
+      if (r.bottom > 0 && r.top < innerHeight && r.width > 0) load();
+    }
   }
 
   syncControls(store.get());
