@@ -99,8 +99,13 @@ func TestSurvivesServerRestarts(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	// The first stop comes once the upload is under way (its experiment exists): a
+	// loaded machine may take longer than any fixed pause to reach the handshake.
+	waitForExperiment(t, s, 30*time.Second)
 	for i := 0; i < 2; i++ {
-		time.Sleep(300 * time.Millisecond)
+		if i > 0 {
+			time.Sleep(300 * time.Millisecond)
+		}
 		s.stop()
 		time.Sleep(1500 * time.Millisecond) // the uploader sees the server gone and retries
 		s = startEmbedded(t, dir, s.addr)
