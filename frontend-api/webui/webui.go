@@ -3,7 +3,7 @@
 // embedded into the binary. The app's pages are
 //
 //	/                      the caller's experiments ("My experiments")
-//	/signin                sign in with an API token
+//	/signin                sign in with the OIDC issuer or an API token
 //	/experiment/{eid}/     one experiment's dashboards
 //
 // all answered with the same index.html (no-cache: it names the current

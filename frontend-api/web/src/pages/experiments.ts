@@ -245,8 +245,8 @@ export async function renderExperiments(el: HTMLElement, reroute: () => void) {
     el,
     h("h1", null, "My experiments"),
     status,
-    ownedList.length ? table(ownedList, true) : h("p.notice", null, "No experiments yet. Upload a logdir with `tbup upload --logdir LOGDIR`."),
-    sharedList.length ? [h("h2", null, "Shared with me"), table(sharedList, false)] : null,
+    ownedList.length ? h("div.table-scroll", null, table(ownedList, true)) : h("p.notice", null, "No experiments yet. Upload a logdir with `tbup upload --logdir LOGDIR`."),
+    sharedList.length ? [h("h2", null, "Shared with me"), h("div.table-scroll", null, table(sharedList, false))] : null,
     tokens,
   );
   renderTokens(tokens);
@@ -366,7 +366,7 @@ async function renderTokens(el: HTMLElement) {
     form,
     created,
     error,
-    h("table.tokens", null, h("thead", null, h("tr", null, ["Name", "Token", "Scopes", "Created", "Last used", "Expires", ""].map((c) => h("th", null, c)))), list),
+    h("div.table-scroll", null, h("table.tokens", null, h("thead", null, h("tr", null, ["Name", "Token", "Scopes", "Created", "Last used", "Expires", ""].map((c) => h("th", null, c)))), list)),
   );
   await load();
 }
