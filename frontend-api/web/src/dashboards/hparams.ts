@@ -183,6 +183,17 @@ export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     } else setChildren(content, renderTable(s, columns, rows), count);
   }
 
+  // Plots fill the width: draw them again when it changes.
+  let lastWidth = 0;
+  const resized = new ResizeObserver(
+    debounce(() => {
+      if (content.clientWidth === lastWidth) return;
+      lastWidth = content.clientWidth;
+      if (store.get().hview !== "table") render();
+    }, 150),
+  );
+  resized.observe(content);
+
   content.appendChild(notice("Loading…"));
   hparamsCall<{ sessionGroups?: SessionGroup[] }>(ctx.api.plugin("hparams", "session_groups"), { startIndex: 0, sliceSize: 10000, allowedStatuses: ALL_STATUSES })
     .then((ans) => {
@@ -201,6 +212,8 @@ export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       // The table lists session groups, not runs: the runs list does not filter it.
       if (s.hview !== prev.hview || s.hsort !== prev.hsort || s.hfilter !== prev.hfilter || s.hx !== prev.hx || s.hy !== prev.hy || s.hcolor !== prev.hcolor) render();
     },
-    destroy() {},
+    destroy() {
+      resized.disconnect();
+    },
   };
 }
