@@ -22,6 +22,8 @@
 //   hfilter=RE         HParams rows shown (regex over their cells)
 //   hx=COL, hy=COL     HParams scatter plot axes; hcolor=COL colours the
 //                      parallel coordinates (COL: an hparam or metric name)
+//   hbrush=JSON (repeated)  HParams rows kept by a brushed axis:
+//                      [COL, LO, HI] (numbers) or [COL, [VALUE, ...]]
 //   grun, ggraph       the graph shown: its run, and "" (the run graph),
 //                      "keras:TAG" (a Keras model) or "op:TAG" (an op graph)
 //   gopen (repeated)   open name scopes of the graph ("a/b/"); the old
@@ -52,6 +54,7 @@ export interface ViewState {
   hx: string;
   hy: string;
   hcolor: string;
+  hbrush: string[];
   grun: string;
   ggraph: string;
   gopen: string[];
@@ -86,6 +89,7 @@ export function parseState(search: string): ViewState {
     hx: q.get("hx") ?? "",
     hy: q.get("hy") ?? "",
     hcolor: q.get("hcolor") ?? "",
+    hbrush: q.getAll("hbrush"),
     grun: q.get("grun") ?? "",
     ggraph: q.get("ggraph") ?? "",
     gopen: [...q.getAll("gopen"), ...scopePrefixes(q.get("gscope") ?? "")],
@@ -123,6 +127,7 @@ export function formatState(s: ViewState): string {
   if (s.hmode !== "offset") q.set("hmode", s.hmode);
   if (s.hview !== "table") q.set("hview", s.hview);
   for (const k of ["hsort", "hfilter", "hx", "hy", "hcolor"] as const) if (s[k]) q.set(k, s[k]);
+  for (const b of s.hbrush) q.append("hbrush", b);
   if (s.grun) q.set("grun", s.grun);
   if (s.ggraph) q.set("ggraph", s.ggraph);
   for (const o of s.gopen) q.append("gopen", o);

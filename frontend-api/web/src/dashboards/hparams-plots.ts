@@ -109,11 +109,29 @@ function show(v: Cell): string {
   return v === undefined ? "–" : typeof v === "number" ? fmtNum(v) : v;
 }
 
+/** What parallelCoordinates draws besides the rows. */
+export interface ParallelOptions {
+  /** Index of the column colouring the lines, or -1. */
+  colorBy: number;
+  width: number;
+  /** Rows to draw in full; the others are drawn faint (they are brushed out). */
+  selected: (r: Row) => boolean;
+  /** Brushed ranges by column index, in axis positions (0 bottom, 1 top). */
+  brushes: Map<number, [number, number]>;
+  /**
+   * A range was brushed on column col (positions t0 < t1), or cleared
+   * (null) by a click on its axis.
+   */
+  onBrush: (col: number, range: [number, number] | null) => void;
+}
+
 /**
- * Parallel coordinates of rows over columns (the name column excluded);
- * lines are coloured by column colorBy (an index into columns, or -1).
+ * Parallel coordinates of rows over columns (the name column excluded):
+ * an axis per column holding a value, a line per row. Dragging along an
+ * axis brushes a range of it.
  */
-export function parallelCoordinates(columns: Column[], rows: Row[], colorBy: number, width: number): SVGElement {
+export function parallelCoordinates(columns: Column[], rows: Row[], o: ParallelOptions): SVGElement {
+  const { colorBy, width } = o;
   const axes = columns.map((c, i) => ({ c, i })).filter(({ c, i }) => c.kind !== "name" && rows.some((r) => r.cells[i] !== undefined));
   const height = 380;
   const top = 46;
@@ -124,9 +142,11 @@ export function parallelCoordinates(columns: Column[], rows: Row[], colorBy: num
   const step = axes.length > 1 ? (width - left - right) / (axes.length - 1) : 0;
   const xOf = (k: number) => (axes.length > 1 ? left + k * step : width / 2);
   const yOf = (t: number) => top + (1 - t) * plotH;
+  const tOf = (y: number) => Math.min(Math.max(1 - (y - top) / plotH, 0), 1);
   const scales = axes.map(({ i }) => makeAxis(rows.map((r) => r.cells[i])));
   const colorAxis = colorBy >= 0 ? makeAxis(rows.map((r) => r.cells[colorBy])) : null;
 
+  const faint = svg("g", { class: "pc-lines faint" });
   const lines = svg("g", { class: "pc-lines" });
   for (const r of rows) {
     let d = "";
@@ -141,20 +161,61 @@ export function parallelCoordinates(columns: Column[], rows: Row[], colorBy: num
       pen = true;
     });
     if (!d) continue;
-    const color = rampColor(colorAxis?.pos(r.cells[colorBy]));
     const tip = [r.name, ...axes.map(({ c, i }) => `${c.label}: ${show(r.cells[i])}`)].join("\n");
-    lines.append(svg("path", { class: "pc-line", d, stroke: color, "data-group": r.name }, svg("title", {}, tip)));
+    if (o.selected(r)) lines.append(svg("path", { class: "pc-line", d, stroke: rampColor(colorAxis?.pos(r.cells[colorBy])), "data-group": r.name }, svg("title", {}, tip)));
+    else faint.append(svg("path", { class: "pc-line out", d, "data-group": r.name }, svg("title", {}, tip)));
   }
-  const axisEls = axes.map(({ c }, k) => {
+  const root = svg("svg", { class: "hparams-parallel", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "parallel coordinates" }, faint, lines);
+  /** The pointer's y in the SVG's coordinates. */
+  const yIn = (e: PointerEvent) => {
+    const box = root.getBoundingClientRect();
+    return ((e.clientY - box.top) * height) / (box.height || height);
+  };
+  axes.forEach(({ c, i }, k) => {
     const x = xOf(k);
     const g = svg("g", { class: `pc-axis ${c.kind}`, "data-col": c.label }, svg("line", { x1: x, x2: x, y1: top, y2: top + plotH }));
     g.append(svg("text", { x, y: top - 24, "text-anchor": "middle", class: "pc-label" }, label(c.label), svg("title", {}, c.label)));
     for (const [t, text] of scales[k].ticks().slice(0, 12)) {
       g.append(svg("text", { x: x - 4, y: yOf(t) + 3, "text-anchor": "end", class: "pc-tick" }, label(text, 10)));
     }
-    return g;
+    const brush = svg("rect", { class: "pc-brush", x: x - 7, width: 14, y: 0, height: 0 });
+    const place = (t0: number, t1: number) => {
+      brush.setAttribute("y", yOf(t1).toFixed(1));
+      brush.setAttribute("height", Math.max(yOf(t0) - yOf(t1), 1).toFixed(1));
+      brush.setAttribute("visibility", "visible");
+    };
+    const b = o.brushes.get(i);
+    if (b) place(b[0], b[1]);
+    else brush.setAttribute("visibility", "hidden");
+    // A wide, invisible strip along the axis takes the drag.
+    const hit = svg("rect", { class: "pc-hit", x: x - 12, width: 24, y: top - 6, height: plotH + 12 });
+    let from: number | null = null;
+    hit.addEventListener("pointerdown", (e) => {
+      const pe = e as PointerEvent;
+      from = tOf(yIn(pe));
+      try {
+        (hit as Element).setPointerCapture(pe.pointerId); // keep the drag when the pointer leaves the strip
+      } catch {
+        // A synthetic event has no pointer to capture.
+      }
+      pe.preventDefault();
+    });
+    hit.addEventListener("pointermove", (e) => {
+      if (from === null) return;
+      const t = tOf(yIn(e as PointerEvent));
+      place(Math.min(from, t), Math.max(from, t));
+    });
+    hit.addEventListener("pointerup", (e) => {
+      if (from === null) return;
+      const t = tOf(yIn(e as PointerEvent));
+      const [t0, t1] = [Math.min(from, t), Math.max(from, t)];
+      from = null;
+      o.onBrush(i, t1 - t0 < 0.01 ? null : [t0, t1]);
+    });
+    g.append(brush, hit);
+    root.append(g);
   });
-  return svg("svg", { class: "hparams-parallel", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "parallel coordinates" }, lines, ...axisEls);
+  return root;
 }
 
 /**

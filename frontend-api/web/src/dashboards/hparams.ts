@@ -3,14 +3,17 @@
 // cells), as parallel coordinates (a line per group across every column),
 // or as a scatter plot of one column against another; plots are coloured
 // by a column.
-// The view, sort, filter, axes and colour are in the URL (state.ts: hview,
-// hsort, hfilter, hx, hy, hcolor); the plots show the rows the filter keeps.
+// Dragging along an axis of the parallel coordinates brushes a range: the
+// table and scatter plot keep the groups inside every brush, the parallel
+// coordinates draw the others faint. The view, sort, filter, brushes, axes
+// and colour are in the URL (state.ts: hview, hsort, hfilter, hbrush, hx,
+// hy, hcolor).
 
 import { getJSON } from "../api";
 import { compileFilter, debounce, fmtNum, h, setChildren } from "../dom";
 import type { ViewState } from "../state";
 import { notice, type Dashboard, type DashboardContext } from "./dashboard";
-import { parallelCoordinates, scatterPlot, type Cell, type Column, type Row } from "./hparams-plots";
+import { makeAxis, parallelCoordinates, scatterPlot, type Axis, type Cell, type Column, type Row } from "./hparams-plots";
 
 interface MetricName {
   group?: string;
@@ -71,6 +74,44 @@ function tableOf(groups: SessionGroup[]): { columns: Column[]; rows: Row[] } {
   return { columns, rows };
 }
 
+/** A brushed axis: a range of numbers, or a set of categories. */
+type Brush = { col: string; lo: number; hi: number } | { col: string; values: string[] };
+
+/** Parses an hbrush URL value ([COL, LO, HI] or [COL, [VALUES]]); null if malformed. */
+export function parseBrush(v: string): Brush | null {
+  try {
+    const b = JSON.parse(v);
+    if (!Array.isArray(b) || typeof b[0] !== "string") return null;
+    if (b.length === 3 && typeof b[1] === "number" && typeof b[2] === "number") return { col: b[0], lo: Math.min(b[1], b[2]), hi: Math.max(b[1], b[2]) };
+    if (b.length === 2 && Array.isArray(b[1])) return { col: b[0], values: b[1].map(String) };
+  } catch {
+    // Not JSON: ignored, like any other unknown URL value.
+  }
+  return null;
+}
+
+/** The brush of positions t0 < t1 on an axis, as stored in the URL. */
+export function brushOf(col: string, axis: Axis, t0: number, t1: number): string {
+  if (axis.numeric) {
+    const at = (t: number) => Number((axis.min + t * (axis.max - axis.min)).toPrecision(6));
+    return JSON.stringify([col, at(t0), at(t1)]);
+  }
+  return JSON.stringify([col, axis.categories.filter((c) => { const t = axis.pos(c)!; return t >= t0 && t <= t1; })]);
+}
+
+/** Whether a cell passes a brush (a missing value never does). */
+export function inBrush(b: Brush, v: Cell): boolean {
+  if (v === undefined) return false;
+  if ("values" in b) return b.values.includes(String(v));
+  return typeof v === "number" && v >= b.lo && v <= b.hi;
+}
+
+/** Where a brush sits on an axis, in positions. */
+function brushRange(b: Brush, axis: Axis): [number, number] | null {
+  const ts = "values" in b ? b.values.map((v) => axis.pos(v)).filter((t): t is number => t !== undefined) : [axis.pos(b.lo), axis.pos(b.hi)].filter((t): t is number => t !== undefined);
+  return ts.length ? [Math.min(...ts), Math.max(...ts)] : null;
+}
+
 export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboard {
   const { store } = ctx;
   const view = h(
@@ -89,8 +130,9 @@ export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   const colorLabel = h("label", null, "Colour by ", colorBy);
   const xLabel = h("label", null, "X ", xSel);
   const yLabel = h("label", null, "Y ", ySel);
+  const clearBrushes = h("button.clear-brushes", { type: "button", hidden: true, onclick: () => store.set({ hbrush: [] }) }, "Clear brushes");
   const content = h("div.cards.hparams");
-  setChildren(el, h("div.toolbar", null, h("label", null, "View ", view), h("label", null, "Rows ", filter), filterError, colorLabel, xLabel, yLabel), content);
+  setChildren(el, h("div.toolbar", null, h("label", null, "View ", view), h("label", null, "Rows ", filter), filterError, clearBrushes, colorLabel, xLabel, yLabel), content);
 
   let table: { columns: Column[]; rows: Row[] } | null = null;
 
@@ -163,9 +205,17 @@ export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     if (document.activeElement !== filter) filter.value = s.hfilter;
     const f = compileFilter(s.hfilter);
     filterError.textContent = f.error ?? "";
-    const rows = table.rows.filter((r) => r.cells.some((v) => f.test(v === undefined ? "" : String(v))));
+    // The regex picks the rows plotted; brushes then keep those within them.
+    const matching = table.rows.filter((r) => r.cells.some((v) => f.test(v === undefined ? "" : String(v))));
+    const brushes = s.hbrush
+      .map(parseBrush)
+      .map((b) => (b ? { b, i: columns.findIndex((c) => c.label === b.col && c.kind !== "name") } : null))
+      .filter((x): x is { b: Brush; i: number } => x !== null && x.i >= 0);
+    const selected = (r: Row) => brushes.every(({ b, i }) => inBrush(b, r.cells[i]));
+    const rows = matching.filter(selected);
+    clearBrushes.hidden = !s.hbrush.length;
     // Plots offer the columns holding a value in a shown row.
-    const present = columns.map((_, i) => i).filter((i) => columns[i].kind !== "name" && rows.some((r) => r.cells[i] !== undefined));
+    const present = columns.map((_, i) => i).filter((i) => columns[i].kind !== "name" && matching.some((r) => r.cells[i] !== undefined));
     const plotCols = present.map((i) => columns[i]);
     const color = pick(columns, present, s.hcolor, "metric", "hparam");
     const x = pick(columns, present, s.hx, "hparam", "metric");
@@ -177,7 +227,27 @@ export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     xLabel.hidden = yLabel.hidden = s.hview !== "scatter";
     const width = Math.max(content.clientWidth - 32, 480);
     const count = h("p.hint", null, `${rows.length} of ${table.rows.length} session groups`);
-    if (s.hview === "parallel") setChildren(content, h("div.plot", null, parallelCoordinates(columns, rows, color, width)), count);
+    if (s.hview === "parallel") {
+      const axes = new Map<number, Axis>();
+      const axisOf = (i: number) => axes.get(i) ?? axes.set(i, makeAxis(matching.map((r) => r.cells[i]))).get(i)!;
+      const ranges = new Map<number, [number, number]>();
+      for (const { b, i } of brushes) {
+        const r = brushRange(b, axisOf(i));
+        if (r) ranges.set(i, r);
+      }
+      const plot = parallelCoordinates(columns, matching, {
+        colorBy: color,
+        width,
+        selected,
+        brushes: ranges,
+        onBrush: (i, range) => {
+          const label = columns[i].label;
+          const others = store.get().hbrush.filter((v) => parseBrush(v)?.col !== label);
+          store.set({ hbrush: range ? [...others, brushOf(label, axisOf(i), range[0], range[1])] : others });
+        },
+      });
+      setChildren(content, h("div.plot", null, plot), h("p.hint", null, "Drag along an axis to keep the groups in a range; click it to let go."), count);
+    }
     else if (s.hview === "scatter") {
       setChildren(content, x < 0 || y < 0 ? notice("Nothing to plot: no hyperparameters or metrics.") : h("div.plot", null, scatterPlot(columns, rows, x, y, color, Math.min(width, 900))), count);
     } else setChildren(content, renderTable(s, columns, rows), count);
@@ -210,7 +280,7 @@ export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   return {
     update(s, prev) {
       // The table lists session groups, not runs: the runs list does not filter it.
-      if (s.hview !== prev.hview || s.hsort !== prev.hsort || s.hfilter !== prev.hfilter || s.hx !== prev.hx || s.hy !== prev.hy || s.hcolor !== prev.hcolor) render();
+      if (s.hview !== prev.hview || s.hsort !== prev.hsort || s.hfilter !== prev.hfilter || s.hx !== prev.hx || s.hy !== prev.hy || s.hcolor !== prev.hcolor || s.hbrush.join("\n") !== prev.hbrush.join("\n")) render();
     },
     destroy() {
       resized.disconnect();
