@@ -8,9 +8,10 @@
 // scopes holding them and centres them. Nodes can be coloured by op,
 // device, compute time or memory.
 //
-// The whole drawing is one SVG string set at once (much faster than
-// building thousands of elements one by one); clicks are handled on the
-// canvas by looking up the node group under the pointer. Everything that
+// Only what is in view (and half a view around it) is drawn, as one SVG
+// string set at once, without text when zoomed out too far to read it; a
+// pan or zoom that leaves that window draws again. Clicks are handled on
+// the canvas by looking up the node group under the pointer. Everything that
 // shapes the view is in the URL (grun, ggraph, gopen, gnode, gstats,
 // gcolor): every change goes through the store, and update() draws it.
 
@@ -73,7 +74,7 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
   const colorSelect = h("select", { "aria-label": "colour nodes by", className: "graph-color" }, COLOR_MODES.map(([v, l]) => h("option", { value: v }, l)));
   const search = h("input", { type: "search", placeholder: "Search nodes", "aria-label": "search nodes", className: "graph-search" });
   const results = h("ul.graph-results");
-  const canvas = h("div.graph-canvas", { tabIndex: 0, "aria-label": "graph: drag to pan, wheel to zoom, Enter opens the focused scope" });
+  const canvas = h("div.graph-canvas", { tabIndex: 0, "aria-label": "graph: drag to pan, wheel to zoom, Enter opens the focused scope", style: { position: "relative" } });
   const legend = h("div.graph-legend");
   const panel = h("aside.graph-panel", null, h("p.hint", null, "Click a node for its details; click a scope to open it, its header to close it."));
   const statsLabel = h("label.graph-stats-label", null, "Run metadata ", statsSelect);
@@ -87,7 +88,7 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
       statsLabel,
       h("label", null, "Colour ", colorSelect),
       h("label", null, search),
-      h("button", { onclick: () => fit() }, "Fit"),
+      h("button.graph-fit", { onclick: () => fit() }, "Fit"),
       h("button", { onclick: () => store.set({ gopen: [] }) }, "Collapse all"),
     ),
     h("div.graph-body", null, h("div.graph-main", null, results, canvas, legend), panel),
@@ -108,8 +109,46 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
   /** A scope whose screen position should stay put across a redraw. */
   let anchor: { id: string; sx: number; sy: number } | null = null;
   const scopeTotals = new Map<string, NodeStats>();
+  // What draw() laid out, for render() to draw the part in view.
+  interface Segment {
+    x1: number;
+    y1: number;
+    x2: number;
+    y2: number;
+    width: number;
+  }
+  let laidBoxes: Box[] = [];
+  let segments: Segment[] = [];
+  let colourMode = "";
+  let colourMax = 0;
+  /**
+   * The window last rendered: its top-left (x0, y0) and bottom-right in
+   * graph coordinates, the zoom it was rendered at, and whether with text.
+   */
+  let rendered: { x0: number; y0: number; x1: number; y1: number; k: number; detail: boolean } | null = null;
+  let renderQueued = false;
 
-  const apply = () => root?.setAttribute("transform", `translate(${view.x},${view.y}) scale(${view.k})`);
+  /**
+   * Moves the drawing to the view. The SVG holds the rendered window at
+   * the zoom it was rendered at; panning and zooming move and scale that
+   * element with a CSS transform (no repaint of its contents), and what
+   * comes into view is rendered before the next frame.
+   */
+  function apply() {
+    const svgEl = root?.ownerSVGElement;
+    if (svgEl && rendered) {
+      const r = rendered;
+      svgEl.style.transform = `translate(${view.x + r.x0 * view.k}px, ${view.y + r.y0 * view.k}px) scale(${view.k / r.k})`;
+    }
+    if (!rendered) renderIfNeeded();
+    else if (!renderQueued) {
+      renderQueued = true;
+      requestAnimationFrame(() => {
+        renderQueued = false;
+        renderIfNeeded();
+      });
+    }
+  }
   /**
    * Shows the whole graph; with top, a graph too tall to be readable that
    * way is shown from its top instead, as wide as fits (at most 1:1).
@@ -127,6 +166,7 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
     if (!b) return;
     const k = view.k < 0.6 ? 1 : view.k;
     view = { k, x: (canvas.clientWidth || 800) / 2 - (b.x + b.w / 2) * k, y: (canvas.clientHeight || 500) / 2 - (b.y + b.h / 2) * k };
+    rendered = null; // a jump: render now, not on the next frame
     apply();
   }
 
@@ -215,9 +255,8 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
     if (selected !== s.gnode) {
       root?.querySelector(".node.selected")?.classList.remove("selected");
       selected = s.gnode;
+      root?.querySelector(`.node[data-name="${CSS.escape(selected)}"]`)?.classList.add("selected");
     }
-    const g = root?.querySelector(`.node[data-name="${CSS.escape(selected)}"]`);
-    g?.classList.add("selected");
     if (graph.nodes.has(selected)) showDetails(selected);
     if (centrePending && boxes.has(centrePending)) {
       centreOn(centrePending);
@@ -244,33 +283,80 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
     return "";
   }
 
+  /** Lays out the graph with the open scopes, then renders what is in view. */
   function draw(open: ReadonlySet<string>, mode: string) {
     if (!graph) return;
     const laid = layoutGraph(graph, open);
     extent = { w: Math.max(laid.w, 1), h: Math.max(laid.h, 1) };
+    laidBoxes = laid.boxes;
     boxes = new Map(laid.boxes.map((b) => [b.id, b]));
     const shown = laid.boxes.filter((b) => !b.open);
-    let max = 0;
+    colourMode = mode;
+    colourMax = 0;
     if (mode === "time" || mode === "memory")
       for (const b of shown) {
         const st = statsOf(b.id);
-        if (st) max = Math.max(max, mode === "time" ? st.micros : st.bytes);
+        if (st) colourMax = Math.max(colourMax, mode === "time" ? st.micros : st.bytes);
       }
-    const parts: string[] = [];
-    parts.push('<g class="edges">');
+    segments = [];
     for (const e of graph.visibleEdges(open)) {
       const a = boxes.get(e.from);
       const b = boxes.get(e.to);
-      if (!a || !b) continue;
-      const x1 = a.x + a.w / 2;
-      const y1 = a.y + a.h;
-      const x2 = b.x + b.w / 2;
-      const y2 = b.y;
-      const my = (y1 + y2) / 2;
-      parts.push(`<path d="M${x1},${y1} C${x1},${my} ${x2},${my} ${x2},${y2}" stroke-width="${Math.min(1 + Math.log2(e.count), 5)}" marker-end="url(#arrow)"/>`);
+      if (a && b) segments.push({ x1: a.x + a.w / 2, y1: a.y + a.h, x2: b.x + b.w / 2, y2: b.y, width: Math.min(1 + Math.log2(e.count), 5) });
+    }
+    if (!root) {
+      canvas.innerHTML =
+        `<svg class="graph-svg" role="img" aria-label="graph" style="position:absolute;left:0;top:0;transform-origin:0 0;will-change:transform"><defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" markerHeight="8" markerUnits="userSpaceOnUse" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>` +
+        `<g class="root"></g></svg>`;
+      root = canvas.querySelector("g.root");
+    }
+    rendered = null;
+    if (fitPending) {
+      fitPending = false;
+      if (boxes.has(store.get().gnode)) centreOn(store.get().gnode);
+      else fit(true);
+    } else {
+      if (anchor && boxes.has(anchor.id)) {
+        const b = boxes.get(anchor.id)!;
+        view = { ...view, x: anchor.sx - b.x * view.k, y: anchor.sy - b.y * view.k };
+      }
+      apply();
+    }
+    anchor = null;
+    drawLegend(shown, mode, colourMax);
+  }
+
+  /**
+   * Draws the boxes and edges within the view and half a view around it
+   * (a pan re-renders once it leaves that); below 35% zoom, where text is
+   * unreadable, boxes are drawn without it. The SVG is one string set at
+   * once: far faster than building thousands of elements one by one.
+   */
+  function render() {
+    if (!root || !graph) return;
+    const k = view.k;
+    const w = canvas.clientWidth || 800;
+    const hgt = canvas.clientHeight || 500;
+    const x0 = (-view.x - w / 2) / k;
+    const y0 = (-view.y - hgt / 2) / k;
+    const x1 = x0 + (2 * w) / k;
+    const y1 = y0 + (2 * hgt) / k;
+    const detail = k >= 0.35;
+    rendered = { x0, y0, x1, y1, k, detail };
+    const svgEl = root.ownerSVGElement!;
+    svgEl.setAttribute("width", String(2 * w));
+    svgEl.setAttribute("height", String(2 * hgt));
+    root.setAttribute("transform", `scale(${k}) translate(${-x0},${-y0})`);
+    svgEl.style.transform = `translate(${view.x + x0 * k}px, ${view.y + y0 * k}px)`;
+    const parts: string[] = ['<g class="edges">'];
+    for (const s of segments) {
+      if (Math.max(s.x1, s.x2) < x0 || Math.min(s.x1, s.x2) > x1 || Math.max(s.y1, s.y2) < y0 || Math.min(s.y1, s.y2) > y1) continue;
+      const my = (s.y1 + s.y2) / 2;
+      parts.push(`<path d="M${s.x1},${s.y1} C${s.x1},${my} ${s.x2},${my} ${s.x2},${s.y2}" stroke-width="${s.width}"${detail ? ' marker-end="url(#arrow)"' : ""}/>`);
     }
     parts.push("</g>");
-    for (const b of laid.boxes) {
+    for (const b of laidBoxes) {
+      if (b.x > x1 || b.x + b.w < x0 || b.y > y1 || b.y + b.h < y0) continue;
       const name = esc(b.id);
       if (b.open) {
         const chars = Math.max(8, Math.floor((b.w - 30) / 6.5));
@@ -279,39 +365,44 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
           `<g class="node scope open" data-name="${name}" transform="translate(${b.x},${b.y})">` +
             `<rect class="frame" width="${b.w}" height="${b.h}" rx="8"/>` +
             `<rect class="head" width="${b.w}" height="${HEADER - 4}" rx="8" tabindex="0" role="button" aria-label="close ${name}"/>` +
-            `<text x="8" y="16">− ${esc(label)} <tspan class="sub">(${b.size} nodes)</tspan></text>` +
-            `<title>${name}: click the header to close</title></g>`,
+            (detail ? `<text x="8" y="16">− ${esc(label)} <tspan class="sub">(${b.size} nodes)</tspan></text><title>${name}: click the header to close</title>` : "") +
+            `</g>`,
         );
         continue;
       }
-      const fill = fillFor(b, mode, max);
+      const fill = fillFor(b, colourMode, colourMax);
+      const cls = `node ${b.kind}${b.id === selected ? " selected" : ""}`;
+      const rect = `<rect width="${b.w}" height="${BOX_H}" rx="${b.kind === "scope" ? 8 : 3}"${fill ? ` style="fill:${fill}"` : ""}/>`;
+      if (!detail) {
+        parts.push(`<g class="${cls}" data-name="${name}" transform="translate(${b.x},${b.y})">${rect}</g>`);
+        continue;
+      }
       const label = b.label.length > 22 ? b.label.slice(0, 21) + "…" : b.label;
       const sub = b.kind === "scope" ? `+ ${b.size} nodes` : (b.op ?? "");
       const st = stats ? statsOf(b.id) : undefined;
-      const statText = st && mode === "time" ? ` · ${fmtMicros(st.micros)}` : st && mode === "memory" ? ` · ${fmtBytes(st.bytes)}` : "";
+      const statText = st && colourMode === "time" ? ` · ${fmtMicros(st.micros)}` : st && colourMode === "memory" ? ` · ${fmtBytes(st.bytes)}` : "";
       parts.push(
-        `<g class="node ${b.kind}" data-name="${name}" transform="translate(${b.x},${b.y})" tabindex="0" role="button" aria-label="${b.kind === "scope" ? "open " : ""}${name}">` +
-          `<rect width="${b.w}" height="${BOX_H}" rx="${b.kind === "scope" ? 8 : 3}"${fill ? ` style="fill:${fill}"` : ""}/>` +
+        `<g class="${cls}" data-name="${name}" transform="translate(${b.x},${b.y})" tabindex="0" role="button" aria-label="${b.kind === "scope" ? "open " : ""}${name}">` +
+          rect +
           `<text x="8" y="13">${esc(label)}</text><text x="8" y="25" class="sub">${esc(sub + statText)}</text>` +
           `<title>${name}${b.kind === "scope" ? ` (${b.size} nodes): click to open` : ` (${esc(b.op ?? "")})`}</title></g>`,
       );
     }
-    canvas.innerHTML =
-      `<svg width="100%" height="100%" role="img" aria-label="graph"><defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" markerHeight="8" markerUnits="userSpaceOnUse" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>` +
-      `<g class="root">${parts.join("")}</g></svg>`;
-    root = canvas.querySelector("g.root");
-    selected = "";
-    if (fitPending) {
-      fitPending = false;
-      if (boxes.has(store.get().gnode)) centrePending = store.get().gnode;
-      else fit(true);
-    } else if (anchor && boxes.has(anchor.id)) {
-      const b = boxes.get(anchor.id)!;
-      view = { ...view, x: anchor.sx - b.x * view.k, y: anchor.sy - b.y * view.k };
-      apply();
-    } else apply();
-    anchor = null;
-    drawLegend(shown, mode, max);
+    root.innerHTML = parts.join("");
+  }
+
+  /** Renders again when the view left the rendered window or crossed the text threshold. */
+  function renderIfNeeded() {
+    const k = view.k;
+    const w = canvas.clientWidth || 800;
+    const hgt = canvas.clientHeight || 500;
+    const x0 = -view.x / k;
+    const y0 = -view.y / k;
+    const r = rendered;
+    // Scaled more than this from the rendered zoom, text would blur: render again.
+    const crisp = r && k / r.k > 0.8 && k / r.k < 1.25;
+    if (r && crisp && r.detail === k >= 0.35 && x0 >= r.x0 && y0 >= r.y0 && x0 + w / k <= r.x1 && y0 + hgt / k <= r.y1) return;
+    render();
   }
 
   function drawLegend(shown: Box[], mode: string, max: number) {
@@ -418,6 +509,7 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
     scopeTotals.clear();
     legend.replaceChildren();
     setChildren(canvas, notice("Loading graph…"));
+    root = null;
     try {
       const i = which.indexOf(":");
       const params: Record<string, string> = { run };
@@ -471,6 +563,7 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
     if (!list.length) {
       loadedKey = "";
       graph = null;
+      root = null;
       setChildren(canvas, notice("No graphs among the shown runs."));
       return;
     }

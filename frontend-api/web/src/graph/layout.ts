@@ -156,7 +156,8 @@ export function layoutGraph(graph: Graph, open: ReadonlySet<string>): { boxes: B
     for (const l of locals) {
       const x = ox + l.x;
       const y = oy + l.y;
-      out.push({ ...l.item, x, y, w: l.w, h: l.h, open: l.inner !== null, parent, layer: l.layer });
+      const it = l.item;
+      out.push({ id: it.id, label: it.label, kind: it.kind, op: it.op, size: it.size, x, y, w: l.w, h: l.h, open: l.inner !== null, parent, layer: l.layer });
       if (l.inner) walk(l.inner, x + PAD, y + HEADER, l.item.id);
     }
   };

@@ -14,6 +14,10 @@ export interface OpNode {
   inputs: string[];
   control: boolean[];
   attrs: [string, string][];
+  /** The scopes holding the node, outermost first. */
+  scopes: string[];
+  /** The inputs that are nodes of the graph. */
+  from: OpNode[];
 }
 
 export interface Item {
@@ -61,19 +65,26 @@ export class Graph {
         attrs.push([key, value !== undefined ? formatValue(value) : ""]);
         if (key === "keras_class" && typeof value === "object") kerasClass = str(value.s?.[0]);
       }
+      const name = str(v.name?.[0]);
       const node: OpNode = {
-        name: str(v.name?.[0]),
+        name,
         op: str(v.op?.[0]) || kerasClass,
         device: str(v.device?.[0]),
         inputs: raw.map((s) => s.replace(/^\^/, "").replace(/:\d+$/, "")),
         control: raw.map((s) => s.startsWith("^")),
         attrs,
+        scopes: ancestors(name),
+        from: [],
       };
       this.nodes.set(node.name, node);
     }
     this.members.set("", [...this.nodes.values()]);
     for (const n of this.nodes.values()) {
-      for (const s of ancestors(n.name)) {
+      for (const i of n.inputs) {
+        const m = this.nodes.get(i);
+        if (m) n.from.push(m);
+      }
+      for (const s of n.scopes) {
         let m = this.members.get(s);
         if (!m) this.members.set(s, (m = []));
         m.push(n);
@@ -119,9 +130,8 @@ export class Graph {
         items.set(id, it);
       }
       it.size++;
-      for (const input of n.inputs) {
-        if (!this.nodes.has(input)) continue;
-        const from = this.childOf(scope, input);
+      for (const m of n.from) {
+        const from = this.childOf(scope, m.name);
         if (from === null || from === id) continue;
         const key = from + "\n" + id;
         const e = edges.get(key);
@@ -139,24 +149,27 @@ export class Graph {
    * the node itself, or its outermost closed scope.
    */
   visibleOf(name: string, open: ReadonlySet<string>): string {
-    for (const s of ancestors(name)) if (!open.has(s)) return s;
+    for (const s of this.nodes.get(name)?.scopes ?? ancestors(name)) if (!open.has(s)) return s;
     return name;
   }
 
   /** The edges between the items shown when the scopes in open are open. */
   visibleEdges(open: ReadonlySet<string>): Edge[] {
-    const vis = new Map<string, string>();
-    const visible = (name: string) => {
-      let v = vis.get(name);
-      if (v === undefined) vis.set(name, (v = this.visibleOf(name, open)));
-      return v;
-    };
+    const vis = new Map<OpNode, string>();
+    for (const n of this.nodes.values()) {
+      let v = n.name;
+      for (const s of n.scopes)
+        if (!open.has(s)) {
+          v = s;
+          break;
+        }
+      vis.set(n, v);
+    }
     const edges = new Map<string, Edge>();
     for (const n of this.nodes.values()) {
-      const to = visible(n.name);
-      for (const input of n.inputs) {
-        if (!this.nodes.has(input)) continue;
-        const from = visible(input);
+      const to = vis.get(n)!;
+      for (const m of n.from) {
+        const from = vis.get(m)!;
         if (from === to) continue;
         const key = from + "\n" + to;
         const e = edges.get(key);

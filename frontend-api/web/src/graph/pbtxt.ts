@@ -7,105 +7,136 @@ export interface Message {
   [field: string]: Value[];
 }
 
-type Token = { kind: "ident" | "string" | "number" | "punct"; text: string };
+// Bytes that end an identifier or number.
+const DELIM = new Uint8Array(128);
+for (const c of " \n\t\r{}<>[]:,;#\"'") DELIM[c.charCodeAt(0)] = 1;
+const ESCAPES: Record<string, string> = { n: "\n", t: "\t", r: "\r", '"': '"', "'": "'", "\\": "\\" };
 
-function* tokens(src: string): Generator<Token> {
-  let i = 0;
+/**
+ * Parses a text-format message. It reads the text in one pass with a
+ * cursor (no token list), since a graph of 10,000 nodes is megabytes of it.
+ */
+export function parsePbtxt(src: string): Message {
   const n = src.length;
-  while (i < n) {
-    const c = src[i];
-    if (c === " " || c === "\n" || c === "\t" || c === "\r") {
-      i++;
-    } else if (c === "#") {
-      while (i < n && src[i] !== "\n") i++;
-    } else if (c === '"' || c === "'") {
-      let out = "";
-      i++;
-      while (i < n && src[i] !== c) {
-        if (src[i] === "\\" && i + 1 < n) {
-          const e = src[i + 1];
-          const simple: Record<string, string> = { n: "\n", t: "\t", r: "\r", '"': '"', "'": "'", "\\": "\\" };
-          if (e in simple) {
-            out += simple[e];
-            i += 2;
-          } else if (e === "x") {
-            out += String.fromCharCode(parseInt(src.slice(i + 2, i + 4), 16));
-            i += 4;
-          } else if (e >= "0" && e <= "7") {
-            let j = i + 1;
-            while (j < i + 4 && src[j] >= "0" && src[j] <= "7") j++;
-            out += String.fromCharCode(parseInt(src.slice(i + 1, j), 8));
-            i = j;
-          } else {
-            out += e;
-            i += 2;
-          }
-        } else out += src[i++];
-      }
-      i++;
-      yield { kind: "string", text: out };
-    } else if ("{}<>[]:,;".includes(c)) {
-      i++;
-      yield { kind: "punct", text: c };
-    } else {
-      let j = i;
-      while (j < n && !" \n\t\r{}<>[]:,;#\"'".includes(src[j])) j++;
-      if (j === i) throw new Error(`pbtxt: unexpected ${JSON.stringify(c)} at ${i}`);
-      const text = src.slice(i, j);
-      i = j;
-      yield { kind: /^[-+]?(\d|\.\d)/.test(text) ? "number" : "ident", text };
+  let i = 0;
+
+  function skip() {
+    while (i < n) {
+      const c = src.charCodeAt(i);
+      if (c === 32 || c === 10 || c === 9 || c === 13) i++;
+      else if (c === 35) {
+        const j = src.indexOf("\n", i);
+        i = j < 0 ? n : j + 1;
+      } else break;
     }
   }
-}
 
-/** Parses a text-format message. */
-export function parsePbtxt(src: string): Message {
-  const toks = [...tokens(src)];
-  let p = 0;
-  const peek = () => toks[p];
-  const next = () => toks[p++];
+  function word(): string {
+    const start = i;
+    for (let c = src.charCodeAt(i); i < n && (c >= 128 || !DELIM[c]); c = src.charCodeAt(++i));
+    if (i === start) throw new Error(`pbtxt: unexpected ${JSON.stringify(src[i] ?? "end of input")} at ${i}`);
+    return src.slice(start, i);
+  }
 
-  function scalar(t: Token): Value {
-    if (t.kind === "number") return Number(t.text.replace(/[fF]$/, ""));
-    return t.text;
+  function quoted(): string {
+    const q = src[i++];
+    let out = "";
+    let start = i;
+    while (i < n) {
+      const c = src[i];
+      if (c === q) {
+        out += src.slice(start, i++);
+        return out;
+      }
+      if (c !== "\\" || i + 1 >= n) {
+        i++;
+        continue;
+      }
+      out += src.slice(start, i);
+      const e = src[i + 1];
+      if (e in ESCAPES) {
+        out += ESCAPES[e];
+        i += 2;
+      } else if (e === "x") {
+        out += String.fromCharCode(parseInt(src.slice(i + 2, i + 4), 16));
+        i += 4;
+      } else if (e >= "0" && e <= "7") {
+        let j = i + 1;
+        while (j < i + 4 && src[j] >= "0" && src[j] <= "7") j++;
+        out += String.fromCharCode(parseInt(src.slice(i + 1, j), 8));
+        i = j;
+      } else {
+        out += e;
+        i += 2;
+      }
+      start = i;
+    }
+    throw new Error("pbtxt: unterminated string");
+  }
+
+  const isDigit = (c: number) => c >= 48 && c <= 57;
+  function value(): Value {
+    skip();
+    const c = src[i];
+    if (c === "{" || c === "<") {
+      i++;
+      return message(c === "{" ? "}" : ">");
+    }
+    if (c === '"' || c === "'") {
+      let s = quoted();
+      // Adjacent strings are one.
+      for (skip(); src[i] === '"' || src[i] === "'"; skip()) s += quoted();
+      return s;
+    }
+    const w = word();
+    const c0 = w.charCodeAt(0);
+    const c1 = w.charCodeAt(1);
+    const numeric = isDigit(c0) || (c0 === 46 && isDigit(c1)) || ((c0 === 45 || c0 === 43) && (isDigit(c1) || (c1 === 46 && isDigit(w.charCodeAt(2)))));
+    return numeric ? Number(w.replace(/[fF]$/, "")) : w;
   }
 
   function message(close: string | null): Message {
     const m: Message = {};
-    while (p < toks.length) {
-      const t = peek();
-      if (close !== null && t.kind === "punct" && t.text === close) {
-        p++;
+    for (;;) {
+      skip();
+      if (i >= n) {
+        if (close !== null) throw new Error("pbtxt: unterminated message");
         return m;
       }
-      if (t.kind === "punct" && (t.text === "," || t.text === ";")) {
-        p++;
+      const c = src[i];
+      if (c === close) {
+        i++;
+        return m;
+      }
+      if (c === "," || c === ";") {
+        i++;
         continue;
       }
-      const name = next();
-      if (name.kind !== "ident") throw new Error(`pbtxt: expected a field name, got ${JSON.stringify(name.text)}`);
-      let t2 = peek();
-      if (t2?.kind === "punct" && t2.text === ":") {
-        p++;
-        t2 = peek();
+      const start = i;
+      const name = word();
+      if (!/^[A-Za-z_]/.test(name)) throw new Error(`pbtxt: expected a field name at ${start}, got ${JSON.stringify(name)}`);
+      skip();
+      if (src[i] === ":") {
+        i++;
+        skip();
       }
-      const list = (m[name.text] ??= []);
-      const one = (): Value => {
-        const v = next();
-        if (v.kind === "punct" && (v.text === "{" || v.text === "<")) return message(v.text === "{" ? "}" : ">");
-        return scalar(v);
-      };
-      if (t2?.kind === "punct" && t2.text === "[") {
-        p++;
-        while (peek() && !(peek().kind === "punct" && peek().text === "]")) {
-          if (peek().kind === "punct" && peek().text === ",") p++;
-          else list.push(one());
+      if (name === "__proto__") throw new Error(`pbtxt: bad field name at ${start}`);
+      // Own fields only: "constructor" is a field name here, not Object's.
+      const list = Object.hasOwn(m, name) ? m[name] : (m[name] = []);
+      if (src[i] === "[") {
+        i++;
+        for (;;) {
+          skip();
+          if (i >= n) throw new Error("pbtxt: unterminated list");
+          if (src[i] === "]") {
+            i++;
+            break;
+          }
+          if (src[i] === ",") i++;
+          else list.push(value());
         }
-        p++;
-      } else list.push(one());
+      } else list.push(value());
     }
-    if (close !== null) throw new Error("pbtxt: unterminated message");
-    return m;
   }
   return message(null);
 }
