@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -249,8 +250,9 @@ func TestMyExperimentsListsUploads(t *testing.T) {
 		waitFor(`document.querySelectorAll("table.experiments tbody tr").length >= 2`),
 		chromedp.Evaluate(`[...document.querySelectorAll("table.experiments tbody td:first-child a")].map(a => a.textContent).sort()`, &names),
 	)
-	if strings.Join(names, "|") != "corpus|public scalars" {
-		t.Errorf("experiments listed = %q, want corpus and public scalars", names)
+	// Other tests upload experiments of their own; the two of setup are there.
+	if !slices.Contains(names, "corpus") || !slices.Contains(names, "public scalars") {
+		t.Errorf("experiments listed = %q, want corpus and public scalars among them", names)
 	}
 	screenshot(t, ctx, "my-experiments")
 }
