@@ -16,7 +16,9 @@ import (
 // Sign-in with the OIDC issuer, "My experiments" management and API
 // tokens, as a user does them.
 
-func awaitPromise(p *cdruntime.EvaluateParams) *cdruntime.EvaluateParams { return p.WithAwaitPromise(true) }
+func awaitPromise(p *cdruntime.EvaluateParams) *cdruntime.EvaluateParams {
+	return p.WithAwaitPromise(true)
+}
 
 // api calls tbhub's HTTP API from the test with a bearer token.
 func api(t *testing.T, method, path, token, body string) (int, string) {
@@ -187,7 +189,9 @@ func TestOIDCSignInReturnsToPrivateExperiment(t *testing.T) {
 	if code, body := api(t, http.MethodPost, "/api/experiments/"+env.eid+"/grants", env.token, `{"email":"alice@example.com"}`); code != http.StatusOK {
 		t.Fatalf("sharing with alice: %d %s", code, body)
 	}
-	t.Cleanup(func() { api(t, http.MethodDelete, "/api/experiments/"+env.eid+"/grants?email=alice@example.com", env.token, "") })
+	t.Cleanup(func() {
+		api(t, http.MethodDelete, "/api/experiments/"+env.eid+"/grants?email=alice@example.com", env.token, "")
+	})
 	env.issuer.SetUser("alice", "alice@example.com")
 	ctx := tab(t, false)
 	q := map[string][]string{"tab": {"scalars"}, "runFilter": {"^generated/scalars/"}}
