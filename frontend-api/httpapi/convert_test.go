@@ -234,3 +234,21 @@ func FuzzDecodeTensor(f *testing.F) {
 		prCurveEntryOf(&tp)
 	})
 }
+
+func TestAppendFloat32IsShortestJSON(t *testing.T) {
+	for _, tc := range []struct {
+		v    float32
+		want string
+	}{
+		{0.1, "0.1"},
+		{1, "1"},
+		{-2.5e-7, "-2.5e-07"},
+		{123456789, "1.2345679e+08"},
+		{float32(math.NaN()), `"NaN"`},
+		{float32(math.Inf(-1)), `"-Infinity"`},
+	} {
+		if got := string(appendFloat32(nil, tc.v)); got != tc.want {
+			t.Errorf("appendFloat32(%v) = %s, want %s", tc.v, got, tc.want)
+		}
+	}
+}

@@ -328,7 +328,11 @@ func TestScalarsMultirunSamples(t *testing.T) {
 	if code, body := post(url.Values{"tag": {"loss"}}); code != 200 || body != "{}" {
 		t.Errorf("no runs: %d %s", code, body)
 	}
-	code, body := post(url.Values{"tag": {"loss"}, "runs": {"train"}, "format": {"columns"}})
+	code, body := post(url.Values{"tag": {"long"}, "runs": {"train"}, "format": {"columns"}, "samples": {"3"}})
+	if !strings.Contains(body, `"value":[0,1,2,3,`) || code != 200 {
+		t.Errorf("format=columns of the long series: %d %.80s", code, body)
+	}
+	code, body = post(url.Values{"tag": {"loss"}, "runs": {"train"}, "format": {"columns"}})
 	if want := `{"train":{"wall_time":[10.5,11.0],"step":[1,2],"value":["NaN",0.25]}}`; code != 200 || body != want {
 		t.Errorf("format=columns: %d %s, want %s", code, body, want)
 	}

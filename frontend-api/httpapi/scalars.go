@@ -193,7 +193,10 @@ func (h *Handler) scalarsMultirun(w http.ResponseWriter, r *request) error {
 // appendScalarColumns appends {"wall_time": [...], "step": [...],
 // "value": [...]}: the points of a series as three arrays, which a browser
 // parses several times faster than an array per point (tbhub's
-// scalars_multirun format=columns).
+// scalars_multirun format=columns). Values are float32 (ScalarData's
+// type), so they are written with the fewest digits that read back as the
+// same float32, not as the float64 that holds it: "0.1", not
+// "0.10000000149011612".
 func appendScalarColumns(b []byte, d *datapb.ScalarData) []byte {
 	b = append(b, `{"wall_time":[`...)
 	for i, w := range d.GetWallTime() {
@@ -214,7 +217,16 @@ func appendScalarColumns(b []byte, d *datapb.ScalarData) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendFloat(b, float64(v))
+		b = appendFloat32(b, v)
 	}
 	return append(b, "]}"...)
+}
+
+// appendFloat32 appends v in its shortest round-trip form as a JSON
+// number, or as the strings of Float for NaN and infinities.
+func appendFloat32(b []byte, v float32) []byte {
+	if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+		return appendFloat(b, f)
+	}
+	return strconv.AppendFloat(b, float64(v), 'g', -1, 32)
 }

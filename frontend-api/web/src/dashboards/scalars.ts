@@ -211,6 +211,21 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     for (const tag of charts.keys()) draw(tag);
   }
 
+  // Cards whose data arrived are drawn one per frame, in arrival order, so
+  // that each is on screen before the next one's drawing (a 100-run card
+  // takes a good part of a frame budget or more) holds up the page.
+  const drawQueue: string[] = [];
+  function drawSoon(tag: string) {
+    if (drawQueue.includes(tag)) return;
+    drawQueue.push(tag);
+    if (drawQueue.length === 1) requestAnimationFrame(drawNext);
+  }
+  function drawNext() {
+    const tag = drawQueue.shift();
+    if (drawQueue.length) requestAnimationFrame(drawNext);
+    if (tag !== undefined) draw(tag);
+  }
+
   function card(tag: string, runs: string[], pinned: boolean): HTMLElement {
     const body = h("div.chart.loading", null, "Loading…");
     charts.set(tag, { body, runs });
@@ -267,7 +282,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
           return;
         }
       }
-      draw(tag);
+      drawSoon(tag);
     };
     stops.push(whenVisible(el, load));
     pending.push({ el, load });
