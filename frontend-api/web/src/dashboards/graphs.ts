@@ -18,7 +18,7 @@
 import { getJSON, getText } from "../api";
 import { h, setChildren } from "../dom";
 import { parsePbtxt } from "../graph/pbtxt";
-import { ancestors, Graph } from "../graph/model";
+import { ancestors, attrText, Graph } from "../graph/model";
 import { BOX_H, HEADER, layoutGraph, type Box } from "../graph/layout";
 import { fmtBytes, fmtMicros, nodeStats, type NodeStats } from "../graph/stats";
 import type { ViewState } from "../state";
@@ -220,7 +220,7 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
       h("h4", null, `Outputs (${outs.length})`),
       h("ul.node-outputs", null, outs.map((x) => h("li", null, link(x)))),
       h("h4", null, `Attributes (${n.attrs.length})`),
-      h("dl.attrs", null, n.attrs.map(([k, v]) => [h("dt", null, k), h("dd", null, v)])),
+      h("dl.attrs", null, n.attrs.map(([k, v]) => [h("dt", null, k), h("dd", null, attrText(v))])),
     );
   }
 

@@ -13,7 +13,8 @@ export interface OpNode {
   /** Input node names, without ^ (control) and :N (output index). */
   inputs: string[];
   control: boolean[];
-  attrs: [string, string][];
+  /** Attribute names and values, formatted when shown (see attrText). */
+  attrs: [string, Value | undefined][];
   /** The scopes holding the node, outermost first. */
   scopes: string[];
   /** The inputs that are nodes of the graph. */
@@ -36,6 +37,9 @@ export interface Edge {
   count: number;
 }
 
+/** An attribute value as one line of text. */
+export const attrText = (v: Value | undefined): string => (v === undefined ? "" : formatValue(v));
+
 const str = (v: Value | undefined) => (typeof v === "string" ? v : v === undefined ? "" : String(v));
 
 /** The scopes holding name, outermost first: "a/b/c" -> ["a/", "a/b/"]. */
@@ -56,13 +60,13 @@ export class Graph {
     for (const v of def.node ?? []) {
       if (typeof v !== "object") continue;
       const raw = (v.input ?? []).map(str);
-      const attrs: [string, string][] = [];
+      const attrs: [string, Value | undefined][] = [];
       let kerasClass = "";
       for (const a of v.attr ?? []) {
         if (typeof a !== "object") continue;
         const key = str(a.key?.[0]);
         const value = a.value?.[0];
-        attrs.push([key, value !== undefined ? formatValue(value) : ""]);
+        attrs.push([key, value]);
         if (key === "keras_class" && typeof value === "object") kerasClass = str(value.s?.[0]);
       }
       const name = str(v.name?.[0]);
