@@ -245,3 +245,48 @@ func mustCorpus(t *testing.T) string {
 	}
 	return d
 }
+
+// The owner shares and publishes an experiment from its own page; other
+// viewers see neither control.
+func TestShareFromExperimentPage(t *testing.T) {
+	eid, err := upload(env.tbup, env.dir, filepath.Join(mustCorpus(t), "generated", "scalars"), "shared from its page")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { api(t, http.MethodDelete, "/api/experiments/"+eid, env.token, "") })
+	ctx := tab(t, true)
+	run(t, ctx,
+		chromedp.Navigate(experimentURL(eid, nil)),
+		waitFor(`document.querySelector(".exp-head .owner-controls select.visibility")?.value === "private"`),
+		choose(".exp-head .owner-controls select.visibility", "unlisted"),
+	)
+	// Once the server holds it (data-visibility), anyone with the link reads it.
+	run(t, ctx, waitFor(`document.querySelector(".exp-head .owner-controls").dataset.visibility === "VISIBILITY_UNLISTED"`))
+	if code, body := api(t, http.MethodGet, "/api/experiments/"+eid+"?after=unlisted", "", ""); code != http.StatusOK {
+		t.Fatalf("made unlisted on its page, an anonymous read answers %d %s", code, body)
+	}
+	run(t, ctx,
+		chromedp.Click(`.exp-head .owner-controls button.share`, chromedp.ByQuery),
+		waitFor(`document.querySelector("dialog.share-dialog[open] ul.grants .hint") !== null`),
+		chromedp.SendKeys(`dialog.share-dialog input[name=grantee]`, "dave@example.com", chromedp.ByQuery),
+		chromedp.Click(`dialog.share-dialog form.share button`, chromedp.ByQuery),
+		waitFor(`document.querySelector('dialog.share-dialog li[data-grantee="dave@example.com"]') !== null`),
+	)
+	screenshot(t, ctx, "experiment-share")
+	if _, body := api(t, http.MethodGet, "/api/experiments/"+eid+"/grants", env.token, ""); !strings.Contains(body, "dave@example.com") {
+		t.Errorf("grants after sharing from the page: %s", body)
+	}
+
+	// Signed out, the unlisted experiment opens without the owner's controls.
+	other := tab(t, false)
+	var controls int
+	run(t, other,
+		chromedp.Navigate(experimentURL(eid, nil)),
+		waitFor(paintedCanvases(".scalar-card canvas", 200)+" >= 1"),
+		waitFor(`document.querySelector(".exp-head .badge")?.textContent === "unlisted"`),
+		chromedp.Evaluate(`document.querySelector(".exp-head .owner-controls").children.length`, &controls),
+	)
+	if controls != 0 {
+		t.Errorf("a signed-out viewer sees %d owner controls", controls)
+	}
+}

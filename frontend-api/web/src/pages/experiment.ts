@@ -1,7 +1,7 @@
 // The experiment page: the runs list on the side, a tab per dashboard that
 // has data, the dashboard itself. All view state lives in the URL (state.ts).
 
-import { ApiError, ExperimentAPI, getJSON, getSession, refresh, type PluginsListing } from "../api";
+import { ApiError, ExperimentAPI, getJSON, getSession, refresh, send, type Experiment, type PluginsListing } from "../api";
 import { runColor } from "../colors";
 import { compileFilter, debounce, h, setChildren } from "../dom";
 import { Store, type ViewState } from "../state";
@@ -14,6 +14,7 @@ import { prCurvesDashboard } from "../dashboards/prcurves";
 import { customScalarsDashboard } from "../dashboards/customscalars";
 import { hparamsDashboard } from "../dashboards/hparams";
 import { graphsDashboard } from "../dashboards/graphs";
+import { shareDialog } from "./experiments";
 import { renderSignIn } from "./signin";
 
 interface Tab {
@@ -78,6 +79,7 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
       h("h1", null, meta.name || eid),
       meta.description ? h("p.desc", null, meta.description) : null,
       h("span.badge", null, (meta.visibility ?? "").replace("VISIBILITY_", "").toLowerCase()),
+      ownerControls(meta),
       h(
         "button.reload",
         {
@@ -129,6 +131,45 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
     store.close();
     current?.dash.destroy();
   };
+}
+
+/**
+ * For the experiment's owner: its visibility and the Share dialog, so that
+ * a page can be shared from where it is read. Filled in once the session
+ * is known; empty for everyone else.
+ */
+function ownerControls(meta: Experiment): HTMLElement {
+  const el = h("span.owner-controls");
+  getSession()
+    .then((s) => {
+      if (!s.signedIn || s.userId !== meta.ownerUserId) return;
+      const badge = el.previousElementSibling;
+      const error = h("span.error", { role: "alert" });
+      const current = (meta.visibility ?? "VISIBILITY_PRIVATE").replace("VISIBILITY_", "").toLowerCase();
+      const sel = h(
+        "select.visibility",
+        {
+          "aria-label": "visibility",
+          onchange: async () => {
+            error.textContent = "";
+            try {
+              const e = await send<Experiment>("PATCH", `/api/experiments/${encodeURIComponent(meta.experimentId)}`, { visibility: sel.value });
+              meta.visibility = e?.visibility ?? meta.visibility;
+            } catch (err) {
+              error.textContent = err instanceof ApiError ? err.detail : (err as Error).message;
+            }
+            sel.value = (meta.visibility ?? "").replace("VISIBILITY_", "").toLowerCase();
+            el.dataset.visibility = meta.visibility; // what the server holds
+          },
+        },
+        ["private", "unlisted", "public"].map((v) => h("option", { value: v, selected: v === current }, v)),
+      );
+      badge?.remove(); // the select says it
+      el.dataset.visibility = meta.visibility;
+      setChildren(el, sel, h("button.share", { type: "button", onclick: () => shareDialog(meta) }, "Share"), error);
+    })
+    .catch(() => {});
+  return el;
 }
 
 /** The runs list: color, toggle, and the run regex. */

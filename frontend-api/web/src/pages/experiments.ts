@@ -46,6 +46,90 @@ function openDialog(title: string, cls: string, body: (close: () => void, error:
   return dialog;
 }
 
+/**
+ * The Share dialog of an experiment: who may read it, add a user by name or
+ * email, remove. Used by My experiments and by the experiment page.
+ */
+export function shareDialog(e: Experiment) {
+  const list = h("ul.grants");
+  const who = h("input", { type: "text", name: "grantee", placeholder: "user name or email", "aria-label": "user name or email", size: 30, required: true });
+  let report: HTMLElement;
+  async function load() {
+    setChildren(list, h("li.hint", null, "Loading…"));
+    let grants: Grant[];
+    try {
+      grants = (await getJSON<{ grants?: Grant[] }>(`${expURL(e)}/grants`)).grants ?? [];
+    } catch (err) {
+      setChildren(list, h("li.error", null, errorText(err)));
+      return;
+    }
+    if (!grants.length) {
+      setChildren(list, h("li.hint", null, "Only you can see it" + (e.visibility === "VISIBILITY_PRIVATE" ? "." : " listed; anyone with the link can read it.")));
+      return;
+    }
+    setChildren(
+      list,
+      grants.map((g) => {
+        const email = g.grantee?.email;
+        const label = email ?? g.userName ?? g.grantee?.userId ?? "";
+        const q = email ? `email=${encodeURIComponent(email)}` : `user_id=${encodeURIComponent(g.grantee?.userId ?? "")}`;
+        return h(
+          "li",
+          { "data-grantee": label },
+          h("span.grantee", null, label),
+          email ? h("span.hint", null, " (when they first sign in)") : null,
+          h(
+            "button.revoke",
+            {
+              type: "button",
+              "aria-label": `Stop sharing with ${label}`,
+              onclick: async () => {
+                report.textContent = "";
+                try {
+                  await send("DELETE", `${expURL(e)}/grants?${q}`);
+                } catch (err) {
+                  report.textContent = errorText(err);
+                }
+                await load();
+              },
+            },
+            "Remove",
+          ),
+        );
+      }),
+    );
+  }
+  openDialog(`Share ${e.name || e.experimentId}`, "share-dialog", (close, error) => {
+    report = error;
+    return [
+      h("p.hint", null, "People you share a private experiment with can read it, not change it. A user name is the one given to `tbhub token create --user`, or the email someone signs in with."),
+      list,
+      h(
+        "form.share",
+        {
+          onsubmit: async (ev: Event) => {
+            ev.preventDefault();
+            const v = who.value.trim();
+            if (!v) return;
+            error.textContent = "";
+            try {
+              await send("POST", `${expURL(e)}/grants`, v.includes("@") ? { email: v } : { userName: v });
+              who.value = "";
+            } catch (err) {
+              error.textContent = errorText(err);
+            }
+            await load();
+          },
+        },
+        who,
+        h("button", { type: "submit", className: "primary" }, "Share"),
+      ),
+      h("div.buttons", null, h("button", { type: "button", onclick: close }, "Done")),
+    ];
+  });
+  load();
+}
+
 export async function renderExperiments(el: HTMLElement, reroute: () => void) {
   setChildren(el, h("p.notice", null, "Loading…"));
   const session = await getSession();
@@ -94,86 +178,6 @@ export async function renderExperiments(el: HTMLElement, reroute: () => void) {
       ),
     ]);
     name.select();
-  }
-
-  function shareDialog(e: Experiment) {
-    const list = h("ul.grants");
-    const who = h("input", { type: "text", name: "grantee", placeholder: "user name or email", "aria-label": "user name or email", size: 30, required: true });
-    let report: HTMLElement;
-    async function load() {
-      setChildren(list, h("li.hint", null, "Loading…"));
-      let grants: Grant[];
-      try {
-        grants = (await getJSON<{ grants?: Grant[] }>(`${expURL(e)}/grants`)).grants ?? [];
-      } catch (err) {
-        setChildren(list, h("li.error", null, errorText(err)));
-        return;
-      }
-      if (!grants.length) {
-        setChildren(list, h("li.hint", null, "Only you can see it" + (e.visibility === "VISIBILITY_PRIVATE" ? "." : " listed; anyone with the link can read it.")));
-        return;
-      }
-      setChildren(
-        list,
-        grants.map((g) => {
-          const email = g.grantee?.email;
-          const label = email ?? g.userName ?? g.grantee?.userId ?? "";
-          const q = email ? `email=${encodeURIComponent(email)}` : `user_id=${encodeURIComponent(g.grantee?.userId ?? "")}`;
-          return h(
-            "li",
-            { "data-grantee": label },
-            h("span.grantee", null, label),
-            email ? h("span.hint", null, " (when they first sign in)") : null,
-            h(
-              "button.revoke",
-              {
-                type: "button",
-                "aria-label": `Stop sharing with ${label}`,
-                onclick: async () => {
-                  report.textContent = "";
-                  try {
-                    await send("DELETE", `${expURL(e)}/grants?${q}`);
-                  } catch (err) {
-                    report.textContent = errorText(err);
-                  }
-                  await load();
-                },
-              },
-              "Remove",
-            ),
-          );
-        }),
-      );
-    }
-    openDialog(`Share ${e.name || e.experimentId}`, "share-dialog", (close, error) => {
-      report = error;
-      return [
-        h("p.hint", null, "People you share a private experiment with can read it, not change it. A user name is the one given to `tbhub token create --user`, or the email someone signs in with."),
-        list,
-        h(
-          "form.share",
-          {
-            onsubmit: async (ev: Event) => {
-              ev.preventDefault();
-              const v = who.value.trim();
-              if (!v) return;
-              error.textContent = "";
-              try {
-                await send("POST", `${expURL(e)}/grants`, v.includes("@") ? { email: v } : { userName: v });
-                who.value = "";
-              } catch (err) {
-                error.textContent = errorText(err);
-              }
-              await load();
-            },
-          },
-          who,
-          h("button", { type: "submit", className: "primary" }, "Share"),
-        ),
-        h("div.buttons", null, h("button", { type: "button", onclick: close }, "Done")),
-      ];
-    });
-    load();
   }
 
   function deleteDialog(e: Experiment) {
