@@ -46,6 +46,19 @@ describe("groupStats", () => {
     expect(g.mean).toEqual([0, 5, 2]);
     expect(g.min).toEqual([0, 0, 2]);
     expect(g.max).toEqual([0, 10, 2]);
+    // Sample standard deviation: none with one series.
+    expect(g.std[0]).toBeNaN();
+    expect(g.std[1]).toBeCloseTo(Math.SQRT2 * 5);
+  });
+  it("gives the sample standard deviation across series", () => {
+    const g = groupStats([
+      { x: [0, 1], y: [1, 4] },
+      { x: [0, 1], y: [2, 4] },
+      { x: [0, 1], y: [6, 4] },
+    ]);
+    expect(g.mean).toEqual([3, 4]);
+    expect(g.std[0]).toBeCloseTo(Math.sqrt(7));
+    expect(g.std[1]).toBe(0);
   });
 });
 

@@ -72,19 +72,22 @@ export function alignSeries(series: XY[]): { x: number[]; ys: (number | null)[][
 }
 
 /**
- * The mean, min and max across series at every x of their union, each
- * series carried forward from its previous point (and absent before its
- * first point and after its last).
+ * The mean, min, max and sample standard deviation (n − 1 in the
+ * denominator; NaN for one series) across series at every x of their
+ * union, each series carried forward from its previous point (and absent
+ * before its first point and after its last).
  */
-export function groupStats(series: XY[]): { x: number[]; mean: number[]; min: number[]; max: number[] } {
+export function groupStats(series: XY[]): { x: number[]; mean: number[]; min: number[]; max: number[]; std: number[] } {
   const { x, ys } = alignSeries(series);
   const mean: number[] = [];
   const min: number[] = [];
   const max: number[] = [];
+  const std: number[] = [];
   const last = series.map(() => NaN);
   const ends = series.map((s) => (s.x.length ? s.x[s.x.length - 1] : -Infinity));
   for (let i = 0; i < x.length; i++) {
     let sum = 0;
+    let sumSq = 0;
     let cnt = 0;
     let lo = Infinity;
     let hi = -Infinity;
@@ -93,15 +96,19 @@ export function groupStats(series: XY[]): { x: number[]; mean: number[]; min: nu
       if (v !== null) last[k] = v;
       if (x[i] > ends[k] || Number.isNaN(last[k])) continue;
       sum += last[k];
+      sumSq += last[k] * last[k];
       cnt++;
       lo = Math.min(lo, last[k]);
       hi = Math.max(hi, last[k]);
     }
-    mean.push(cnt ? sum / cnt : NaN);
+    const m = cnt ? sum / cnt : NaN;
+    mean.push(m);
     min.push(cnt ? lo : NaN);
     max.push(cnt ? hi : NaN);
+    // Clamped: rounding can take a zero variance a little below zero.
+    std.push(cnt > 1 ? Math.sqrt(Math.max(0, (sumSq - cnt * m * m) / (cnt - 1))) : NaN);
   }
-  return { x, mean, min, max };
+  return { x, mean, min, max, std };
 }
 
 /**

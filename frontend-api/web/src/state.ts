@@ -16,6 +16,7 @@
 //   pin=TAG (repeated) pinned scalar cards, shown first
 //   group=RE           group runs by this regex's first capture (or whole
 //                      match) and plot each group's mean with a min–max band
+//   band=std           ... with a ±1 standard deviation band instead
 //   hmode=offset|overlay  histogram mode
 //   hview=table|parallel|scatter  the HParams view (default table)
 //   hsort=COL, hsort=-COL  HParams table sort column (- for descending)
@@ -47,6 +48,7 @@ export interface ViewState {
   zoom: [number, number] | null;
   pin: string[];
   group: string;
+  band: "minmax" | "std";
   hmode: "offset" | "overlay";
   hview: "table" | "parallel" | "scatter";
   hsort: string;
@@ -82,6 +84,7 @@ export function parseState(search: string): ViewState {
     zoom: parseZoom(q.get("zoom")),
     pin: q.getAll("pin"),
     group: q.get("group") ?? "",
+    band: q.get("band") === "std" ? "std" : "minmax",
     hmode: q.get("hmode") === "overlay" ? "overlay" : "offset",
     hview: q.get("hview") === "parallel" || q.get("hview") === "scatter" ? (q.get("hview") as "parallel" | "scatter") : "table",
     hsort: q.get("hsort") ?? "",
@@ -124,6 +127,7 @@ export function formatState(s: ViewState): string {
   if (s.zoom) q.set("zoom", `${s.zoom[0]},${s.zoom[1]}`);
   for (const p of s.pin) q.append("pin", p);
   if (s.group) q.set("group", s.group);
+  if (s.band !== "minmax") q.set("band", s.band);
   if (s.hmode !== "offset") q.set("hmode", s.hmode);
   if (s.hview !== "table") q.set("hview", s.hview);
   for (const k of ["hsort", "hfilter", "hx", "hy", "hcolor"] as const) if (s[k]) q.set(k, s[k]);

@@ -64,3 +64,43 @@ func TestScalarsDownloadIsFullResolution(t *testing.T) {
 		t.Errorf("downloads of %s/%s: CSV %d lines, JSON %d steps; want %d points (and a CSV header)", runName, tag, csvLines, jsonSteps, want)
 	}
 }
+
+// Grouped runs can be drawn with a ±1 standard deviation band instead of
+// min–max: the choice is in the URL, survives a reload, and the band is
+// drawn (for two runs the sample deviation, |a − b| / √2 around the mean,
+// reaches past their min and max, so the values drawn span more).
+func TestScalarsGroupBandStd(t *testing.T) {
+	ctx := tab(t, true)
+	q := url.Values{"runFilter": {"^generated/scalars/"}, "tagFilter": {"^loss$"}, "group": {"^generated/scalars"}, "outliers": {"0"}}
+	chart := `.scalar-card[data-tag="loss"] .chart`
+	var minmax, std [2]float64
+	yRange := func(dst *[2]float64) chromedp.Action {
+		return chromedp.Evaluate(`(() => { const d = document.querySelector('`+chart+`').dataset; return [Number(d.ylo), Number(d.yhi)]; })()`, dst)
+	}
+	run(t, ctx,
+		chromedp.Navigate(experimentURL(env.eid, q)),
+		waitFor(paintedCanvases(".scalar-card canvas", 200)+" === 1"),
+		yRange(&minmax),
+		chromedp.SetValue(".band-select", "std", chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector(".band-select").dispatchEvent(new Event("change"))`, nil),
+		urlParam("band", "std"),
+		waitFor(paintedCanvases(".scalar-card canvas", 200)+" === 1"),
+		yRange(&std),
+	)
+	screenshot(t, ctx, "scalars-grouped-std")
+	if !(std[0] < minmax[0] && std[1] > minmax[1]) {
+		t.Errorf("values drawn with the ±std band span %v, with min–max %v: want the std band's wider on both sides", std, minmax)
+	}
+	var loc, selected string
+	var again [2]float64
+	run(t, ctx, chromedp.Location(&loc))
+	run(t, ctx,
+		chromedp.Navigate(loc),
+		waitFor(paintedCanvases(".scalar-card canvas", 200)+" === 1"),
+		chromedp.Value(".band-select", &selected, chromedp.ByQuery),
+		yRange(&again),
+	)
+	if selected != "std" || again != std {
+		t.Errorf("after reload: band %q, values drawn span %v; want std, %v", selected, again, std)
+	}
+}

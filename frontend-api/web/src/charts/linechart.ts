@@ -224,12 +224,12 @@ export class LineChart {
       series,
       hooks: {
         setCursor: [(u) => this.showTooltip(u, fmtX)],
-        // The x range shown, for tests and for reading the view from the page.
+        // The x and y ranges shown, for tests and for reading the view from the page.
         setScale: [
           (u, key) => {
-            if (key !== "x") return;
-            this.el.dataset.xmin = String(u.scales.x.min);
-            this.el.dataset.xmax = String(u.scales.x.max);
+            if (key !== "x" && key !== "y") return;
+            this.el.dataset[`${key}min`] = String(u.scales[key].min);
+            this.el.dataset[`${key}max`] = String(u.scales[key].max);
           },
         ],
         setSelect: [
@@ -243,7 +243,21 @@ export class LineChart {
         ],
       },
     };
-    const plot = new uPlot(opts, align(lines, !!this.opts.logx, !!this.opts.logy, this.opts.xRange), this.el);
+    const data = align(lines, !!this.opts.logx, !!this.opts.logy, this.opts.xRange);
+    // The extent of the values drawn (the axis rounds its range outwards),
+    // for tests and for reading the view from the page.
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const ys of data.slice(1))
+      for (let i = 0; i < ys.length; i++) {
+        const y = ys[i];
+        if (y === null || y === undefined) continue;
+        if (y < lo) lo = y;
+        if (y > hi) hi = y;
+      }
+    this.el.dataset.ylo = String(lo);
+    this.el.dataset.yhi = String(hi);
+    const plot = new uPlot(opts, data, this.el);
     plot.over.appendChild(this.tooltip);
     plot.over.addEventListener("mouseleave", () => (this.tooltip.hidden = true));
     plot.over.addEventListener("dblclick", () => this.opts.onZoom?.(null));

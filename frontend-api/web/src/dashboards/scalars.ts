@@ -88,8 +88,10 @@ export function scalarLines(data: Record<string, ScalarDatum[] | Points>, runs: 
       const label = `${key} (${members.length} run${members.length > 1 ? "s" : ""})`;
       lines.push({ label, color, x: g.x, y: g.mean, width: 2 });
       if (members.length > 1) {
-        lines.push({ label: `${label} max`, color, x: g.x, y: g.max, faint: true, width: 0.5, bandTo: `${label} min` });
-        lines.push({ label: `${label} min`, color, x: g.x, y: g.min, faint: true, width: 0.5 });
+        const [top, bottom] = s.band === "std" ? [g.mean.map((m, i) => m + g.std[i]), g.mean.map((m, i) => m - g.std[i])] : [g.max, g.min];
+        const [hi, lo] = s.band === "std" ? ["+std", "−std"] : ["max", "min"];
+        lines.push({ label: `${label} ${hi}`, color, x: g.x, y: top, faint: true, width: 0.5, bandTo: `${label} ${lo}` });
+        lines.push({ label: `${label} ${lo}`, color, x: g.x, y: bottom, faint: true, width: 0.5 });
       }
     }
     return lines;
@@ -124,12 +126,19 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   const logx = h("input", { type: "checkbox", className: "logx" });
   const outliers = h("input", { type: "checkbox", className: "ignore-outliers" });
   const group = h("input", { type: "search", placeholder: "Group runs (regex)", "aria-label": "group runs", className: "group-filter" });
+  const band = h(
+    "select",
+    { "aria-label": "group band", className: "band-select", title: "The band around each group's mean" },
+    h("option", { value: "minmax" }, "min–max"),
+    h("option", { value: "std" }, "±std"),
+  );
   const filterError = h("span.error");
   const content = h("div.cards");
 
   const setSmoothing = debounce((v: number) => store.set({ smoothing: Math.min(Math.max(v, 0), 0.999) }), 120);
   tagFilter.addEventListener("input", debounce(() => store.set({ tagFilter: tagFilter.value }), 200));
   group.addEventListener("input", debounce(() => store.set({ group: group.value }), 300));
+  band.addEventListener("change", () => store.set({ band: band.value as ViewState["band"] }));
   smoothRange.addEventListener("input", () => {
     smoothNum.value = smoothRange.value;
     setSmoothing(Number(smoothRange.value));
@@ -153,7 +162,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       h("label", null, logy, " log y"),
       h("label", null, logx, " log x"),
       h("label", { title: "Fit the y axis to the 2nd–98th percentiles" }, outliers, " ignore outliers"),
-      h("label", { title: "Runs whose names give the same first capture group (or whole match) are plotted as one mean line with a min–max band" }, "Group ", group),
+      h("label", { title: "Runs whose names give the same first capture group (or whole match) are plotted as one mean line with a band: min–max, or ±1 sample standard deviation" }, "Group ", group, " ", band),
     ),
     content,
   );
@@ -170,6 +179,8 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   function syncControls(s: ViewState) {
     if (document.activeElement !== tagFilter) tagFilter.value = s.tagFilter;
     if (document.activeElement !== group) group.value = s.group;
+    band.value = s.band;
+    band.disabled = !s.group;
     smoothRange.value = String(s.smoothing);
     if (document.activeElement !== smoothNum) smoothNum.value = String(s.smoothing);
     xSelect.value = s.x;
@@ -351,7 +362,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       syncControls(s);
       if (s.tagFilter !== prev.tagFilter || s.runFilter !== prev.runFilter || s.off.join("\n") !== prev.off.join("\n") || s.pin.join("\n") !== prev.pin.join("\n")) {
         layout();
-      } else if (s.smoothing !== prev.smoothing || s.x !== prev.x || s.logy !== prev.logy || s.logx !== prev.logx || s.group !== prev.group || s.ignoreOutliers !== prev.ignoreOutliers || String(s.zoom) !== String(prev.zoom)) {
+      } else if (s.smoothing !== prev.smoothing || s.x !== prev.x || s.logy !== prev.logy || s.logx !== prev.logx || s.group !== prev.group || s.band !== prev.band || s.ignoreOutliers !== prev.ignoreOutliers || String(s.zoom) !== String(prev.zoom)) {
         drawAll();
       }
     },
