@@ -99,6 +99,9 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
   let stats: Map<string, NodeStats> | null = null;
   let boxes = new Map<string, Box>();
   let drawnKey = "";
+  let shownDetails = "";
+  /** The run and tag of the run metadata loaded or loading ("" for none). */
+  let statsKey = "";
   let selected = "";
   let view = { x: 0, y: 0, k: 1 };
   let extent = { w: 1, h: 1 };
@@ -257,7 +260,13 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
       selected = s.gnode;
       root?.querySelector(`.node[data-name="${CSS.escape(selected)}"]`)?.classList.add("selected");
     }
-    if (graph.nodes.has(selected)) showDetails(selected);
+    // The panel is built again only when what it shows changed (a node
+    // can have a thousand outputs).
+    const details = selected + "\t" + (stats ? statsKey : "");
+    if (graph.nodes.has(selected) && details !== shownDetails) {
+      shownDetails = details;
+      showDetails(selected);
+    }
     if (centrePending && boxes.has(centrePending)) {
       centreOn(centrePending);
       centrePending = "";
@@ -505,6 +514,7 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
     graph = null;
     boxes = new Map();
     drawnKey = "";
+    shownDetails = "";
     fitPending = true;
     scopeTotals.clear();
     legend.replaceChildren();
@@ -525,7 +535,6 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
     }
   }
 
-  let statsKey = "";
   async function loadStats(run: string, tag: string) {
     const key = tag ? run + "\n" + tag : "";
     if (key === statsKey) return;
