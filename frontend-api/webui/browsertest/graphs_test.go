@@ -301,6 +301,20 @@ func TestGraphScopesAndNodeDetails(t *testing.T) {
 		waitFor(selectedNode+` === "layer/matmul"`),
 	)
 	screenshot(t, ctx, "graphs-node")
+	// The run's tagged run metadata "step1" timed layer/matmul: 5 µs on
+	// /device:CPU:0.
+	q.Set("gstats", "step1")
+	q.Set("gnode", "layer/matmul")
+	q.Add("gopen", "layer/")
+	var options []string
+	run(t, ctx,
+		chromedp.Navigate(experimentURL(env.eid, q)),
+		waitFor(`document.querySelector(".graph-panel .node-time")?.textContent === "5 µs"`),
+		chromedp.Evaluate(`[...document.querySelectorAll(".graph-stats option")].map(o => o.value)`, &options),
+	)
+	if strings.Join(options, ",") != ",step1" {
+		t.Errorf("run metadata choices %q, want none and step1", options)
+	}
 }
 
 // TestGraphLargeScopesSearchAndReload works on the 10,000-node graph:

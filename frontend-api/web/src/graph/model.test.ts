@@ -125,10 +125,12 @@ describe("nodeStats", () => {
     const md = parsePbtxt(`step_stats { dev_stats { device: "/job:localhost/device:CPU:0"
       node_stats { node_name: "a" all_end_rel_micros: 10 memory { total_bytes: 256 } memory { total_bytes: 768 } }
       node_stats { node_name: "a" all_end_rel_micros: 5 }
+      node_stats { node_name: "c" all_start_micros: 1 op_end_rel_micros: 5 }
       node_stats { node_name: "b" all_end_rel_micros: 2500 output { tensor_description { allocation_description { requested_bytes: 2048 } } } } } }`);
     const st = nodeStats(md);
     expect(st.get("a")).toEqual({ micros: 15, bytes: 1024, device: "/job:localhost/device:CPU:0" });
     expect(st.get("b")!.bytes).toBe(2048);
+    expect(st.get("c")!.micros).toBe(5);
     expect(fmtMicros(2500)).toBe("2.50 ms");
     expect(fmtBytes(2048)).toBe("2.0 KiB");
   });

@@ -5,7 +5,11 @@
 import type { Message, Value } from "./pbtxt";
 
 export interface NodeStats {
-  /** all_end_rel_micros summed over the node's executions. */
+  /**
+   * Time from the start of each of the node's executions to its end,
+   * summed: all_end_rel_micros, or op_end_rel_micros when that is all the
+   * writer recorded (both count from all_start_micros).
+   */
   micros: number;
   /** Bytes allocated: memory[].total_bytes, or else the outputs' requested_bytes. */
   bytes: number;
@@ -29,7 +33,7 @@ export function nodeStats(md: Message): Map<string, NodeStats> {
           for (const o of msgs(ns.output))
             for (const td of msgs(o.tensor_description)) for (const ad of msgs(td.allocation_description)) bytes += num(ad.requested_bytes);
         const s = out.get(name) ?? { micros: 0, bytes: 0, device };
-        s.micros += num(ns.all_end_rel_micros);
+        s.micros += num(ns.all_end_rel_micros) || num(ns.op_end_rel_micros);
         s.bytes += bytes;
         out.set(name, s);
       }
