@@ -153,14 +153,15 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
     }
   }
   /**
-   * Shows the whole graph; with top, a graph too tall to be readable that
-   * way is shown from its top instead, as wide as fits (at most 1:1).
+   * Shows the whole graph; with top, a graph too big for its labels to be
+   * readable that way is shown from its top (and the middle of its width)
+   * at 80% instead.
    */
   function fit(top = false) {
     const w = canvas.clientWidth || 800;
     const hgt = canvas.clientHeight || 500;
     let k = Math.min(1.5, Math.min(w / (extent.w + 40), hgt / (extent.h + 40)));
-    if (top && k < 0.5) k = Math.max(k, Math.min(1, w / (extent.w + 40)));
+    if (top && k < 0.6) k = 0.8;
     view = { k, x: (w - extent.w * k) / 2, y: 20 };
     apply();
   }
