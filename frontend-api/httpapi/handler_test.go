@@ -333,7 +333,7 @@ func TestScalarsMultirunSamples(t *testing.T) {
 		t.Errorf("format=columns of the long series: %d %.80s", code, body)
 	}
 	code, body = post(url.Values{"tag": {"loss"}, "runs": {"train"}, "format": {"columns"}})
-	if want := `{"train":{"wall_time":[10.5,11.0],"step":[1,2],"value":["NaN",0.25]}}`; code != 200 || body != want {
+	if want := `{"train":{"wall_time_base":10.5,"wall_time":[0,0.5],"step":[1,2],"value":["NaN",0.25]}}`; code != 200 || body != want {
 		t.Errorf("format=columns: %d %s, want %s", code, body, want)
 	}
 	if code, body := post(url.Values{"tag": {"loss"}, "runs": {"train"}, "format": {"csv"}}); code != 400 {

@@ -190,20 +190,26 @@ func (h *Handler) scalarsMultirun(w http.ResponseWriter, r *request) error {
 	return writeBody(w, "application/json", append(b, '}'))
 }
 
-// appendScalarColumns appends {"wall_time": [...], "step": [...],
-// "value": [...]}: the points of a series as three arrays, which a browser
-// parses several times faster than an array per point (tbhub's
-// scalars_multirun format=columns). Values are float32 (ScalarData's
-// type), so they are written with the fewest digits that read back as the
-// same float32, not as the float64 that holds it: "0.1", not
-// "0.10000000149011612".
+// appendScalarColumns appends {"wall_time_base": B, "wall_time": [...],
+// "step": [...], "value": [...]}: the points of a series as three arrays,
+// which a browser parses several times faster than an array per point
+// (tbhub's scalars_multirun format=columns). Wall times are written as
+// offsets from B ("22.5", not "1700000042.5": wall times were nearly half
+// the bytes), and B + offset is exactly the wall time in float64
+// arithmetic (B is 0 for a series where it would not be). Values are
+// float32 (ScalarData's type), so they are written with the fewest digits
+// that read back as the same float32, not as the float64 that holds it:
+// "0.1", not "0.10000000149011612".
 func appendScalarColumns(b []byte, d *datapb.ScalarData) []byte {
-	b = append(b, `{"wall_time":[`...)
+	base := wallTimeBase(d.GetWallTime())
+	b = append(b, `{"wall_time_base":`...)
+	b = appendFloat(b, base)
+	b = append(b, `,"wall_time":[`...)
 	for i, w := range d.GetWallTime() {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendFloat(b, w)
+		b = appendShortFloat(b, w-base)
 	}
 	b = append(b, `],"step":[`...)
 	for i, step := range d.GetStep() {
@@ -222,6 +228,23 @@ func appendScalarColumns(b []byte, d *datapb.ScalarData) []byte {
 	return append(b, "]}"...)
 }
 
+// wallTimeBase returns the first finite wall time of walls if every wall
+// time is exactly that base plus its offset from it, else 0.
+func wallTimeBase(walls []float64) float64 {
+	finite := func(w float64) bool { return !math.IsNaN(w) && !math.IsInf(w, 0) }
+	i := slices.IndexFunc(walls, finite)
+	if i < 0 {
+		return 0
+	}
+	base := walls[i]
+	for _, w := range walls {
+		if finite(w) && base+(w-base) != w {
+			return 0
+		}
+	}
+	return base
+}
+
 // appendFloat32 appends v in its shortest round-trip form as a JSON
 // number, or as the strings of Float for NaN and infinities.
 func appendFloat32(b []byte, v float32) []byte {
@@ -229,4 +252,17 @@ func appendFloat32(b []byte, v float32) []byte {
 		return appendFloat(b, f)
 	}
 	return strconv.AppendFloat(b, float64(v), 'g', -1, 32)
+}
+
+// appendShortFloat appends f in its shortest round-trip form as a JSON
+// number (22, not 22.0; no exponent for magnitudes from 1e-4 to 1e15),
+// or as the strings of Float for NaN and infinities.
+func appendShortFloat(b []byte, f float64) []byte {
+	switch a := math.Abs(f); {
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return appendFloat(b, f)
+	case a == 0 || (a >= 1e-4 && a < 1e15):
+		return strconv.AppendFloat(b, f, 'f', -1, 64)
+	}
+	return strconv.AppendFloat(b, f, 'g', -1, 64)
 }

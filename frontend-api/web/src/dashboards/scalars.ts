@@ -18,8 +18,12 @@ export interface Points {
   value: number[];
 }
 
-/** A series as scalars_multirun answers it with format=columns. */
+/**
+ * A series as scalars_multirun answers it with format=columns: wall times
+ * as offsets from wall_time_base.
+ */
 interface ScalarColumns {
+  wall_time_base?: number;
   wall_time: (number | string)[];
   step: number[];
   value: (number | string)[];
@@ -31,7 +35,9 @@ function numbers(vs: (number | string)[]): number[] {
 }
 
 function fromColumns(c: ScalarColumns): Points {
-  return { step: c.step, wall: numbers(c.wall_time), value: numbers(c.value) };
+  const base = c.wall_time_base ?? 0;
+  const wall = numbers(c.wall_time);
+  return { step: c.step, wall: base ? wall.map((w) => base + w) : wall, value: numbers(c.value) };
 }
 
 function toPoints(data: ScalarDatum[] | Points): Points {
