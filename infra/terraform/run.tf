@@ -58,11 +58,16 @@ locals {
       timeout = "60s"
       memory  = "512Mi"
       probe   = "http"
-      env = {
+      env = merge({
         READ_SERVICE       = "${trimprefix(local.urls.read, "https://")}:443"
         EXPERIMENT_SERVICE = "${trimprefix(local.urls.write, "https://")}:443"
-      }
-      secrets = {}
+        # Sign-in cookies and the OIDC redirect URI (PUBLIC_ORIGIN/auth/callback).
+        PUBLIC_ORIGIN = local.public_origin
+        }, local.web_oidc_enabled ? {
+        OIDC_ISSUER        = var.oidc_issuer
+        OIDC_WEB_CLIENT_ID = var.oidc_web_client_id
+      } : {})
+      secrets = local.web_oidc_secret_enabled ? { OIDC_WEB_CLIENT_SECRET = "oidc-web-client-secret" } : {}
     }
   }
 }
@@ -166,6 +171,7 @@ resource "google_cloud_run_v2_service" "svc" {
     google_secret_manager_secret_iam_member.readers,
     google_secret_manager_secret_version.blob_key,
     google_secret_manager_secret_version.oidc_client_ids,
+    google_secret_manager_secret_version.oidc_web_client_secret,
   ]
 }
 

@@ -8,11 +8,15 @@ locals {
   # Without client IDs there is no version (Secret Manager refuses an empty
   # payload) and the services get no TBHUB_OIDC_CLIENT_IDS: API tokens only.
   oidc_enabled = nonsensitive(var.oidc_client_ids != "")
+  # Browser sign-in on the frontend, and whether its client has a secret.
+  web_oidc_enabled        = var.oidc_web_client_id != ""
+  web_oidc_secret_enabled = local.web_oidc_enabled && nonsensitive(var.oidc_web_client_secret != "")
 
   # secret => the service accounts that read it.
   secret_readers = {
-    oidc-client-ids = ["write", "read"]
-    blob-key-secret = ["read"]
+    oidc-client-ids        = ["write", "read"]
+    blob-key-secret        = ["read"]
+    oidc-web-client-secret = ["frontend"]
   }
 }
 
@@ -30,6 +34,12 @@ resource "google_secret_manager_secret_version" "oidc_client_ids" {
   count       = local.oidc_enabled ? 1 : 0
   secret      = google_secret_manager_secret.s["oidc-client-ids"].id
   secret_data = var.oidc_client_ids
+}
+
+resource "google_secret_manager_secret_version" "oidc_web_client_secret" {
+  count       = local.web_oidc_secret_enabled ? 1 : 0
+  secret      = google_secret_manager_secret.s["oidc-web-client-secret"].id
+  secret_data = var.oidc_web_client_secret
 }
 
 resource "random_bytes" "blob_key" {

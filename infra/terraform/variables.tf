@@ -63,6 +63,19 @@ variable "oidc_client_ids" {
   sensitive   = true
 }
 
+variable "oidc_web_client_id" {
+  description = "OAuth web client the browser sign-in uses (authorization code + PKCE; its redirect URI is PUBLIC_ORIGIN/auth/callback). It must also be one of oidc_client_ids, which the write service accepts. Empty: the web UI signs in with API tokens only."
+  type        = string
+  default     = ""
+}
+
+variable "oidc_web_client_secret" {
+  description = "That web client's secret, if the issuer requires one (Google does); stored in Secret Manager."
+  type        = string
+  default     = ""
+  sensitive   = true
+}
+
 variable "read_service_public" {
   description = "Let anyone invoke the read service (it checks every call's tbhub credential itself). Needed for `tbup view` from users' machines and while the frontend sends no Cloud Run ID token; false leaves only the frontend's service account as invoker."
   type        = bool
