@@ -163,6 +163,7 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
     let k = Math.min(1.5, Math.min(w / (extent.w + 40), hgt / (extent.h + 40)));
     if (top && k < 0.6) k = 0.8;
     view = { k, x: (w - extent.w * k) / 2, y: 20 };
+    rendered = null; // a jump: render now
     apply();
   }
   function centreOn(id: string) {
@@ -170,7 +171,7 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
     if (!b) return;
     const k = view.k < 0.6 ? 1 : view.k;
     view = { k, x: (canvas.clientWidth || 800) / 2 - (b.x + b.w / 2) * k, y: (canvas.clientHeight || 500) / 2 - (b.y + b.h / 2) * k };
-    rendered = null; // a jump: render now, not on the next frame
+    rendered = null; // a jump: render now
     apply();
   }
 
