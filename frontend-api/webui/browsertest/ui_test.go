@@ -122,6 +122,19 @@ func TestImagesDecode(t *testing.T) {
 		waitFor(`document.querySelector('`+card+` .step-label').textContent === "step 0"`),
 		waitFor(fmt.Sprintf(`(() => { const i = document.querySelector('%s img'); return i.src !== %q && i.complete && i.naturalWidth > 0; })()`, card, before)),
 	)
+
+	// The tag has two images per step: the sample slider shows the second one of
+	// the same step (another blob), and the step slider stays on that step.
+	var first string
+	run(t, ctx,
+		chromedp.AttributeValue(card+` img`, "src", &first, nil, chromedp.ByQuery),
+		waitFor(`document.querySelector('`+card+` .sample-label').textContent === "sample 1 of 2"`),
+		chromedp.SetValue(card+` input[aria-label=sample]`, "1", chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector('`+card+` input[aria-label=sample]').dispatchEvent(new Event("input"))`, nil),
+		waitFor(`document.querySelector('`+card+` .sample-label').textContent === "sample 2 of 2"`),
+		waitFor(fmt.Sprintf(`(() => { const i = document.querySelector('%s img'); return i.src !== %q && i.complete && i.naturalWidth > 0; })()`, card, first)),
+		waitFor(`document.querySelector('`+card+` .step-label').textContent === "step 0"`),
+	)
 }
 
 func TestAudioLoads(t *testing.T) {

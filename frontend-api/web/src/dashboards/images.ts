@@ -24,24 +24,67 @@ function fullSize(src: string, alt: string) {
   document.body.appendChild(overlay);
 }
 
+/** A range input choosing one of n samples of a step, labelled "sample k of n". */
+function sampleSlider(n: number, onChange: (k: number) => void): HTMLElement {
+  const label = h("span.sample-label", null, `sample 1 of ${n}`);
+  const input = h("input", {
+    type: "range",
+    min: 0,
+    max: n - 1,
+    value: 0,
+    "aria-label": "sample",
+    oninput: () => {
+      const k = Number(input.value);
+      label.textContent = `sample ${k + 1} of ${n}`;
+      onChange(k);
+    },
+  });
+  return h("div.slider.sample-slider", null, input, label);
+}
+
 /**
- * Fills a card with el (an <img> or <audio>) showing sample 0 of a step
- * (a step with more samples shows its first) and a step slider, starting
- * at the last step.
+ * Fills a card with el (an <img> or <audio>) showing one sample of one step:
+ * a step slider, starting at the last step, and for steps of several samples a
+ * sample slider. A sample's list of steps is asked for when it is chosen (a step
+ * may hold fewer samples than others); the shown step stays where it can.
  */
 async function fillMedia(ctx: DashboardContext, plugin: "images" | "audio", body: HTMLElement, run: string, tag: string, samples: number | undefined, el: HTMLImageElement | HTMLAudioElement) {
-  const list = await getJSON<MediaEntry[]>(ctx.api.plugin(plugin, plugin, { run, tag, sample: 0 }));
+  const load = (sample: number) => getJSON<MediaEntry[]>(ctx.api.plugin(plugin, plugin, { run, tag, sample }));
+  let list = await load(0);
   if (!list.length) {
     body.appendChild(notice("No samples."));
     return;
   }
-  if ((samples ?? 1) > 1) body.appendChild(h("div.hint", null, `${samples} samples per step; showing the first`));
   const route = ctx.api.plugin(plugin, plugin === "images" ? "individualImage" : "individualAudio");
-  const show = async (i: number) => {
-    el.src = await blobURL(route + "?" + list[i].query);
+  let index = list.length - 1;
+  let shown = 0; // the latest request wins when the sliders move quickly
+  const show = async () => {
+    const mine = ++shown;
+    const url = await blobURL(route + "?" + list[index].query);
+    if (mine === shown) el.src = url;
   };
-  body.append(h("div.media", null, el), stepSlider(list.map((e) => e.step), show));
-  await show(list.length - 1);
+  const steps = () => stepSlider(list.map((e) => e.step), (i) => {
+    index = i;
+    void show();
+  }, index);
+  let slider = steps();
+  body.append(h("div.media", null, el), slider);
+  const n = samples ?? 1;
+  if (n > 1) {
+    body.appendChild(sampleSlider(n, async (k) => {
+      const step = list[index].step;
+      const next = await load(k);
+      if (!next.length) return;
+      list = next;
+      const same = list.findIndex((e) => e.step === step);
+      index = same >= 0 ? same : list.length - 1;
+      const fresh = steps();
+      slider.replaceWith(fresh);
+      slider = fresh;
+      await show();
+    }));
+  }
+  await show();
 }
 
 export function imagesDashboard(el: HTMLElement, ctx: DashboardContext): Dashboard {
