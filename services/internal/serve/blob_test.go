@@ -18,6 +18,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/writer"
 )
 
 // TestBlobResumesAfterBrokenStreams uploads a blob through streams that are
@@ -29,17 +30,9 @@ import (
 func TestBlobResumesAfterBrokenStreams(t *testing.T) {
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, nil)
-	token, err := serve.IssueUserToken(t.Context(), st, h.srv.Authenticator(), "ada", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := as(t.Context(), bearer(token))
-	ce, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "resume"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, eid := adaExperiment(t, h, st, "resume")
 	seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
-		ExperimentId: ce.GetExperimentId(), Run: "r", Tag: "audio", Step: 3, WallTime: timestamppb.Now(), FinalSequenceLength: 4})
+		ExperimentId: eid, Run: "r", Tag: "audio", Step: 3, WallTime: timestamppb.Now(), FinalSequenceLength: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +82,7 @@ func TestBlobResumesAfterBrokenStreams(t *testing.T) {
 		if breaks == 0 {
 			t.Fatalf("seed %d: no stream was broken", seed)
 		}
-		id := store.BlobID(ce.GetExperimentId(), store.BlobRef{Run: "r", Tag: "audio", Step: 3, Index: index})
+		id := store.BlobID(eid, store.BlobRef{Run: "r", Tag: "audio", Step: 3, Index: index})
 		if got := readBlob(t, h, ctx, id); !bytes.Equal(got, data) {
 			t.Fatalf("seed %d: stored blob (%d bytes) differs from the %d bytes uploaded", seed, len(got), len(data))
 		}
@@ -155,17 +148,9 @@ func sendFrom(ctx context.Context, h *harness, seqID string, index int64, data [
 func TestBlobProtocolErrors(t *testing.T) {
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, func(c *serve.Config) { c.Limits.MaxBlobBytes = 1 << 20 })
-	token, err := serve.IssueUserToken(t.Context(), st, h.srv.Authenticator(), "ada", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := as(t.Context(), bearer(token))
-	ce, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, eid := adaExperiment(t, h, st, "")
 	seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
-		ExperimentId: ce.GetExperimentId(), Run: "r", Tag: "t", Step: 1, WallTime: timestamppb.Now(), FinalSequenceLength: 2})
+		ExperimentId: eid, Run: "r", Tag: "t", Step: 1, WallTime: timestamppb.Now(), FinalSequenceLength: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +189,7 @@ func TestBlobProtocolErrors(t *testing.T) {
 		{"gap", []*servicepb.WriteBlobRequest{{BlobSequenceId: id, Data: data[:5], BlobBytes: 10}, {BlobSequenceId: id, Data: data[5:], Offset: 6, BlobBytes: 10, FinalizeObject: true}}, codes.FailedPrecondition},
 		{"short finalize", []*servicepb.WriteBlobRequest{{BlobSequenceId: id, Data: data[:5], BlobBytes: 10, FinalizeObject: true}}, codes.InvalidArgument},
 		{"resume at wrong offset", []*servicepb.WriteBlobRequest{{BlobSequenceId: id, Data: data[7:], Offset: 7, BlobBytes: 10, FinalizeObject: true}}, codes.FailedPrecondition},
-		{"unknown sequence", []*servicepb.WriteBlobRequest{{BlobSequenceId: store.BlobSequenceID(ce.GetExperimentId(), "r", "t", 99), Data: data, BlobBytes: 10, FinalizeObject: true}}, codes.NotFound},
+		{"unknown sequence", []*servicepb.WriteBlobRequest{{BlobSequenceId: store.BlobSequenceID(eid, "r", "t", 99), Data: data, BlobBytes: 10, FinalizeObject: true}}, codes.NotFound},
 		{"finished", []*servicepb.WriteBlobRequest{{BlobSequenceId: id, Index: 1, Data: data, BlobBytes: 10, FinalizeObject: true}}, codes.OK},
 		{"again", []*servicepb.WriteBlobRequest{{BlobSequenceId: id, Index: 1, Data: data, BlobBytes: 10, FinalizeObject: true}}, codes.AlreadyExists},
 	} {
@@ -214,7 +199,7 @@ func TestBlobProtocolErrors(t *testing.T) {
 	}
 	// Chunks after the first may leave out blob_sequence_id.
 	seq2, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
-		ExperimentId: ce.GetExperimentId(), Run: "r", Tag: "t", Step: 2, WallTime: timestamppb.Now(), FinalSequenceLength: 1})
+		ExperimentId: eid, Run: "r", Tag: "t", Step: 2, WallTime: timestamppb.Now(), FinalSequenceLength: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,16 +226,7 @@ func TestBlobProtocolErrors(t *testing.T) {
 func TestRewrittenBlobStepLastWriteWins(t *testing.T) {
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, nil)
-	token, err := serve.IssueUserToken(t.Context(), st, h.srv.Authenticator(), "ada", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := as(t.Context(), bearer(token))
-	ce, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "rewrite"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eid := ce.GetExperimentId()
+	ctx, eid := adaExperiment(t, h, st, "rewrite")
 	upload := func(wall time.Time, length int64, images ...[]byte) {
 		t.Helper()
 		seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
@@ -288,4 +264,20 @@ func TestRewrittenBlobStepLastWriteWins(t *testing.T) {
 	if e.NumBlobSequences != 1 || e.NumBlobs != 1 || e.TotalBlobBytes != int64(len("new image 0")) {
 		t.Errorf("counts = %d sequences, %d blobs, %d bytes; want 1, 1, %d", e.NumBlobSequences, e.NumBlobs, e.TotalBlobBytes, len("new image 0"))
 	}
+}
+
+// adaExperiment signs the user "ada" in and creates an experiment named name; it
+// returns her context and the experiment's ID.
+func adaExperiment(t *testing.T, h *harness, st writer.Store, name string) (context.Context, string) {
+	t.Helper()
+	token, err := serve.IssueUserToken(t.Context(), st, h.srv.Authenticator(), "ada", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := as(t.Context(), bearer(token))
+	ce, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, ce.GetExperimentId()
 }
