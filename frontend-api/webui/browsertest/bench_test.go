@@ -60,17 +60,11 @@ var large struct {
 // the write service's gRPC API (on tbhub serve's port), four requests at
 // a time, each one run's tags × 250 steps.
 func writeLargeExperiment(runs, tags, steps int) (string, error) {
-	u, err := url.Parse(env.origin)
+	w, ctx, done, err := writerClient()
 	if err != nil {
 		return "", err
 	}
-	conn, err := grpc.NewClient(u.Host, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+env.token)
-	w := servicepb.NewTensorBoardWriterServiceClient(conn)
+	defer done()
 	exp, err := w.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: fmt.Sprintf("%d runs x %d tags x %d steps", runs, tags, steps)})
 	if err != nil {
 		return "", err
@@ -252,3 +246,18 @@ window.runBench = async (n) => {
   return { draw, frames };
 };
 </script></body></html>`
+
+// writerClient dials the write service on tbhub serve's port as the test user:
+// the client, the context carrying the token, and a function that closes it.
+func writerClient() (servicepb.TensorBoardWriterServiceClient, context.Context, func(), error) {
+	u, err := url.Parse(env.origin)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	conn, err := grpc.NewClient(u.Host, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+env.token)
+	return servicepb.NewTensorBoardWriterServiceClient(conn), ctx, func() { conn.Close() }, nil
+}

@@ -15,9 +15,6 @@ import (
 
 	cdruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -147,17 +144,11 @@ const kerasModel = `{"module": "keras", "class_name": "Functional", "config": {"
  "input_layers": [["pixels", 0, 0]], "output_layers": [["logits", 0, 0]]}}`
 
 func writeGraphsExperiment() (string, error) {
-	u, err := url.Parse(env.origin)
+	w, ctx, done, err := writerClient()
 	if err != nil {
 		return "", err
 	}
-	conn, err := grpc.NewClient(u.Host, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+env.token)
-	w := servicepb.NewTensorBoardWriterServiceClient(conn)
+	defer done()
 	exp, err := w.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "graphs: 10,000 nodes and a Keras model"})
 	if err != nil {
 		return "", err
