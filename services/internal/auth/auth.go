@@ -251,11 +251,11 @@ func (a *Authenticator) idToken(ctx context.Context, raw string) (*Principal, er
 		return &Principal{UserID: u.ID, Email: c.Email, Issuer: tok.Issuer, Subject: tok.Subject,
 			Kind: KindOIDC, Scopes: store.AllScopes}, nil
 	}
-	u, err := a.ids.GetOrCreateOIDCUser(ctx, tok.Issuer, tok.Subject, c.Email, store.NewUserID())
+	u, err := a.ids.GetOrCreateOIDCUser(ctx, tok.Issuer, tok.Subject, strings.ToLower(c.Email), store.NewUserID())
 	if errors.Is(err, store.ErrAlreadyExists) {
 		// Two first sign-ins of the same identity raced and the other
 		// created the user: this lookup finds it.
-		u, err = a.ids.GetOrCreateOIDCUser(ctx, tok.Issuer, tok.Subject, c.Email, store.NewUserID())
+		u, err = a.ids.GetOrCreateOIDCUser(ctx, tok.Issuer, tok.Subject, strings.ToLower(c.Email), store.NewUserID())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("auth: user of %s/%s: %w", tok.Issuer, tok.Subject, err)

@@ -273,9 +273,10 @@ func TestSharingAndContinuing(t *testing.T) {
 	if c := get(bobOIDC); c != codes.NotFound {
 		t.Errorf("bob reads after revoke: %v", c)
 	}
-	// A grant to an email nobody has signed in with yet waits for them.
+	// A grant to an email nobody has signed in with yet waits for them, whatever
+	// the case it was typed in.
 	if _, err := h.exps.GrantAccess(owner, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
-		Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_Email{Email: "frank@example.com"}}}); err != nil {
+		Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_Email{Email: "Frank@Example.com"}}}); err != nil {
 		t.Fatal(err)
 	}
 	grants, err = h.exps.ListGrants(owner, &experimentsv1.ListGrantsRequest{ExperimentId: eid})

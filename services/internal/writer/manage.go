@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -163,8 +164,8 @@ func (x *experimentService) SetVisibility(ctx context.Context, req *experimentsv
 
 // grantee resolves a Grantee: to a user ID, or, for an email nobody has
 // signed in with yet, to that email (a pending grant, claimed at the first
-// sign-in with it). Emails match exactly the verified email the issuer
-// reports.
+// sign-in with it). Emails match the verified email the issuer reports
+// whatever their case: both are kept in lower case.
 func (s *Server) grantee(ctx context.Context, g *experimentsv1.Grantee) (userID, pendingEmail string, err error) {
 	switch {
 	case g.GetUserId() != "":
@@ -185,15 +186,20 @@ func (s *Server) grantee(ctx context.Context, g *experimentsv1.Grantee) (userID,
 		}
 		return u.ID, "", nil
 	case g.GetEmail() != "":
-		u, err := s.st.GetUserByName(ctx, g.GetEmail())
-		if err == nil {
-			if id, ierr := s.st.GetOIDCIdentity(ctx, u.ID); ierr == nil && id.Email == g.GetEmail() {
-				return u.ID, "", nil
+		email := strings.ToLower(strings.TrimSpace(g.GetEmail()))
+		// Users are named after their email at their first sign-in (in lower case
+		// since emails are; as the issuer spelled it before).
+		for _, name := range []string{email, g.GetEmail()} {
+			u, err := s.st.GetUserByName(ctx, name)
+			if err == nil {
+				if id, ierr := s.st.GetOIDCIdentity(ctx, u.ID); ierr == nil && strings.EqualFold(id.Email, email) {
+					return u.ID, "", nil
+				}
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return "", "", err
 			}
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return "", "", err
 		}
-		return "", g.GetEmail(), nil
+		return "", email, nil
 	}
 	return "", "", rpcerr.New(codes.InvalidArgument, "grantee needs an email, a user_id or a user_name")
 }
