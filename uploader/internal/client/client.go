@@ -106,6 +106,8 @@ func Handshake(ctx context.Context, hc *http.Client, server string, plugins []st
 	}
 	hreq.Header.Set("Content-Type", "application/x-protobuf")
 	hreq.Header.Set("User-Agent", Version)
+	// The command's trace (StartTrace), as on its gRPC calls.
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(hreq.Header))
 	resp, err := hc.Do(hreq)
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot reach %s: %v", ErrServer, server, err)

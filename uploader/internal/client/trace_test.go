@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +14,9 @@ import (
 	"google.golang.org/grpc/health"
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+
+	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 )
 
 // Calls made in a StartTrace context send that trace as W3C traceparent, the
@@ -81,5 +86,24 @@ func TestCallsCarryTheCommandsTrace(t *testing.T) {
 		if got := md.Get("authorization"); len(got) != 1 || got[0] != "Bearer tbh_secret" {
 			t.Errorf("call %d: authorization %q", i, got)
 		}
+	}
+}
+
+// The upload handshake (HTTP) carries the command's trace too.
+func TestHandshakeCarriesTheCommandsTrace(t *testing.T) {
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Get("traceparent")
+		b, _ := proto.Marshal(&servicepb.ServerInfoResponse{ApiServer: &servicepb.ApiServer{Endpoint: "localhost:1"}})
+		w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	ctx := StartTrace(t.Context())
+	if _, err := Handshake(ctx, srv.Client(), srv.URL, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := trace.SpanContextFromContext(ctx).TraceID().String()
+	if !strings.HasPrefix(got, "00-"+want+"-") || !strings.HasSuffix(got, "-01") {
+		t.Errorf("handshake traceparent %q, want trace %s, sampled", got, want)
 	}
 }
