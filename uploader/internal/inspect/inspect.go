@@ -133,12 +133,15 @@ func inspectRuns(ctx context.Context, src logdir.Source, runs []logdir.Run, opts
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var buf []byte // each worker reuses one read buffer for all its files
+			// Each worker reuses one read buffer and one decoded event (whose
+			// slices grow to the largest summary seen) for all its files.
+			var buf []byte
+			var ev event.Event
 			for i := range next {
 				var res *runResult
-				res, buf = inspectRun(ctx, src, runs[i], opts, nil, buf)
+				res, buf = inspectRun(ctx, src, runs[i], opts, nil, buf, &ev)
 				if len(res.rewritten) > 0 {
-					res, buf = inspectRun(ctx, src, runs[i], opts, res.rewritten, buf)
+					res, buf = inspectRun(ctx, src, runs[i], opts, res.rewritten, buf, &ev)
 				}
 				results[i] = res
 			}
@@ -222,8 +225,8 @@ type runResult struct {
 // inspectRun reads one run's files in order. Series named in exact are kept point by
 // point; the others are summarized as they stream.
 // buf is a read buffer to reuse (nil: allocate one sized to the files); the buffer
-// used, possibly grown, is returned for the next run.
-func inspectRun(ctx context.Context, src logdir.Source, run logdir.Run, opts Options, exact map[string]bool, buf []byte) (*runResult, []byte) {
+// used, possibly grown, is returned for the next run. ev is scratch space for decoding.
+func inspectRun(ctx context.Context, src logdir.Source, run logdir.Run, opts Options, exact map[string]bool, buf []byte, ev *event.Event) (*runResult, []byte) {
 	res := &runResult{name: run.Name}
 	mr := migrate.NewRun()
 	var stats []*seriesStats
@@ -233,7 +236,6 @@ func inspectRun(ctx context.Context, src logdir.Source, run logdir.Run, opts Opt
 		}
 		stats[s.Index].add(p)
 	}
-	var ev event.Event
 	maxRecord := opts.MaxRecordSize
 	if maxRecord <= 0 {
 		maxRecord = eventfile.DefaultMaxRecordSize
@@ -282,12 +284,12 @@ func inspectRun(ctx context.Context, src logdir.Source, run logdir.Run, opts Opt
 				fileErr(rec.Offset, ReasonUnreadable, err.Error())
 				break records
 			}
-			if err := event.Decode(rec.Data, &ev); err != nil {
+			if err := event.Decode(rec.Data, ev); err != nil {
 				fileErr(rec.Offset, ReasonUnparsable, err.Error())
 				break records
 			}
 			res.records++
-			mr.Add(&ev, emit)
+			mr.Add(ev, emit)
 		}
 		rc.Close()
 		buf = rd.Buffer()
