@@ -77,21 +77,29 @@ export function whenVisible(el: Element, load: () => void): () => void {
 
 /** A step slider over the indices of a list of steps. */
 export function stepSlider(steps: number[], onChange: (i: number) => void, initial = steps.length - 1): HTMLElement {
-  const label = h("span.step-label", null, steps.length ? `step ${steps[initial]}` : "");
+  return rangeSlider(steps.length, "step", (i) => (steps.length ? `step ${steps[i]}` : ""), onChange, initial);
+}
+
+/**
+ * A range input over 0..n-1 with a label beside it (label(i) for the value i),
+ * calling onChange as it moves; disabled when there is nothing to choose.
+ */
+export function rangeSlider(n: number, name: string, label: (i: number) => string, onChange: (i: number) => void, initial = 0): HTMLElement {
+  const text = h(`span.${name}-label`, null, label(initial));
   const input = h("input", {
     type: "range",
     min: 0,
-    max: Math.max(steps.length - 1, 0),
+    max: Math.max(n - 1, 0),
     value: initial,
-    "aria-label": "step",
-    disabled: steps.length < 2,
+    "aria-label": name,
+    disabled: n < 2,
     oninput: () => {
       const i = Number(input.value);
-      label.textContent = `step ${steps[i]}`;
+      text.textContent = label(i);
       onChange(i);
     },
   });
-  return h("div.slider", null, input, label);
+  return h(`div.slider.${name}-slider`, null, input, text);
 }
 
 /** What a plugin's tag index says of a card. */

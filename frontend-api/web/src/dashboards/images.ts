@@ -4,7 +4,7 @@
 
 import { blobURL, getJSON, type RunTagIndex } from "../api";
 import { h } from "../dom";
-import { notice, runTagDashboard, stepSlider, type Dashboard, type DashboardContext } from "./dashboard";
+import { notice, rangeSlider, runTagDashboard, stepSlider, type Dashboard, type DashboardContext } from "./dashboard";
 
 interface MediaEntry {
   wall_time: number;
@@ -22,24 +22,6 @@ function fullSize(src: string, alt: string) {
   const overlay = h("div.overlay", { onclick: close, role: "dialog", "aria-label": alt }, h("img", { src, alt }));
   document.addEventListener("keydown", onKey);
   document.body.appendChild(overlay);
-}
-
-/** A range input choosing one of n samples of a step, labelled "sample k of n". */
-function sampleSlider(n: number, onChange: (k: number) => void): HTMLElement {
-  const label = h("span.sample-label", null, `sample 1 of ${n}`);
-  const input = h("input", {
-    type: "range",
-    min: 0,
-    max: n - 1,
-    value: 0,
-    "aria-label": "sample",
-    oninput: () => {
-      const k = Number(input.value);
-      label.textContent = `sample ${k + 1} of ${n}`;
-      onChange(k);
-    },
-  });
-  return h("div.slider.sample-slider", null, input, label);
 }
 
 /**
@@ -71,7 +53,7 @@ async function fillMedia(ctx: DashboardContext, plugin: "images" | "audio", body
   body.append(h("div.media", null, el), slider);
   const n = samples ?? 1;
   if (n > 1) {
-    body.appendChild(sampleSlider(n, async (k) => {
+    body.appendChild(rangeSlider(n, "sample", (k) => `sample ${k + 1} of ${n}`, async (k) => {
       const step = list[index].step;
       const next = await load(k);
       if (!next.length) return;
@@ -87,27 +69,24 @@ async function fillMedia(ctx: DashboardContext, plugin: "images" | "audio", body
   await show();
 }
 
-export function imagesDashboard(el: HTMLElement, ctx: DashboardContext): Dashboard {
+/** A dashboard of media cards of plugin, each showing its samples in el(run, tag). */
+function mediaDashboard(el: HTMLElement, ctx: DashboardContext, plugin: "images" | "audio", media: (run: string, tag: string) => HTMLImageElement | HTMLAudioElement): Dashboard {
   return runTagDashboard(el, ctx, {
-    cardClass: "image-card",
-    empty: "No images for the shown runs and tags.",
-    tags: () => getJSON<RunTagIndex>(ctx.api.plugin("images", "tags")),
-    fill(body, run, tag, info) {
-      const img = h("img.sample", { alt: `${tag} (${run})`, title: "Click for full size" });
-      img.addEventListener("click", () => img.src && fullSize(img.src, img.alt));
-      return fillMedia(ctx, "images", body, run, tag, info.samples, img);
-    },
+    cardClass: plugin === "images" ? "image-card" : "audio-card",
+    empty: `No ${plugin} for the shown runs and tags.`,
+    tags: () => getJSON<RunTagIndex>(ctx.api.plugin(plugin, "tags")),
+    fill: (body, run, tag, info) => fillMedia(ctx, plugin, body, run, tag, info.samples, media(run, tag)),
+  });
+}
+
+export function imagesDashboard(el: HTMLElement, ctx: DashboardContext): Dashboard {
+  return mediaDashboard(el, ctx, "images", (run, tag) => {
+    const img = h("img.sample", { alt: `${tag} (${run})`, title: "Click for full size" });
+    img.addEventListener("click", () => img.src && fullSize(img.src, img.alt));
+    return img;
   });
 }
 
 export function audioDashboard(el: HTMLElement, ctx: DashboardContext): Dashboard {
-  return runTagDashboard(el, ctx, {
-    cardClass: "audio-card",
-    empty: "No audio for the shown runs and tags.",
-    tags: () => getJSON<RunTagIndex>(ctx.api.plugin("audio", "tags")),
-    fill(body, run, tag, info) {
-      const audio = h("audio", { controls: true, preload: "auto", "aria-label": `${tag} (${run})` });
-      return fillMedia(ctx, "audio", body, run, tag, info.samples, audio);
-    },
-  });
+  return mediaDashboard(el, ctx, "audio", (run, tag) => h("audio", { controls: true, preload: "auto", "aria-label": `${tag} (${run})` }));
 }
