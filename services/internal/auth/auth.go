@@ -237,6 +237,8 @@ func (a *Authenticator) idToken(ctx context.Context, raw string) (*Principal, er
 	if c.EmailVerified != nil && !*c.EmailVerified {
 		c.Email = ""
 	}
+	// Emails are kept in lower case, so that grants match however they were typed.
+	c.Email = strings.ToLower(c.Email)
 	if a.cfg.ReadOnly {
 		// Users are created (and their email kept current) by the write
 		// service, where everyone signs in before reading: tbup auth login,
@@ -251,11 +253,11 @@ func (a *Authenticator) idToken(ctx context.Context, raw string) (*Principal, er
 		return &Principal{UserID: u.ID, Email: c.Email, Issuer: tok.Issuer, Subject: tok.Subject,
 			Kind: KindOIDC, Scopes: store.AllScopes}, nil
 	}
-	u, err := a.ids.GetOrCreateOIDCUser(ctx, tok.Issuer, tok.Subject, strings.ToLower(c.Email), store.NewUserID())
+	u, err := a.ids.GetOrCreateOIDCUser(ctx, tok.Issuer, tok.Subject, c.Email, store.NewUserID())
 	if errors.Is(err, store.ErrAlreadyExists) {
 		// Two first sign-ins of the same identity raced and the other
 		// created the user: this lookup finds it.
-		u, err = a.ids.GetOrCreateOIDCUser(ctx, tok.Issuer, tok.Subject, strings.ToLower(c.Email), store.NewUserID())
+		u, err = a.ids.GetOrCreateOIDCUser(ctx, tok.Issuer, tok.Subject, c.Email, store.NewUserID())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("auth: user of %s/%s: %w", tok.Issuer, tok.Subject, err)
