@@ -189,7 +189,11 @@ func (s *Server) grantee(ctx context.Context, g *experimentsv1.Grantee) (userID,
 		email := strings.ToLower(strings.TrimSpace(g.GetEmail()))
 		// Users are named after their email at their first sign-in (in lower case
 		// since emails are; as the issuer spelled it before).
-		for _, name := range []string{email, g.GetEmail()} {
+		names := []string{email}
+		if g.GetEmail() != email {
+			names = append(names, g.GetEmail())
+		}
+		for _, name := range names {
 			u, err := s.st.GetUserByName(ctx, name)
 			if err == nil {
 				if id, ierr := s.st.GetOIDCIdentity(ctx, u.ID); ierr == nil && strings.EqualFold(id.Email, email) {
