@@ -26,7 +26,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/tbhub/tbhub/frontend-api/telemetry"
+	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/backend"
 	"github.com/tbhub/tbhub/services/internal/reader"

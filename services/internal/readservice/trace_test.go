@@ -22,7 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi"
-	"github.com/tbhub/tbhub/frontend-api/telemetry"
+	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/backend"

@@ -6,8 +6,9 @@
 // Prometheus metrics served at /metrics and optionally exported to Cloud
 // Monitoring.
 //
-// It lives in frontend-api because that is the module every server binary
-// can import: services depends on frontend-api, not the reverse.
+// It lives in the serverkit module (services/serverkit), which both services
+// and frontend-api import and which imports neither, so the storage layer's
+// instrumentation does not reach up into the frontend.
 //
 // Where spans and metrics go is configuration (Config): nowhere by
 // default, OTLP (OTEL_EXPORTER_OTLP_ENDPOINT) or Google Cloud Trace and
