@@ -47,12 +47,12 @@ import (
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi"
 	"github.com/tbhub/tbhub/frontend-api/session"
-	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 	"github.com/tbhub/tbhub/frontend-api/webui"
 	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 )
 
 // Config is the process's configuration.

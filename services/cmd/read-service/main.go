@@ -26,11 +26,11 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/backend"
 	"github.com/tbhub/tbhub/services/internal/reader"
 	"github.com/tbhub/tbhub/services/internal/readservice"
+	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 )
 
 func main() {

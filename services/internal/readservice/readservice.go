@@ -20,12 +20,12 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
-	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/backend"
 	"github.com/tbhub/tbhub/services/internal/reader"
 	"github.com/tbhub/tbhub/services/internal/store/instrumented"
 	"github.com/tbhub/tbhub/services/internal/tenancy"
+	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 )
 
 // Config configures the process.

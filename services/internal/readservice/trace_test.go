@@ -22,7 +22,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi"
-	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/backend"
@@ -30,6 +29,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/readservice"
 	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 )
 
 // syncBuffer is a log sink both the test and the service use.

@@ -8,9 +8,9 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 	"github.com/tbhub/tbhub/services/internal/serve"
+	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 )
 
 // TestMetrics: with metrics on, RPCs (by method and code), routes (by pattern, not

@@ -25,13 +25,13 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
-	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/handshake"
 	"github.com/tbhub/tbhub/services/internal/limits"
 	"github.com/tbhub/tbhub/services/internal/tenancy"
 	"github.com/tbhub/tbhub/services/internal/writer"
+	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 )
 
 // Config configures the process.

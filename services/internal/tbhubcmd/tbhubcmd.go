@@ -21,7 +21,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tbhub/tbhub/frontend-api/session"
-	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 	"github.com/tbhub/tbhub/frontend-api/webui"
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/backend"
@@ -33,6 +32,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store/instrumented"
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
+	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 )
 
 const usage = `usage:

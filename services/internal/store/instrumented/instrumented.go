@@ -13,9 +13,9 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/writer"
+	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 )
 
 // Store is a writer.Store that observes the one it wraps. It also
