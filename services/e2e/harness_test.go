@@ -31,9 +31,9 @@ import (
 	"github.com/tbhub/tbhub/services/internal/reader"
 	"github.com/tbhub/tbhub/services/internal/readpath"
 	"github.com/tbhub/tbhub/services/internal/serve"
+	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
-	"github.com/tbhub/tbhub/services/internal/writer"
 )
 
 var tbupBin string
@@ -79,7 +79,7 @@ type server struct {
 	addr    string
 	url     string
 	token   string
-	st      writer.Store
+	st      store.Store
 	closers []func() error
 	cancel  context.CancelFunc
 	done    chan error
@@ -103,7 +103,7 @@ func startEmbedded(t testing.TB, dir, addr string) *server {
 }
 
 // start serves st and blobs; closers run when the server stops.
-func start(t testing.TB, st writer.Store, blobs blob.Store, addr string, closers ...func() error) *server {
+func start(t testing.TB, st store.Store, blobs blob.Store, addr string, closers ...func() error) *server {
 	t.Helper()
 	ctx := context.Background()
 	lim := limits.Default()

@@ -19,9 +19,9 @@ import (
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/blob/fileblob"
 	"github.com/tbhub/tbhub/services/internal/blob/gcsblob"
+	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
-	"github.com/tbhub/tbhub/services/internal/writer"
 )
 
 // Spec says where the data is: DataDir for the embedded store, or Store
@@ -35,7 +35,7 @@ type Spec struct {
 
 // Backend is an open store and blob store.
 type Backend struct {
-	Store writer.Store
+	Store store.Store
 	Blobs blob.Store
 	// Description says where the data lives, for the startup banner.
 	Description string
@@ -156,12 +156,7 @@ func openCloud(ctx context.Context, spec Spec) (*Backend, error) {
 		return nil, fmt.Errorf("backend: spanner client: %w", err)
 	}
 	// The emulator runs one read-write transaction at a time.
-	ss := spannerstore.New(client, spannerstore.Options{SerializeTransactions: os.Getenv("SPANNER_EMULATOR_HOST") != ""})
-	st, ok := any(ss).(writer.Store)
-	if !ok {
-		client.Close()
-		return nil, fmt.Errorf("backend: the Spanner store does not keep identities (tokens, OIDC users) yet")
-	}
+	st := spannerstore.New(client, spannerstore.Options{SerializeTransactions: os.Getenv("SPANNER_EMULATOR_HOST") != ""})
 	gcs, err := gcsblob.NewClient(ctx)
 	if err != nil {
 		client.Close()

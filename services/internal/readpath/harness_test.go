@@ -26,11 +26,11 @@ import (
 	"github.com/tbhub/tbhub/services/internal/reader"
 	"github.com/tbhub/tbhub/services/internal/readpath"
 	"github.com/tbhub/tbhub/services/internal/serve"
+	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
 	"github.com/tbhub/tbhub/services/internal/testenv/corpus"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
-	"github.com/tbhub/tbhub/services/internal/writer"
 )
 
 var tbupBin string
@@ -57,7 +57,7 @@ func TestMain(m *testing.M) {
 type server struct {
 	url   string
 	token string // the owner's full-scope token
-	st    writer.Store
+	st    store.Store
 	blobs blob.Store
 	srv   *serve.Server
 	http  *http.Client
@@ -88,7 +88,7 @@ func startServerWith(t testing.TB, cfg readpath.Config) *server {
 }
 
 // startOn serves st and blobs; they are closed by the caller.
-func startOn(t testing.TB, st writer.Store, blobs blob.Store, cfg readpath.Config) *server {
+func startOn(t testing.TB, st store.Store, blobs blob.Store, cfg readpath.Config) *server {
 	t.Helper()
 	ctx := context.Background()
 	lim := limits.Default()

@@ -14,7 +14,7 @@ import (
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/serve"
-	"github.com/tbhub/tbhub/services/internal/writer"
+	"github.com/tbhub/tbhub/services/internal/store"
 )
 
 // benchPointsPerRequest is about what the stock uploader packs into its
@@ -47,7 +47,7 @@ func BenchmarkWriteScalar(b *testing.B) {
 	}
 }
 
-func benchWriteScalar(b *testing.B, st writer.Store, blobs blob.Store, clients int) {
+func benchWriteScalar(b *testing.B, st store.Store, blobs blob.Store, clients int) {
 	h := newHarness(b, st, blobs, nil)
 	type client struct {
 		ctx context.Context

@@ -18,7 +18,6 @@ import (
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/store"
-	"github.com/tbhub/tbhub/services/internal/writer"
 )
 
 // TestBlobResumesAfterBrokenStreams uploads a blob through streams that are
@@ -268,7 +267,7 @@ func TestRewrittenBlobStepLastWriteWins(t *testing.T) {
 
 // adaExperiment signs the user "ada" in and creates an experiment named name; it
 // returns her context and the experiment's ID.
-func adaExperiment(t *testing.T, h *harness, st writer.Store, name string) (context.Context, string) {
+func adaExperiment(t *testing.T, h *harness, st store.Store, name string) (context.Context, string) {
 	t.Helper()
 	token, err := serve.IssueUserToken(t.Context(), st, h.srv.Authenticator(), "ada", "test")
 	if err != nil {

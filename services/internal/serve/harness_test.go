@@ -19,8 +19,8 @@ import (
 	"github.com/tbhub/tbhub/services/internal/blob/fileblob"
 	"github.com/tbhub/tbhub/services/internal/limits"
 	"github.com/tbhub/tbhub/services/internal/serve"
+	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
-	"github.com/tbhub/tbhub/services/internal/writer"
 )
 
 // testClientID is the OAuth client ID the test issuer's tokens are for.
@@ -30,7 +30,7 @@ const testClientID = "tbhub-test"
 // with a test OIDC issuer and gRPC clients of every service.
 type harness struct {
 	srv     *serve.Server
-	st      writer.Store
+	st      store.Store
 	blobs   blob.Store
 	iss     *oidctest.Issuer
 	conn    *grpc.ClientConn
@@ -41,7 +41,7 @@ type harness struct {
 }
 
 // embedded opens a fresh SQLite store and blob folder.
-func embedded(t testing.TB) (writer.Store, blob.Store) {
+func embedded(t testing.TB) (store.Store, blob.Store) {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := sqlitestore.Open(context.Background(), filepath.Join(dir, sqlitestore.DefaultFile), sqlitestore.Options{})
@@ -59,7 +59,7 @@ func embedded(t testing.TB) (writer.Store, blob.Store) {
 
 // newHarness starts serve on st and blobs. Rate limits are off unless
 // configure sets them, so tests are not throttled.
-func newHarness(t testing.TB, st writer.Store, blobs blob.Store, configure func(*serve.Config)) *harness {
+func newHarness(t testing.TB, st store.Store, blobs blob.Store, configure func(*serve.Config)) *harness {
 	t.Helper()
 	iss := oidctest.Start(t)
 	lim := limits.Default()

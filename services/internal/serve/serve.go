@@ -27,8 +27,10 @@ import (
 
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/blob"
+	"github.com/tbhub/tbhub/services/internal/export"
 	"github.com/tbhub/tbhub/services/internal/handshake"
 	"github.com/tbhub/tbhub/services/internal/limits"
+	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/tenancy"
 	"github.com/tbhub/tbhub/services/internal/writer"
 	"github.com/tbhub/tbhub/services/serverkit/telemetry"
@@ -69,7 +71,7 @@ type Config struct {
 // services, then call Serve.
 type Server struct {
 	cfg      Config
-	st       writer.Store
+	st       store.Store
 	writer   *writer.Server
 	blobs    blob.Store
 	auth     *auth.Authenticator
@@ -86,7 +88,7 @@ type Server struct {
 
 // New binds the listeners (so port 0 works and the URLs are known) and
 // builds the services; nothing is served until Serve.
-func New(st writer.Store, blobs blob.Store, cfg Config) (*Server, error) {
+func New(st store.Store, blobs blob.Store, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -169,6 +171,7 @@ func (s *Server) build(grpcAddr string) error {
 		grpc.ChainStreamInterceptor(stream...),
 	)
 	w.Register(s.grpc)
+	export.New(s.st, s.blobs).Register(s.grpc)
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", grpc_health_v1.HealthCheckResponse_NOT_SERVING)
 	grpc_health_v1.RegisterHealthServer(s.grpc, s.health)

@@ -9,9 +9,9 @@ import (
 
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/blob/fileblob"
+	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
-	"github.com/tbhub/tbhub/services/internal/writer"
 )
 
 // The Spanner variants of the whole-system tests share one emulator,
@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 
 // onSpanner returns a store on a fresh emulator database (blobs in a
 // folder: the tests are about Spanner).
-func onSpanner(t testing.TB) (writer.Store, blob.Store) {
+func onSpanner(t testing.TB) (store.Store, blob.Store) {
 	t.Helper()
 	emuOnce.Do(func() { emu, emuErr = spanneremu.Start(context.Background()) })
 	if emuErr != nil {

@@ -21,7 +21,7 @@ import (
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/serve"
-	"github.com/tbhub/tbhub/services/internal/writer"
+	"github.com/tbhub/tbhub/services/internal/store"
 )
 
 // stockUploader plays the call sequence of TensorBoard.dev's uploader
@@ -163,7 +163,7 @@ func TestStockUploaderSequence(t *testing.T) {
 	runStockUploaderSequence(t, st, blobs)
 }
 
-func runStockUploaderSequence(t *testing.T, st writer.Store, blobs blob.Store) {
+func runStockUploaderSequence(t *testing.T, st store.Store, blobs blob.Store) {
 	h := newHarness(t, st, blobs, func(c *serve.Config) {
 		c.Limits.MaxScalarRequestBytes = 128 << 10 // the stock uploader's default
 	})

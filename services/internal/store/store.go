@@ -417,11 +417,14 @@ type Sweeper interface {
 	PurgeExperiment(ctx context.Context, eid string) error
 }
 
-// Store is everything a backend implements.
+// Store is everything a backend implements: what the write service, the
+// read service and the sweeper need, and the identities and tokens package
+// auth keeps (IdentityStore).
 type Store interface {
 	Reader
 	Writer
 	Sweeper
+	IdentityStore
 }
 
 // experimentIDBytes is the number of random bytes in an experiment ID

@@ -54,6 +54,27 @@ func ExperimentFromContext(ctx context.Context) (store.Experiment, bool) {
 	return e, ok
 }
 
+// Caller returns the authenticated principal of a call the guard admitted;
+// the guard admits no anonymous call to an operation that needs one, so a
+// missing principal is answered as Unauthenticated.
+func Caller(ctx context.Context) (*auth.Principal, error) {
+	p := auth.FromContext(ctx)
+	if p == nil {
+		return nil, rpcerr.New(codes.Unauthenticated, "this call needs credentials")
+	}
+	return p, nil
+}
+
+// AuthorizedExperiment returns the experiment the guard authorized the call
+// on; an error (a wiring mistake, never served) if there is none.
+func AuthorizedExperiment(ctx context.Context) (store.Experiment, error) {
+	e, ok := ExperimentFromContext(ctx)
+	if !ok {
+		return store.Experiment{}, errors.New("tenancy: no authorized experiment in context (the call did not pass the guard)")
+	}
+	return e, nil
+}
+
 // Unary is the unary server interceptor.
 func (g *Guard) Unary() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {

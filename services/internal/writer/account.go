@@ -13,6 +13,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/rpcerr"
 	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/tenancy"
 )
 
 // authService is tbhub.auth.v1.AuthService.
@@ -50,7 +51,7 @@ func tokenProto(t *store.APIToken) *authv1.Token {
 }
 
 func (a *authService) WhoAmI(ctx context.Context, _ *authv1.WhoAmIRequest) (*authv1.WhoAmIResponse, error) {
-	p, err := caller(ctx)
+	p, err := tenancy.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +72,7 @@ func (a *authService) WhoAmI(ctx context.Context, _ *authv1.WhoAmIRequest) (*aut
 // CreateToken issues a token with at most the caller's own scopes: a
 // read-only token cannot mint an upload token.
 func (a *authService) CreateToken(ctx context.Context, req *authv1.CreateTokenRequest) (*authv1.CreateTokenResponse, error) {
-	p, err := caller(ctx)
+	p, err := tenancy.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +110,7 @@ func (a *authService) CreateToken(ctx context.Context, req *authv1.CreateTokenRe
 }
 
 func (a *authService) ListTokens(ctx context.Context, _ *authv1.ListTokensRequest) (*authv1.ListTokensResponse, error) {
-	p, err := caller(ctx)
+	p, err := tenancy.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +126,7 @@ func (a *authService) ListTokens(ctx context.Context, _ *authv1.ListTokensReques
 }
 
 func (a *authService) RevokeToken(ctx context.Context, req *authv1.RevokeTokenRequest) (*authv1.RevokeTokenResponse, error) {
-	p, err := caller(ctx)
+	p, err := tenancy.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/rpcerr"
 	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/tenancy"
+	"github.com/tbhub/tbhub/services/internal/walltime"
 )
 
 // Blob uploads.
@@ -55,11 +57,11 @@ import (
 // one-in-2^32 loss of checking, never of data).
 
 func (w *writerService) GetOrCreateBlobSequence(ctx context.Context, req *servicepb.GetOrCreateBlobSequenceRequest) (*servicepb.GetOrCreateBlobSequenceResponse, error) {
-	e, err := authorizedExperiment(ctx)
+	e, err := tenancy.AuthorizedExperiment(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p, err := caller(ctx)
+	p, err := tenancy.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +73,7 @@ func (w *writerService) GetOrCreateBlobSequence(ctx context.Context, req *servic
 			return nil, rpcerr.New(codes.InvalidArgument, "%s", reason)
 		}
 	}
-	wall, reason := wallSeconds(req.GetWallTime())
+	wall, reason := walltime.Seconds(req.GetWallTime())
 	if reason != "" {
 		return nil, rpcerr.New(codes.InvalidArgument, "run %q tag %q step %d: %s", req.GetRun(), req.GetTag(), req.GetStep(), reason)
 	}
@@ -173,11 +175,11 @@ func (w *writerService) WriteBlob(stream servicepb.TensorBoardWriterService_Writ
 	// The guard authorized the first message; its context holds the
 	// experiment from here on.
 	ctx := stream.Context()
-	e, err := authorizedExperiment(ctx)
+	e, err := tenancy.AuthorizedExperiment(ctx)
 	if err != nil {
 		return err
 	}
-	p, err := caller(ctx)
+	p, err := tenancy.Caller(ctx)
 	if err != nil {
 		return err
 	}

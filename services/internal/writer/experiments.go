@@ -8,7 +8,6 @@ import (
 	"google.golang.org/grpc/codes"
 
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
-	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/rpcerr"
 	"github.com/tbhub/tbhub/services/internal/store"
@@ -19,25 +18,6 @@ import (
 type writerService struct {
 	servicepb.UnimplementedTensorBoardWriterServiceServer
 	s *Server
-}
-
-// caller returns the authenticated principal; the guard admits no
-// anonymous call to a handler that uses it.
-func caller(ctx context.Context) (*auth.Principal, error) {
-	p := auth.FromContext(ctx)
-	if p == nil {
-		return nil, rpcerr.New(codes.Unauthenticated, "this call needs credentials")
-	}
-	return p, nil
-}
-
-// authorizedExperiment returns the experiment the guard checked.
-func authorizedExperiment(ctx context.Context) (store.Experiment, error) {
-	e, ok := tenancy.ExperimentFromContext(ctx)
-	if !ok {
-		return store.Experiment{}, fmt.Errorf("writer: no authorized experiment in context")
-	}
-	return e, nil
 }
 
 func checkName(name string) error {
@@ -61,7 +41,7 @@ func checkDescription(d string) error {
 }
 
 func (w *writerService) CreateExperiment(ctx context.Context, req *servicepb.CreateExperimentRequest) (*servicepb.CreateExperimentResponse, error) {
-	p, err := caller(ctx)
+	p, err := tenancy.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +70,7 @@ func (w *writerService) CreateExperiment(ctx context.Context, req *servicepb.Cre
 }
 
 func (w *writerService) UpdateExperiment(ctx context.Context, req *servicepb.UpdateExperimentRequest) (*servicepb.UpdateExperimentResponse, error) {
-	e, err := authorizedExperiment(ctx)
+	e, err := tenancy.AuthorizedExperiment(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +98,7 @@ func (w *writerService) UpdateExperiment(ctx context.Context, req *servicepb.Upd
 }
 
 func (w *writerService) DeleteExperiment(ctx context.Context, req *servicepb.DeleteExperimentRequest) (*servicepb.DeleteExperimentResponse, error) {
-	e, err := authorizedExperiment(ctx)
+	e, err := tenancy.AuthorizedExperiment(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +162,7 @@ func (w *writerService) DeleteOwnUser(ctx context.Context, _ *servicepb.DeleteOw
 	if !w.s.cfg.EnableTestRPCs {
 		return nil, rpcerr.New(codes.Unimplemented, "DeleteOwnUser is disabled on this server")
 	}
-	p, err := caller(ctx)
+	p, err := tenancy.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}

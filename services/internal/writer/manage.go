@@ -12,6 +12,8 @@ import (
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	"github.com/tbhub/tbhub/services/internal/rpcerr"
 	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/tenancy"
+	"github.com/tbhub/tbhub/services/internal/walltime"
 )
 
 // experimentService is tbhub.experiments.v1.ExperimentService.
@@ -46,7 +48,7 @@ func (s *Server) experimentV1(ctx context.Context, e *store.Experiment) *experim
 // withCounts reads the authorized experiment again with its counts (the
 // guard's copy has none).
 func (s *Server) withCounts(ctx context.Context) (store.Experiment, error) {
-	e, err := authorizedExperiment(ctx)
+	e, err := tenancy.AuthorizedExperiment(ctx)
 	if err != nil {
 		return store.Experiment{}, err
 	}
@@ -66,7 +68,7 @@ func (x *experimentService) ContinueExperiment(ctx context.Context, _ *experimen
 	for _, s := range series {
 		resp.Series = append(resp.Series, &experimentsv1.SeriesProgress{
 			Run: s.Run, Tag: s.Tag, PluginName: s.PluginName, MaxStep: s.MaxStep,
-			MaxWallTime: timestampOf(s.MaxWallTime), NumPoints: s.PointCount,
+			MaxWallTime: walltime.Timestamp(s.MaxWallTime), NumPoints: s.PointCount,
 		})
 	}
 	return resp, nil
@@ -88,7 +90,7 @@ const (
 // ListExperiments pages through the caller's own experiments or those
 // shared with the caller. The page token is the offset into the list.
 func (x *experimentService) ListExperiments(ctx context.Context, req *experimentsv1.ListExperimentsRequest) (*experimentsv1.ListExperimentsResponse, error) {
-	p, err := caller(ctx)
+	p, err := tenancy.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +144,7 @@ func (x *experimentService) ListExperiments(ctx context.Context, req *experiment
 }
 
 func (x *experimentService) SetVisibility(ctx context.Context, req *experimentsv1.SetVisibilityRequest) (*experimentsv1.SetVisibilityResponse, error) {
-	e, err := authorizedExperiment(ctx)
+	e, err := tenancy.AuthorizedExperiment(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +215,7 @@ func (s *Server) grantee(ctx context.Context, g *experimentsv1.Grantee) (userID,
 // experiment.
 func (x *experimentService) changeGrant(ctx context.Context, g *experimentsv1.Grantee,
 	forUser, forEmail func(ctx context.Context, eid, who string) error) (string, error) {
-	e, err := authorizedExperiment(ctx)
+	e, err := tenancy.AuthorizedExperiment(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -248,7 +250,7 @@ func (x *experimentService) RevokeAccess(ctx context.Context, req *experimentsv1
 // pending ones by email; the store does not keep when a grant was made, so
 // create_time is unset.
 func (x *experimentService) ListGrants(ctx context.Context, _ *experimentsv1.ListGrantsRequest) (*experimentsv1.ListGrantsResponse, error) {
-	e, err := authorizedExperiment(ctx)
+	e, err := tenancy.AuthorizedExperiment(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +281,7 @@ func (x *experimentService) ListGrants(ctx context.Context, _ *experimentsv1.Lis
 }
 
 func (x *experimentService) GetQuotaUsage(ctx context.Context, _ *experimentsv1.GetQuotaUsageRequest) (*experimentsv1.GetQuotaUsageResponse, error) {
-	p, err := caller(ctx)
+	p, err := tenancy.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}

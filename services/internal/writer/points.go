@@ -8,12 +8,13 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 	"github.com/tbhub/tbhub/services/internal/rpcerr"
 	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/tenancy"
+	"github.com/tbhub/tbhub/services/internal/walltime"
 )
 
 // Writes of points follow TensorBoard.dev's semantics: the points of a
@@ -37,20 +38,6 @@ func checkRunTag(kind, name string) string {
 		return fmt.Sprintf("%s name has %d bytes; the limit is %d", kind, len(name), MaxRunTagBytes)
 	}
 	return ""
-}
-
-// wallSeconds converts a point's wall time; a missing timestamp or one with
-// nanos outside [0, 1e9) is a bad point. Seconds are not limited to the
-// Timestamp type's calendar range (years 1-9999): TensorBoard's wall times are
-// doubles, and event files in the wild hold values far outside it.
-func wallSeconds(ts *timestamppb.Timestamp) (float64, string) {
-	if ts == nil {
-		return 0, "wall_time is missing"
-	}
-	if n := ts.GetNanos(); n < 0 || n >= 1e9 {
-		return 0, "wall_time has nanos outside [0, 1e9)"
-	}
-	return float64(ts.GetSeconds()) + float64(ts.GetNanos())/1e9, ""
 }
 
 // seriesOf builds the series a tag's points go to, from its metadata.
@@ -155,7 +142,7 @@ func countPoints[P any, T pointTag[P], R pointRun[P, T]](runs []R) int64 {
 // the points quota and writes them. Bad points are reported after the good
 // ones are stored.
 func (s *Server) writePoints(ctx context.Context, n int64, collect func(*violations) (int64, func() error)) error {
-	p, err := caller(ctx)
+	p, err := tenancy.Caller(ctx)
 	if err != nil {
 		return err
 	}
@@ -182,14 +169,14 @@ func (s *Server) writePoints(ctx context.Context, n int64, collect func(*violati
 }
 
 func (w *writerService) WriteScalar(ctx context.Context, req *servicepb.WriteScalarRequest) (*servicepb.WriteScalarResponse, error) {
-	e, err := authorizedExperiment(ctx)
+	e, err := tenancy.AuthorizedExperiment(ctx)
 	if err != nil {
 		return nil, err
 	}
 	err = w.s.writePoints(ctx, countPoints(req.GetRuns()), func(bad *violations) (int64, func() error) {
 		batch, accepted := pointBatch(req.GetRuns(), store.DataClassScalar, bad,
 			func(pt *servicepb.ScalarPoint) (store.ScalarPoint, int64, string) {
-				wall, reason := wallSeconds(pt.GetWallTime())
+				wall, reason := walltime.Seconds(pt.GetWallTime())
 				return store.ScalarPoint{Step: pt.GetStep(), WallTime: wall, Value: pt.GetValue()}, pt.GetStep(), reason
 			},
 			func(ts store.TimeSeries, points []store.ScalarPoint) store.ScalarSeries {
@@ -208,7 +195,7 @@ func (w *writerService) WriteScalar(ctx context.Context, req *servicepb.WriteSca
 }
 
 func (w *writerService) WriteTensor(ctx context.Context, req *servicepb.WriteTensorRequest) (*servicepb.WriteTensorResponse, error) {
-	e, err := authorizedExperiment(ctx)
+	e, err := tenancy.AuthorizedExperiment(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +203,7 @@ func (w *writerService) WriteTensor(ctx context.Context, req *servicepb.WriteTen
 	err = w.s.writePoints(ctx, countPoints(req.GetRuns()), func(bad *violations) (int64, func() error) {
 		batch, accepted := pointBatch(req.GetRuns(), store.DataClassTensor, bad,
 			func(pt *servicepb.TensorPoint) (store.TensorPoint, int64, string) {
-				wall, reason := wallSeconds(pt.GetWallTime())
+				wall, reason := walltime.Seconds(pt.GetWallTime())
 				if reason != "" {
 					return store.TensorPoint{}, pt.GetStep(), reason
 				}
@@ -263,7 +250,7 @@ func tensorPoint(v *tbpb.TensorProto, maxBytes int64) (store.TensorPoint, string
 // series already exists with another data class (which fails the whole
 // call before anything is written), it finds those series, reports them
 // as bad and writes the rest.
-func writeAvoidingConflicts[B any](ctx context.Context, st Store, eid string, class store.DataClass, batch []B,
+func writeAvoidingConflicts[B any](ctx context.Context, st store.Store, eid string, class store.DataClass, batch []B,
 	series func(*B) *store.TimeSeries, write func([]B) error, bad *violations) error {
 	err := write(batch)
 	if !errors.Is(err, store.ErrFailedPrecondition) {

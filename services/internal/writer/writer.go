@@ -1,9 +1,8 @@
-// Package writer implements the write side of tbhub's gRPC surface:
+// Package writer implements the write side of tbhub's gRPC surface (the
+// reads that go with it, listing and export, are package export):
 //
 //   - tensorboard.service.TensorBoardWriterService, TensorBoard.dev's upload
 //     protocol (experiments, scalars, tensors, chunked resumable blobs);
-//   - tensorboard.service.TensorBoardExporterService (listing and lossless
-//     export);
 //   - tbhub.experiments.v1.ExperimentService (continuing an experiment,
 //     visibility, read grants, quota usage) and tbhub.auth.v1.AuthService
 //     (who am I, API tokens).
@@ -33,12 +32,6 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
-// Store is what the services need from a backend.
-type Store interface {
-	store.Store
-	store.IdentityStore
-}
-
 // Config configures the services.
 type Config struct {
 	// PublicOrigin is where experiments are viewed, without a trailing
@@ -58,7 +51,7 @@ type Config struct {
 // Server holds what the four services share. Register puts them on a gRPC
 // server.
 type Server struct {
-	st      Store
+	st      store.Store
 	blobs   blob.Store
 	auth    *auth.Authenticator
 	limits  *limits.Enforcer
@@ -69,7 +62,7 @@ type Server struct {
 }
 
 // New returns the services over st and blobs.
-func New(st Store, blobs blob.Store, a *auth.Authenticator, enf *limits.Enforcer, cfg Config) (*Server, error) {
+func New(st store.Store, blobs blob.Store, a *auth.Authenticator, enf *limits.Enforcer, cfg Config) (*Server, error) {
 	if cfg.PublicOrigin == "" || strings.HasSuffix(cfg.PublicOrigin, "/") {
 		return nil, fmt.Errorf("writer.New: PublicOrigin %q must be set, without a trailing slash", cfg.PublicOrigin)
 	}
@@ -89,10 +82,9 @@ func New(st Store, blobs blob.Store, a *auth.Authenticator, enf *limits.Enforcer
 	return s, nil
 }
 
-// Register registers the writer, exporter, experiments and auth services.
+// Register registers the writer, experiments and auth services.
 func (s *Server) Register(r grpc.ServiceRegistrar) {
 	servicepb.RegisterTensorBoardWriterServiceServer(r, &writerService{s: s})
-	servicepb.RegisterTensorBoardExporterServiceServer(r, &exporterService{s: s})
 	experimentsv1.RegisterExperimentServiceServer(r, &experimentService{s: s})
 	authv1.RegisterAuthServiceServer(r, &authService{s: s})
 }

@@ -14,26 +14,25 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tbhub/tbhub/services/internal/store"
-	"github.com/tbhub/tbhub/services/internal/writer"
 	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 )
 
-// Store is a writer.Store that observes the one it wraps. It also
+// Store is a store.Store that observes the one it wraps. It also
 // implements store.AccessReader (through GetExperiment if the wrapped
 // store does not).
 type Store struct {
-	st      writer.Store
+	st      store.Store
 	tracer  trace.Tracer
 	metrics *telemetry.Metrics
 }
 
 // Wrap returns st observed through tel and m.
-func Wrap(st writer.Store, tel *telemetry.Telemetry, m *telemetry.Metrics) *Store {
+func Wrap(st store.Store, tel *telemetry.Telemetry, m *telemetry.Metrics) *Store {
 	return &Store{st: st, tracer: tel.Tracer("github.com/tbhub/tbhub/services/internal/store"), metrics: m}
 }
 
 var (
-	_ writer.Store       = (*Store)(nil)
+	_ store.Store        = (*Store)(nil)
 	_ store.AccessReader = (*Store)(nil)
 )
 

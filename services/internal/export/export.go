@@ -1,4 +1,14 @@
-package writer
+// Package export serves tensorboard.service.TensorBoardExporterService:
+// listing the caller's experiments (StreamExperiments) and the lossless
+// export of an experiment's points (StreamExperimentData) and blobs
+// (StreamBlobData), which `tbup list` and `tbup export` call. It only
+// reads: the store through store.Reader, blob contents through blob.Store.
+//
+// Every call has passed tenancy.Guard: the principal and, for calls on an
+// experiment, the authorized experiment are in the context. The service
+// reads the store's current state: read_timestamp is accepted and ignored
+// (the embedded store has no snapshots by time).
+package export
 
 import (
 	"context"
@@ -7,6 +17,7 @@ import (
 	"io"
 	"math"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -16,14 +27,25 @@ import (
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/rpcerr"
 	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/tenancy"
+	"github.com/tbhub/tbhub/services/internal/walltime"
 )
 
-// exporterService is tensorboard.service.TensorBoardExporterService. It
-// reads the store's current state: read_timestamp is accepted and ignored
-// (the embedded store has no snapshots by time).
-type exporterService struct {
+// Server is the exporter service over a store and its blobs.
+type Server struct {
 	servicepb.UnimplementedTensorBoardExporterServiceServer
-	s *Server
+	st    store.Reader
+	blobs blob.Store
+}
+
+// New returns the exporter service over st and blobs.
+func New(st store.Reader, blobs blob.Store) *Server {
+	return &Server{st: st, blobs: blobs}
+}
+
+// Register registers the exporter service.
+func (x *Server) Register(r grpc.ServiceRegistrar) {
+	servicepb.RegisterTensorBoardExporterServiceServer(r, x)
 }
 
 const (
@@ -75,9 +97,9 @@ func experimentProto(e *store.Experiment, mask *servicepb.ExperimentMask) *servi
 
 // StreamExperiments lists the caller's own experiments. user_id may name
 // only the caller.
-func (x *exporterService) StreamExperiments(req *servicepb.StreamExperimentsRequest, stream servicepb.TensorBoardExporterService_StreamExperimentsServer) error {
+func (x *Server) StreamExperiments(req *servicepb.StreamExperimentsRequest, stream servicepb.TensorBoardExporterService_StreamExperimentsServer) error {
 	ctx := stream.Context()
-	p, err := caller(ctx)
+	p, err := tenancy.Caller(ctx)
 	if err != nil {
 		return err
 	}
@@ -105,7 +127,7 @@ func (x *exporterService) StreamExperiments(req *servicepb.StreamExperimentsRequ
 	}
 	var n int64
 	errLimit := errors.New("limit reached")
-	err = x.s.st.ListExperiments(ctx, store.ExperimentFilter{Owner: p.UserID}, func(e store.Experiment) error {
+	err = x.st.ListExperiments(ctx, store.ExperimentFilter{Owner: p.UserID}, func(e store.Experiment) error {
 		if n == limit {
 			return errLimit
 		}
@@ -127,21 +149,6 @@ func (x *exporterService) StreamExperiments(req *servicepb.StreamExperimentsRequ
 	return flush()
 }
 
-func timestampOf(wall float64) *timestamppb.Timestamp {
-	if math.IsNaN(wall) || math.IsInf(wall, 0) {
-		return &timestamppb.Timestamp{}
-	}
-	sec, frac := math.Modf(wall)
-	nanos := math.Round(frac * 1e9)
-	if nanos >= 1e9 {
-		sec, nanos = sec+1, nanos-1e9
-	}
-	if nanos < 0 {
-		sec, nanos = sec-1, nanos+1e9
-	}
-	return &timestamppb.Timestamp{Seconds: int64(sec), Nanos: int32(nanos)}
-}
-
 // exportSender turns visitor callbacks into StreamExperimentDataResponses,
 // one (run, tag) per message, split by points and bytes.
 type exportSender struct {
@@ -152,7 +159,7 @@ type exportSender struct {
 func (x *exportSender) metadata(ts *store.TimeSeries) (*tbpb.SummaryMetadata, error) {
 	md := &tbpb.SummaryMetadata{}
 	if err := proto.Unmarshal(ts.SummaryMetadata, md); err != nil {
-		return nil, fmt.Errorf("writer: stored metadata of (%q, %q): %w", ts.Run, ts.Tag, err)
+		return nil, fmt.Errorf("export: stored metadata of (%q, %q): %w", ts.Run, ts.Tag, err)
 	}
 	return md, nil
 }
@@ -167,7 +174,7 @@ func (x *exportSender) scalars(ts *store.TimeSeries, points []store.ScalarPoint)
 		sp := &servicepb.StreamExperimentDataResponse_ScalarPoints{}
 		for _, p := range points[:n] {
 			sp.Steps = append(sp.Steps, p.Step)
-			sp.WallTimes = append(sp.WallTimes, timestampOf(p.WallTime))
+			sp.WallTimes = append(sp.WallTimes, walltime.Timestamp(p.WallTime))
 			sp.Values = append(sp.Values, p.Value)
 		}
 		points = points[n:]
@@ -194,10 +201,10 @@ func (x *exportSender) tensors(ts *store.TimeSeries, points []store.TensorPoint)
 			}
 			v := &tbpb.TensorProto{}
 			if err := proto.Unmarshal(p.Tensor, v); err != nil {
-				return fmt.Errorf("writer: stored tensor (%q, %q, %d): %w", ts.Run, ts.Tag, p.Step, err)
+				return fmt.Errorf("export: stored tensor (%q, %q, %d): %w", ts.Run, ts.Tag, p.Step, err)
 			}
 			tp.Steps = append(tp.Steps, p.Step)
-			tp.WallTimes = append(tp.WallTimes, timestampOf(p.WallTime))
+			tp.WallTimes = append(tp.WallTimes, walltime.Timestamp(p.WallTime))
 			tp.Values = append(tp.Values, v)
 			bytes += len(p.Tensor)
 			n++
@@ -233,7 +240,7 @@ func (x *exportSender) blobSequences(ts *store.TimeSeries, points []store.BlobSe
 				}
 			}
 			bp.Steps = append(bp.Steps, p.Step)
-			bp.WallTimes = append(bp.WallTimes, timestampOf(p.WallTime))
+			bp.WallTimes = append(bp.WallTimes, walltime.Timestamp(p.WallTime))
 			bp.Values = append(bp.Values, seq)
 		}
 		points = points[n:]
@@ -247,28 +254,28 @@ func (x *exportSender) blobSequences(ts *store.TimeSeries, points []store.BlobSe
 
 // StreamExperimentData sends every point of the experiment: scalars, then
 // tensors, then blob sequences, each in (run, tag) and step order.
-func (x *exporterService) StreamExperimentData(req *servicepb.StreamExperimentDataRequest, stream servicepb.TensorBoardExporterService_StreamExperimentDataServer) error {
+func (x *Server) StreamExperimentData(req *servicepb.StreamExperimentDataRequest, stream servicepb.TensorBoardExporterService_StreamExperimentDataServer) error {
 	ctx := stream.Context()
-	e, err := authorizedExperiment(ctx)
+	e, err := tenancy.AuthorizedExperiment(ctx)
 	if err != nil {
 		return err
 	}
 	snd := &exportSender{stream: stream, eid: e.ID}
 	all := store.Query{MaxPoints: store.AllPoints}
-	if err := x.s.st.ReadScalars(ctx, e.ID, all, snd.scalars); err != nil {
+	if err := x.st.ReadScalars(ctx, e.ID, all, snd.scalars); err != nil {
 		return err
 	}
-	if err := x.s.st.ReadTensors(ctx, e.ID, all, snd.tensors); err != nil {
+	if err := x.st.ReadTensors(ctx, e.ID, all, snd.tensors); err != nil {
 		return err
 	}
-	return x.s.st.ReadBlobSequences(ctx, e.ID, all, snd.blobSequences)
+	return x.st.ReadBlobSequences(ctx, e.ID, all, snd.blobSequences)
 }
 
 // StreamBlobData sends one current blob in chunks, the last one with the
 // blob's CRC32C.
-func (x *exporterService) StreamBlobData(req *servicepb.StreamBlobDataRequest, stream servicepb.TensorBoardExporterService_StreamBlobDataServer) error {
+func (x *Server) StreamBlobData(req *servicepb.StreamBlobDataRequest, stream servicepb.TensorBoardExporterService_StreamBlobDataServer) error {
 	ctx := stream.Context()
-	e, err := authorizedExperiment(ctx)
+	e, err := tenancy.AuthorizedExperiment(ctx)
 	if err != nil {
 		return err
 	}
@@ -276,14 +283,14 @@ func (x *exporterService) StreamBlobData(req *servicepb.StreamBlobDataRequest, s
 	if err != nil || eid != e.ID {
 		return rpcerr.New(codes.NotFound, "blob not found")
 	}
-	b, err := x.s.st.GetBlob(ctx, eid, ref)
+	b, err := x.st.GetBlob(ctx, eid, ref)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && b.State != store.BlobStateCurrent) {
 		return rpcerr.New(codes.NotFound, "blob not found")
 	}
 	if err != nil {
 		return err
 	}
-	return sendBlob(ctx, x.s.blobs, b, stream)
+	return sendBlob(ctx, x.blobs, b, stream)
 }
 
 func sendBlob(ctx context.Context, blobs blob.Store, b store.Blob, stream servicepb.TensorBoardExporterService_StreamBlobDataServer) error {
@@ -306,7 +313,7 @@ func sendBlob(ctx context.Context, blobs blob.Store, b store.Blob, stream servic
 			if !last {
 				if _, err := r.Read(make([]byte, 1)); err != io.EOF {
 					if err == nil {
-						err = fmt.Errorf("writer: blob %s is longer than its row", b.ObjectKey)
+						err = fmt.Errorf("export: blob %s is longer than its row", b.ObjectKey)
 					}
 					return err
 				}
