@@ -12,15 +12,20 @@
 //
 // Object keys are slash-separated paths that always begin with the owning
 // experiment ("experiments/{eid}/..."), so that one experiment's objects can be
-// listed and swept by prefix. ObjectKey builds such keys.
+// listed and swept by prefix. ObjectKey builds such keys; they never hold a
+// user-chosen name (docs/object-layout.md).
 package blob
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -94,31 +99,44 @@ func ExperimentPrefix(experimentID string) string {
 }
 
 // ObjectKey names the object holding one blob of a blob sequence:
-// experiments/{eid}/runs/{run}/tags/{tag}/steps/{step}/{index}. Run and tag
-// names may contain any character, so they are escaped with escapeSegment;
-// the result always passes ValidateKey.
+//
+//	experiments/{eid}/blobs/{series}/{step}/{index}
+//
+// where {series} is SeriesDigest(run, tag). Run and tag names are chosen by
+// users and may hold any character in any number (up to the writer's
+// limit), so they never appear in the key: a key is short (at most
+// MaxObjectKeyBytes for an experiment ID of up to 64 bytes), bounded, made
+// only of [a-z0-9-/] after the experiment, and so safe as a GCS object
+// name, a path on any local file system and a URL path segment on the
+// emulators. It always passes ValidateKey.
+//
+// The key is a pure function of (experiment, run, tag, step, index), so a
+// rewritten step's blobs go to the same keys. Readers never rebuild keys:
+// every blob row records the key its object was written under, which is
+// how objects written under the older layout
+// (experiments/{eid}/runs/{escaped run}/tags/{escaped tag}/steps/{step}/{index})
+// stay readable.
 func ObjectKey(experimentID, run, tag string, step int64, index int64) string {
-	return fmt.Sprintf("%sruns/%s/tags/%s/steps/%d/%d",
-		ExperimentPrefix(experimentID), escapeSegment(run), escapeSegment(tag), step, index)
+	return ExperimentPrefix(experimentID) + "blobs/" + SeriesDigest(run, tag) +
+		"/" + strconv.FormatInt(step, 10) + "/" + strconv.FormatInt(index, 10)
 }
 
-// escapeSegment turns an arbitrary string into one safe path segment: bytes
-// outside [A-Za-z0-9_-] (including '.', '/' and '%') become %XX, and an empty
-// string becomes "%". It is injective, so distinct names never collide.
-func escapeSegment(s string) string {
-	if s == "" {
-		return "%"
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
-			b.WriteByte(c)
-			continue
-		}
-		fmt.Fprintf(&b, "%%%02X", c)
-	}
-	return b.String()
+// MaxObjectKeyBytes bounds the length of ObjectKey for experiment IDs of up
+// to 64 bytes: "experiments/" (12) + ID (64) + "/blobs/" (7) + digest (64) +
+// two signed 64-bit decimals with their slashes (2 × 21).
+const MaxObjectKeyBytes = 12 + 64 + 7 + 64 + 2*21
+
+// SeriesDigest is the lower-case hex SHA-256 of run and tag, each preceded
+// by its length as a uvarint so that no two (run, tag) pairs share an
+// encoding: 64 characters whatever the names.
+func SeriesDigest(run, tag string) string {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	h.Write(n[:binary.PutUvarint(n[:], uint64(len(run)))])
+	h.Write([]byte(run))
+	h.Write(n[:binary.PutUvarint(n[:], uint64(len(tag)))])
+	h.Write([]byte(tag))
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // ValidateKey reports ErrInvalidKey unless key is a relative slash-separated

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -314,27 +316,76 @@ func testListAndDeletePrefix(t *testing.T, h Harness) {
 	}
 }
 
+// IssueRunName is the run name of issue 12 (46 characters, 102 bytes) that
+// the old layout could not store on a local file system.
+const IssueRunName = "实验_学习率0.001_批量大小256_优化器adam_数据增强开启_标签平滑_余弦退火调度"
+
+// HostileNames are run and tag names that object keys must survive: path
+// syntax, escapes, spaces, long multi-byte UTF-8 (255 bytes: one file-name
+// component's limit on most file systems; 1,024: the writer's limit) and
+// emoji. The store suite uses them too.
+func HostileNames() []string {
+	long := IssueRunName
+	for len(long)+len(IssueRunName) <= 1024 {
+		long += IssueRunName
+	}
+	return []string{
+		"", "/", "a/b", "/lead/and/trail/", ".", "..", "../x", "./.", "a/../../b",
+		"%", "a%2Fb", "100%", "%00", "with space", " ", "tab\tand\nnewline",
+		"ünï", "🔥", "🚀 run 🔥/第一", strings.Repeat("😀", 63) + "abc",
+		strings.Repeat("学", 85), // 255 bytes
+		IssueRunName, long,
+	}
+}
+
+// testObjectKeys: keys made from hostile names are valid, bounded, distinct,
+// independent of the names' length, and name objects the backend stores
+// and gives back.
 func testObjectKeys(t *testing.T, h Harness) {
 	s := h.New(t)
-	names := []string{"", ".", "..", "../x", "a/b", "train", "a%2Fb", "ünï", "with space"}
-	seen := map[string]bool{}
+	ctx := t.Context()
+	names := HostileNames()
+	const eid = "eidAAAAAAAAAAAAAAAAAAA"
+	seen := map[string]string{}
+	want := map[string][]byte{}
+	keyLen := len(blob.ObjectKey(eid, "r", "t", 0, 0))
 	for i, run := range names {
 		for j, tag := range names {
-			key := blob.ObjectKey("eid", run, tag, int64(i*100+j), int64(j))
+			key := blob.ObjectKey(eid, run, tag, 0, 0)
 			if err := blob.ValidateKey(key); err != nil {
 				t.Fatalf("ObjectKey(%q, %q) = %q is invalid: %v", run, tag, key, err)
 			}
-			if seen[key] {
-				t.Fatalf("ObjectKey(%q, %q) = %q collides", run, tag, key)
+			if len(key) != keyLen {
+				t.Fatalf("ObjectKey(%q, %q) has %d bytes, ObjectKey(r, t) %d: keys grow with names", run, tag, len(key), keyLen)
 			}
-			seen[key] = true
+			if prev, ok := seen[key]; ok {
+				t.Fatalf("ObjectKey(%q, %q) = %q collides with %s", run, tag, key, prev)
+			}
+			seen[key] = fmt.Sprintf("(%q, %q)", run, tag)
+			// Every name as a run and as a tag; all pairs would be slow on GCS.
+			if i == j || i == 0 || j == 0 {
+				want[key] = []byte(run + "\x00" + tag)
+			}
 		}
 	}
-	key := blob.ObjectKey("eid", "../../etc", "passwd", 1, 0)
-	put(t, s, key, []byte("inside"))
-	got := listKeys(t, s, blob.ExperimentPrefix("eid"))
-	if !slices.Equal(got, []string{key}) {
-		t.Errorf("List(experiment prefix) = %q, want [%q]", got, key)
+	for key, data := range want {
+		if _, err := s.Put(ctx, key, bytes.NewReader(data), blob.PutOptions{}); err != nil {
+			t.Fatalf("Put(%s of %s): %v", key, seen[key], err)
+		}
+	}
+	for key, data := range want {
+		got, err := read(t, s, key, 0, -1)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("read %s of %s = %q, %v; want %q", key, seen[key], got, err, data)
+		}
+	}
+	got := listKeys(t, s, blob.ExperimentPrefix(eid))
+	wantKeys := slices.Sorted(maps.Keys(want))
+	if !slices.Equal(got, wantKeys) {
+		t.Errorf("List(experiment prefix) = %d keys %q, want %d", len(got), got, len(wantKeys))
+	}
+	if max := blob.ObjectKey(strings.Repeat("E", 64), names[len(names)-1], "t", math.MinInt64, math.MinInt64); len(max) > blob.MaxObjectKeyBytes {
+		t.Errorf("ObjectKey with the largest step and index has %d bytes, over MaxObjectKeyBytes (%d)", len(max), blob.MaxObjectKeyBytes)
 	}
 }
 
