@@ -46,6 +46,12 @@ import (
 // state CURRENT (written after the finalizing Put succeeded) makes a blob
 // readable; a failed Put leaves the previous object and row as they were.
 //
+// Keys. Objects are named by blob.ObjectKey, which holds no run or tag
+// name; the row records the key, and readers use the row's key. A partial
+// blob whose row names a key of the older layout is resumed from that key
+// and continues under the current one; the old object is deleted once the
+// row points at the new one (docs/object-layout.md).
+//
 // Rewrites. A GetOrCreateBlobSequence for an existing step with the same
 // wall time and length is the same write again and changes nothing; one
 // with another wall time or length rewrites the step (last write wins, as
@@ -258,9 +264,11 @@ func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, 
 	var prefix io.ReadCloser
 	if resume {
 		var err error
-		prefix, err = s.blobs.NewRangeReader(putCtx, up.key, 0, offset)
+		// The prefix is where the row says it is: a partial blob written
+		// under an older key layout moves to the current key here.
+		prefix, err = s.blobs.NewRangeReader(putCtx, slot.row.ObjectKey, 0, offset)
 		if err != nil {
-			return nil, fmt.Errorf("writer: reopen partial blob %s: %w", up.key, err)
+			return nil, fmt.Errorf("writer: reopen partial blob %s: %w", slot.row.ObjectKey, err)
 		}
 		up.received, up.crc = offset, slot.row.CRC32C
 		src = io.MultiReader(&prefixReader{r: prefix, want: slot.row.CRC32C, size: offset}, pr)
@@ -337,6 +345,12 @@ func (up *upload) run(ctx context.Context, stream servicepb.TensorBoardWriterSer
 	}
 	if err := up.record(ctx, up.received, up.crc, state); err != nil {
 		return err
+	}
+	if old := up.slot.row; old != nil && old.ObjectKey != up.key {
+		// No row names the old object any more.
+		if err := up.s.blobs.Delete(context.WithoutCancel(ctx), old.ObjectKey); err != nil {
+			up.s.logger.WarnContext(ctx, "deleting a blob's object under its old key", "object_key", old.ObjectKey, "error", err.Error())
+		}
 	}
 	if !finalized {
 		return streamErr
