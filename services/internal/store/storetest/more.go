@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tbhub/tbhub/services/internal/blob"
+	"github.com/tbhub/tbhub/services/internal/blob/blobtest"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
@@ -372,5 +374,70 @@ func testReadersDuringWrites(t *testing.T, s store.Store) {
 	got := readScalars(t, s, eid, all(store.Filter{}))
 	if len(got) != 1 || len(got[0].Points) != batches*perBatch {
 		t.Errorf("after the writes: %v", refs(got))
+	}
+}
+
+// testHostileNames: runs and tags with any name (path syntax, escapes,
+// spaces, 255 and 1,024 bytes of multi-byte UTF-8, emoji) keep their blob
+// rows, and each row keeps the object key it was given; filters find each
+// name exactly.
+func testHostileNames(t *testing.T, s store.Store) {
+	c := ctx(t)
+	eid := newExperiment(t, s)
+	var names []string
+	for _, n := range blobtest.HostileNames() {
+		if n != "" {
+			names = append(names, n)
+		}
+	}
+	type written struct {
+		ref store.BlobRef
+		b   store.Blob
+	}
+	var rows []written
+	for i, name := range names {
+		for _, rt := range [][2]string{{name, "images"}, {"train", name}} {
+			ts := store.TimeSeries{Run: rt[0], Tag: rt[1], PluginName: "images"}
+			_, _, err := s.GetOrCreateBlobSequence(c, eid, ts, int64(i), float64(i), 1)
+			must(t, fmt.Sprintf("GetOrCreateBlobSequence(%q, %q)", rt[0], rt[1]), err)
+			ref := store.BlobRef{Run: rt[0], Tag: rt[1], Step: int64(i)}
+			b := store.Blob{ObjectKey: blob.ObjectKey(eid, rt[0], rt[1], int64(i), 0), Size: int64(i), CRC32C: uint32(i), State: store.BlobStateCurrent}
+			must(t, fmt.Sprintf("PutBlob(%q, %q)", rt[0], rt[1]), s.PutBlob(c, eid, ref, b))
+			rows = append(rows, written{ref, b})
+		}
+	}
+	runs, err := s.ListRuns(c, eid)
+	must(t, "ListRuns", err)
+	listed := map[string]bool{}
+	for _, r := range runs {
+		listed[r.Name] = true
+	}
+	for _, w := range rows {
+		if !listed[w.ref.Run] {
+			t.Errorf("ListRuns misses run %q", w.ref.Run)
+		}
+		got, err := s.GetBlob(c, eid, w.ref)
+		if err != nil || got != w.b {
+			t.Errorf("GetBlob(%q, %q) = %+v, %v; want %+v", w.ref.Run, w.ref.Tag, got, err, w.b)
+		}
+		var read []series[store.BlobSequencePoint]
+		q := all(store.Filter{Runs: []string{w.ref.Run}, Tags: []string{w.ref.Tag}})
+		must(t, "ReadBlobSequences", s.ReadBlobSequences(c, eid, q, collect(t, blobSeqStep, &read)))
+		if len(read) != 1 || read[0].Run != w.ref.Run || read[0].Tag != w.ref.Tag || len(read[0].Points) != 1 ||
+			!slices.Equal(read[0].Points[0].Blobs, []store.Blob{w.b}) {
+			t.Errorf("ReadBlobSequences(%q, %q) = %+v, want one point holding %+v", w.ref.Run, w.ref.Tag, read, w.b)
+		}
+	}
+	if len(runs) != len(names)+1 {
+		t.Errorf("ListRuns = %d runs, want %d", len(runs), len(names)+1)
+	}
+	must(t, "DeleteExperiment", s.DeleteExperiment(c, eid))
+	var keys []string
+	must(t, "ListObjectKeys", s.ListObjectKeys(c, eid, func(k string) error { keys = append(keys, k); return nil }))
+	want := mapSlice(rows, func(w *written) string { return w.b.ObjectKey })
+	slices.Sort(keys)
+	slices.Sort(want)
+	if !slices.Equal(keys, want) {
+		t.Errorf("ListObjectKeys = %d keys, want the %d written", len(keys), len(want))
 	}
 }

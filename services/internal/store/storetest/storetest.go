@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"SpecialFloats", testSpecialFloats},
 		{"Tensors", testTensors},
 		{"BlobSequences", testBlobSequences},
+		{"HostileNames", testHostileNames},
 		{"RunsPluginsCounts", testRunsPluginsCounts},
 		{"Delete", testDelete},
 		{"Sweep", testSweep},
