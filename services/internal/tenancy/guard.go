@@ -231,6 +231,23 @@ func (s *guardedStream) RecvMsg(msg any) error {
 	if err := s.ServerStream.RecvMsg(msg); err != nil {
 		return err
 	}
+	return s.authorizeMessage(msg)
+}
+
+// AuthorizeMessage authorizes msg as though the stream had received it,
+// for a handler that acts on a request the client did not send (the
+// writer names the blob of an empty WriteBlob stream itself). ss is the
+// stream the guard handed on (a generated handler's stream wraps it: pass
+// its ServerStream). Afterwards ss.Context() holds the experiment.
+func AuthorizeMessage(ss grpc.ServerStream, msg any) error {
+	gs, ok := ss.(*guardedStream)
+	if !ok {
+		return errors.New("tenancy: the stream did not pass the guard")
+	}
+	return gs.authorizeMessage(msg)
+}
+
+func (s *guardedStream) authorizeMessage(msg any) error {
 	if s.m.Experiment == nil {
 		return nil
 	}

@@ -58,6 +58,10 @@ import (
 // for scalars and tensors): the old blobs' rows and objects are deleted and
 // the new slots are uploaded as usual.
 //
+// Empty blobs. tbup sends a zero-byte blob as one request with
+// blob_bytes 0 and finalize_object; TensorBoard's uploader as a stream
+// with no request, whose slot the server infers (emptyblob.go).
+//
 // Checksums. Stock uploaders send no CRC32C: crc32c and final_crc32c are
 // checked only when non-zero (a real CRC of zero is then not checked, a
 // one-in-2^32 loss of checking, never of data).
@@ -105,9 +109,9 @@ func (w *writerService) GetOrCreateBlobSequence(ctx context.Context, req *servic
 			w.s.logger.WarnContext(ctx, "deleting a replaced blob", "experiment_id", e.ID, "object_key", b.ObjectKey, "error", err.Error())
 		}
 	}
-	return &servicepb.GetOrCreateBlobSequenceResponse{
-		BlobSequenceId: store.BlobSequenceID(e.ID, req.GetRun(), req.GetTag(), req.GetStep()),
-	}, nil
+	seqID := store.BlobSequenceID(e.ID, req.GetRun(), req.GetTag(), req.GetStep())
+	w.s.cursors.start(cursorKey(ctx, p.UserID), seqID, n, w.s.now())
+	return &servicepb.GetOrCreateBlobSequenceResponse{BlobSequenceId: seqID}, nil
 }
 
 // blobSlot is one slot of a blob sequence and its row, if any.
@@ -173,7 +177,10 @@ func (w *writerService) GetBlobMetadata(ctx context.Context, req *servicepb.GetB
 func (w *writerService) WriteBlob(stream servicepb.TensorBoardWriterService_WriteBlobServer) error {
 	first, err := stream.Recv()
 	if err == io.EOF {
-		return nil
+		// TensorBoard's uploader sends a zero-byte blob so (emptyblob.go).
+		if first, err = w.s.emptyBlobRequest(stream); first == nil {
+			return err
+		}
 	}
 	if err != nil {
 		return err
@@ -196,6 +203,7 @@ func (w *writerService) WriteBlob(stream servicepb.TensorBoardWriterService_Writ
 	if err != nil || eid != e.ID {
 		return rpcerr.New(codes.InvalidArgument, "malformed blob_sequence_id")
 	}
+	w.s.cursors.wrote(cursorKey(ctx, p.UserID), first.GetBlobSequenceId(), first.GetIndex(), w.s.now())
 	// One stream per blob at a time in this process, taken before the
 	// slot's state is read so that the state cannot change underneath.
 	key := blob.ObjectKey(eid, ref.Run, ref.Tag, ref.Step, first.GetIndex())

@@ -59,6 +59,7 @@ type Server struct {
 	now     func() time.Time
 	logger  *slog.Logger
 	uploads sync.Map // blob object key -> struct{}: WriteBlob streams in progress
+	cursors blobCursors
 }
 
 // New returns the services over st and blobs.
