@@ -215,13 +215,18 @@ func (u *Uploader) sendErr() error {
 
 // unsent describes what the state does not yet cover.
 func (u *Uploader) unsent() string {
+	return fmt.Sprintf("%d request(s) were not acknowledged; %s", u.pendingRequests(), u.prog.summary())
+}
+
+// pendingRequests counts submitted requests not yet acknowledged.
+func (u *Uploader) pendingRequests() int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	pending := 0
+	n := 0
 	for _, s := range u.segments {
-		pending += s.pending
+		n += s.pending
 	}
-	return fmt.Sprintf("%d request(s) were not acknowledged; %s", pending, u.prog.summary())
+	return n
 }
 
 // waitSent waits for every request to be acknowledged (or to fail), then commits.
@@ -677,13 +682,22 @@ type heldBlob struct {
 }
 
 // sendHeldBlobs submits the blob sequences held back, in the order they were read.
+//
+// They leave u.held one at a time: a submit may seal the current segment, which
+// records the reader's position (past every held blob) once everything pending
+// has joined the segment, so the blobs not yet submitted must still be pending
+// then. Taking the whole list out first let a segment's offsets cover blobs sent
+// in the next one: after a kill -9 they were never sent (issue 12).
 func (u *Uploader) sendHeldBlobs() {
-	held := u.held
-	u.held, u.heldIndex, u.heldBytes = nil, map[blobKey]int{}, 0
-	for _, h := range held {
+	u.heldIndex = map[blobKey]int{}
+	for len(u.held) > 0 {
+		h := u.held[0]
+		u.held = u.held[1:]
+		u.heldBytes -= h.job.size
 		job := h.job
 		u.submit(job.size, []*migrate.Series{h.series}, func(ctx context.Context) error { return u.sendBlobSequence(ctx, job) })
 	}
+	u.held, u.heldBytes = nil, 0
 }
 
 func (u *Uploader) sendScalars() {
