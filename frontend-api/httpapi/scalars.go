@@ -140,26 +140,27 @@ func samplesParam(v string, def int64) (int64, error) {
 }
 
 func (h *Handler) scalarsMultirun(w http.ResponseWriter, r *request) error {
-	if err := r.ParseForm(); err != nil {
-		return errorf(http.StatusBadRequest, "bad form: %v", err)
+	form, err := postForm(r)
+	if err != nil {
+		return err
 	}
-	tags := r.PostForm["tag"]
+	tags := form["tag"]
 	if len(tags) != 1 {
 		return errorf(http.StatusBadRequest, "exactly one tag is required, got %d", len(tags))
 	}
-	k, err := samplesParam(r.PostForm.Get("samples"), h.samples("scalars", samplesScalars))
+	k, err := samplesParam(form.Get("samples"), h.samples("scalars", samplesScalars))
 	if err != nil {
 		return err
 	}
 	appendSeries := appendScalarJSON
-	switch f := r.PostForm.Get("format"); f {
+	switch f := form.Get("format"); f {
 	case "":
 	case "columns":
 		appendSeries = appendScalarColumns
 	default:
 		return errorf(http.StatusBadRequest, "format=%q: want columns or nothing", f)
 	}
-	runs := r.PostForm["runs"]
+	runs := form["runs"]
 	if len(runs) == 0 {
 		return writeBody(w, "application/json", []byte("{}"))
 	}

@@ -99,11 +99,12 @@ type imageDatum struct {
 }
 
 func (h *Handler) timeSeries(w http.ResponseWriter, r *request) error {
-	if err := r.ParseForm(); err != nil {
-		return errorf(http.StatusBadRequest, "bad form: %v", err)
+	form, err := postForm(r)
+	if err != nil {
+		return err
 	}
 	var reqs []timeSeriesRequest
-	if err := json.Unmarshal([]byte(r.PostForm.Get("requests")), &reqs); err != nil {
+	if err := json.Unmarshal([]byte(form.Get("requests")), &reqs); err != nil {
 		return errorf(http.StatusBadRequest, "requests: want a JSON list of {plugin, tag, run?, sample?}: %v", err)
 	}
 	out := make([]timeSeriesResponse, len(reqs))
