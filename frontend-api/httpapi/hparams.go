@@ -3,8 +3,10 @@ package httpapi
 import (
 	"bytes"
 	"cmp"
-	"encoding/csv"
+	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"regexp"
@@ -89,30 +91,56 @@ func metricRun(session string, m *hparamspb.MetricName) string {
 	return session + "/" + m.GetGroup()
 }
 
-// experimentOf returns the explicit experiment, or one inferred from the
-// sessions: their hparams (with their discrete domains) and, as metrics,
-// the scalar tags written under the session runs.
-func (h *Handler) experimentOf(r *request, d *hparamsData) (*hparamspb.Experiment, error) {
+// experimentOf returns the experiment as TensorBoard's get_experiment
+// computes it: the explicit one (without its metric infos unless
+// includeMetrics), else one inferred from the sessions' hparams and, as
+// metrics, the scalar tags written under the session runs; an empty one
+// when there is neither. hparamInfos are ordered with those whose values
+// differ first, then by name, and cut to limit when it is positive.
+func (h *Handler) experimentOf(r *request, d *hparamsData, includeMetrics bool, limit int) (*hparamspb.Experiment, error) {
+	var exp *hparamspb.Experiment
 	if d.experiment != nil {
-		return d.experiment, nil
-	}
-	exp := &hparamspb.Experiment{}
-	values := map[string][]*structpb.Value{}
-	for _, s := range d.sessions {
-		for name, v := range s.start.GetHparams() {
-			values[name] = append(values[name], v)
+		exp = proto.Clone(d.experiment).(*hparamspb.Experiment)
+		if !includeMetrics {
+			exp.MetricInfos = nil
+		}
+	} else {
+		exp = &hparamspb.Experiment{}
+		values := map[string][]*structpb.Value{}
+		for _, s := range d.sessions {
+			for name, v := range s.start.GetHparams() {
+				values[name] = append(values[name], v)
+			}
+		}
+		for _, n := range slices.Sorted(maps.Keys(values)) {
+			if info := inferHParam(n, values[n]); info != nil {
+				exp.HparamInfos = append(exp.HparamInfos, info)
+			}
+		}
+		if len(exp.HparamInfos) > 0 && includeMetrics {
+			infos, err := h.inferMetrics(r, d)
+			if err != nil {
+				return nil, err
+			}
+			exp.MetricInfos = infos
 		}
 	}
-	names := make([]string, 0, len(values))
-	for n := range values {
-		names = append(names, n)
+	slices.SortStableFunc(exp.HparamInfos, func(a, b *hparamspb.HParamInfo) int {
+		return cmp.Or(cmp.Compare(boolInt(!a.GetDiffers()), boolInt(!b.GetDiffers())), cmp.Compare(a.GetName(), b.GetName()))
+	})
+	if limit > 0 && len(exp.HparamInfos) > limit {
+		exp.HparamInfos = exp.HparamInfos[:limit]
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		exp.HparamInfos = append(exp.HparamInfos, inferHParam(n, values[n]))
-	}
-	if len(d.sessions) == 0 {
-		return exp, nil
+	return exp, nil
+}
+
+// inferMetrics names a metric (group, tag) for each scalar series of a
+// session run or of a run below one: the group is the run's path below the
+// longest session run it is under. Sorted by tag, then group.
+func (h *Handler) inferMetrics(r *request, d *hparamsData) ([]*hparamspb.MetricInfo, error) {
+	sessions := map[string]bool{}
+	for _, s := range d.sessions {
+		sessions[s.name] = true
 	}
 	scalars, err := h.listScalars(r, "scalars", nil)
 	if err != nil {
@@ -120,65 +148,120 @@ func (h *Handler) experimentOf(r *request, d *hparamsData) (*hparamspb.Experimen
 	}
 	seen := map[[2]string]bool{}
 	for _, s := range scalars {
-		for _, sess := range d.sessions {
-			group, ok := strings.CutPrefix(s.run, sess.name)
-			if !ok || (group != "" && !strings.HasPrefix(group, "/")) {
-				continue
-			}
-			key := [2]string{strings.TrimPrefix(group, "/"), s.tag}
-			if !seen[key] {
-				seen[key] = true
-				exp.MetricInfos = append(exp.MetricInfos, &hparamspb.MetricInfo{Name: &hparamspb.MetricName{Group: key[0], Tag: key[1]}})
-			}
+		session, ok := longestSessionOf(sessions, s.run)
+		if !ok {
+			continue
 		}
+		group := strings.TrimPrefix(strings.TrimPrefix(s.run, session), "/")
+		seen[[2]string{s.tag, group}] = true
 	}
-	slices.SortFunc(exp.MetricInfos, func(a, b *hparamspb.MetricInfo) int {
-		return cmp.Or(cmp.Compare(a.GetName().GetGroup(), b.GetName().GetGroup()), cmp.Compare(a.GetName().GetTag(), b.GetName().GetTag()))
+	names := slices.SortedFunc(maps.Keys(seen), func(a, b [2]string) int {
+		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
 	})
-	return exp, nil
+	infos := make([]*hparamspb.MetricInfo, len(names))
+	for i, n := range names {
+		infos[i] = &hparamspb.MetricInfo{Name: &hparamspb.MetricName{Tag: n[0], Group: n[1]}}
+	}
+	return infos, nil
 }
 
-// inferHParam describes an hparam from the values sessions gave it.
+// longestSessionOf is the longest session run that is run or a directory
+// above it.
+func longestSessionOf(sessions map[string]bool, run string) (string, bool) {
+	for p := run; ; {
+		if sessions[p] {
+			return p, true
+		}
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			return "", false
+		}
+		p = p[:i]
+	}
+}
+
+// inferHParam describes an hparam from the values sessions gave it, as
+// TensorBoard does: its type is that of its values (string when they
+// disagree; no info when none has a type), numbers get an interval
+// domain, strings and booleans a discrete one (strings in sorted order:
+// TensorBoard's is the iteration order of a Python set).
 func inferHParam(name string, vals []*structpb.Value) *hparamspb.HParamInfo {
 	info := &hparamspb.HParamInfo{Name: name}
-	distinct := map[string]*structpb.Value{}
-	kind := ""
 	for _, v := range vals {
-		k := ""
-		switch v.GetKind().(type) {
-		case *structpb.Value_NumberValue:
-			k = "number"
-		case *structpb.Value_StringValue:
-			k = "string"
-		case *structpb.Value_BoolValue:
-			k = "bool"
+		t := valueType(v)
+		if t == hparamspb.DataType_DATA_TYPE_UNSET {
+			continue
 		}
-		if kind == "" {
-			kind = k
-		} else if kind != k {
-			kind = "mixed"
+		if info.Type == hparamspb.DataType_DATA_TYPE_UNSET {
+			info.Type = t
+		} else if info.Type != t {
+			info.Type = hparamspb.DataType_DATA_TYPE_STRING
 		}
-		b, _ := protojson.Marshal(v)
-		distinct[string(b)] = v
+		if info.Type == hparamspb.DataType_DATA_TYPE_STRING {
+			break
+		}
 	}
-	info.Differs = len(distinct) > 1
-	list := make([]*structpb.Value, 0, len(distinct))
-	for _, v := range distinct {
-		list = append(list, v)
+	switch info.Type {
+	case hparamspb.DataType_DATA_TYPE_UNSET:
+		return nil
+	case hparamspb.DataType_DATA_TYPE_STRING:
+		distinct := map[string]bool{}
+		for _, v := range vals {
+			if valueType(v) != hparamspb.DataType_DATA_TYPE_UNSET && serializable(v) {
+				distinct[valueString(v)] = true
+			}
+		}
+		list := &structpb.ListValue{}
+		for _, s := range slices.Sorted(maps.Keys(distinct)) {
+			list.Values = append(list.Values, structpb.NewStringValue(s))
+		}
+		info.Domain = &hparamspb.HParamInfo_DomainDiscrete{DomainDiscrete: list}
+		info.Differs = len(distinct) > 1
+	case hparamspb.DataType_DATA_TYPE_BOOL:
+		distinct := map[bool]bool{}
+		for _, v := range vals {
+			distinct[v.GetBoolValue()] = true
+		}
+		list := &structpb.ListValue{}
+		for _, b := range []bool{false, true} {
+			if distinct[b] {
+				list.Values = append(list.Values, structpb.NewBoolValue(b))
+			}
+		}
+		info.Domain = &hparamspb.HParamInfo_DomainDiscrete{DomainDiscrete: list}
+		info.Differs = len(distinct) > 1
+	case hparamspb.DataType_DATA_TYPE_FLOAT64:
+		lo, hi := math.Inf(1), math.Inf(-1)
+		distinct := map[float64]bool{}
+		for _, v := range vals {
+			n := v.GetNumberValue()
+			lo, hi = min(lo, n), max(hi, n)
+			distinct[n] = true
+		}
+		info.Domain = &hparamspb.HParamInfo_DomainInterval{DomainInterval: &hparamspb.Interval{MinValue: lo, MaxValue: hi}}
+		info.Differs = len(distinct) > 1
 	}
-	slices.SortFunc(list, compareValues)
-	switch kind {
-	case "number":
-		info.Type = hparamspb.DataType_DATA_TYPE_FLOAT64
-	case "string":
-		info.Type = hparamspb.DataType_DATA_TYPE_STRING
-	case "bool":
-		info.Type = hparamspb.DataType_DATA_TYPE_BOOL
-	default:
-		return info
-	}
-	info.Domain = &hparamspb.HParamInfo_DomainDiscrete{DomainDiscrete: &structpb.ListValue{Values: list}}
 	return info
+}
+
+// valueType is the hparams DataType of a value's kind (UNSET for null,
+// lists and structs).
+func valueType(v *structpb.Value) hparamspb.DataType {
+	switch v.GetKind().(type) {
+	case *structpb.Value_NumberValue:
+		return hparamspb.DataType_DATA_TYPE_FLOAT64
+	case *structpb.Value_StringValue:
+		return hparamspb.DataType_DATA_TYPE_STRING
+	case *structpb.Value_BoolValue:
+		return hparamspb.DataType_DATA_TYPE_BOOL
+	}
+	return hparamspb.DataType_DATA_TYPE_UNSET
+}
+
+// serializable: not a NaN or infinite number, which JSON cannot carry.
+func serializable(v *structpb.Value) bool {
+	n, ok := v.GetKind().(*structpb.Value_NumberValue)
+	return !ok || !math.IsNaN(n.NumberValue) && !math.IsInf(n.NumberValue, 0)
 }
 
 // compareValues orders values of one kind; missing values first.
@@ -238,15 +321,11 @@ func (h *Handler) hparams(route string) routeFunc {
 			if err := unmarshal(&req); err != nil {
 				return err
 			}
-			exp, err := h.experimentOf(r, d)
+			exp, err := h.experimentOf(r, d, req.IncludeMetrics == nil || req.GetIncludeMetrics(), int(req.GetHparamsLimit()))
 			if err != nil {
 				return err
 			}
-			if req.IncludeMetrics != nil && !req.GetIncludeMetrics() {
-				exp = proto.Clone(exp).(*hparamspb.Experiment)
-				exp.MetricInfos = nil
-			}
-			return writeProtoJSON(w, exp)
+			return writeTensorBoardProto(w, exp)
 		case "session_groups":
 			var req hparamspb.ListSessionGroupsRequest
 			if err := unmarshal(&req); err != nil {
@@ -256,7 +335,7 @@ func (h *Handler) hparams(route string) routeFunc {
 			if err != nil {
 				return err
 			}
-			return writeProtoJSON(w, resp)
+			return writeTensorBoardProto(w, resp)
 		default: // metric_evals
 			var req hparamspb.ListMetricEvalsRequest
 			if err := unmarshal(&req); err != nil {
@@ -268,7 +347,7 @@ func (h *Handler) hparams(route string) routeFunc {
 				return err
 			}
 			if len(series) == 0 {
-				return writeJSON(w, []any{})
+				return errorf(http.StatusNotFound, "Not found: No scalar data for run=%s, tag=%s", pyRepr(run), pyRepr(req.GetMetricName().GetTag()))
 			}
 			return writeBody(w, "application/json", appendScalarJSON(nil, series[0].data))
 		}
@@ -283,17 +362,41 @@ func writeProtoJSON(w http.ResponseWriter, m proto.Message) error {
 	return writeBody(w, "application/json", b)
 }
 
-// sessionGroups builds the groups (sessions sharing a group name), with
-// their metric values from the sessions' latest scalars, then filters,
-// sorts and pages them as the request says.
+// writeTensorBoardProto answers with m in proto3 JSON as TensorBoard's
+// plugins write it (Python's MessageToJson with
+// including_default_value_fields): fields at their default value are
+// written too (TensorBoard's frontend reads them unguarded), except unset
+// messages and oneofs.
+func writeTensorBoardProto(w http.ResponseWriter, m proto.Message) error {
+	b, err := protojson.MarshalOptions{EmitDefaultValues: true}.Marshal(m)
+	if err != nil {
+		return err
+	}
+	// protojson varies its whitespace on purpose; answers stay byte-stable.
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, b); err != nil {
+		return err
+	}
+	return writeBody(w, "application/json", compact.Bytes())
+}
+
+// sessionGroups answers a ListSessionGroupsRequest as TensorBoard does:
+// a session per run with a session start info (status and end time from
+// its end info, STATUS_UNKNOWN and 0 without one), metric values from the
+// sessions' latest scalars (unless include_metrics is false), sessions of
+// an allowed status grouped by group name (the run's name when empty),
+// groups filtered and sorted by the columns, their hparams cut to the
+// columns included in the result when a column says, then paged:
+// [start_index, start_index+slice_size).
 func (h *Handler) sessionGroups(r *request, d *hparamsData, req *hparamspb.ListSessionGroupsRequest) (*hparamspb.ListSessionGroupsResponse, error) {
-	exp, err := h.experimentOf(r, d)
+	includeMetrics := req.IncludeMetrics == nil || req.GetIncludeMetrics()
+	exp, err := h.experimentOf(r, d, includeMetrics, 0)
 	if err != nil {
 		return nil, err
 	}
 	metrics := exp.GetMetricInfos()
 	last := map[[2]string]*hparamspb.MetricValue{} // (run, tag) → latest value
-	if len(d.sessions) > 0 && len(metrics) > 0 && (req.IncludeMetrics == nil || req.GetIncludeMetrics()) {
+	if len(d.sessions) > 0 && len(metrics) > 0 && includeMetrics {
 		runs := map[string]bool{}
 		tags := map[string]bool{}
 		for _, s := range d.sessions {
@@ -314,22 +417,15 @@ func (h *Handler) sessionGroups(r *request, d *hparamsData, req *hparamspb.ListS
 		}
 	}
 	groups := map[string]*hparamspb.SessionGroup{}
-	var order []string
 	for _, s := range d.sessions {
-		name := s.start.GetGroupName()
-		if name == "" {
-			name = s.name
-		}
-		status := hparamspb.Status_STATUS_RUNNING
-		end := 0.0
+		sess := &hparamspb.Session{Name: s.name, StartTimeSecs: s.start.GetStartTimeSecs(),
+			ModelUri: s.start.GetModelUri(), MonitorUrl: s.start.GetMonitorUrl()}
 		if s.end != nil {
-			status, end = s.end.GetStatus(), s.end.GetEndTimeSecs()
+			sess.Status, sess.EndTimeSecs = s.end.GetStatus(), s.end.GetEndTimeSecs()
 		}
-		if len(req.GetAllowedStatuses()) > 0 && !slices.Contains(req.GetAllowedStatuses(), status) {
+		if !slices.Contains(req.GetAllowedStatuses(), sess.Status) {
 			continue
 		}
-		sess := &hparamspb.Session{Name: s.name, StartTimeSecs: s.start.GetStartTimeSecs(), EndTimeSecs: end, Status: status,
-			ModelUri: s.start.GetModelUri(), MonitorUrl: s.start.GetMonitorUrl()}
 		for _, m := range metrics {
 			if v := last[[2]string{metricRun(s.name, m.GetName()), m.GetName().GetTag()}]; v != nil {
 				v = proto.Clone(v).(*hparamspb.MetricValue)
@@ -337,29 +433,43 @@ func (h *Handler) sessionGroups(r *request, d *hparamsData, req *hparamspb.ListS
 				sess.MetricValues = append(sess.MetricValues, v)
 			}
 		}
+		name := cmp.Or(s.start.GetGroupName(), s.name)
 		g := groups[name]
 		if g == nil {
-			g = &hparamspb.SessionGroup{Name: name, Hparams: s.start.GetHparams(), MonitorUrl: s.start.GetMonitorUrl()}
+			g = &hparamspb.SessionGroup{Name: name, MonitorUrl: s.start.GetMonitorUrl(), Hparams: map[string]*structpb.Value{}}
+			for k, v := range s.start.GetHparams() {
+				if serializable(v) {
+					g.Hparams[k] = v
+				}
+			}
 			groups[name] = g
-			order = append(order, name)
 		}
 		g.Sessions = append(g.Sessions, sess)
 	}
 	var list []*hparamspb.SessionGroup
-	for _, name := range order {
+	for _, name := range slices.Sorted(maps.Keys(groups)) {
 		g := groups[name]
-		g.MetricValues = aggregate(g.Sessions, metrics, req)
+		slices.SortFunc(g.Sessions, func(a, b *hparamspb.Session) int { return cmp.Compare(a.GetName(), b.GetName()) })
+		g.MetricValues = aggregate(g.Sessions, req)
 		if keepGroup(g, req.GetColParams()) {
 			list = append(list, g)
 		}
 	}
 	sortGroups(list, req.GetColParams())
+	if slices.ContainsFunc(req.GetColParams(), func(c *hparamspb.ColParams) bool { return c.IncludeInResult != nil }) {
+		include := map[string]bool{}
+		for _, c := range req.GetColParams() {
+			if c.GetHparam() != "" && (c.IncludeInResult == nil || c.GetIncludeInResult()) {
+				include[c.GetHparam()] = true
+			}
+		}
+		for _, g := range list {
+			maps.DeleteFunc(g.Hparams, func(k string, _ *structpb.Value) bool { return !include[k] })
+		}
+	}
 	resp := &hparamspb.ListSessionGroupsResponse{TotalSize: int32(len(list))}
 	start := min(max(int(req.GetStartIndex()), 0), len(list))
-	end := len(list)
-	if req.GetSliceSize() > 0 {
-		end = min(start+int(req.GetSliceSize()), len(list))
-	}
+	end := min(max(start+int(req.GetSliceSize()), start), len(list))
 	resp.SessionGroups = list[start:end]
 	return resp, nil
 }
@@ -373,13 +483,12 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
-// aggregate gives a group its metric values: with one session, its own;
-// with AGGREGATION_MIN/MAX/MEDIAN, those of the session extreme (or
-// median) in the aggregation metric; otherwise the mean per metric.
-func aggregate(sessions []*hparamspb.Session, metrics []*hparamspb.MetricInfo, req *hparamspb.ListSessionGroupsRequest) []*hparamspb.MetricValue {
-	if len(sessions) == 1 {
-		return sessions[0].GetMetricValues()
-	}
+// aggregate gives a group its metric values as TensorBoard does: with
+// AGGREGATION_MIN/MAX/MEDIAN, those of the session extreme (or median) in
+// the aggregation metric; otherwise, per metric (in order of first
+// appearance), the mean of the sessions' values, wall times and steps
+// (the step's mean rounded down).
+func aggregate(sessions []*hparamspb.Session, req *hparamspb.ListSessionGroupsRequest) []*hparamspb.MetricValue {
 	value := func(s *hparamspb.Session, name *hparamspb.MetricName) (*hparamspb.MetricValue, bool) {
 		for _, v := range s.GetMetricValues() {
 			if proto.Equal(v.GetName(), name) {
@@ -412,24 +521,45 @@ func aggregate(sessions []*hparamspb.Session, metrics []*hparamspb.MetricInfo, r
 		}
 		return with[(len(with)-1)/2].GetMetricValues()
 	}
-	var out []*hparamspb.MetricValue
-	for _, m := range metrics {
-		var sum, wall float64
-		var step int32
-		n := 0
-		for _, s := range sessions {
-			if v, ok := value(s, m.GetName()); ok {
-				sum += v.GetValue()
-				wall = max(wall, v.GetWallTimeSecs())
-				step = max(step, v.GetTrainingStep())
-				n++
+	type stats struct {
+		name      *hparamspb.MetricName
+		sum, wall float64
+		steps     int64
+		n         int
+	}
+	var order []*stats
+	byName := map[[2]string]*stats{}
+	for _, s := range sessions {
+		for _, v := range s.GetMetricValues() {
+			k := [2]string{v.GetName().GetGroup(), v.GetName().GetTag()}
+			st := byName[k]
+			if st == nil {
+				st = &stats{name: v.GetName()}
+				byName[k] = st
+				order = append(order, st)
 			}
-		}
-		if n > 0 {
-			out = append(out, &hparamspb.MetricValue{Name: m.GetName(), Value: sum / float64(n), TrainingStep: step, WallTimeSecs: wall})
+			st.sum += v.GetValue()
+			st.wall += v.GetWallTimeSecs()
+			st.steps += int64(v.GetTrainingStep())
+			st.n++
 		}
 	}
+	out := make([]*hparamspb.MetricValue, len(order))
+	for i, st := range order {
+		n := float64(st.n)
+		out[i] = &hparamspb.MetricValue{Name: st.name, Value: st.sum / n, WallTimeSecs: st.wall / n,
+			TrainingStep: int32(floorDiv(st.steps, int64(st.n)))}
+	}
 	return out
+}
+
+// floorDiv is Python's //.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
 }
 
 // colValue is a group's value in one column: an hparam or a metric.
@@ -512,74 +642,210 @@ func sortGroups(groups []*hparamspb.SessionGroup, cols []*hparamspb.ColParams) {
 	})
 }
 
-// hparamsDownload serves the session groups table (every group, one row:
-// its name, its hparams, its metric values) as CSV or JSON
-// (?format=csv|json, default csv). The request's filters and sort may be
-// given as ?request=, as for session_groups.
+// hparamsDownload serves the session groups table as TensorBoard's
+// download_data does: ?format=csv|json|latex, ?columnsVisibility= (a JSON
+// list of booleans, one per column; columns past its end are dropped) and
+// ?request= (a ListSessionGroupsRequest: statuses, filters, sort, paging).
+// One column per hparam (its display name, else its name), then per
+// metric (its display name, else its tag); one row per group. tbhub's
+// defaults where TensorBoard fails: csv, every column, every group.
 func (h *Handler) hparamsDownload(w http.ResponseWriter, r *request) error {
-	format, err := downloadFormat(r, "csv", "json")
+	format, err := downloadFormat(r, "csv", "json", "latex")
 	if err != nil {
 		return err
 	}
-	var req hparamspb.ListSessionGroupsRequest
-	if q := r.URL.Query().Get("request"); q != "" {
-		if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal([]byte(q), &req); err != nil {
+	q := r.URL.Query()
+	req := &hparamspb.ListSessionGroupsRequest{
+		AllowedStatuses: []hparamspb.Status{hparamspb.Status_STATUS_UNKNOWN, hparamspb.Status_STATUS_SUCCESS, hparamspb.Status_STATUS_FAILURE, hparamspb.Status_STATUS_RUNNING},
+		SliceSize:       math.MaxInt32,
+	}
+	if v := q.Get("request"); v != "" {
+		req = &hparamspb.ListSessionGroupsRequest{}
+		if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal([]byte(v), req); err != nil {
 			return errorf(http.StatusBadRequest, "request is not a ListSessionGroupsRequest in proto3 JSON: %v", err)
 		}
 	}
-	req.StartIndex, req.SliceSize = 0, 0
+	var visible []bool
+	if v := q.Get("columnsVisibility"); v != "" {
+		if err := json.Unmarshal([]byte(v), &visible); err != nil {
+			return errorf(http.StatusBadRequest, "columnsVisibility: want a JSON list of booleans: %v", err)
+		}
+	}
 	d, err := h.loadHParams(r)
 	if err != nil {
 		return err
 	}
-	exp, err := h.experimentOf(r, d)
+	exp, err := h.experimentOf(r, d, req.IncludeMetrics == nil || req.GetIncludeMetrics(), 0)
 	if err != nil {
 		return err
 	}
-	resp, err := h.sessionGroups(r, d, &req)
+	resp, err := h.sessionGroups(r, d, req)
 	if err != nil {
 		return err
 	}
-	header := []string{"Trial ID"}
+	columns := func(row []any) []any {
+		if visible == nil {
+			return row
+		}
+		out := []any{}
+		for i, v := range row[:min(len(row), len(visible))] {
+			if visible[i] {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	var header []any
 	for _, hp := range exp.GetHparamInfos() {
-		header = append(header, hp.GetName())
+		header = append(header, cmp.Or(hp.GetDisplayName(), hp.GetName()))
 	}
 	for _, m := range exp.GetMetricInfos() {
-		name := m.GetName().GetTag()
-		if g := m.GetName().GetGroup(); g != "" {
-			name = g + "/" + name
-		}
-		header = append(header, name)
+		header = append(header, cmp.Or(m.GetDisplayName(), m.GetName().GetTag()))
 	}
-	rows := [][]string{}
+	header = columns(header)
+	rows := [][]any{}
 	for _, g := range resp.GetSessionGroups() {
-		row := []string{g.GetName()}
+		var row []any
 		for _, hp := range exp.GetHparamInfos() {
-			v, ok := g.GetHparams()[hp.GetName()]
-			if ok {
-				row = append(row, valueString(v))
-			} else {
+			switch v := g.GetHparams()[hp.GetName()].GetKind().(type) {
+			case *structpb.Value_NumberValue:
+				row = append(row, Float(v.NumberValue))
+			case *structpb.Value_StringValue:
+				row = append(row, v.StringValue)
+			case *structpb.Value_BoolValue:
+				row = append(row, v.BoolValue)
+			default:
 				row = append(row, "")
 			}
 		}
 		for _, m := range exp.GetMetricInfos() {
-			cell := ""
+			var cell any
 			for _, mv := range g.GetMetricValues() {
-				if proto.Equal(mv.GetName(), m.GetName()) {
-					cell = string(appendCSVFloat(nil, mv.GetValue()))
+				if mv.GetName().GetGroup() == m.GetName().GetGroup() && mv.GetName().GetTag() == m.GetName().GetTag() {
+					cell = Float(mv.GetValue())
 				}
 			}
 			row = append(row, cell)
 		}
-		rows = append(rows, row)
+		rows = append(rows, columns(row))
 	}
-	w.Header().Set("Content-Disposition", `attachment; filename="hparams_table.`+format+`"`)
-	if format == "json" {
+	switch format {
+	case "json":
 		return writeJSON(w, map[string]any{"header": header, "rows": rows})
+	case "latex":
+		return writeBody(w, "application/x-latex", hparamsLaTeX(header, rows))
 	}
-	var buf bytes.Buffer
-	cw := csv.NewWriter(&buf)
-	cw.Write(header)
-	cw.WriteAll(rows)
-	return writeBody(w, "text/csv; charset=utf-8", buf.Bytes())
+	var b []byte
+	for _, row := range append([][]any{header}, rows...) {
+		for i, v := range row {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendPythonCSVField(b, v)
+		}
+		b = append(b, "\r\n"...)
+	}
+	return writeBody(w, "text/csv; charset=utf-8", b)
+}
+
+// appendPythonCSVField appends v as Python's csv module writes str(v):
+// floats in repr form, booleans True/False, None empty, quoted only when
+// holding a comma, a quote or a line break.
+func appendPythonCSVField(b []byte, v any) []byte {
+	var s string
+	switch v := v.(type) {
+	case nil:
+	case Float:
+		s = string(appendCSVFloat(nil, float64(v)))
+	case bool:
+		s = "False"
+		if v {
+			s = "True"
+		}
+	case string:
+		s = v
+	}
+	if !strings.ContainsAny(s, ",\"\r\n") {
+		return append(b, s...)
+	}
+	return append(append(append(b, '"'), strings.ReplaceAll(s, `"`, `""`)...), '"')
+}
+
+// hparamsLaTeX writes the table as TensorBoard's LaTeX download: numbers
+// in three significant digits (a power of ten as \cdot 10^{e}), booleans
+// as the integers Python takes them for, missing metrics as -, strings
+// with _ and % escaped.
+func hparamsLaTeX(header []any, rows [][]any) []byte {
+	cell := func(v any) string {
+		switch v := v.(type) {
+		case nil:
+			return "-"
+		case bool:
+			if v {
+				return "$1$"
+			}
+			return "$0$"
+		case Float:
+			f := float64(v)
+			switch {
+			case math.IsNaN(f):
+				return `$\mathrm{NaN}$`
+			case math.IsInf(f, 1):
+				return `$+\infty$`
+			case math.IsInf(f, -1):
+				return `$-\infty$`
+			}
+			sci := fmt.Sprintf("%.3g", f)
+			if c, e, ok := strings.Cut(sci, "e"); ok {
+				var exp int
+				fmt.Sscan(e, &exp)
+				return fmt.Sprintf(`$%s\cdot 10^{%d}$`, c, exp)
+			}
+			return "$" + sci + "$"
+		case string:
+			return strings.NewReplacer("_", `\_`, "%", `\%`).Replace(v)
+		}
+		return ""
+	}
+	line := func(row []any) string {
+		cells := make([]string, len(row))
+		for i, v := range row {
+			cells[i] = cell(v)
+		}
+		return strings.Join(cells, " & ")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\\begin{table}[tbp]\n\\begin{tabular}{%s}\n", strings.Repeat("l", len(header)))
+	b.WriteString(line(header) + " \\\\ \\hline\n")
+	for _, row := range rows {
+		b.WriteString(line(row) + " \\\\\n")
+	}
+	b.WriteString("\\hline\n\\end{tabular}\n\\end{table}\n")
+	return []byte(b.String())
+}
+
+// pyRepr quotes s as Python's repr does, for error texts that name runs
+// and tags as TensorBoard's do.
+func pyRepr(s string) string {
+	q := "'"
+	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
+		q = `"`
+	}
+	var b strings.Builder
+	b.WriteString(q)
+	for _, c := range s {
+		switch {
+		case c == '\\' || string(c) == q:
+			b.WriteByte('\\')
+			b.WriteRune(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c < ' ':
+			fmt.Fprintf(&b, `\x%02x`, c)
+		default:
+			b.WriteRune(c)
+		}
+	}
+	b.WriteString(q)
+	return b.String()
 }

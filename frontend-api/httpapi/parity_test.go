@@ -2,12 +2,19 @@ package httpapi_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/tbhub/tbhub/frontend-api/httpapi"
+	hparamspb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/hparams"
 )
 
 // Tests of the answers that must be TensorBoard's (issue 16); the golden
@@ -47,5 +54,157 @@ func TestPostRoutesAcceptMultipart(t *testing.T) {
 	code, body = postMultipart(t, p+"timeseries/timeSeries", url.Values{"requests": {`[{"plugin":"scalars","tag":"loss"}]`}})
 	if code != 200 || !strings.Contains(body, `"runToSeries":{"train":[{"wallTime":10.5,"step":1,"value":"NaN"}`) {
 		t.Errorf("timeSeries, multipart: %d %s", code, body)
+	}
+}
+
+// hparamsTable is an experiment of two trials: trial-0 still without an
+// end info, trial-1 finished; the experiment lists its hparams out of
+// name order and names its metric "Accuracy".
+func hparamsTable(t *testing.T) []series {
+	hp := func(run, tag string, d *hparamspb.HParamsPluginData) series {
+		return series{plugin: "hparams", run: run, tag: tag, steps: []int64{0}, content: mustMarshal(t, d)}
+	}
+	start := func(lr float64, opt string, units float64, bn bool) *hparamspb.HParamsPluginData {
+		return &hparamspb.HParamsPluginData{Data: &hparamspb.HParamsPluginData_SessionStartInfo{SessionStartInfo: &hparamspb.SessionStartInfo{
+			StartTimeSecs: 1700000000,
+			Hparams: map[string]*structpb.Value{"learning_rate": structpb.NewNumberValue(lr), "optimizer": structpb.NewStringValue(opt),
+				"units": structpb.NewNumberValue(units), "use_bn": structpb.NewBoolValue(bn)}}}}
+	}
+	exp := &hparamspb.Experiment{TimeCreatedSecs: 1700000000, HparamInfos: []*hparamspb.HParamInfo{
+		{Name: "use_bn", Type: hparamspb.DataType_DATA_TYPE_BOOL},
+		{Name: "units", Type: hparamspb.DataType_DATA_TYPE_FLOAT64},
+		{Name: "optimizer", Type: hparamspb.DataType_DATA_TYPE_STRING},
+		{Name: "learning_rate", Type: hparamspb.DataType_DATA_TYPE_FLOAT64},
+	}, MetricInfos: []*hparamspb.MetricInfo{{Name: &hparamspb.MetricName{Tag: "accuracy"}, DisplayName: "Accuracy"}}}
+	return []series{
+		hp(".", "_hparams_/experiment", &hparamspb.HParamsPluginData{Data: &hparamspb.HParamsPluginData_Experiment{Experiment: exp}}),
+		hp("trial-0", "_hparams_/session_start_info", start(0.001, "adam", 64, false)),
+		hp("trial-1", "_hparams_/session_start_info", start(0.01, "sgd, fast", 128, true)),
+		hp("trial-1", "_hparams_/session_end_info", &hparamspb.HParamsPluginData{Data: &hparamspb.HParamsPluginData_SessionEndInfo{
+			SessionEndInfo: &hparamspb.SessionEndInfo{Status: hparamspb.Status_STATUS_SUCCESS, EndTimeSecs: 1700000060}}}),
+		{plugin: "scalars", run: "trial-0", tag: "accuracy", steps: []int64{0, 1}, scalars: []float32{0.5, 0.75}},
+		{plugin: "scalars", run: "trial-1", tag: "accuracy", steps: []int64{0, 1}, scalars: []float32{0.5, 0.25}},
+	}
+}
+
+func postJSON(t *testing.T, u, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(u, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// jsonEqual reports whether two JSON texts hold the same value.
+func jsonEqual(t *testing.T, got, want string) bool {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal([]byte(got), &g); err != nil {
+		t.Errorf("not JSON: %v: %s", err, got)
+		return false
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatal(err)
+	}
+	return reflect.DeepEqual(g, w)
+}
+
+const allStatuses = `"allowedStatuses":["STATUS_UNKNOWN","STATUS_SUCCESS","STATUS_FAILURE","STATUS_RUNNING"]`
+
+// A session without an end info is STATUS_UNKNOWN (not running: nothing
+// says it runs), and a group's hparams are those of the columns included
+// in the result when a column says.
+func TestHParamsSessionStatusAndIncludedColumns(t *testing.T) {
+	_, srv := serveTable(t, httpapi.Config{}, hparamsTable(t)...)
+	u := srv.URL + "/experiment/e1/data/plugin/hparams/session_groups"
+	code, body := postJSON(t, u, `{`+allStatuses+`,"colParams":[{"hparam":"learning_rate","includeInResult":true},{"hparam":"optimizer","includeInResult":false}],"sliceSize":10,"includeMetrics":false}`)
+	want := `{"sessionGroups":[
+	 {"name":"trial-0","hparams":{"learning_rate":0.001},"metricValues":[],"monitorUrl":"","sessions":[
+	  {"name":"trial-0","startTimeSecs":1700000000,"endTimeSecs":0,"status":"STATUS_UNKNOWN","modelUri":"","monitorUrl":"","metricValues":[]}]},
+	 {"name":"trial-1","hparams":{"learning_rate":0.01},"metricValues":[],"monitorUrl":"","sessions":[
+	  {"name":"trial-1","startTimeSecs":1700000000,"endTimeSecs":1700000060,"status":"STATUS_SUCCESS","modelUri":"","monitorUrl":"","metricValues":[]}]}],
+	 "totalSize":2}`
+	if code != 200 || !jsonEqual(t, body, want) {
+		t.Errorf("session_groups: %d %s\nwant %s", code, body, want)
+	}
+	code, body = postJSON(t, u, `{"allowedStatuses":["STATUS_RUNNING"],"sliceSize":10}`)
+	if code != 200 || !jsonEqual(t, body, `{"sessionGroups":[],"totalSize":0}`) {
+		t.Errorf("only running sessions: %d %s", code, body)
+	}
+}
+
+// hparams answers carry proto3's default values as TensorBoard writes
+// them (its frontend reads them unguarded), hparamInfos sorted by name.
+func TestHParamsDefaultFields(t *testing.T) {
+	_, srv := serveTable(t, httpapi.Config{}, hparamsTable(t)...)
+	p := srv.URL + "/experiment/e1/data/plugin/hparams/"
+	code, body := postJSON(t, p+"experiment", `{"experimentName":"","includeMetrics":false}`)
+	info := func(name, typ string) string {
+		return `{"name":"` + name + `","displayName":"","description":"","type":"` + typ + `","differs":false}`
+	}
+	want := `{"name":"","description":"","user":"","timeCreatedSecs":1700000000,"metricInfos":[],"hparamInfos":[` +
+		info("learning_rate", "DATA_TYPE_FLOAT64") + "," + info("optimizer", "DATA_TYPE_STRING") + "," +
+		info("units", "DATA_TYPE_FLOAT64") + "," + info("use_bn", "DATA_TYPE_BOOL") + `]}`
+	if code != 200 || !jsonEqual(t, body, want) {
+		t.Errorf("experiment: %d %s\nwant %s", code, body, want)
+	}
+	code, body = postJSON(t, p+"experiment", `{}`)
+	if !strings.Contains(body, `"metricInfos":[{"name":{"group":"","tag":"accuracy"},"displayName":"Accuracy","description":"","datasetType":"DATASET_UNKNOWN"}]`) {
+		t.Errorf("experiment with metrics: %d %s", code, body)
+	}
+
+	_, empty := serveTable(t, httpapi.Config{})
+	p = empty.URL + "/experiment/e1/data/plugin/hparams/"
+	code, body = postJSON(t, p+"experiment", `{}`)
+	if code != 200 || !jsonEqual(t, body, `{"name":"","description":"","user":"","timeCreatedSecs":0,"hparamInfos":[],"metricInfos":[]}`) {
+		t.Errorf("experiment without hparams: %d %s", code, body)
+	}
+	code, body = postJSON(t, p+"session_groups", `{`+allStatuses+`,"sliceSize":10}`)
+	if code != 200 || !jsonEqual(t, body, `{"sessionGroups":[],"totalSize":0}`) {
+		t.Errorf("session_groups without hparams: %d %s", code, body)
+	}
+}
+
+// metric_evals of a series that does not exist is TensorBoard's 404.
+func TestHParamsMetricEvalsOfMissingSeries(t *testing.T) {
+	_, srv := serveTable(t, httpapi.Config{}, hparamsTable(t)...)
+	u := srv.URL + "/experiment/e1/data/plugin/hparams/metric_evals"
+	code, body := postJSON(t, u, `{"sessionName":"trial-0","metricName":{"tag":"accuracy"}}`)
+	if code != 200 || body != `[[1000.0,0,0.5],[1001.0,1,0.75]]` {
+		t.Errorf("metric_evals: %d %s", code, body)
+	}
+	code, body = postJSON(t, u, `{"sessionName":"trial-0","metricName":{"tag":"nope"}}`)
+	if want := "Not found: No scalar data for run='trial-0', tag='nope'\n"; code != 404 || body != want {
+		t.Errorf("missing series: %d %q, want 404 %q", code, body, want)
+	}
+}
+
+// download_data writes typed values under the columns' display names, no
+// trial column, \r\n line ends (Python's csv module).
+func TestHParamsDownloadData(t *testing.T) {
+	_, srv := serveTable(t, httpapi.Config{}, hparamsTable(t)...)
+	req := url.QueryEscape(`{` + allStatuses + `,"sliceSize":10}`)
+	u := srv.URL + "/experiment/e1/data/plugin/hparams/download_data?request=" + req + "&columnsVisibility=" + url.QueryEscape("[true,true,true,true,true]")
+	_, body := get(t, u+"&format=csv")
+	want := "learning_rate,optimizer,units,use_bn,Accuracy\r\n0.001,adam,64.0,False,0.75\r\n0.01,\"sgd, fast\",128.0,True,0.25\r\n"
+	if body != want {
+		t.Errorf("csv:\n%q\nwant\n%q", body, want)
+	}
+	_, body = get(t, u+"&format=json")
+	if want := `{"header":["learning_rate","optimizer","units","use_bn","Accuracy"],"rows":[[0.001,"adam",64.0,false,0.75],[0.01,"sgd, fast",128.0,true,0.25]]}`; body != want {
+		t.Errorf("json:\n%s\nwant\n%s", body, want)
+	}
+	_, body = get(t, u+"&format=latex")
+	want = "\\begin{table}[tbp]\n\\begin{tabular}{lllll}\nlearning\\_rate & optimizer & units & use\\_bn & Accuracy \\\\ \\hline\n" +
+		"$0.001$ & adam & $64$ & $0$ & $0.75$ \\\\\n$0.01$ & sgd, fast & $128$ & $1$ & $0.25$ \\\\\n\\hline\n\\end{tabular}\n\\end{table}\n"
+	if body != want {
+		t.Errorf("latex:\n%q\nwant\n%q", body, want)
+	}
+	_, body = get(t, srv.URL+"/experiment/e1/data/plugin/hparams/download_data?request="+req+"&format=csv&columnsVisibility="+url.QueryEscape("[false,true]"))
+	if want := "optimizer\r\nadam\r\n\"sgd, fast\"\r\n"; body != want {
+		t.Errorf("two columns asked, the second visible: %q, want %q", body, want)
 	}
 }

@@ -576,7 +576,7 @@ func TestCorpusHParamsAndCustomScalars(t *testing.T) {
 			} `json:"sessionGroups"`
 			TotalSize int `json:"totalSize"`
 		}
-		r = s.do(t, http.MethodGet, p+"hparams/session_groups"+q("request", `{"startIndex":0,"sliceSize":1000}`), s.token, nil)
+		r = s.do(t, http.MethodGet, p+"hparams/session_groups"+q("request", `{"startIndex":0,"sliceSize":1000,"allowedStatuses":["STATUS_UNKNOWN","STATUS_SUCCESS","STATUS_FAILURE","STATUS_RUNNING"]}`), s.token, nil)
 		if r.status != http.StatusOK || json.Unmarshal(r.body, &groups) != nil || groups.TotalSize == 0 || groups.TotalSize > sessions {
 			t.Fatalf("hparams/session_groups: %d %.300s (sessions %d)", r.status, r.body, sessions)
 		}

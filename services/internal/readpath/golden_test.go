@@ -106,7 +106,7 @@ func TestGoldenShapes(t *testing.T) {
 	onBackends(t, func(t *testing.T, s *server, eid string) {
 		d := "/experiment/" + eid + "/data/"
 		p := d + "plugin/"
-		hparamsReq := `{"startIndex":0,"sliceSize":10}`
+		hparamsReq := `{"startIndex":0,"sliceSize":10,"allowedStatuses":["STATUS_UNKNOWN","STATUS_SUCCESS","STATUS_FAILURE","STATUS_RUNNING"]}`
 		tsReq, _ := json.Marshal([]map[string]any{
 			{"plugin": "scalars", "tag": "loss"},
 			{"plugin": "histograms", "tag": "normal/moving_mean", "run": "generated/histograms"},
