@@ -59,15 +59,15 @@ locals {
       memory  = "512Mi"
       probe   = "http"
       env = merge({
-        READ_SERVICE       = "${trimprefix(local.urls.read, "https://")}:443"
-        EXPERIMENT_SERVICE = "${trimprefix(local.urls.write, "https://")}:443"
-        # Sign-in cookies and the OIDC redirect URI (PUBLIC_ORIGIN/auth/callback).
-        PUBLIC_ORIGIN = local.public_origin
+        TBHUB_READ_SERVICE       = "${trimprefix(local.urls.read, "https://")}:443"
+        TBHUB_EXPERIMENT_SERVICE = "${trimprefix(local.urls.write, "https://")}:443"
+        # Sign-in cookies and the OIDC redirect URI (TBHUB_PUBLIC_ORIGIN/auth/callback).
+        TBHUB_PUBLIC_ORIGIN = local.public_origin
         }, local.web_oidc_enabled ? {
-        OIDC_ISSUER        = var.oidc_issuer
-        OIDC_WEB_CLIENT_ID = var.oidc_web_client_id
+        TBHUB_OIDC_ISSUER        = var.oidc_issuer
+        TBHUB_OIDC_WEB_CLIENT_ID = var.oidc_web_client_id
       } : {})
-      secrets = local.web_oidc_secret_enabled ? { OIDC_WEB_CLIENT_SECRET = "oidc-web-client-secret" } : {}
+      secrets = local.web_oidc_secret_enabled ? { TBHUB_OIDC_WEB_CLIENT_SECRET = "oidc-web-client-secret" } : {}
     }
   }
 }

@@ -64,7 +64,7 @@ variable "oidc_client_ids" {
 }
 
 variable "oidc_web_client_id" {
-  description = "OAuth web client the browser sign-in uses (authorization code + PKCE; its redirect URI is PUBLIC_ORIGIN/auth/callback). It must also be one of oidc_client_ids, which the write service accepts. Empty: the web UI signs in with API tokens only."
+  description = "OAuth web client the browser sign-in uses (authorization code + PKCE; its redirect URI is TBHUB_PUBLIC_ORIGIN/auth/callback). It must also be one of oidc_client_ids, which the write service accepts. Empty: the web UI signs in with API tokens only."
   type        = string
   default     = ""
 }

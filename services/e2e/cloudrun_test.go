@@ -75,7 +75,7 @@ func TestCloudRunShape(t *testing.T) {
 	read := startProcess(t, bins["read-service"], readEnv)
 	waitGRPCServing(t, "127.0.0.1:"+readPort)
 	startProcess(t, bins["frontend"], []string{"PORT=" + frontPort,
-		"READ_SERVICE=127.0.0.1:" + readPort, "EXPERIMENT_SERVICE=127.0.0.1:" + writePort, "GRPC_INSECURE=true"})
+		"TBHUB_READ_SERVICE=127.0.0.1:" + readPort, "TBHUB_EXPERIMENT_SERVICE=127.0.0.1:" + writePort, "TBHUB_GRPC_INSECURE=true"})
 	waitHTTPReady(t, frontURL+"/readyz")
 
 	corpus := corpusDir(t)
@@ -105,7 +105,7 @@ func TestCloudRunShape(t *testing.T) {
 		t.Errorf("runs of a private experiment without a token: HTTP %d, want 404", status)
 	}
 	// The web UI's management routes reach the write service through the
-	// frontend (EXPERIMENT_SERVICE).
+	// frontend (TBHUB_EXPERIMENT_SERVICE).
 	patch, _ := http.NewRequest(http.MethodPatch, frontURL+"/api/experiments/"+sum.ExperimentID, strings.NewReader(`{"name":"renamed in the browser"}`))
 	patch.Header.Set("Authorization", "Bearer "+token)
 	if resp, err := http.DefaultClient.Do(patch); err != nil {

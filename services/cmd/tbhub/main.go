@@ -13,6 +13,6 @@ import (
 
 func main() {
 	tbhubcmd.Main("tbhub", func(ctx context.Context) error {
-		return tbhubcmd.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		return tbhubcmd.Run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
 	})
 }

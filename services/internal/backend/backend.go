@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"cloud.google.com/go/spanner"
@@ -31,6 +30,10 @@ type Spec struct {
 	DataDir string
 	Store   string
 	Blobs   string
+	// SpannerEmulator says Store is on the Cloud Spanner emulator (the
+	// command wiring sets it when SPANNER_EMULATOR_HOST is), which runs one
+	// read-write transaction at a time: the store serializes them.
+	SpannerEmulator bool
 }
 
 // Backend is an open store and blob store.
@@ -49,27 +52,6 @@ func (b *Backend) Close() error {
 		errs = append(errs, b.close[i]())
 	}
 	return errors.Join(errs...)
-}
-
-// DefaultDataDir is the per-user data directory used when neither --data
-// nor --store is given: $XDG_DATA_HOME/tbhub, ~/.local/share/tbhub on
-// Linux, the user configuration directory's tbhub folder elsewhere.
-func DefaultDataDir() (string, error) {
-	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(d, "tbhub"), nil
-	}
-	if runtime.GOOS == "linux" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", err
-		}
-		return filepath.Join(home, ".local", "share", "tbhub"), nil
-	}
-	d, err := os.UserConfigDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(d, "tbhub"), nil
 }
 
 // Validate checks that spec names exactly one backend.
@@ -155,8 +137,7 @@ func openCloud(ctx context.Context, spec Spec) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backend: spanner client: %w", err)
 	}
-	// The emulator runs one read-write transaction at a time.
-	st := spannerstore.New(client, spannerstore.Options{SerializeTransactions: os.Getenv("SPANNER_EMULATOR_HOST") != ""})
+	st := spannerstore.New(client, spannerstore.Options{SerializeTransactions: spec.SpannerEmulator})
 	gcs, err := gcsblob.NewClient(ctx)
 	if err != nil {
 		client.Close()

@@ -1,8 +1,8 @@
 // Package readservice runs the read service alone, as Cloud Run deploys
 // it: the data provider (package reader) behind the tenancy guard, with
-// gRPC health and reflection, on one port, stopping gracefully; traced
-// and timed (package telemetry), with Prometheus /metrics on a separate
-// HTTP address if one is given.
+// gRPC health and reflection, on one port, started and stopped by package
+// lifecycle; traced and timed (package telemetry), with Prometheus /metrics
+// and the HTTP probes on a separate HTTP address if one is given.
 // services/cmd/read-service turns flags and environment into a Config.
 package readservice
 
@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
-	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/tbhub/tbhub/services/internal/auth"
@@ -25,6 +23,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/reader"
 	"github.com/tbhub/tbhub/services/internal/store/instrumented"
 	"github.com/tbhub/tbhub/services/internal/tenancy"
+	"github.com/tbhub/tbhub/services/serverkit/lifecycle"
 	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 )
 
@@ -37,8 +36,8 @@ type Config struct {
 	// every replica shares.
 	Reader reader.Config
 	OIDC   auth.OIDCConfig
-	// ShutdownTimeout bounds the graceful stop; 10 s if zero (Cloud Run
-	// gives 10 s after SIGTERM).
+	// ShutdownTimeout bounds the graceful stop;
+	// lifecycle.DefaultDrainTimeout if zero.
 	ShutdownTimeout time.Duration
 	Logger          *slog.Logger
 	// Telemetry traces every RPC and store call; telemetry.Off() if nil.
@@ -46,7 +45,8 @@ type Config struct {
 	// Metrics time every RPC and store call; a fresh set if nil.
 	Metrics *telemetry.Metrics
 	// MetricsAddr, if set, is an HTTP address serving Metrics at
-	// GET /metrics (the service's own port speaks gRPC only).
+	// GET /metrics and the probes GET /healthz and GET /readyz (the
+	// service's own port speaks gRPC only, with gRPC health).
 	MetricsAddr string
 }
 
@@ -67,7 +67,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	lis, err := net.Listen("tcp", cfg.Addr)
+	lis, err := lifecycle.Listen(cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("readservice: %w", err)
 	}
@@ -82,9 +82,6 @@ func Serve(ctx context.Context, lis net.Listener, cfg Config) error {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.ShutdownTimeout == 0 {
-		cfg.ShutdownTimeout = 10 * time.Second
 	}
 	if cfg.Telemetry == nil {
 		cfg.Telemetry = telemetry.Off()
@@ -116,46 +113,21 @@ func Serve(ctx context.Context, lis net.Listener, cfg Config) error {
 		grpc.ChainStreamInterceptor(cfg.Metrics.Stream(), rs.StreamInterceptor(), guard.Stream()),
 	)
 	rs.Register(gs)
-	hs := health.NewServer()
-	grpc_health_v1.RegisterHealthServer(gs, hs)
+	life := lifecycle.New(cfg.ShutdownTimeout, cfg.Logger)
+	life.RegisterHealth(gs)
 	reflection.Register(gs)
-
-	errc := make(chan error, 2)
+	life.GRPC(lis, gs)
 	if cfg.MetricsAddr != "" {
-		mlis, err := net.Listen("tcp", cfg.MetricsAddr)
+		mlis, err := lifecycle.Listen(cfg.MetricsAddr)
 		if err != nil {
 			return fmt.Errorf("readservice: metrics: %w", err)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", cfg.Metrics.Handler())
-		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		defer msrv.Close()
-		go func() {
-			if err := msrv.Serve(mlis); !errors.Is(err, http.ErrServerClosed) {
-				errc <- err
-			}
-		}()
+		life.Probes(mux)
+		life.HTTP(mlis, mux)
 		cfg.Logger.InfoContext(ctx, "read service metrics", "addr", mlis.Addr().String())
 	}
 	cfg.Logger.InfoContext(ctx, "read service listening", "addr", lis.Addr().String(), "data", b.Description)
-	go func() { errc <- gs.Serve(lis) }()
-	hs.SetServingStatus("", grpc_health_v1.HealthCheckResponse_SERVING)
-
-	select {
-	case err := <-errc:
-		return fmt.Errorf("readservice: %w", err)
-	case <-ctx.Done():
-	}
-	hs.Shutdown()
-	stopped := make(chan struct{})
-	go func() {
-		gs.GracefulStop()
-		close(stopped)
-	}()
-	select {
-	case <-stopped:
-	case <-time.After(cfg.ShutdownTimeout):
-		gs.Stop()
-	}
-	return nil
+	return life.Run(ctx)
 }

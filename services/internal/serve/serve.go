@@ -12,7 +12,6 @@ package serve
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -21,8 +20,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
-	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/tbhub/tbhub/services/internal/auth"
@@ -33,6 +30,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/tenancy"
 	"github.com/tbhub/tbhub/services/internal/writer"
+	"github.com/tbhub/tbhub/services/serverkit/lifecycle"
 	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 )
 
@@ -57,7 +55,8 @@ type Config struct {
 	// SweepInterval is how often deleted experiments are purged; one
 	// minute if zero, never if negative.
 	SweepInterval time.Duration
-	// ShutdownTimeout bounds the graceful stop; 10 s if zero.
+	// ShutdownTimeout bounds the graceful stop;
+	// lifecycle.DefaultDrainTimeout if zero.
 	ShutdownTimeout time.Duration
 	Now             func() time.Time
 	Logger          *slog.Logger
@@ -76,14 +75,13 @@ type Server struct {
 	blobs    blob.Store
 	auth     *auth.Authenticator
 	grpc     *grpc.Server
-	health   *health.Server
+	life     *lifecycle.Process
 	mux      *http.ServeMux
 	httpLis  net.Listener
 	grpcLis  net.Listener // nil when gRPC shares the HTTP port
 	origin   string
 	endpoint string
 	logger   *slog.Logger
-	ready    chan struct{}
 }
 
 // New binds the listeners (so port 0 works and the URLs are known) and
@@ -92,25 +90,23 @@ func New(st store.Store, blobs blob.Store, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.ShutdownTimeout == 0 {
-		cfg.ShutdownTimeout = 10 * time.Second
-	}
 	if cfg.SweepInterval == 0 {
 		cfg.SweepInterval = time.Minute
 	}
 	if cfg.Telemetry == nil {
 		cfg.Telemetry = telemetry.Off()
 	}
-	s := &Server{cfg: cfg, st: st, blobs: blobs, mux: http.NewServeMux(), logger: cfg.Logger, ready: make(chan struct{})}
+	s := &Server{cfg: cfg, st: st, blobs: blobs, mux: http.NewServeMux(), logger: cfg.Logger,
+		life: lifecycle.New(cfg.ShutdownTimeout, cfg.Logger)}
 	var err error
-	if s.httpLis, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
-		return nil, fmt.Errorf("serve: listen on %s: %w", cfg.HTTPAddr, err)
+	if s.httpLis, err = lifecycle.Listen(cfg.HTTPAddr); err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
 	}
 	grpcAddr := s.httpLis.Addr().String()
 	if cfg.GRPCAddr != "" && cfg.GRPCAddr != cfg.HTTPAddr {
-		if s.grpcLis, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
+		if s.grpcLis, err = lifecycle.Listen(cfg.GRPCAddr); err != nil {
 			s.httpLis.Close()
-			return nil, fmt.Errorf("serve: listen on %s: %w", cfg.GRPCAddr, err)
+			return nil, fmt.Errorf("serve: %w", err)
 		}
 		grpcAddr = s.grpcLis.Addr().String()
 	}
@@ -172,9 +168,7 @@ func (s *Server) build(grpcAddr string) error {
 	)
 	w.Register(s.grpc)
 	export.New(s.st, s.blobs).Register(s.grpc)
-	s.health = health.NewServer()
-	s.health.SetServingStatus("", grpc_health_v1.HealthCheckResponse_NOT_SERVING)
-	grpc_health_v1.RegisterHealthServer(s.grpc, s.health)
+	s.life.RegisterHealth(s.grpc)
 	reflection.Register(s.grpc)
 
 	hs, err := handshake.New(handshake.Config{
@@ -184,17 +178,7 @@ func (s *Server) build(grpcAddr string) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	s.mux.Handle("POST "+handshake.Path, hs)
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "ok")
-	})
-	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		select {
-		case <-s.ready:
-			fmt.Fprintln(w, "ready")
-		default:
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
-		}
-	})
+	s.life.Probes(s.mux)
 	return nil
 }
 
@@ -225,8 +209,9 @@ func (s *Server) GRPCAddr() string {
 	return s.httpLis.Addr().String()
 }
 
-// Serve serves until ctx is done, then stops gracefully: readiness and
-// health turn NOT_SERVING, in-flight calls get ShutdownTimeout to finish.
+// Serve serves until ctx is done, then stops gracefully (package
+// lifecycle): readiness and health turn NOT_SERVING at once, in-flight
+// calls get ShutdownTimeout to finish.
 func (s *Server) Serve(ctx context.Context) error {
 	mux := http.Handler(s.mux)
 	if s.cfg.Metrics != nil {
@@ -242,57 +227,17 @@ func (s *Server) Serve(ctx context.Context) error {
 			}
 			mux.ServeHTTP(w, r)
 		})
+		s.life.GRPCInHTTP(s.grpc)
+	} else {
+		s.life.GRPC(s.grpcLis, s.grpc)
 	}
-	hsrv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	hsrv.Protocols = new(http.Protocols)
-	hsrv.Protocols.SetHTTP1(true)
-	hsrv.Protocols.SetUnencryptedHTTP2(true)
-
-	errc := make(chan error, 3)
-	go func() { errc <- ignoreClosed(hsrv.Serve(s.httpLis)) }()
-	if s.grpcLis != nil {
-		go func() { errc <- ignoreClosed(s.grpc.Serve(s.grpcLis)) }()
-	}
+	s.life.HTTP(s.httpLis, handler)
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
 	if s.cfg.SweepInterval > 0 {
 		go s.sweepLoop(sweepCtx)
 	}
-	s.health.SetServingStatus("", grpc_health_v1.HealthCheckResponse_SERVING)
-	close(s.ready)
-
-	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-errc:
-	}
-	s.health.Shutdown()
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
-	defer cancel()
-	stopped := make(chan struct{})
-	go func() {
-		if s.grpcLis != nil {
-			s.grpc.GracefulStop()
-		}
-		close(stopped)
-	}()
-	shutdownErr := hsrv.Shutdown(sctx)
-	select {
-	case <-stopped:
-	case <-sctx.Done():
-		s.grpc.Stop()
-	}
-	if s.grpcLis == nil {
-		s.grpc.Stop() // streams served through ServeHTTP are done by now
-	}
-	return errors.Join(serveErr, ignoreClosed(shutdownErr))
-}
-
-func ignoreClosed(err error) error {
-	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, grpc.ErrServerStopped) || errors.Is(err, net.ErrClosed) {
-		return nil
-	}
-	return err
+	return s.life.Run(ctx)
 }
 
 // sweepLoop purges deleted experiments in the background.

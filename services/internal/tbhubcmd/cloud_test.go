@@ -25,6 +25,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
+	"os"
 )
 
 // startFakeGCS runs fake-gcs-server on a loopback port and points
@@ -73,7 +74,7 @@ func TestServeOnSpannerAndGCS(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, []string{"serve", "--store", "spanner://" + db.Name, "--blobs", "gs://tbhub-test/deploy",
-			"--addr", "127.0.0.1:0"}, io.Discard, pw)
+			"--addr", "127.0.0.1:0"}, os.LookupEnv, io.Discard, pw)
 		pw.Close()
 	}()
 	t.Cleanup(func() {

@@ -32,7 +32,10 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store/instrumented"
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
+	"github.com/tbhub/tbhub/services/serverkit/config"
 	"github.com/tbhub/tbhub/services/serverkit/telemetry"
+	"path/filepath"
+	"runtime"
 )
 
 const usage = `usage:
@@ -47,22 +50,22 @@ var ErrUsage = errors.New("usage")
 
 // Run runs one tbhub command. stdout gets what scripts read (a token); the
 // banner and logs go to stderr.
-func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func Run(ctx context.Context, args []string, env config.Env, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return ErrUsage
 	}
 	switch args[0] {
 	case "serve":
-		return runServe(ctx, args[1:], stderr)
+		return runServe(ctx, args[1:], env, stderr)
 	case "token":
 		if len(args) < 2 || args[1] != "create" {
 			fmt.Fprint(stderr, usage)
 			return ErrUsage
 		}
-		return runTokenCreate(ctx, args[2:], stdout, stderr)
+		return runTokenCreate(ctx, args[2:], env, stdout, stderr)
 	case "migrate":
-		return runMigrate(ctx, args[1:], stderr)
+		return runMigrate(ctx, args[1:], env, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -80,27 +83,56 @@ func storageFlags(fs *flag.FlagSet) *backend.Spec {
 	return spec
 }
 
-func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+// parse sets fs from env and args (package config: every flag also from
+// TBHUB_<FLAG>); a mistake is ErrUsage.
+func parse(fs *flag.FlagSet, args []string, env config.Env, stderr io.Writer, aliases ...config.Alias) error {
 	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		return ErrUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "tbhub %s: unexpected arguments %q\n", fs.Name(), fs.Args())
-		return ErrUsage
+	if err := config.Parse(fs, args, env, aliases...); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ErrUsage
+		}
+		fmt.Fprintf(stderr, "tbhub %s: %v\n", fs.Name(), err)
+		return errors.Join(ErrUsage, err)
 	}
 	return nil
 }
 
-func defaultDataDir(spec *backend.Spec) error {
-	if spec.Store == "" && spec.DataDir == "" {
-		d, err := backend.DefaultDataDir()
-		if err != nil {
-			return fmt.Errorf("no --data given and no per-user data directory: %w", err)
+// completeSpec fills in what the environment says about the backend: the
+// per-user data directory when neither --data nor --store is given
+// ($XDG_DATA_HOME/tbhub, ~/.local/share/tbhub on Linux, the user
+// configuration directory's tbhub folder elsewhere), and whether Spanner is
+// the emulator.
+func completeSpec(spec *backend.Spec, env config.Env) error {
+	spec.SpannerEmulator = nonEmpty(env, "SPANNER_EMULATOR_HOST")
+	if spec.Store != "" || spec.DataDir != "" {
+		return nil
+	}
+	if d, ok := env("XDG_DATA_HOME"); ok && d != "" {
+		spec.DataDir = filepath.Join(d, "tbhub")
+		return nil
+	}
+	var err error
+	if runtime.GOOS == "linux" {
+		home, ok := env("HOME")
+		if !ok || home == "" {
+			err = errors.New("$HOME is not set")
 		}
-		spec.DataDir = d
+		spec.DataDir = filepath.Join(home, ".local", "share", "tbhub")
+	} else {
+		var d string
+		d, err = os.UserConfigDir()
+		spec.DataDir = filepath.Join(d, "tbhub")
+	}
+	if err != nil {
+		spec.DataDir = ""
+		return fmt.Errorf("no --data given and no per-user data directory: %w", err)
 	}
 	return nil
+}
+
+func nonEmpty(env config.Env, name string) bool {
+	v, ok := env(name)
+	return ok && v != ""
 }
 
 // process says what a serving command runs.
@@ -112,50 +144,74 @@ type process struct {
 	firstStart  bool // create the owner user and print its token
 }
 
-func runServe(ctx context.Context, args []string, stderr io.Writer) error {
-	return serveProcess(ctx, process{name: "serve", service: "tbhub", defaultAddr: "localhost:6006", readPath: true, firstStart: true}, args, stderr)
+var (
+	serveCommand        = process{name: "serve", service: "tbhub", defaultAddr: "localhost:6006", readPath: true, firstStart: true}
+	writeServiceCommand = process{name: "write-service", service: "tbhub-write", defaultAddr: ":8080"}
+)
+
+func runServe(ctx context.Context, args []string, env config.Env, stderr io.Writer) error {
+	return serveProcess(ctx, serveCommand, args, env, stderr)
 }
 
 // RunWriteService runs the write service alone, as Cloud Run runs it: the
 // writer, exporter, experiments and auth gRPC services and the uploader
-// handshake on one port ($PORT, default 8080), configured by flags or
-// TBHUB_* environment variables.
-func RunWriteService(ctx context.Context, args []string, stderr io.Writer) error {
-	return serveProcess(ctx, process{name: "write-service", service: "tbhub-write", defaultAddr: ":8080"}, args, stderr)
+// handshake on one port ($PORT, default 8080), configured by flags, each
+// also from TBHUB_<FLAG> (package config).
+func RunWriteService(ctx context.Context, args []string, env config.Env, stderr io.Writer) error {
+	return serveProcess(ctx, writeServiceCommand, args, env, stderr)
 }
 
-func serveProcess(ctx context.Context, proc process, args []string, stderr io.Writer) error {
+// serveFlags are the flags of a serving command.
+type serveFlags struct {
+	spec                             *backend.Spec
+	addr, grpcAddr, origin, endpoint *string
+	issuer, clientIDs                *string
+	deviceClient, deviceSecret       *string
+	webClient, webSecret             *string
+	testRPCs                         *bool
+	lim                              limits.Limits
+	tcfg                             telemetry.Config
+	aliases                          []config.Alias
+}
+
+// newServeFlags defines the flags of proc on fs.
+func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
+	f := &serveFlags{spec: storageFlags(fs)}
+	f.addr = fs.String("addr", proc.defaultAddr, "HTTP address (also gRPC unless --grpc-addr); Cloud Run's $PORT sets it to :PORT")
+	f.grpcAddr = fs.String("grpc-addr", "", "separate gRPC address (default: the HTTP port)")
+	f.origin = fs.String("public-origin", "", "origin users reach this server at (default: http://ADDR)")
+	f.endpoint = fs.String("api-endpoint", "", "gRPC target told to uploaders (default: dns:///GRPC-ADDR)")
+	f.issuer = fs.String("oidc-issuer", "https://accounts.google.com", "OpenID Connect issuer for sign-in")
+	f.clientIDs = fs.String("oidc-client-ids", "", "accepted OAuth client IDs (comma-separated); OIDC sign-in is off without one")
+	f.deviceClient = fs.String("oidc-device-client-id", "", "OAuth client `tbup auth login` signs in with by the device flow (default: the first of --oidc-client-ids)")
+	f.deviceSecret = fs.String("oidc-device-client-secret", "", "that client's secret, if the issuer wants one (installed-app secrets are published to clients)")
+	f.webClient = fs.String("oidc-web-client-id", "", "OAuth web client the web UI signs in with (authorization code + PKCE; redirect URI ORIGIN/auth/callback; default: the first of --oidc-client-ids)")
+	f.webSecret = fs.String("oidc-web-client-secret", "", "that web client's secret, if the issuer wants one (kept on the server)")
+	f.testRPCs = fs.Bool("enable-test-rpcs", false, "enable PurgeData and DeleteOwnUser")
+	f.lim = limits.Default()
+	fs.Int64Var(&f.lim.MaxBlobBytes, "max-blob-bytes", f.lim.MaxBlobBytes, "largest blob accepted (advertised to uploaders)")
+	fs.Int64Var(&f.lim.MaxExperimentsPerUser, "max-experiments-per-user", f.lim.MaxExperimentsPerUser, "experiments quota per user (0: unlimited)")
+	fs.Int64Var(&f.lim.MaxPointsPerUser, "max-points-per-user", f.lim.MaxPointsPerUser, "scalar and tensor points quota per user (0: unlimited)")
+	fs.Int64Var(&f.lim.MaxBlobBytesPerUser, "max-blob-bytes-per-user", f.lim.MaxBlobBytesPerUser, "blob bytes quota per user (0: unlimited)")
+	fs.Float64Var(&f.lim.RequestsPerSecond, "requests-per-second", f.lim.RequestsPerSecond, "per-user write rate (0: unlimited)")
+	f.tcfg = telemetry.Config{Service: proc.service}
+	f.aliases = append([]config.Alias{config.Port("addr")}, f.tcfg.RegisterFlags(fs)...)
+	return f
+}
+
+func serveProcess(ctx context.Context, proc process, args []string, env config.Env, stderr io.Writer) error {
 	fs := flag.NewFlagSet(proc.name, flag.ContinueOnError)
-	spec := storageFlags(fs)
-	addr := fs.String("addr", proc.defaultAddr, "HTTP address (also gRPC unless --grpc-addr); $PORT overrides the default")
-	grpcAddr := fs.String("grpc-addr", "", "separate gRPC address (default: the HTTP port)")
-	origin := fs.String("public-origin", "", "origin users reach this server at (default: http://ADDR)")
-	endpoint := fs.String("api-endpoint", "", "gRPC target told to uploaders (default: dns:///GRPC-ADDR)")
-	issuer := fs.String("oidc-issuer", "https://accounts.google.com", "OpenID Connect issuer for sign-in")
-	clientIDs := fs.String("oidc-client-ids", "", "accepted OAuth client IDs (comma-separated); OIDC sign-in is off without one")
-	deviceClient := fs.String("oidc-device-client-id", "", "OAuth client `tbup auth login` signs in with by the device flow (default: the first of --oidc-client-ids)")
-	deviceSecret := fs.String("oidc-device-client-secret", "", "that client's secret, if the issuer wants one (installed-app secrets are published to clients)")
-	webClient := fs.String("oidc-web-client-id", "", "OAuth web client the web UI signs in with (authorization code + PKCE; redirect URI ORIGIN/auth/callback; default: the first of --oidc-client-ids)")
-	webSecret := fs.String("oidc-web-client-secret", "", "that web client's secret, if the issuer wants one (kept on the server)")
-	testRPCs := fs.Bool("enable-test-rpcs", false, "enable PurgeData and DeleteOwnUser")
-	lim := limits.Default()
-	fs.Int64Var(&lim.MaxBlobBytes, "max-blob-bytes", lim.MaxBlobBytes, "largest blob accepted (advertised to uploaders)")
-	fs.Int64Var(&lim.MaxExperimentsPerUser, "max-experiments-per-user", lim.MaxExperimentsPerUser, "experiments quota per user (0: unlimited)")
-	fs.Int64Var(&lim.MaxPointsPerUser, "max-points-per-user", lim.MaxPointsPerUser, "scalar and tensor points quota per user (0: unlimited)")
-	fs.Int64Var(&lim.MaxBlobBytesPerUser, "max-blob-bytes-per-user", lim.MaxBlobBytesPerUser, "blob bytes quota per user (0: unlimited)")
-	fs.Float64Var(&lim.RequestsPerSecond, "requests-per-second", lim.RequestsPerSecond, "per-user write rate (0: unlimited)")
-	tcfg := telemetry.Config{Service: proc.service}
-	tcfg.RegisterFlags(fs, os.Getenv)
-	if err := defaultsFromEnv(fs); err != nil {
+	f := newServeFlags(fs, proc)
+	if err := parse(fs, args, env, stderr, f.aliases...); err != nil {
 		return err
 	}
-	if err := parse(fs, args, stderr); err != nil {
+	if err := f.tcfg.Validate(); err != nil {
 		return err
 	}
-	if port := os.Getenv("PORT"); port != "" && !flagSet(fs, "addr") && os.Getenv(envName("addr")) == "" {
-		*addr = ":" + port
-	}
-	if err := defaultDataDir(spec); err != nil {
+	spec, addr, grpcAddr, origin, endpoint := f.spec, f.addr, f.grpcAddr, f.origin, f.endpoint
+	issuer, clientIDs, deviceClient, deviceSecret, webClient, webSecret := f.issuer, f.clientIDs, f.deviceClient, f.deviceSecret, f.webClient, f.webSecret
+	testRPCs, lim, tcfg := f.testRPCs, f.lim, f.tcfg
+	if err := completeSpec(spec, env); err != nil {
 		return err
 	}
 	metrics := telemetry.NewMetrics()
@@ -239,33 +295,6 @@ func webSignIn(o auth.OIDCConfig, clientID, secret string) *session.OIDC {
 	return &session.OIDC{Issuer: o.Issuer, ClientID: clientID, ClientSecret: secret}
 }
 
-// envName is the environment variable that sets a flag's default:
-// TBHUB_ and the flag's name in upper case with underscores.
-func envName(flagName string) string {
-	return "TBHUB_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
-}
-
-// defaultsFromEnv sets each flag from its TBHUB_* variable, if set, so that
-// a deployment can configure everything through the environment; flags on
-// the command line still win.
-func defaultsFromEnv(fs *flag.FlagSet) error {
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if v, ok := os.LookupEnv(envName(f.Name)); ok && err == nil {
-			if serr := f.Value.Set(v); serr != nil {
-				err = fmt.Errorf("%s=%q: %w", envName(f.Name), v, serr)
-			}
-		}
-	})
-	return err
-}
-
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
-}
-
 func printBanner(w io.Writer, srv *serve.Server, where, token, issuer string, readPath bool) {
 	fmt.Fprintf(w, "tbhub is serving %s\n", where)
 	if readPath {
@@ -299,19 +328,25 @@ func printBanner(w io.Writer, srv *serve.Server, where, token, issuer string, re
 	}
 }
 
-func runTokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// tokenFlags are `tbhub token create`'s own flags: the user and the
+// token's label.
+func tokenFlags(fs *flag.FlagSet) (user, label *string) {
+	return fs.String("user", "", "user name (created if it does not exist)"),
+		fs.String("name", "tbhub token create", "label of the token")
+}
+
+func runTokenCreate(ctx context.Context, args []string, env config.Env, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("token create", flag.ContinueOnError)
 	spec := storageFlags(fs)
-	user := fs.String("user", "", "user name (created if it does not exist)")
-	label := fs.String("name", "tbhub token create", "label of the token")
-	if err := parse(fs, args, stderr); err != nil {
+	user, label := tokenFlags(fs)
+	if err := parse(fs, args, env, stderr); err != nil {
 		return err
 	}
 	if *user == "" {
 		fmt.Fprintln(stderr, "tbhub token create: --user is required")
 		return ErrUsage
 	}
-	if err := defaultDataDir(spec); err != nil {
+	if err := completeSpec(spec, env); err != nil {
 		return err
 	}
 	b, err := backend.Open(ctx, *spec)
@@ -331,13 +366,13 @@ func runTokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer
 	return nil
 }
 
-func runMigrate(ctx context.Context, args []string, stderr io.Writer) error {
+func runMigrate(ctx context.Context, args []string, env config.Env, stderr io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	spec := storageFlags(fs)
-	if err := parse(fs, args, stderr); err != nil {
+	if err := parse(fs, args, env, stderr); err != nil {
 		return err
 	}
-	if err := defaultDataDir(spec); err != nil {
+	if err := completeSpec(spec, env); err != nil {
 		return err
 	}
 	if spec.Store == "" {

@@ -12,22 +12,23 @@ import (
 
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/backend"
+	"os"
 )
 
 func TestTokenCreateAndMigrate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	ctx := context.Background()
 	var out, errOut bytes.Buffer
-	if err := Run(ctx, []string{"migrate", "--data", dir}, &out, &errOut); err != nil {
+	if err := Run(ctx, []string{"migrate", "--data", dir}, os.LookupEnv, &out, &errOut); err != nil {
 		t.Fatalf("migrate: %v (%s)", err, errOut.String())
 	}
-	if err := Run(ctx, []string{"migrate", "--data", dir}, &out, &errOut); err != nil {
+	if err := Run(ctx, []string{"migrate", "--data", dir}, os.LookupEnv, &out, &errOut); err != nil {
 		t.Fatalf("second migrate: %v", err)
 	}
 	var tokens []string
 	for range 2 {
 		out.Reset()
-		if err := Run(ctx, []string{"token", "create", "--user", "ada", "--data", dir}, &out, &errOut); err != nil {
+		if err := Run(ctx, []string{"token", "create", "--user", "ada", "--data", dir}, os.LookupEnv, &out, &errOut); err != nil {
 			t.Fatalf("token create: %v (%s)", err, errOut.String())
 		}
 		tokens = append(tokens, strings.TrimSpace(out.String()))
@@ -62,7 +63,7 @@ func TestUsageErrors(t *testing.T) {
 		nil, {"frobnicate"}, {"token"}, {"token", "create"}, {"serve", "--nope"}, {"serve", "extra"},
 	} {
 		var out, errOut bytes.Buffer
-		if err := Run(context.Background(), args, &out, &errOut); !errors.Is(err, ErrUsage) {
+		if err := Run(context.Background(), args, os.LookupEnv, &out, &errOut); !errors.Is(err, ErrUsage) {
 			t.Errorf("Run(%q) = %v, want ErrUsage", args, err)
 		}
 	}
@@ -90,7 +91,7 @@ func TestWriteServiceFromEnvironment(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- RunWriteService(ctx, []string{"--addr", "127.0.0.1:0"}, pw)
+		done <- RunWriteService(ctx, []string{"--addr", "127.0.0.1:0"}, os.LookupEnv, pw)
 		pw.Close()
 	}()
 	sc := bufio.NewScanner(pr)
@@ -119,11 +120,11 @@ func TestWriteServiceFromEnvironment(t *testing.T) {
 	if strings.Contains(text, auth.TokenPrefix) {
 		t.Errorf("write-service printed a first-start token:\n%s", text)
 	}
-	if err := RunWriteService(context.Background(), []string{"--nope"}, io.Discard); !errors.Is(err, ErrUsage) {
+	if err := RunWriteService(context.Background(), []string{"--nope"}, os.LookupEnv, io.Discard); !errors.Is(err, ErrUsage) {
 		t.Errorf("bad flag: %v", err)
 	}
 	t.Setenv("TBHUB_MAX_BLOB_BYTES", "lots")
-	if err := RunWriteService(context.Background(), nil, io.Discard); err == nil || !strings.Contains(err.Error(), "TBHUB_MAX_BLOB_BYTES") {
+	if err := RunWriteService(context.Background(), nil, os.LookupEnv, io.Discard); err == nil || !strings.Contains(err.Error(), "TBHUB_MAX_BLOB_BYTES") {
 		t.Errorf("bad environment value: %v", err)
 	}
 }

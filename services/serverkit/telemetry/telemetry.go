@@ -21,9 +21,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/tbhub/tbhub/services/serverkit/config"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -78,33 +78,25 @@ type Config struct {
 	MetricsInterval time.Duration
 }
 
-// RegisterFlags defines the telemetry flags on fs with defaults from the
-// environment (TBHUB_TRACE_EXPORTER, TBHUB_METRICS_EXPORTER,
-// TBHUB_GCP_PROJECT or GOOGLE_CLOUD_PROJECT, TBHUB_TRACE_SAMPLE_RATIO).
-// The trace exporter defaults to "otlp" when OTEL_EXPORTER_OTLP_ENDPOINT
-// or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set. Call Validate after
-// parsing.
-func (c *Config) RegisterFlags(fs *flag.FlagSet, getenv func(string) string) {
-	env := func(def string, names ...string) string {
-		for _, n := range names {
-			if v := getenv(n); v != "" {
-				return v
-			}
-		}
-		return def
-	}
-	traceDefault := ExporterNone
-	if env("", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
-		traceDefault = ExporterOTLP
-	}
-	fs.StringVar(&c.TraceExporter, "trace-exporter", env(traceDefault, "TBHUB_TRACE_EXPORTER"),
+// RegisterFlags defines the telemetry flags on fs and returns the standard
+// variables that also set them (for config.Parse): GOOGLE_CLOUD_PROJECT
+// sets --gcp-project, and an OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) makes --trace-exporter default to
+// otlp. Call Validate after parsing.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) []config.Alias {
+	fs.StringVar(&c.TraceExporter, "trace-exporter", ExporterNone,
 		"where spans go: none, otlp (OTEL_EXPORTER_OTLP_ENDPOINT) or gcp (Cloud Trace)")
-	fs.StringVar(&c.MetricsExporter, "metrics-exporter", env(ExporterNone, "TBHUB_METRICS_EXPORTER"),
+	fs.StringVar(&c.MetricsExporter, "metrics-exporter", ExporterNone,
 		"where metrics go besides GET /metrics: none or gcp (Cloud Monitoring)")
-	fs.StringVar(&c.Project, "gcp-project", env("", "TBHUB_GCP_PROJECT", "GOOGLE_CLOUD_PROJECT"),
-		"Google Cloud project for Cloud Trace, Cloud Monitoring and the logs' trace field (default on Cloud Run: the metadata server's)")
-	ratio, _ := strconv.ParseFloat(env("1", "TBHUB_TRACE_SAMPLE_RATIO"), 64)
-	fs.Float64Var(&c.SampleRatio, "trace-sample-ratio", ratio, "share of traces started here that are recorded (an incoming sampled flag is followed)")
+	fs.StringVar(&c.Project, "gcp-project", "",
+		"Google Cloud project for Cloud Trace, Cloud Monitoring and the logs' trace field (default on Cloud Run: the metadata server's) [$GOOGLE_CLOUD_PROJECT]")
+	fs.Float64Var(&c.SampleRatio, "trace-sample-ratio", 1, "share of traces started here that are recorded (an incoming sampled flag is followed)")
+	otlp := func(string) string { return ExporterOTLP }
+	return []config.Alias{
+		{Var: "GOOGLE_CLOUD_PROJECT", Flag: "gcp-project"},
+		{Var: "OTEL_EXPORTER_OTLP_ENDPOINT", Flag: "trace-exporter", Value: otlp},
+		{Var: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", Flag: "trace-exporter", Value: otlp},
+	}
 }
 
 // Validate checks the exporter names and the ratio.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"github.com/tbhub/tbhub/services/serverkit/config"
 	"net"
 	"strings"
 	"sync"
@@ -113,8 +114,7 @@ func TestConfigFlags(t *testing.T) {
 	parse := func(env map[string]string, args ...string) (Config, error) {
 		var c Config
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		c.RegisterFlags(fs, func(k string) string { return env[k] })
-		if err := fs.Parse(args); err != nil {
+		if err := config.Parse(fs, args, config.MapEnv(env), c.RegisterFlags(fs)...); err != nil {
 			return c, err
 		}
 		return c, c.Validate()

@@ -1,38 +1,73 @@
-package main
+package frontend
 
 import (
+	"bytes"
 	"context"
+	"flag"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tbhub/tbhub/services/serverkit/config"
 )
 
+func parse(t *testing.T, args []string, env map[string]string) (Config, string, error) {
+	t.Helper()
+	var cfg Config
+	var out bytes.Buffer
+	fs := flag.NewFlagSet("frontend", flag.ContinueOnError)
+	fs.SetOutput(&out)
+	err := config.Parse(fs, args, config.MapEnv(env), cfg.RegisterFlags(fs)...)
+	if err == nil {
+		err = cfg.Validate()
+	}
+	return cfg, out.String(), err
+}
+
 func TestConfig(t *testing.T) {
-	env := map[string]string{"PORT": "9090", "READ_SERVICE": "read:443", "GRPC_INSECURE": "true"}
-	cfg, err := config(nil, func(k string) string { return env[k] })
+	cfg, _, err := parse(t, nil, map[string]string{"PORT": "9090", "TBHUB_READ_SERVICE": "read:443", "TBHUB_GRPC_INSECURE": "true"})
 	if err != nil || cfg.Addr != ":9090" || cfg.ReadService != "read:443" || !cfg.Insecure || cfg.ExperimentService != "" {
 		t.Errorf("config = %+v, %v", cfg, err)
 	}
-	cfg, err = config([]string{"--read-service", "r:1", "--port", "1"}, func(string) string { return "" })
+	cfg, _, err = parse(t, []string{"--read-service", "r:1", "--addr", ":1"}, nil)
 	if err != nil || cfg.Addr != ":1" || cfg.Insecure {
 		t.Errorf("flags: %+v, %v", cfg, err)
 	}
-	if _, err := config(nil, func(string) string { return "" }); err == nil {
+	if _, _, err := parse(t, nil, nil); err == nil {
 		t.Error("no read service accepted")
 	}
-	env = map[string]string{"READ_SERVICE": "r:1", "OIDC_ISSUER": "https://issuer.example", "OIDC_WEB_CLIENT_ID": "web", "PUBLIC_ORIGIN": "https://tbhub.example"}
-	cfg, err = config(nil, func(k string) string { return env[k] })
+	env := map[string]string{"TBHUB_READ_SERVICE": "r:1", "TBHUB_OIDC_ISSUER": "https://issuer.example", "TBHUB_OIDC_WEB_CLIENT_ID": "web", "TBHUB_PUBLIC_ORIGIN": "https://tbhub.example"}
+	cfg, _, err = parse(t, nil, env)
 	if err != nil || cfg.SignIn == nil || cfg.SignIn.Issuer != "https://issuer.example" || cfg.SignIn.ClientID != "web" || cfg.PublicOrigin != "https://tbhub.example" {
 		t.Errorf("browser sign-in from the environment: %+v, %v", cfg, err)
 	}
-	delete(env, "OIDC_WEB_CLIENT_ID")
-	if _, err := config(nil, func(k string) string { return env[k] }); err == nil {
+	delete(env, "TBHUB_OIDC_WEB_CLIENT_ID")
+	if _, _, err := parse(t, nil, env); err == nil {
 		t.Error("an issuer without a web client accepted")
+	}
+}
+
+// The names of the previous release still work, with a warning each.
+func TestOldVariableNames(t *testing.T) {
+	old := map[string]string{"PORT": "9090", "READ_SERVICE": "read:443", "EXPERIMENT_SERVICE": "write:443", "GRPC_INSECURE": "true",
+		"PUBLIC_ORIGIN": "https://tbhub.example", "OIDC_ISSUER": "https://issuer.example", "OIDC_WEB_CLIENT_ID": "web", "OIDC_WEB_CLIENT_SECRET": "s"}
+	cfg, out, err := parse(t, nil, old)
+	if err != nil || cfg.Addr != ":9090" || cfg.ReadService != "read:443" || cfg.ExperimentService != "write:443" || !cfg.Insecure ||
+		cfg.PublicOrigin != "https://tbhub.example" || cfg.SignIn == nil || cfg.SignIn.ClientSecret != "s" {
+		t.Errorf("old names: %+v, %v", cfg, err)
+	}
+	for name := range old {
+		if name != "PORT" && !strings.Contains(out, name+" is deprecated") {
+			t.Errorf("no warning about %s: %s", name, out)
+		}
+	}
+	cfg, out, err = parse(t, []string{"--port", "7"}, map[string]string{"TBHUB_READ_SERVICE": "r:1"})
+	if err != nil || cfg.Addr != ":7" || !strings.Contains(out, "--port is deprecated") {
+		t.Errorf("--port 7: %+v, %q, %v", cfg, out, err)
 	}
 }
 
@@ -47,7 +82,7 @@ func TestRun(t *testing.T) {
 	go func() {
 		// Nothing listens at the read service's address: API calls fail
 		// with 503 while the probes answer.
-		done <- run(ctx, lis, Config{ReadService: "127.0.0.1:1", Insecure: true, CallTimeout: 300 * time.Millisecond}, slog.New(slog.DiscardHandler))
+		done <- Run(ctx, lis, Config{ReadService: "127.0.0.1:1", Insecure: true, CallTimeout: 300 * time.Millisecond}, Observers{})
 	}()
 	base := "http://" + lis.Addr().String()
 	get := func(path string) (int, string) {
@@ -84,7 +119,7 @@ func TestRun(t *testing.T) {
 	}
 	cancel()
 	if err := <-done; err != nil {
-		t.Errorf("run: %v", err)
+		t.Errorf("Run: %v", err)
 	}
 }
 

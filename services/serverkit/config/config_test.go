@@ -1,0 +1,106 @@
+package config
+
+import (
+	"bytes"
+	"flag"
+	"strings"
+	"testing"
+)
+
+func newFlags(out *bytes.Buffer) (*flag.FlagSet, *string, *string, *int) {
+	fs := flag.NewFlagSet("svc", flag.ContinueOnError)
+	fs.SetOutput(out)
+	addr := fs.String("addr", "localhost:6006", "listen address")
+	read := fs.String("read-service", "", "read service")
+	n := fs.Int("max-things", 3, "a number")
+	return fs, addr, read, n
+}
+
+func TestPrecedence(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		env      map[string]string
+		args     []string
+		addr     string
+		read     string
+		warnings int
+	}{
+		{"defaults", nil, nil, "localhost:6006", "", 0},
+		{"PORT", map[string]string{"PORT": "8080"}, nil, ":8080", "", 0},
+		{"TBHUB_ADDR beats PORT", map[string]string{"PORT": "8080", "TBHUB_ADDR": "127.0.0.1:1"}, nil, "127.0.0.1:1", "", 0},
+		{"flag beats all", map[string]string{"PORT": "8080", "TBHUB_ADDR": "127.0.0.1:1"}, []string{"--addr", ":2"}, ":2", "", 0},
+		{"old name works, warns", map[string]string{"READ_SERVICE": "r:1"}, nil, "localhost:6006", "r:1", 1},
+		{"new name beats old", map[string]string{"READ_SERVICE": "r:1", "TBHUB_READ_SERVICE": "r:2"}, nil, "localhost:6006", "r:2", 1},
+		{"flag beats old name", map[string]string{"READ_SERVICE": "r:1"}, []string{"--read-service", "r:3"}, "localhost:6006", "r:3", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			fs, addr, read, _ := newFlags(&out)
+			if err := Parse(fs, tc.args, MapEnv(tc.env), Port("addr"), Renamed("READ_SERVICE", "read-service")); err != nil {
+				t.Fatal(err)
+			}
+			if *addr != tc.addr || *read != tc.read {
+				t.Errorf("addr %q read %q, want %q %q", *addr, *read, tc.addr, tc.read)
+			}
+			if got := strings.Count(out.String(), "deprecated"); got != tc.warnings {
+				t.Errorf("%d warnings, want %d: %s", got, tc.warnings, out.String())
+			}
+			if tc.warnings > 0 && !strings.Contains(out.String(), "TBHUB_READ_SERVICE") {
+				t.Errorf("the warning does not name the new variable: %s", out.String())
+			}
+		})
+	}
+}
+
+func TestBadValuesNameTheirVariable(t *testing.T) {
+	var out bytes.Buffer
+	fs, _, _, _ := newFlags(&out)
+	err := Parse(fs, nil, MapEnv(map[string]string{"TBHUB_MAX_THINGS": "many"}))
+	if err == nil || !strings.Contains(err.Error(), "TBHUB_MAX_THINGS") {
+		t.Errorf("TBHUB_MAX_THINGS=many: %v", err)
+	}
+	fs, _, _, _ = newFlags(&out)
+	if err := Parse(fs, []string{"extra"}, MapEnv(nil)); err == nil {
+		t.Error("a positional argument was accepted")
+	}
+	fs, _, _, _ = newFlags(&out)
+	if err := Parse(fs, nil, MapEnv(nil), Alias{Var: "X", Flag: "no-such-flag"}); err == nil {
+		t.Error("an alias of a missing flag was accepted")
+	}
+}
+
+func TestUsageNamesTheVariable(t *testing.T) {
+	var out bytes.Buffer
+	fs, _, _, _ := newFlags(&out)
+	if err := Parse(fs, nil, MapEnv(nil)); err != nil {
+		t.Fatal(err)
+	}
+	fs.PrintDefaults()
+	for _, v := range []string{"$TBHUB_ADDR", "$TBHUB_READ_SERVICE", "$TBHUB_MAX_THINGS"} {
+		if !strings.Contains(out.String(), v) {
+			t.Errorf("help does not mention %s:\n%s", v, out.String())
+		}
+	}
+	want := [][2]string{{"addr", "TBHUB_ADDR"}, {"max-things", "TBHUB_MAX_THINGS"}, {"read-service", "TBHUB_READ_SERVICE"}}
+	got := Names(fs)
+	if len(got) != len(want) {
+		t.Fatalf("Names = %q", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("Names[%d] = %q, want %q", i, got[i], want[i])
+		}
+	}
+}
+
+func TestPortFlag(t *testing.T) {
+	var out bytes.Buffer
+	fs, addr, _, _ := newFlags(&out)
+	PortFlag(fs, "addr")
+	if err := Parse(fs, []string{"--port", "9"}, MapEnv(map[string]string{"PORT": "8080"}), Port("addr")); err != nil {
+		t.Fatal(err)
+	}
+	if *addr != ":9" || !strings.Contains(out.String(), "--port is deprecated") {
+		t.Errorf("--port 9: addr %q, output %q", *addr, out.String())
+	}
+}
