@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"sync"
@@ -56,27 +57,43 @@ func (h *Handler) emptyList(w http.ResponseWriter, r *request) error {
 // dashboard is one entry of data/plugins_listing: a TensorBoard frontend
 // plugin and the data plugins that make it active.
 type dashboard struct {
-	name        string
-	element     string // custom element name; "" for Angular (NG_COMPONENT) plugins
-	dataPlugins []string
+	name          string
+	tabName       string
+	element       string // custom element name; "" for Angular (NG_COMPONENT) plugins
+	disableReload bool
+	dataPlugins   []string // none: never active (plugins of a local TensorBoard)
 }
 
-// dashboards in TensorBoard's tab order.
+// dashboards in TensorBoard's order (its default plugin list), which its
+// frontend keeps for the tabs.
 var dashboards = []dashboard{
-	{"timeseries", "", []string{"scalars", "histograms", "images"}},
-	{"scalars", "tf-scalar-dashboard", []string{"scalars"}},
-	{"custom_scalars", "tf-custom-scalar-dashboard", []string{"custom_scalars"}},
-	{"images", "tf-image-dashboard", []string{"images"}},
-	{"audio", "tf-audio-dashboard", []string{"audio"}},
-	{"graphs", "tf-graph-dashboard", []string{"graphs", "graph_run_metadata", "graph_run_metadata_graph", "graph_keras_model", "graph_tagged_run_metadata"}},
-	{"distributions", "tf-distribution-dashboard", []string{"histograms"}},
-	{"histograms", "tf-histogram-dashboard", []string{"histograms"}},
-	{"text", "tf-text-dashboard", []string{"text"}},
-	{"pr_curves", "tf-pr-curve-dashboard", []string{"pr_curves"}},
-	{"hparams", "tf-hparams-dashboard", []string{"hparams"}},
-	{"mesh", "mesh-dashboard", []string{"mesh"}},
+	{"timeseries", "Time Series", "", false, []string{"scalars", "histograms", "images"}},
+	{"scalars", "scalars", "tf-scalar-dashboard", false, []string{"scalars"}},
+	{"custom_scalars", "Custom Scalars", "tf-custom-scalar-dashboard", false, []string{"custom_scalars"}},
+	{"images", "images", "tf-image-dashboard", false, []string{"images"}},
+	{"audio", "audio", "tf-audio-dashboard", false, []string{"audio"}},
+	{"debugger-v2", "Debugger V2", "", false, nil},
+	{"graphs", "graphs", "tf-graph-dashboard", true, []string{"graphs", "graph_run_metadata", "graph_run_metadata_graph", "graph_keras_model", "graph_tagged_run_metadata"}},
+	{"distributions", "distributions", "tf-distribution-dashboard", false, []string{"histograms"}},
+	{"histograms", "histograms", "tf-histogram-dashboard", false, []string{"histograms"}},
+	{"text", "text", "tf-text-dashboard", false, []string{"text"}},
+	{"pr_curves", "PR Curves", "tf-pr-curve-dashboard", false, []string{"pr_curves"}},
+	{"profile_redirect", "Profile", "tf-profile-redirect-dashboard", false, nil},
+	{"hparams", "hparams", "tf-hparams-dashboard", false, []string{"hparams"}},
+	{"mesh", "mesh", "mesh-dashboard", false, []string{"mesh"}},
+	{"wit_redirect", "What-If Tool", "tf-wit-redirect-dashboard", false, nil},
 }
 
+type pluginEntry struct {
+	DisableReload    bool              `json:"disable_reload"`
+	Enabled          bool              `json:"enabled"`
+	LoadingMechanism map[string]string `json:"loading_mechanism"`
+	RemoveDOM        bool              `json:"remove_dom"`
+	TabName          string            `json:"tab_name"`
+}
+
+// pluginsListing answers TensorBoard's entries in TensorBoard's order
+// (a JSON object whose key order the frontend keeps).
 func (h *Handler) pluginsListing(w http.ResponseWriter, r *request) error {
 	resp, err := h.data.ListPlugins(r.ctx, &datapb.ListPluginsRequest{ExperimentId: r.eid}, h.callOpts...)
 	if err != nil {
@@ -86,21 +103,24 @@ func (h *Handler) pluginsListing(w http.ResponseWriter, r *request) error {
 	for _, p := range resp.GetPlugins() {
 		have[p.GetName()] = true
 	}
-	out := map[string]any{}
-	for _, d := range dashboards {
+	b := []byte{'{'}
+	for i, d := range dashboards {
 		mechanism := map[string]string{"type": "NG_COMPONENT"}
 		if d.element != "" {
 			mechanism = map[string]string{"type": "CUSTOM_ELEMENT", "element_name": d.element}
 		}
-		out[d.name] = map[string]any{
-			"disable_reload":    false,
-			"enabled":           slices.ContainsFunc(d.dataPlugins, func(p string) bool { return have[p] }),
-			"loading_mechanism": mechanism,
-			"remove_dom":        false,
-			"tab_name":          d.name,
+		entry, err := json.Marshal(pluginEntry{DisableReload: d.disableReload, LoadingMechanism: mechanism, TabName: d.tabName,
+			Enabled: slices.ContainsFunc(d.dataPlugins, func(p string) bool { return have[p] })})
+		if err != nil {
+			return err
 		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		key, _ := json.Marshal(d.name)
+		b = append(append(append(b, key...), ':'), entry...)
 	}
-	return writeJSON(w, out)
+	return writeBody(w, "application/json", append(b, '}'))
 }
 
 // runs serves data/runs. TensorBoard's two HTTP APIs disagree on it: the

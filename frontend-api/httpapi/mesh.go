@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"google.golang.org/protobuf/proto"
@@ -93,6 +95,12 @@ func (h *Handler) meshes(w http.ResponseWriter, r *request) error {
 			}
 		}
 	}
+	// By step, as TensorBoard sorts them; within a step TensorBoard keeps
+	// the order its components were first written in, which for its
+	// summary writer is vertices, faces, colors: the content type order.
+	slices.SortStableFunc(out, func(a, b meshEntry) int {
+		return cmp.Or(cmp.Compare(a.Step, b.Step), cmp.Compare(a.ContentType, b.ContentType))
+	})
 	return writeJSON(w, out)
 }
 
@@ -104,8 +112,12 @@ func shapeInt32(shape []int64) []int32 {
 	return out
 }
 
-// meshData serves one component of a mesh at one step as little-endian
-// binary: float32 vertices, int32 faces, uint8 colors.
+// meshData serves one component of a mesh at one step (?step=, 0 if
+// absent, as TensorBoard defaults it) and one sample of its batch
+// (?sample=, 0 if absent) as little-endian binary: float32 vertices, int32
+// faces, uint8 colors; the content type is TensorBoard's "arraybuffer".
+// Several series of the mesh with that content type at that step are
+// concatenated, and none gives an empty answer, as in TensorBoard.
 func (h *Handler) meshData(w http.ResponseWriter, r *request) error {
 	run, name, err := requireRunTag(r)
 	if err != nil {
@@ -114,19 +126,26 @@ func (h *Handler) meshData(w http.ResponseWriter, r *request) error {
 	q := r.URL.Query()
 	ctName := q.Get("content_type")
 	ct, ok := meshpb.MeshPluginData_ContentType_value[ctName]
-	if !ok {
-		return errorf(http.StatusBadRequest, "content_type=%q: want VERTEX, FACE or COLOR", ctName)
+	if !ok || ct == int32(meshpb.MeshPluginData_UNDEFINED) {
+		return errorf(http.StatusBadRequest, "Bad content_type")
 	}
-	var step int64 = -1
+	var step float64
 	if s := q.Get("step"); s != "" {
-		if step, err = strconv.ParseInt(s, 10, 64); err != nil {
-			return errorf(http.StatusBadRequest, "step=%q: want an integer", s)
+		if step, err = strconv.ParseFloat(s, 64); err != nil {
+			return errorf(http.StatusBadRequest, "step=%q: want a number", s)
+		}
+	}
+	var sample int64
+	if s := q.Get("sample"); s != "" {
+		if sample, err = strconv.ParseInt(s, 10, 64); err != nil || sample < 0 {
+			return errorf(http.StatusBadRequest, "sample=%q: want an integer >= 0", s)
 		}
 	}
 	comps, err := h.meshComponents(r, []string{run})
 	if err != nil {
 		return err
 	}
+	body := []byte{}
 	for _, c := range comps {
 		if c.data.GetName() != name || int32(c.data.GetContentType()) != ct {
 			continue
@@ -137,20 +156,28 @@ func (h *Handler) meshData(w http.ResponseWriter, r *request) error {
 		}
 		for _, s := range series {
 			d := s.data
-			for i := len(d.GetStep()) - 1; i >= 0; i-- {
-				if step >= 0 && d.GetStep()[i] != step {
+			for i, st := range d.GetStep() {
+				if float64(st) != step {
 					continue
 				}
 				vals, err := tensorFloats(d.GetValue()[i])
 				if err != nil {
-					return fmt.Errorf("mesh %q %s step %d: %w", name, ctName, d.GetStep()[i], err)
+					return fmt.Errorf("mesh %q %s step %d: %w", name, ctName, st, err)
 				}
-				// Addressed by step, not by blob key: not cacheable.
-				return writeBody(w, "application/octet-stream", meshBytes(meshpb.MeshPluginData_ContentType(ct), vals))
+				shape := shapeOf(d.GetValue()[i])
+				if len(shape) > 1 && shape[0] > 0 {
+					per := int64(len(vals)) / shape[0]
+					if sample >= shape[0] {
+						return errorf(http.StatusBadRequest, "sample=%d: the mesh has %d", sample, shape[0])
+					}
+					vals = vals[sample*per : (sample+1)*per]
+				}
+				body = append(body, meshBytes(meshpb.MeshPluginData_ContentType(ct), vals)...)
 			}
 		}
 	}
-	return errorf(http.StatusNotFound, "no %s data for mesh %q of run %q", ctName, name, run)
+	// Addressed by step, not by blob key: not cacheable.
+	return writeBody(w, "arraybuffer", body)
 }
 
 func meshBytes(ct meshpb.MeshPluginData_ContentType, vals []float64) []byte {

@@ -14,7 +14,9 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi"
+	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	hparamspb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/hparams"
+	meshpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/mesh"
 )
 
 // Tests of the answers that must be TensorBoard's (issue 16); the golden
@@ -206,5 +208,120 @@ func TestHParamsDownloadData(t *testing.T) {
 	_, body = get(t, srv.URL+"/experiment/e1/data/plugin/hparams/download_data?request="+req+"&format=csv&columnsVisibility="+url.QueryEscape("[false,true]"))
 	if want := "optimizer\r\nadam\r\n\"sgd, fast\"\r\n"; body != want {
 		t.Errorf("two columns asked, the second visible: %q, want %q", body, want)
+	}
+}
+
+// floatTensor is a DT_FLOAT tensor of the given shape.
+func floatTensor(shape []int64, vals ...float32) *tbpb.TensorProto {
+	s := &tbpb.TensorShapeProto{}
+	for _, d := range shape {
+		s.Dim = append(s.Dim, &tbpb.TensorShapeProto_Dim{Size: d})
+	}
+	return &tbpb.TensorProto{Dtype: tbpb.DataType_DT_FLOAT, TensorShape: s, FloatVal: vals}
+}
+
+// PR curve counts are integers, as TensorBoard truncates them; a run
+// without the tag is TensorBoard's 400.
+func TestPRCurvesIntegerCountsAndMissingSeries(t *testing.T) {
+	// Three thresholds: TP, FP, TN, FN, precision, recall.
+	curve := floatTensor([]int64{6, 3},
+		46.067947, 20.5, 0.4,
+		10, 3.9, 0.3,
+		1, 2, 3,
+		4, 5, 6,
+		0.8, 0.9, 1,
+		1, 0.5, 0)
+	_, srv := serveTable(t, httpapi.Config{},
+		series{plugin: "pr_curves", run: "train", tag: "pr", steps: []int64{7}, tensors: []*tbpb.TensorProto{curve}})
+	p := srv.URL + "/experiment/e1/data/plugin/pr_curves/pr_curves?tag=pr&run="
+	_, body := get(t, p+"train")
+	// The last threshold goes: its truncated TP + FP is 0 + 0.
+	want := `{"train":[{"wall_time":1007.0,"step":7,"precision":[0.800000011920929,0.8999999761581421],"recall":[1.0,0.5],` +
+		`"true_positives":[46,20],"false_positives":[10,3],"true_negatives":[1,2],"false_negatives":[4,5],"thresholds":[0.0,0.5]}]}`
+	if body != want {
+		t.Errorf("pr_curves:\n%s\nwant\n%s", body, want)
+	}
+	resp, body := get(t, p+"train&run=eval")
+	if want := "No PR curves could be found for run 'eval' and tag 'pr'\n"; resp.StatusCode != 400 || body != want {
+		t.Errorf("a run without the tag: %d %q, want 400 %q", resp.StatusCode, body, want)
+	}
+}
+
+// plugins_listing is TensorBoard's: its entries in its order (the
+// frontend's tab order), its tab names, graphs not reloaded.
+func TestPluginsListingIsTensorBoards(t *testing.T) {
+	_, srv := serveTable(t, httpapi.Config{},
+		series{plugin: "scalars", run: "train", tag: "loss", steps: []int64{0}, scalars: []float32{1}})
+	_, body := get(t, srv.URL+"/experiment/e1/data/plugins_listing")
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.Token()
+	var order []string
+	entries := map[string]map[string]any{}
+	for dec.More() {
+		k, _ := dec.Token()
+		var v map[string]any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("%v in %s", err, body)
+		}
+		order = append(order, k.(string))
+		entries[k.(string)] = v
+	}
+	wantOrder := []string{"timeseries", "scalars", "custom_scalars", "images", "audio", "debugger-v2", "graphs", "distributions",
+		"histograms", "text", "pr_curves", "profile_redirect", "hparams", "mesh", "wit_redirect"}
+	if !reflect.DeepEqual(order, wantOrder) {
+		t.Errorf("order %v, want %v", order, wantOrder)
+	}
+	for name, tab := range map[string]string{"timeseries": "Time Series", "custom_scalars": "Custom Scalars", "pr_curves": "PR Curves", "scalars": "scalars"} {
+		if got := entries[name]["tab_name"]; got != tab {
+			t.Errorf("%s: tab_name %v, want %q", name, got, tab)
+		}
+	}
+	if entries["graphs"]["disable_reload"] != true || entries["scalars"]["disable_reload"] != false {
+		t.Errorf("disable_reload: graphs %v, scalars %v", entries["graphs"]["disable_reload"], entries["scalars"]["disable_reload"])
+	}
+	if entries["scalars"]["enabled"] != true || entries["images"]["enabled"] != false || entries["debugger-v2"]["enabled"] != false {
+		t.Errorf("enabled: %s", body)
+	}
+}
+
+// mesh/meshes is sorted by step (then by component: vertices, faces,
+// colors); mesh/data is TensorBoard's "arraybuffer" for one batch sample.
+// The custom scalars layout writes proto3 default values.
+func TestMeshOrderAndContentTypeAndLayoutDefaults(t *testing.T) {
+	part := func(tag string, ct meshpb.MeshPluginData_ContentType, vals ...float32) series {
+		md := &meshpb.MeshPluginData{Name: "cube", ContentType: ct, Components: 7}
+		return series{plugin: "mesh", run: "train", tag: tag, content: mustMarshal(t, md), steps: []int64{2, 1},
+			tensors: []*tbpb.TensorProto{floatTensor([]int64{2, 1, int64(len(vals)) / 2}, vals...), floatTensor([]int64{2, 1, int64(len(vals)) / 2}, vals...)}}
+	}
+	layout := &tbpb.Layout{Category: []*tbpb.Category{{Title: "losses", Chart: []*tbpb.Chart{{Title: "l",
+		Content: &tbpb.Chart_Multiline{Multiline: &tbpb.MultilineChartContent{Tag: []string{"loss/.*"}}}}}}}}
+	_, srv := serveTable(t, httpapi.Config{},
+		part("cube_COLOR", meshpb.MeshPluginData_COLOR, 1, 2, 3, 4, 5, 6),
+		part("cube_VERTEX", meshpb.MeshPluginData_VERTEX, 0.5, 1, 1.5, 2, 2.5, 3),
+		series{plugin: "custom_scalars", run: ".", tag: "custom_scalars__config__", steps: []int64{0}, tensors: []*tbpb.TensorProto{
+			{Dtype: tbpb.DataType_DT_STRING, TensorShape: &tbpb.TensorShapeProto{}, StringVal: [][]byte{mustMarshal(t, layout)}}}})
+	p := srv.URL + "/experiment/e1/data/plugin/"
+	_, body := get(t, p+"mesh/meshes?run=train&tag=cube")
+	var metas []struct {
+		Step        int64 `json:"step"`
+		ContentType int   `json:"content_type"`
+	}
+	if err := json.Unmarshal([]byte(body), &metas); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		Step        int64 `json:"step"`
+		ContentType int   `json:"content_type"`
+	}{{1, 1}, {1, 3}, {2, 1}, {2, 3}}
+	if !reflect.DeepEqual(metas, want) {
+		t.Errorf("meshes (step, content type): %v, want %v", metas, want)
+	}
+	resp, body := get(t, p+"mesh/data?run=train&tag=cube&content_type=COLOR&step=1&sample=1")
+	if ct := resp.Header.Get("Content-Type"); ct != "arraybuffer" || body != "\x04\x05\x06" {
+		t.Errorf("mesh/data: %s %q, want arraybuffer of sample 1", ct, body)
+	}
+	_, body = get(t, p+"custom_scalars/layout")
+	if want := `{"version":0,"category":[{"title":"losses","chart":[{"title":"l","multiline":{"tag":["loss/.*"]}}],"closed":false}]}`; body != want {
+		t.Errorf("layout: %s, want %s", body, want)
 	}
 }

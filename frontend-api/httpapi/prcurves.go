@@ -2,11 +2,11 @@ package httpapi
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"regexp"
 	"slices"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
@@ -28,10 +28,10 @@ type prCurveEntry struct {
 	Step           int64   `json:"step"`
 	Precision      []Float `json:"precision"`
 	Recall         []Float `json:"recall"`
-	TruePositives  []Float `json:"true_positives"`
-	FalsePositives []Float `json:"false_positives"`
-	TrueNegatives  []Float `json:"true_negatives"`
-	FalseNegatives []Float `json:"false_negatives"`
+	TruePositives  []int64 `json:"true_positives"`
+	FalsePositives []int64 `json:"false_positives"`
+	TrueNegatives  []int64 `json:"true_negatives"`
+	FalseNegatives []int64 `json:"false_negatives"`
 	Thresholds     []Float `json:"thresholds"`
 }
 
@@ -46,8 +46,13 @@ func (h *Handler) prCurves(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	out := map[string][]prCurveEntry{}
+	for _, s := range series {
+		out[s.run] = []prCurveEntry{}
+	}
 	for _, run := range runs {
-		out[run] = []prCurveEntry{}
+		if _, ok := out[run]; !ok {
+			return errorf(http.StatusBadRequest, "No PR curves could be found for run %s and tag %s", pyRepr(run), pyRepr(tag))
+		}
 	}
 	for _, s := range series {
 		d := s.data
@@ -63,9 +68,11 @@ func (h *Handler) prCurves(w http.ResponseWriter, r *request) error {
 	return writeJSON(w, out)
 }
 
-// prCurveEntryOf decodes one PR curve. Thresholds are evenly spaced on
-// [0, 1]; trailing thresholds where true and false positives are both zero
-// (precision undefined) are dropped, as TensorBoard does.
+// prCurveEntryOf decodes one PR curve as TensorBoard does: counts as
+// integers (truncated), thresholds evenly spaced on [0, 1] (NumPy's
+// linspace: i * (1/(n-1)), the last exactly 1), trailing thresholds where
+// the truncated true and false positives sum to zero (precision
+// undefined) dropped.
 func prCurveEntryOf(t *tbpb.TensorProto) (prCurveEntry, error) {
 	vals, err := tensorFloats(t)
 	if err != nil {
@@ -77,23 +84,36 @@ func prCurveEntryOf(t *tbpb.TensorProto) (prCurveEntry, error) {
 	}
 	n := int(shape[1])
 	row := func(i int) []float64 { return vals[i*n : (i+1)*n] }
-	tp, fp := row(0), row(1)
+	tp, fp := ints(row(0)), ints(row(1))
 	end := n
 	for end > 1 && tp[end-1]+fp[end-1] == 0 {
 		end--
 	}
 	thresholds := make([]float64, n)
-	for i := range thresholds {
-		if n > 1 {
-			thresholds[i] = float64(i) / float64(n-1)
+	if n > 1 {
+		step := 1 / float64(n-1)
+		for i := range thresholds {
+			thresholds[i] = float64(i) * step
 		}
+		thresholds[n-1] = 1
 	}
 	return prCurveEntry{
-		TruePositives: floats(tp[:end]), FalsePositives: floats(fp[:end]),
-		TrueNegatives: floats(row(2)[:end]), FalseNegatives: floats(row(3)[:end]),
+		TruePositives: tp[:end], FalsePositives: fp[:end],
+		TrueNegatives: ints(row(2))[:end], FalseNegatives: ints(row(3))[:end],
 		Precision: floats(row(4)[:end]), Recall: floats(row(5)[:end]),
 		Thresholds: floats(thresholds[:end]),
 	}, nil
+}
+
+// ints truncates counts toward zero, as Python's int() does.
+func ints(vs []float64) []int64 {
+	out := make([]int64, len(vs))
+	for i, v := range vs {
+		if !math.IsNaN(v) {
+			out[i] = int64(v)
+		}
+	}
+	return out
 }
 
 // customScalarsConfigTag holds a run's custom scalars layout.
@@ -139,11 +159,7 @@ func (h *Handler) customScalarsLayout(w http.ResponseWriter, r *request) error {
 	if len(merged.Category) == 0 {
 		return writeJSON(w, map[string]any{})
 	}
-	b, err := protojson.Marshal(merged)
-	if err != nil {
-		return err
-	}
-	return writeBody(w, "application/json", b)
+	return writeTensorBoardProto(w, merged)
 }
 
 // customScalars serves the scalar series of one run whose tags match a

@@ -154,3 +154,15 @@ func mustMarshal(t *testing.T, m proto.Message) []byte {
 	}
 	return b
 }
+
+func (p *tableProvider) ListPlugins(context.Context, *datapb.ListPluginsRequest) (*datapb.ListPluginsResponse, error) {
+	resp := &datapb.ListPluginsResponse{}
+	seen := map[string]bool{}
+	for _, s := range p.series {
+		if !seen[s.plugin] {
+			seen[s.plugin] = true
+			resp.Plugins = append(resp.Plugins, &datapb.Plugin{Name: s.plugin})
+		}
+	}
+	return resp, nil
+}
