@@ -166,7 +166,7 @@ func TestTextToHTML(t *testing.T) {
 		t.Errorf("2x2 table: %q, %v", got, err)
 	}
 	plain, err := textToHTML(&tbpb.TensorProto{Dtype: tbpb.DataType_DT_STRING, StringVal: [][]byte{[]byte("<b>x</b>")}}, false)
-	if err != nil || plain != "<p>&lt;b&gt;x&lt;/b&gt;</p>" {
+	if err != nil || plain != "&lt;b&gt;x&lt;/b&gt;" {
 		t.Errorf("markdown=false: %q, %v", plain, err)
 	}
 	cube := &tbpb.TensorProto{Dtype: tbpb.DataType_DT_STRING, TensorShape: shape(1, 2, 2), StringVal: [][]byte{[]byte("a"), []byte("zz"), []byte("b"), []byte("yy")}}

@@ -325,3 +325,43 @@ func TestMeshOrderAndContentTypeAndLayoutDefaults(t *testing.T) {
 		t.Errorf("layout: %s, want %s", body, want)
 	}
 }
+
+func stringTensor(shape []int64, vals ...string) *tbpb.TensorProto {
+	t := floatTensor(shape)
+	t.Dtype, t.FloatVal = tbpb.DataType_DT_STRING, nil
+	for _, v := range vals {
+		t.StringVal = append(t.StringVal, []byte(v))
+	}
+	return t
+}
+
+// Text is rendered as TensorBoard renders it (Python-Markdown, then
+// bleach): blocks without a trailing newline, apostrophes as they are,
+// tags outside TensorBoard's allow list escaped; with markdown=false the
+// text is only cleaned, not wrapped in a paragraph.
+func TestTextIsTensorBoardsMarkdown(t *testing.T) {
+	_, srv := serveTable(t, httpapi.Config{},
+		series{plugin: "text", run: "text", tag: "notes", steps: []int64{0}, tensors: []*tbpb.TensorProto{
+			stringTensor(nil, "**step 0** — it's <script>alert(1)</script>\n\nsecond [x](javascript:alert(1)) [y](https://e.org/?a=1&b=2 \"t\")")}},
+		series{plugin: "text", run: "text", tag: "table", steps: []int64{0}, tensors: []*tbpb.TensorProto{stringTensor([]int64{2}, "a <b>", "c's")}},
+		series{plugin: "scalars", run: "text", tag: "loss", steps: []int64{0}, scalars: []float32{1}, content: nil})
+	p := srv.URL + "/experiment/e1/data/plugin/text/text?run=text&tag="
+	var got []struct {
+		Text string `json:"text"`
+	}
+	check := func(u, want string) {
+		t.Helper()
+		_, body := get(t, u)
+		if err := json.Unmarshal([]byte(body), &got); err != nil || len(got) != 1 {
+			t.Fatalf("%s: %v %s", u, err, body)
+		}
+		if got[0].Text != want {
+			t.Errorf("%s:\n got %q\nwant %q", u, got[0].Text, want)
+		}
+	}
+	check(p+"notes", "<p><strong>step 0</strong> — it's &lt;script&gt;alert(1)&lt;/script&gt;</p>\n"+
+		`<p>second <a>x</a> <a href="https://e.org/?a=1&amp;b=2" title="t">y</a></p>`)
+	check(p+"notes&markdown=false", "**step 0** — it's &lt;script&gt;alert(1)&lt;/script&gt;\n\nsecond [x](javascript:alert(1)) [y](https://e.org/?a=1&amp;b=2 \"t\")")
+	check(p+"table", "<table>\n<tbody>\n<tr>\n<td><p>a &lt;b&gt;</p></td>\n</tr>\n<tr>\n<td><p>c's</p></td>\n</tr>\n</tbody>\n</table>")
+	check(p+"table&markdown=false", "<table>\n<tbody>\n<tr>\n<td>a &lt;b&gt;</td>\n</tr>\n<tr>\n<td>c's</td>\n</tr>\n</tbody>\n</table>")
+}

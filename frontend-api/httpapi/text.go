@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"fmt"
-	"html"
 	"net/http"
 	"strings"
 
@@ -54,8 +53,8 @@ func (h *Handler) text(w http.ResponseWriter, r *request) error {
 // textToHTML renders a string tensor as TensorBoard's text plugin does: a
 // scalar as one block, a vector as a one-column table, a matrix as a
 // table, and of a higher-rank tensor its first matrix, with a warning.
-// Each cell is sanitized markdown, or escaped text when useMarkdown is
-// false.
+// Each cell is sanitized markdown, or sanitized HTML (the text as it is,
+// cleaned) when useMarkdown is false.
 func textToHTML(t *tbpb.TensorProto, useMarkdown bool) (string, error) {
 	vals, err := tensorStrings(t)
 	if err != nil {
@@ -66,7 +65,7 @@ func textToHTML(t *tbpb.TensorProto, useMarkdown bool) (string, error) {
 		if useMarkdown {
 			return markdownToSafeHTML(s)
 		}
-		return "<p>" + html.EscapeString(s) + "</p>"
+		return safeHTML(s)
 	}
 	shape := shapeOf(t)
 	switch len(shape) {
@@ -86,7 +85,8 @@ func textToHTML(t *tbpb.TensorProto, useMarkdown bool) (string, error) {
 	for _, d := range shape[2:] {
 		inner *= d
 	}
-	warning := fmt.Sprintf("<p><strong>Warning:</strong> this text summary has %d dimensions; only its first 2-d slice is shown.</p>", len(shape))
+	warning := markdownToSafeHTML(fmt.Sprintf("**Warning:** This text summary contained data of dimensionality %d, but only "+
+		"2d tables are supported. Showing a 2d slice of the data instead.", len(shape)))
 	if inner == 0 {
 		return warning, nil
 	}
