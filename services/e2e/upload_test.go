@@ -1,14 +1,18 @@
 package e2e_test
 
 import (
+	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"cloud.google.com/go/storage"
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 
+	"github.com/tbhub/tbhub/services/internal/blob/blobtest"
 	"github.com/tbhub/tbhub/services/internal/blob/gcsblob"
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
@@ -25,16 +29,41 @@ func TestUploadCorpusThenExport(t *testing.T) {
 
 // TestUploadCorpusThenExportOnSpannerAndGCS is the same on Cloud Spanner (the
 // official emulator) and GCS (fake-gcs-server).
+// fake-gcs-server listens on loopback and the server reaches it as in
+// docker-compose.yml: through STORAGE_EMULATOR_HOST, so blobs are read
+// through the XML API as on a deployment against the emulator.
 func TestUploadCorpusThenExportOnSpannerAndGCS(t *testing.T) {
 	db := spanneremu.NewDatabase(t)
 	st := spannerstore.New(db.Client, spannerstore.Options{SerializeTransactions: true})
-	gcs, err := fakestorage.NewServerWithOptions(fakestorage.Options{NoListener: true})
+	uploadCorpusThenExport(t, start(t, st, gcsblob.New(fakeGCS(t, "tbhub-e2e"), "tbhub-e2e", gcsblob.Options{Prefix: "e2e/"}), "127.0.0.1:0"))
+}
+
+// fakeGCS starts fake-gcs-server on a loopback port with one bucket and
+// returns a client made as tbhub serve makes it (gcsblob.NewClient with
+// STORAGE_EMULATOR_HOST set). The fake serves XML-API downloads only when
+// the request's Host is its public host, so that is its address.
+func fakeGCS(t *testing.T, bucket string) *storage.Client {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	gcs, err := fakestorage.NewServerWithOptions(fakestorage.Options{
+		Scheme: "http", Host: "127.0.0.1", Port: uint16(port), PublicHost: fmt.Sprintf("127.0.0.1:%d", port)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(gcs.Stop)
-	gcs.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: "tbhub-e2e"})
-	uploadCorpusThenExport(t, start(t, st, gcsblob.New(gcs.Client(), "tbhub-e2e", gcsblob.Options{Prefix: "e2e"}), "127.0.0.1:0"))
+	gcs.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: bucket})
+	t.Setenv("STORAGE_EMULATOR_HOST", fmt.Sprintf("127.0.0.1:%d", port))
+	client, err := gcsblob.NewClient(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return client
 }
 
 func uploadCorpusThenExport(t *testing.T, s *server) {
@@ -46,7 +75,9 @@ func uploadCorpusThenExport(t *testing.T, s *server) {
 	}
 	out := t.TempDir()
 	c.run("export", "--experiment", first.ExperimentID, "--outdir", out)
-	compareWithExpected(t, readExport(t, filepath.Join(out, "experiment_"+first.ExperimentID)), filepath.Join(corpus, "EXPECTED.json"), 200)
+	exported := filepath.Join(out, "experiment_"+first.ExperimentID)
+	compareWithExpected(t, readExport(t, exported), filepath.Join(corpus, "EXPECTED.json"), 200)
+	compareBlobsWithLogdir(t, exported, corpus, expectedTotal(t, filepath.Join(corpus, "EXPECTED.json"), "blobs"))
 
 	again := parseSummary(t, c.run("upload", "--one-shot", "--json", "--logdir", corpus))
 	if again.ExperimentID != first.ExperimentID {
@@ -88,4 +119,83 @@ func TestUploadFromGCSLogdir(t *testing.T) {
 	t.Logf("inspect: %s", c.run("inspect", "--logdir", "gs://research/exp1/logs"))
 	sum := parseSummary(t, c.run("upload", "--one-shot", "--json", "--logdir", "gs://research/exp1/logs"))
 	exportAndCompare(t, c, sum.ExperimentID, expected, 15)
+}
+
+// TestUploadRunsWithHostileNames: runs named as researchers name them (issue
+// 12's Chinese run name, spaces, "%", emoji, 255-byte directory names, nested)
+// upload their images, audio and graphs, and every blob exports byte for
+// byte; embedded, and on Spanner with fake-gcs-server.
+func TestUploadRunsWithHostileNames(t *testing.T) {
+	uploadHostileRuns(t, startEmbedded(t, t.TempDir(), "127.0.0.1:0"), 4)
+}
+
+func TestUploadRunsWithHostileNamesOnSpannerAndGCS(t *testing.T) {
+	db := spanneremu.NewDatabase(t)
+	st := spannerstore.New(db.Client, spannerstore.Options{SerializeTransactions: true})
+	// Two of the names: the emulator takes a second per few blobs.
+	uploadHostileRuns(t, start(t, st, gcsblob.New(fakeGCS(t, "hostile"), "hostile", gcsblob.Options{}), "127.0.0.1:0"), 2)
+}
+
+func uploadHostileRuns(t *testing.T, s *server, nruns int) {
+	corpus := corpusDir(t)
+	logdir := t.TempDir()
+	sources := []string{"generated/images", "generated/audio", "generated/graph"}
+	runs := []string{
+		blobtest.IssueRunName,
+		"lr 0.001/batch 256 %/50%2F",
+		"🚀 run 🔥/第一",
+		strings.Repeat("学", 85), // 255 bytes: a file system's longest name
+	}[:nruns]
+	for _, run := range runs {
+		for i, src := range sources {
+			dir := filepath.Join(logdir, filepath.FromSlash(run), fmt.Sprint(i))
+			if i == 0 {
+				dir = filepath.Join(logdir, filepath.FromSlash(run))
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			entries, err := os.ReadDir(filepath.Join(corpus, src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				data, err := os.ReadFile(filepath.Join(corpus, src, e.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	perCopy := 0
+	for _, src := range sources {
+		perCopy += expectedRunBlobs(t, filepath.Join(corpus, "EXPECTED.json"), src)
+	}
+	c := newTbup(t, s)
+	sum := parseSummary(t, c.run("upload", "--one-shot", "--json", "--logdir", logdir, "--name", "hostile"))
+	if want := int64(perCopy * len(runs)); sum.Blobs != want {
+		t.Errorf("upload sent %d blobs, want %d", sum.Blobs, want)
+	}
+	out := t.TempDir()
+	c.run("export", "--experiment", sum.ExperimentID, "--outdir", out)
+	exported := filepath.Join(out, "experiment_"+sum.ExperimentID)
+	compareBlobsWithLogdir(t, exported, logdir, perCopy*len(runs))
+	perRun := map[string]int{}
+	for p, bs := range exportedBlobs(t, exported) {
+		perRun[p.run] += len(bs)
+	}
+	for _, run := range runs {
+		for i, src := range sources {
+			name := run
+			if i > 0 {
+				name = fmt.Sprintf("%s/%d", run, i)
+			}
+			if want := expectedRunBlobs(t, filepath.Join(corpus, "EXPECTED.json"), src); perRun[name] != want {
+				t.Errorf("run %q: %d blobs exported, want %d (as %s)", name, perRun[name], want, src)
+			}
+		}
+	}
 }
