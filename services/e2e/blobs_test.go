@@ -181,34 +181,18 @@ func compareBlobsWithLogdir(t testing.TB, exportDir, logdir string, minBlobs int
 	}
 }
 
-// expectedTotal is one of the totals of an EXPECTED.json.
-func expectedTotal(t testing.TB, path, key string) int {
+// expectedBlobs is what EXPECTED.json says of blobs: the total, and the
+// number in each run.
+func expectedBlobs(t testing.TB, path string) (total int, perRun map[string]int) {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var exp struct {
-		Totals map[string]float64 `json:"totals"`
-	}
-	if err := json.Unmarshal(raw, &exp); err != nil {
-		t.Fatal(err)
-	}
-	n, ok := exp.Totals[key]
-	if !ok {
-		t.Fatalf("%s has no total %q", path, key)
-	}
-	return int(n)
-}
-
-// expectedRunBlobs is the number of blobs EXPECTED.json gives run.
-func expectedRunBlobs(t testing.TB, path, run string) int {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var exp struct {
+		Totals struct {
+			Blobs *int `json:"blobs"`
+		} `json:"totals"`
 		Runs map[string]map[string]struct {
 			Blobs int `json:"blobs"`
 		} `json:"runs"`
@@ -216,9 +200,14 @@ func expectedRunBlobs(t testing.TB, path, run string) int {
 	if err := json.Unmarshal(raw, &exp); err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, s := range exp.Runs[run] {
-		n += s.Blobs
+	if exp.Totals.Blobs == nil {
+		t.Fatalf("%s has no total of blobs", path)
 	}
-	return n
+	perRun = map[string]int{}
+	for run, series := range exp.Runs {
+		for _, s := range series {
+			perRun[run] += s.Blobs
+		}
+	}
+	return *exp.Totals.Blobs, perRun
 }

@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/blob/blobtest"
 	"github.com/tbhub/tbhub/services/internal/blob/gcsblob"
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
+	"github.com/tbhub/tbhub/services/internal/testenv/fakegcs"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 	"github.com/tbhub/tbhub/uploader/eventgen"
 )
@@ -38,26 +38,11 @@ func TestUploadCorpusThenExportOnSpannerAndGCS(t *testing.T) {
 	uploadCorpusThenExport(t, start(t, st, gcsblob.New(fakeGCS(t, "tbhub-e2e"), "tbhub-e2e", gcsblob.Options{Prefix: "e2e/"}), "127.0.0.1:0"))
 }
 
-// fakeGCS starts fake-gcs-server on a loopback port with one bucket and
-// returns a client made as tbhub serve makes it (gcsblob.NewClient with
-// STORAGE_EMULATOR_HOST set). The fake serves XML-API downloads only when
-// the request's Host is its public host, so that is its address.
+// fakeGCS starts fake-gcs-server with one bucket and returns a client
+// made as tbhub serve makes it.
 func fakeGCS(t *testing.T, bucket string) *storage.Client {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	gcs, err := fakestorage.NewServerWithOptions(fakestorage.Options{
-		Scheme: "http", Host: "127.0.0.1", Port: uint16(port), PublicHost: fmt.Sprintf("127.0.0.1:%d", port)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(gcs.Stop)
-	gcs.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: bucket})
-	t.Setenv("STORAGE_EMULATOR_HOST", fmt.Sprintf("127.0.0.1:%d", port))
+	fakegcs.Start(t, bucket)
 	client, err := gcsblob.NewClient(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +62,8 @@ func uploadCorpusThenExport(t *testing.T, s *server) {
 	c.run("export", "--experiment", first.ExperimentID, "--outdir", out)
 	exported := filepath.Join(out, "experiment_"+first.ExperimentID)
 	compareWithExpected(t, readExport(t, exported), filepath.Join(corpus, "EXPECTED.json"), 200)
-	compareBlobsWithLogdir(t, exported, corpus, expectedTotal(t, filepath.Join(corpus, "EXPECTED.json"), "blobs"))
+	total, _ := expectedBlobs(t, filepath.Join(corpus, "EXPECTED.json"))
+	compareBlobsWithLogdir(t, exported, corpus, total)
 
 	again := parseSummary(t, c.run("upload", "--one-shot", "--json", "--logdir", corpus))
 	if again.ExperimentID != first.ExperimentID {
@@ -170,9 +156,10 @@ func uploadHostileRuns(t *testing.T, s *server, nruns int) {
 			}
 		}
 	}
+	_, expected := expectedBlobs(t, filepath.Join(corpus, "EXPECTED.json"))
 	perCopy := 0
 	for _, src := range sources {
-		perCopy += expectedRunBlobs(t, filepath.Join(corpus, "EXPECTED.json"), src)
+		perCopy += expected[src]
 	}
 	c := newTbup(t, s)
 	sum := parseSummary(t, c.run("upload", "--one-shot", "--json", "--logdir", logdir, "--name", "hostile"))
@@ -193,7 +180,7 @@ func uploadHostileRuns(t *testing.T, s *server, nruns int) {
 			if i > 0 {
 				name = fmt.Sprintf("%s/%d", run, i)
 			}
-			if want := expectedRunBlobs(t, filepath.Join(corpus, "EXPECTED.json"), src); perRun[name] != want {
+			if want := expected[src]; perRun[name] != want {
 				t.Errorf("run %q: %d blobs exported, want %d (as %s)", name, perRun[name], want, src)
 			}
 		}

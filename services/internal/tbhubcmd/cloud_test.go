@@ -5,16 +5,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"hash/crc32"
 	"io"
-	"net"
 	"net/http"
 	"regexp"
 	"testing"
 	"time"
 
-	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
@@ -24,31 +21,10 @@ import (
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/testenv/fakegcs"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 	"os"
 )
-
-// startFakeGCS runs fake-gcs-server on a loopback port and points
-// STORAGE_EMULATOR_HOST at it, as a deployment's emulator would be.
-func startFakeGCS(t *testing.T, bucket string) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{
-		StorageRoot: t.TempDir(), Scheme: "http", Host: "127.0.0.1", Port: uint16(port),
-		PublicHost: fmt.Sprintf("127.0.0.1:%d", port),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: bucket})
-	t.Setenv("STORAGE_EMULATOR_HOST", srv.URL())
-}
 
 // TestServeOnSpannerAndGCS runs `tbhub serve --store spanner://... --blobs
 // gs://...` against the Spanner emulator and fake-gcs-server, reads its
@@ -67,7 +43,7 @@ func TestServeOnSpannerAndGCS(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Drop(context.Background()) })
-	startFakeGCS(t, "tbhub-test")
+	fakegcs.Start(t, "tbhub-test")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
