@@ -355,7 +355,7 @@ func testObjectKeys(t *testing.T, h Harness) {
 			if err := blob.ValidateKey(key); err != nil {
 				t.Fatalf("ObjectKey(%q, %q) = %q is invalid: %v", run, tag, key, err)
 			}
-			if rest := strings.TrimPrefix(key, blob.ExperimentPrefix(eid)); strings.Trim(rest, "blobs0123456789abcdef/-") != "" {
+			if rest := strings.TrimPrefix(key, blob.ExperimentPrefix(eid)); strings.Trim(rest, "losb0123456789acdef/-") != "" {
 				t.Fatalf("ObjectKey(%q, %q) = %q holds characters that may need escaping somewhere", run, tag, key)
 			}
 			if len(key) != keyLen {
