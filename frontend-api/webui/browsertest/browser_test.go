@@ -22,6 +22,7 @@ import (
 
 	"github.com/tbhub/tbhub/frontend-api/session"
 	"github.com/tbhub/tbhub/frontend-api/session/sessiontest"
+	"log"
 )
 
 // env is what every test shares: one `tbhub serve` holding the corpus,
@@ -157,7 +158,14 @@ func setup(dir string) (func(), error) {
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	stops = append(stops, cancelAlloc)
-	browser, cancelBrowser := chromedp.NewContext(allocCtx)
+	// chromedp's DOM tracking logs every DOM event its protocol version
+	// does not know (Chromium's newer EventTopLayerElementsUpdated, once per
+	// dialog or popover change): thousands of lines that hid the failures.
+	browser, cancelBrowser := chromedp.NewContext(allocCtx, chromedp.WithErrorf(func(format string, args ...any) {
+		if !strings.HasPrefix(format, "unhandled node event") {
+			log.Printf(format, args...)
+		}
+	}))
 	stops = append(stops, cancelBrowser)
 	if err := chromedp.Run(browser); err != nil {
 		stopAll()

@@ -197,6 +197,8 @@ export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     );
   }
 
+  // Plots fill the width: draw them again when it changes.
+  let lastWidth = 0;
   function render() {
     if (!table) return;
     const s = store.get();
@@ -251,10 +253,12 @@ export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     else if (s.hview === "scatter") {
       setChildren(content, x < 0 || y < 0 ? notice("Nothing to plot: no hyperparameters or metrics.") : h("div.plot", null, scatterPlot(columns, rows, x, y, color, Math.min(width, 900))), count);
     } else setChildren(content, renderTable(s, columns, rows), count);
+    // Drawn for this width: the resize observer's next (debounced) call must
+    // not draw it again, which would replace a plot the user is dragging on
+    // (switching from the table to a plot changes the content's width).
+    lastWidth = content.clientWidth;
   }
 
-  // Plots fill the width: draw them again when it changes.
-  let lastWidth = 0;
   const resized = new ResizeObserver(
     debounce(() => {
       if (content.clientWidth === lastWidth) return;
