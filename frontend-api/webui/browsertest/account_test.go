@@ -51,7 +51,7 @@ func TestMyExperimentsRenameShareDelete(t *testing.T) {
 	// Other tests list the owner's experiments: leave none behind.
 	t.Cleanup(func() { api(t, http.MethodDelete, "/api/experiments/"+eid, env.token, "") })
 	run(t, ctx,
-		chromedp.Navigate(env.origin+"/"),
+		navigate(env.origin+"/"),
 		waitFor(`document.querySelector('`+row(eid)+`') !== null`),
 		chromedp.Click(row(eid)+` button.edit`, chromedp.ByQuery),
 		waitFor(`document.querySelector("dialog.edit-dialog[open]") !== null`),
@@ -143,7 +143,7 @@ func TestCreateAPITokenShownOnce(t *testing.T) {
 	ctx := tab(t, true)
 	var secret string
 	run(t, ctx,
-		chromedp.Navigate(env.origin+"/"),
+		navigate(env.origin+"/"),
 		waitFor(`document.querySelector("form.new-token") !== null`),
 		chromedp.SendKeys(`form.new-token input[name=token-name]`, "browser-made", chromedp.ByQuery),
 		chromedp.Click(`form.new-token input[name=scope-upload]`, chromedp.ByQuery), // read only
@@ -197,7 +197,7 @@ func TestOIDCSignInReturnsToPrivateExperiment(t *testing.T) {
 	q := map[string][]string{"tab": {"scalars"}, "runFilter": {"^generated/scalars/"}}
 	want := experimentURL(env.eid, q)
 	run(t, ctx,
-		chromedp.Navigate(want),
+		navigate(want),
 		waitFor(`document.querySelector("form.signin a.oidc-signin") !== null`),
 	)
 	screenshot(t, ctx, "signin-oidc")
@@ -205,7 +205,7 @@ func TestOIDCSignInReturnsToPrivateExperiment(t *testing.T) {
 	var href, loc string
 	run(t, ctx, chromedp.Evaluate(`document.querySelector("form.signin a.oidc-signin").href`, &href))
 	run(t, ctx,
-		chromedp.Navigate(href),
+		navigate(href),
 		waitFor(paintedCanvases(".scalar-card canvas", 200)+" >= 1"),
 		chromedp.Location(&loc),
 		waitFor(`document.querySelector("header.top .who")?.textContent === "alice@example.com"`),
@@ -229,7 +229,7 @@ func TestOIDCSignInReturnsToPrivateExperiment(t *testing.T) {
 	run(t, ctx,
 		chromedp.Click(`header.top button.signout`, chromedp.ByQuery),
 		waitFor(`document.querySelector("header.top a.signin-link") !== null`),
-		chromedp.Navigate(want),
+		navigate(want),
 		waitFor(`document.querySelector("form.signin") !== null`),
 	)
 	if env.issuer.Exchanges() == 0 {
@@ -256,7 +256,7 @@ func TestShareFromExperimentPage(t *testing.T) {
 	t.Cleanup(func() { api(t, http.MethodDelete, "/api/experiments/"+eid, env.token, "") })
 	ctx := tab(t, true)
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(eid, nil)),
+		navigate(experimentURL(eid, nil)),
 		waitFor(`document.querySelector(".exp-head .owner-controls select.visibility")?.value === "private"`),
 		choose(".exp-head .owner-controls select.visibility", "unlisted"),
 	)
@@ -281,7 +281,7 @@ func TestShareFromExperimentPage(t *testing.T) {
 	other := tab(t, false)
 	var controls int
 	run(t, other,
-		chromedp.Navigate(experimentURL(eid, nil)),
+		navigate(experimentURL(eid, nil)),
 		waitFor(paintedCanvases(".scalar-card canvas", 200)+" >= 1"),
 		waitFor(`document.querySelector(".exp-head .badge")?.textContent === "unlisted"`),
 		chromedp.Evaluate(`document.querySelector(".exp-head .owner-controls").children.length`, &controls),

@@ -127,9 +127,9 @@ func benchFirstChart(b *testing.B, eid string) {
 		ctx, cancel := chromedp.NewContext(env.browser)
 		var f, a float64
 		err := chromedp.Run(ctx,
-			chromedp.Navigate(env.origin+"/static/not-there"),
+			navigate(env.origin+"/static/not-there"),
 			chromedp.Evaluate(fmt.Sprintf(`localStorage.setItem("tbhub.token", %q)`, env.token), nil),
-			chromedp.Navigate(experimentURL(eid, nil)),
+			navigate(experimentURL(eid, nil)),
 			chromedp.Poll(`(`+paintedOnce+`) && [...document.querySelectorAll(".scalar-card canvas")].some(window.__painted) && performance.now()`, &f,
 				chromedp.WithPollingInterval(5*time.Millisecond), chromedp.WithPollingTimeout(time.Minute)),
 			chromedp.Poll(`(() => {
@@ -195,7 +195,7 @@ func BenchmarkUPlotMillionPoints(b *testing.B) {
 					Frames []float64 `json:"frames"`
 				}
 				err := chromedp.Run(ctx,
-					chromedp.Navigate(srv.URL+"/"),
+					navigate(srv.URL+"/"),
 					chromedp.Evaluate(fmt.Sprintf(`runBench(%d)`, n), &res, func(p *cdruntime.EvaluateParams) *cdruntime.EvaluateParams { return p.WithAwaitPromise(true) }),
 				)
 				cancel()

@@ -275,7 +275,7 @@ func tab(t *testing.T, signedIn bool) context.Context {
 	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
 	t.Cleanup(cancelTimeout)
 	// Benchmarks sign in with a token in localStorage (src/api.ts): forget it too.
-	run(t, ctx, network.ClearBrowserCookies(), chromedp.Navigate(env.origin+"/static/not-there"),
+	run(t, ctx, network.ClearBrowserCookies(), navigate(env.origin+"/static/not-there"),
 		chromedp.Evaluate(`localStorage.removeItem("tbhub.token")`, nil))
 	if signedIn {
 		run(t, ctx, network.SetCookie(session.CookieName, env.token).WithURL(env.origin+"/").WithHTTPOnly(true).WithSameSite(network.CookieSameSiteLax))
@@ -306,7 +306,35 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 
 // waitFor polls a JavaScript expression until it is truthy.
 func waitFor(expr string) chromedp.Action {
-	return chromedp.Poll(expr, nil, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(time.Minute))
+	return inPage(chromedp.Poll(expr, nil, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(time.Minute)))
+}
+
+// navigate loads url and waits until its document answers JavaScript.
+func navigate(url string) chromedp.Action {
+	return chromedp.Tasks{chromedp.Navigate(url), waitFor(`document.readyState !== "loading"`)}
+}
+
+// inPage runs a, again if it reached the JavaScript context of the
+// document being left: right after a navigation chromedp may still hold
+// the old context's id for a moment (long enough to be hit on a loaded
+// machine), and the browser answers "Cannot find context with specified
+// id". Bounded: a context that never appears fails the test.
+func inPage(a chromedp.Action) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		var err error
+		for attempt := range 100 {
+			if err = a.Do(ctx); err == nil || !strings.Contains(err.Error(), "Cannot find context with specified id") {
+				return err
+			}
+			// Give the browser's executionContextCreated event time to arrive.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(attempt+1) * 10 * time.Millisecond):
+			}
+		}
+		return err
+	})
 }
 
 func experimentURL(eid string, q url.Values) string {

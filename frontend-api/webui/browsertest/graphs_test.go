@@ -251,7 +251,7 @@ func TestGraphScopesAndNodeDetails(t *testing.T) {
 	var top, inner []string
 	var op string
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.eid, q)),
+		navigate(experimentURL(env.eid, q)),
 		waitFor(`document.querySelectorAll(".graph-canvas .node").length > 0`),
 		chromedp.Evaluate(graphNodeNames, &top),
 	)
@@ -278,7 +278,7 @@ func TestGraphScopesAndNodeDetails(t *testing.T) {
 		chromedp.Location(&loc),
 	)
 	run(t, ctx,
-		chromedp.Navigate(loc),
+		navigate(loc),
 		waitFor(selectedNode+` === "layer/relu"`),
 		waitFor(`document.querySelector(".graph-panel .node-op")?.textContent === "Relu"`),
 	)
@@ -299,7 +299,7 @@ func TestGraphScopesAndNodeDetails(t *testing.T) {
 	q.Add("gopen", "layer/")
 	var options []string
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.eid, q)),
+		navigate(experimentURL(env.eid, q)),
 		waitFor(`document.querySelector(".graph-panel .node-time")?.textContent === "5 µs"`),
 		chromedp.Evaluate(`[...document.querySelectorAll(".graph-stats option")].map(o => o.value)`, &options),
 	)
@@ -318,7 +318,7 @@ func TestGraphLargeScopesSearchAndReload(t *testing.T) {
 	q := url.Values{"tab": {"graphs"}, "grun": {"big"}}
 	var top []string
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(eid, q)),
+		navigate(experimentURL(eid, q)),
 		waitFor(graphNode("block_00/")+` !== null`),
 		// The graph is shown from its top; only what is in view is drawn.
 		chromedp.Click(`.graph-fit`, chromedp.ByQuery),
@@ -379,8 +379,8 @@ func TestGraphLargeScopesSearchAndReload(t *testing.T) {
 	var loc string
 	run(t, ctx, chromedp.Location(&loc))
 	run(t, ctx,
-		chromedp.Navigate("about:blank"),
-		chromedp.Navigate(loc),
+		navigate("about:blank"),
+		navigate(loc),
 		waitFor(selectedNode+` === "`+target+`"`),
 		waitFor(`document.querySelector(".graph-panel .node-op")?.textContent === "MatMul"`),
 		chromedp.Click(`.graph-fit`, chromedp.ByQuery),
@@ -401,7 +401,7 @@ func TestGraphRunMetadataAndColours(t *testing.T) {
 	var timeText, memText string
 	var filled, total int
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(eid, q)),
+		navigate(experimentURL(eid, q)),
 		waitFor(`document.querySelector(".graph-panel .node-time")?.textContent === "120 µs"`),
 		chromedp.Text(".graph-panel .node-time", &timeText, chromedp.ByQuery),
 		chromedp.Text(".graph-panel .node-memory", &memText, chromedp.ByQuery),
@@ -447,7 +447,7 @@ func TestGraphKerasModel(t *testing.T) {
 	var op string
 	var inputs []string
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(eid, q)),
+		navigate(experimentURL(eid, q)),
 		waitFor(`document.querySelector(".graph-kind")?.value === "keras:keras"`),
 		waitFor(graphNode("classifier/")+` !== null`),
 		clickNode("classifier/", false),
@@ -500,14 +500,14 @@ func BenchmarkGraphLarge(b *testing.B) {
 		var frames []float64
 		awaitPromise := func(p *cdruntime.EvaluateParams) *cdruntime.EvaluateParams { return p.WithAwaitPromise(true) }
 		err := chromedp.Run(ctx,
-			chromedp.Navigate(env.origin+"/static/not-there"),
+			navigate(env.origin+"/static/not-there"),
 			chromedp.Evaluate(fmt.Sprintf(`localStorage.setItem("tbhub.token", %q)`, env.token), nil),
-			chromedp.Navigate(experimentURL(eid, url.Values{"tab": {"graphs"}, "grun": {"big"}})),
+			navigate(experimentURL(eid, url.Values{"tab": {"graphs"}, "grun": {"big"}})),
 			chromedp.Poll(`document.querySelector('.graph-canvas .node[data-name="block_00/"]') !== null && performance.now()`, &f,
 				chromedp.WithPollingInterval(5*time.Millisecond), chromedp.WithPollingTimeout(time.Minute)),
 			chromedp.Evaluate(`performance.getEntriesByType("resource").find(e => e.name.includes("/plugin/graphs/graph?")).responseEnd`, &fetched),
 			chromedp.Evaluate(graphBenchScript, &r, awaitPromise),
-			chromedp.Navigate(experimentURL(eid, allOpen)),
+			navigate(experimentURL(eid, allOpen)),
 			chromedp.Poll(`document.querySelector('.graph-canvas .node[data-name="block_00/attention/dense_0/MatMul"]') !== null && performance.now()`, &whole,
 				chromedp.WithPollingInterval(5*time.Millisecond), chromedp.WithPollingTimeout(time.Minute)),
 			chromedp.Evaluate(graphPanScript, &frames, awaitPromise),

@@ -48,7 +48,7 @@ func TestHParamsParallelCoordinatesAndScatterInURL(t *testing.T) {
 	// The filter comes from the URL: generated/hparams's four trials.
 	var filter string
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.eid, url.Values{"tab": {"hparams"}, "hfilter": {"^trial-"}})),
+		navigate(experimentURL(env.eid, url.Values{"tab": {"hparams"}, "hfilter": {"^trial-"}})),
 		waitFor(`document.querySelectorAll("table.hparams-table tbody tr").length === 4`),
 		chromedp.Value(".row-filter", &filter, chromedp.ByQuery),
 	)
@@ -157,7 +157,7 @@ func TestHParamsParallelCoordinatesAndScatterInURL(t *testing.T) {
 	var loc, xAfter, yAfter string
 	run(t, ctx, chromedp.Location(&loc))
 	run(t, ctx,
-		chromedp.Navigate(loc),
+		navigate(loc),
 		waitFor(`document.querySelectorAll("svg.hparams-scatter circle.sc-point").length === 4`),
 		chromedp.Value(".hparams-x", &xAfter, chromedp.ByQuery),
 		chromedp.Value(".hparams-y", &yAfter, chromedp.ByQuery),

@@ -40,7 +40,7 @@ func TestScalarsDownloadIsFullResolution(t *testing.T) {
 	card := `.scalar-card[data-tag="x"]`
 	var rows []string
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.eid, url.Values{"runFilter": {"^generated/long_run$"}, "tagFilter": {"^x$"}})),
+		navigate(experimentURL(env.eid, url.Values{"runFilter": {"^generated/long_run$"}, "tagFilter": {"^x$"}})),
 		waitFor(paintedCanvases(card+" canvas", 200)+" === 1"),
 		// Keep what download() hands to the browser.
 		chromedp.Evaluate(`window.__saved = []; URL.createObjectURL = (b) => { window.__saved.push(b); return "blob:kept"; }; true`, nil),
@@ -78,7 +78,7 @@ func TestScalarsGroupBandStd(t *testing.T) {
 		return chromedp.Evaluate(`(() => { const d = document.querySelector('`+chart+`').dataset; return [Number(d.ylo), Number(d.yhi)]; })()`, dst)
 	}
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.eid, q)),
+		navigate(experimentURL(env.eid, q)),
 		waitFor(paintedCanvases(".scalar-card canvas", 200)+" === 1"),
 		yRange(&minmax),
 		chromedp.SetValue(".band-select", "std", chromedp.ByQuery),
@@ -95,7 +95,7 @@ func TestScalarsGroupBandStd(t *testing.T) {
 	var again [2]float64
 	run(t, ctx, chromedp.Location(&loc))
 	run(t, ctx,
-		chromedp.Navigate(loc),
+		navigate(loc),
 		waitFor(paintedCanvases(".scalar-card canvas", 200)+" === 1"),
 		chromedp.Value(".band-select", &selected, chromedp.ByQuery),
 		yRange(&again),

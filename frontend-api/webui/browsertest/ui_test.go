@@ -16,7 +16,7 @@ import (
 func TestScalarsDrawAndViewStateSurvivesReload(t *testing.T) {
 	ctx := tab(t, true)
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.eid, nil)),
+		navigate(experimentURL(env.eid, nil)),
 		waitFor(`document.querySelector('nav.tabs .tab[aria-selected="true"]')?.dataset.tab === "scalars"`),
 		waitFor(paintedCanvases(".scalar-card canvas", 200)+" >= 2"),
 	)
@@ -43,7 +43,7 @@ func TestScalarsDrawAndViewStateSurvivesReload(t *testing.T) {
 	var offChecked bool
 	var cardTags []string
 	run(t, ctx,
-		chromedp.Navigate(loc),
+		navigate(loc),
 		waitFor(paintedCanvases(".scalar-card canvas", 200)+" >= 3"),
 		chromedp.Value(".smoothing-num", &smoothing, chromedp.ByQuery),
 		chromedp.Value(".run-filter", &runFilter, chromedp.ByQuery),
@@ -82,7 +82,7 @@ func TestScalarsPinAndTagFilter(t *testing.T) {
 	q := url.Values{"runFilter": {"^generated/scalars/"}, "tagFilter": {"^(loss|accuracy)$"}}
 	var tags []string
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.eid, q)),
+		navigate(experimentURL(env.eid, q)),
 		waitFor(`document.querySelectorAll(".scalar-card").length === 2`),
 		chromedp.Click(`.scalar-card[data-tag="loss"] button.pin`, chromedp.ByQuery),
 		waitFor(`new URLSearchParams(location.search).getAll("pin").includes("loss")`),
@@ -100,7 +100,7 @@ func TestImagesDecode(t *testing.T) {
 	q := url.Values{"tab": {"images"}, "runFilter": {"^generated/images$"}}
 	var sizes [][2]int
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.eid, q)),
+		navigate(experimentURL(env.eid, q)),
 		waitFor(`(() => { const imgs = [...document.querySelectorAll(".image-card img.sample")];
 			return imgs.length >= 3 && imgs.every(i => i.complete && i.naturalWidth > 0); })()`),
 		chromedp.Evaluate(`[...document.querySelectorAll(".image-card img.sample")].map(i => [i.naturalWidth, i.naturalHeight])`, &sizes),
@@ -140,7 +140,7 @@ func TestImagesDecode(t *testing.T) {
 func TestAudioLoads(t *testing.T) {
 	ctx := tab(t, true)
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.eid, url.Values{"tab": {"audio"}})),
+		navigate(experimentURL(env.eid, url.Values{"tab": {"audio"}})),
 		// HAVE_METADATA: the browser parsed the WAV the server sent.
 		waitFor(`(() => { const a = [...document.querySelectorAll(".audio-card audio")];
 			return a.length >= 3 && a.every(x => x.readyState >= 1 && x.duration > 0); })()`),
@@ -152,7 +152,7 @@ func TestHistogramsAndDistributionsDraw(t *testing.T) {
 	ctx := tab(t, true)
 	q := url.Values{"tab": {"histograms"}, "runFilter": {"^generated/histograms$"}}
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.eid, q)),
+		navigate(experimentURL(env.eid, q)),
 		waitFor(`document.querySelectorAll(".histogram-card").length === 4`),
 		waitFor(paintedCanvases(".histogram-card canvas", 200)+" >= 3"),
 	)
@@ -167,7 +167,7 @@ func TestHistogramsAndDistributionsDraw(t *testing.T) {
 
 	q.Set("tab", "distributions")
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.eid, q)),
+		navigate(experimentURL(env.eid, q)),
 		waitFor(paintedCanvases(".distribution-card canvas", 200)+" >= 3"),
 	)
 	screenshot(t, ctx, "distributions")
@@ -178,7 +178,7 @@ func TestTextRendersMarkdownTables(t *testing.T) {
 	q := url.Values{"tab": {"text"}, "runFilter": {"^generated/text$"}}
 	var cells int
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.eid, q)),
+		navigate(experimentURL(env.eid, q)),
 		waitFor(`document.querySelector('.text-card[data-tag="table"] .markdown table') !== null`),
 		chromedp.Evaluate(`document.querySelector('.text-card[data-tag="table"] .markdown table').querySelectorAll("td").length`, &cells),
 	)
@@ -192,7 +192,7 @@ func TestTabsFollowPluginsWithData(t *testing.T) {
 	ctx := tab(t, true)
 	var tabs []string
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.publicEID, nil)),
+		navigate(experimentURL(env.publicEID, nil)),
 		waitFor(`document.querySelectorAll("nav.tabs .tab").length > 0`),
 		chromedp.Evaluate(`[...document.querySelectorAll("nav.tabs .tab")].map(t => t.dataset.tab)`, &tabs),
 	)
@@ -205,7 +205,7 @@ func TestTabsFollowPluginsWithData(t *testing.T) {
 func TestPrivateExperimentSignedOutShowsSignIn(t *testing.T) {
 	ctx := tab(t, false)
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.eid, nil)),
+		navigate(experimentURL(env.eid, nil)),
 		waitFor(`document.querySelector("form.signin") !== null`),
 	)
 	screenshot(t, ctx, "private-signed-out")
@@ -221,7 +221,7 @@ func TestSignInRejectsBadToken(t *testing.T) {
 	ctx := tab(t, false)
 	var signedIn bool
 	run(t, ctx,
-		chromedp.Navigate(env.origin+"/signin"),
+		navigate(env.origin+"/signin"),
 		chromedp.SendKeys(`form.signin input[name=token]`, "tbh_not-a-real-token", chromedp.ByQuery),
 		chromedp.Click(`form.signin button[type=submit]`, chromedp.ByQuery),
 		waitFor(`document.querySelector("form.signin .error").textContent !== ""`),
@@ -235,7 +235,7 @@ func TestSignInRejectsBadToken(t *testing.T) {
 func TestPublicExperimentOpensSignedOut(t *testing.T) {
 	ctx := tab(t, false)
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.publicEID, nil)),
+		navigate(experimentURL(env.publicEID, nil)),
 		waitFor(paintedCanvases(".scalar-card canvas", 200)+" >= 3"),
 	)
 	screenshot(t, ctx, "public-signed-out")
@@ -245,7 +245,7 @@ func TestMissingExperimentShowsNotFound(t *testing.T) {
 	ctx := tab(t, true)
 	var heading string
 	run(t, ctx,
-		chromedp.Navigate(experimentURL("no-such-experiment", nil)),
+		navigate(experimentURL("no-such-experiment", nil)),
 		waitFor(`document.querySelector(".not-found h1") !== null`),
 		chromedp.Text(".not-found h1", &heading, chromedp.ByQuery),
 	)
@@ -259,7 +259,7 @@ func TestMyExperimentsListsUploads(t *testing.T) {
 	ctx := tab(t, true)
 	var names []string
 	run(t, ctx,
-		chromedp.Navigate(env.origin+"/"),
+		navigate(env.origin+"/"),
 		waitFor(`document.querySelectorAll("table.experiments tbody tr").length >= 2`),
 		chromedp.Evaluate(`[...document.querySelectorAll("table.experiments tbody td:first-child a")].map(a => a.textContent).sort()`, &names),
 	)
@@ -274,7 +274,7 @@ func TestPRCurvesDraw(t *testing.T) {
 	ctx := tab(t, true)
 	q := url.Values{"tab": {"pr_curves"}, "runFilter": {"^generated/pr_curves$"}}
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.eid, q)),
+		navigate(experimentURL(env.eid, q)),
 		waitFor(`document.querySelectorAll(".pr-card").length === 2`),
 		waitFor(paintedCanvases(".pr-card canvas", 200)+" === 2"),
 	)
@@ -285,7 +285,7 @@ func TestCustomScalarsLayout(t *testing.T) {
 	ctx := tab(t, true)
 	var titles []string
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.eid, url.Values{"tab": {"custom_scalars"}})),
+		navigate(experimentURL(env.eid, url.Values{"tab": {"custom_scalars"}})),
 		// generated/custom_scalars's layout: "all losses" (multiline) and "band" (margin).
 		waitFor(`document.querySelectorAll(".custom-card").length === 2`),
 		waitFor(paintedCanvases(".custom-card canvas", 200)+" === 2"),
@@ -302,7 +302,7 @@ func TestHParamsTableSortsAndFilters(t *testing.T) {
 	var first, afterSort string
 	var rows int
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.eid, url.Values{"tab": {"hparams"}})),
+		navigate(experimentURL(env.eid, url.Values{"tab": {"hparams"}})),
 		waitFor(`document.querySelectorAll("table.hparams-table tbody tr").length >= 4`),
 		chromedp.Text(`table.hparams-table tbody tr:first-child td.name`, &first, chromedp.ByQuery),
 		// Sort by the name column, descending.
@@ -328,7 +328,7 @@ func TestScalarsGroupRunsIntoMeanAndBand(t *testing.T) {
 	q := url.Values{"runFilter": {"^generated/scalars/"}, "tagFilter": {"^loss$"}}
 	var rows []string
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.eid, q)),
+		navigate(experimentURL(env.eid, q)),
 		waitFor(paintedCanvases(".scalar-card canvas", 200)+" === 1"),
 		chromedp.SendKeys(`.group-filter`, "^generated/scalars", chromedp.ByQuery),
 		waitFor(`new URLSearchParams(location.search).get("group") === "^generated/scalars"`),
@@ -354,7 +354,7 @@ func TestScalarsDragZoomGoesIntoURLAndDoubleClickResets(t *testing.T) {
 	q := url.Values{"runFilter": {"^generated/scalars/train$"}, "tagFilter": {"^loss$"}}
 	var rect []float64
 	run(t, ctx,
-		chromedp.Navigate(experimentURL(env.eid, q)),
+		navigate(experimentURL(env.eid, q)),
 		waitFor(paintedCanvases(".scalar-card canvas", 200)+" === 1"),
 		chromedp.Evaluate(`(() => { const r = document.querySelector(".scalar-card .u-over").getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()`, &rect),
 	)
@@ -378,7 +378,7 @@ func TestScalarsDragZoomGoesIntoURLAndDoubleClickResets(t *testing.T) {
 	var loc string
 	run(t, ctx, chromedp.Location(&loc))
 	run(t, ctx,
-		chromedp.Navigate(loc),
+		navigate(loc),
 		waitFor(paintedCanvases(".scalar-card canvas", 200)+" === 1"),
 		waitFor(`document.querySelector(".scalar-card .chart").dataset.xmin !== undefined`),
 		chromedp.Evaluate(`(() => { const d = document.querySelector(".scalar-card .chart").dataset; return [Number(d.xmin), Number(d.xmax)]; })()`, &shown),
@@ -398,7 +398,7 @@ func TestDarkThemeFollowsTheSystem(t *testing.T) {
 	var bg string
 	run(t, ctx,
 		emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}),
-		chromedp.Navigate(experimentURL(env.eid, url.Values{"runFilter": {"^generated/scalars/"}})),
+		navigate(experimentURL(env.eid, url.Values{"runFilter": {"^generated/scalars/"}})),
 		waitFor(paintedCanvases(".scalar-card canvas", 200)+" >= 3"),
 		chromedp.Evaluate(`getComputedStyle(document.body).backgroundColor`, &bg),
 	)
