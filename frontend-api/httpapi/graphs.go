@@ -131,7 +131,7 @@ func (h *Handler) graph(w http.ResponseWriter, r *request) error {
 		if !found {
 			return errorf(http.StatusNotFound, "run %q has no Keras model under tag %q", run, tag)
 		}
-		if g, err = kerasGraph(b); err != nil {
+		if g, err = kerasGraph(b, q.Get("keras2_inputs") == "true"); err != nil {
 			return errorf(http.StatusBadRequest, "the stored Keras model of run %q tag %q is not a model config", run, tag)
 		}
 	case tag == "":

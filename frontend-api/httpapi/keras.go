@@ -18,9 +18,11 @@ import (
 // Layers are linked by their inbound nodes, which come in two shapes:
 // Keras 2 writes [[name, node_index, tensor_index, kwargs], ...] per call,
 // Keras 3 writes {"args": [{"config": {"keras_history": [name, node_index,
-// tensor_index]}}, ...]}. Both are read. A Sequential model's layers have
-// none: each layer takes the previous one's output. A reference to a nested
-// model stands for that model's output layers.
+// tensor_index]}}, ...]}. TensorBoard reads only Keras 3's (its Keras 2
+// layers get no inputs), and so does the default answer; tbhub reads both
+// when asked (graphs/graph?keras2_inputs=true). A Sequential model's
+// layers have none: each layer takes the previous one's output. A
+// reference to a nested model stands for that model's output layers.
 
 type kerasLayer struct {
 	ClassName    string          `json:"class_name"`
@@ -50,15 +52,18 @@ type kerasConverter struct {
 	modelOutputs map[string][]string
 	// extraInputs maps a nested model's input layer to what feeds the model.
 	extraInputs map[string][]string
+	// keras2 reads Keras 2's inbound nodes too.
+	keras2 bool
 }
 
-// kerasGraph converts a Keras model's JSON config into a GraphDef.
-func kerasGraph(config []byte) (*tbpb.GraphDef, error) {
+// kerasGraph converts a Keras model's JSON config into a GraphDef, with
+// Keras 2's inbound nodes read when keras2 is set.
+func kerasGraph(config []byte, keras2 bool) (*tbpb.GraphDef, error) {
 	var top kerasLayer
 	if err := json.Unmarshal(config, &top); err != nil {
 		return nil, fmt.Errorf("not a Keras model config: %w", err)
 	}
-	c := &kerasConverter{g: &tbpb.GraphDef{}, modelOutputs: map[string][]string{}, extraInputs: map[string][]string{}}
+	c := &kerasConverter{g: &tbpb.GraphDef{}, modelOutputs: map[string][]string{}, extraInputs: map[string][]string{}, keras2: keras2}
 	c.layer(&top, "", "")
 	return c.g, nil
 }
@@ -75,7 +80,7 @@ func scopedName(scope, name string) string {
 // in a Sequential model, or "".
 func (c *kerasConverter) layer(l *kerasLayer, scope, prev string) string {
 	name := scopedName(scope, l.Config.Name)
-	inbound := c.resolve(scope, parseInbound(l.InboundNodes))
+	inbound := c.resolve(scope, parseInbound(l.InboundNodes, c.keras2))
 	if l.Config.Layers == nil {
 		n := &tbpb.NodeDef{Name: name, Attr: map[string]*tbpb.AttrValue{}}
 		if l.ClassName != "" {
@@ -146,9 +151,9 @@ func (c *kerasConverter) resolve(scope string, refs []kerasRef) []string {
 	return out
 }
 
-// parseInbound reads a layer's inbound_nodes in the Keras 2 or 3 shape;
-// anything else yields no references.
-func parseInbound(raw json.RawMessage) []kerasRef {
+// parseInbound reads a layer's inbound_nodes in the Keras 3 shape, and
+// the Keras 2 one if keras2; anything else yields no references.
+func parseInbound(raw json.RawMessage, keras2 bool) []kerasRef {
 	var calls []json.RawMessage
 	if json.Unmarshal(raw, &calls) != nil {
 		return nil
@@ -183,7 +188,7 @@ func parseInbound(raw json.RawMessage) []kerasRef {
 			continue
 		}
 		var k2 [][]json.RawMessage
-		if json.Unmarshal(call, &k2) != nil {
+		if !keras2 || json.Unmarshal(call, &k2) != nil {
 			continue
 		}
 		for _, ref := range k2 {

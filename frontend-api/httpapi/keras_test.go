@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
+	"github.com/tbhub/tbhub/schemas/pbtxt"
 )
 
 // edges lists a GraphDef as "name(class)<-input,input" lines.
@@ -53,7 +54,7 @@ func TestKerasGraph(t *testing.T) {
 		want: []string{"outer/x(InputLayer)<-", "outer/block/d1(Dense)<-outer/x", "outer/block/act(ReLU)<-outer/block/d1", "outer/add(Add)<-outer/block/act,outer/x"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := kerasGraph([]byte(tc.config))
+			g, err := kerasGraph([]byte(tc.config), true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +69,7 @@ func TestKerasDtype(t *testing.T) {
 	g, err := kerasGraph([]byte(`{"class_name": "Sequential", "config": {"name": "s", "layers": [
 		{"class_name": "Dense", "config": {"name": "a", "dtype": "float32"}},
 		{"class_name": "Dense", "config": {"name": "b", "dtype": {"config": {"name": "bfloat16"}}}},
-		{"class_name": "Dense", "config": {"name": "c", "dtype": {"config": {"name": "mixed_float16"}}}}]}}`))
+		{"class_name": "Dense", "config": {"name": "c", "dtype": {"config": {"name": "mixed_float16"}}}}]}}`), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,70 @@ func TestKerasDtype(t *testing.T) {
 	if want := []string{"DT_FLOAT", "DT_BFLOAT16", "DT_INVALID"}; !slices.Equal(got, want) {
 		t.Errorf("dtypes %v, want %v", got, want)
 	}
-	if _, err := kerasGraph([]byte("not json")); err == nil {
+	if _, err := kerasGraph([]byte("not json"), false); err == nil {
 		t.Error("a non-JSON config converted")
+	}
+}
+
+// By default a conceptual graph is TensorBoard's: a Keras 2 model's layers
+// get no inputs (TensorBoard reads only Keras 3's inbound nodes); the
+// text below is what TensorBoard's keras_util and str() make of it.
+// keras2_inputs=true links them (TestKerasGraph).
+func TestKerasGraphDefaultIsTensorBoards(t *testing.T) {
+	config := `{"class_name": "Functional", "config": {"name": "model", "layers": [
+		{"class_name": "InputLayer", "name": "a", "config": {"name": "a", "dtype": "int64"}, "inbound_nodes": []},
+		{"class_name": "InputLayer", "name": "b", "config": {"name": "b"}, "inbound_nodes": []},
+		{"class_name": "Concatenate", "name": "cat", "config": {"name": "cat"}, "inbound_nodes": [[["a", 0, 0, {}], ["b", 0, 0, {}]]]},
+		{"class_name": "Dense", "name": "out", "config": {"name": "out"}, "inbound_nodes": [[["cat", 0, 0, {}]]]}],
+		"input_layers": [["a", 0, 0], ["b", 0, 0]], "output_layers": [["out", 0, 0]]}}`
+	g, err := kerasGraph([]byte(config), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `node {
+  name: "model/a"
+  attr {
+    key: "dtype"
+    value {
+      type: DT_INT64
+    }
+  }
+  attr {
+    key: "keras_class"
+    value {
+      s: "InputLayer"
+    }
+  }
+}
+node {
+  name: "model/b"
+  attr {
+    key: "keras_class"
+    value {
+      s: "InputLayer"
+    }
+  }
+}
+node {
+  name: "model/cat"
+  attr {
+    key: "keras_class"
+    value {
+      s: "Concatenate"
+    }
+  }
+}
+node {
+  name: "model/out"
+  attr {
+    key: "keras_class"
+    value {
+      s: "Dense"
+    }
+  }
+}
+`
+	if got := string(pbtxt.Marshal(g)); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }

@@ -1,6 +1,8 @@
 // Package pbtxt writes protobuf messages in the text format TensorBoard
-// serves: what Python's text_format.MessageToString (and so str(message))
-// produces with default options. The graphs dashboard fetches GraphDef and
+// serves: what Python's str(message) produces on protobuf's C++ backend
+// (TensorBoard's graphs plugin answers str(graph)). It is Python's
+// text_format.MessageToString except for float fields, written as the
+// double they widen to, and map entries, written whole. The graphs dashboard fetches GraphDef and
 // RunMetadata in this form and parses it line by line, expecting
 // "name {" to open a message and one "name: value" per line.
 //
@@ -20,18 +22,20 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// Marshal returns m in Python's default text format:
+// Marshal returns m as Python's str(m) writes it:
 //   - fields in field-number order; implicit-presence fields only when
 //     non-zero, fields with presence whenever set (including oneof members
 //     set to a zero value); unknown fields are dropped;
 //   - one line per scalar or repeated element, two spaces of indent per
 //     nesting level, messages as "name {" ... "}";
-//   - map entries sorted by key, each printed as a message with key and value;
+//   - map entries sorted by key, each printed as a message with its key and
+//     its value, zero or not;
 //   - strings and bytes C-escaped, with every byte outside printable ASCII
 //     written as a three-digit octal escape (also inside valid UTF-8);
 //   - floating point numbers as Python's repr: shortest round-trip digits,
-//     "1.0" rather than "1", exponents as "1e-05" and "1e+16"; float32
-//     values with the fewest digits that read back as the same float32.
+//     "1.0" rather than "1", exponents as "1e-05" and "1e+16"; a float32
+//     as the repr of the double it widens to (0.1f is
+//     "0.10000000149011612").
 //
 // The output ends with a newline unless m has no fields, in which case it is
 // empty.
@@ -73,9 +77,8 @@ func (w *writer) message(m protoreflect.Message, depth int) {
 	}
 }
 
-// mapField prints a map as its entries, sorted by key. Like Python, an entry
-// shows a key or scalar value only if it is non-zero (in proto3 files the
-// synthetic entry fields have no presence); a message value always shows.
+// mapField prints a map as its entries, sorted by key, each with its key
+// and value even when zero.
 func (w *writer) mapField(fd protoreflect.FieldDescriptor, m protoreflect.Map, depth int) {
 	keys := make([]protoreflect.MapKey, 0, m.Len())
 	m.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
@@ -89,12 +92,8 @@ func (w *writer) mapField(fd protoreflect.FieldDescriptor, m protoreflect.Map, d
 		w.indent(depth)
 		w.buf = append(w.buf, fd.TextName()...)
 		w.buf = append(w.buf, " {\n"...)
-		if keyFD.HasPresence() || !isZero(keyFD, k.Value()) {
-			w.field(keyFD, "key", k.Value(), depth+1)
-		}
-		if v := m.Get(k); valueFD.HasPresence() || !isZero(valueFD, v) {
-			w.field(valueFD, "value", v, depth+1)
-		}
+		w.field(keyFD, "key", k.Value(), depth+1)
+		w.field(valueFD, "value", m.Get(k), depth+1)
 		w.indent(depth)
 		w.buf = append(w.buf, "}\n"...)
 	}
@@ -133,9 +132,9 @@ func appendScalar(b []byte, fd protoreflect.FieldDescriptor, v protoreflect.Valu
 		protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
 		return strconv.AppendUint(b, v.Uint(), 10)
 	case protoreflect.FloatKind:
-		return appendPythonFloat(b, v.Float(), 32)
+		return appendPythonFloat(b, v.Float())
 	case protoreflect.DoubleKind:
-		return appendPythonFloat(b, v.Float(), 64)
+		return appendPythonFloat(b, v.Float())
 	case protoreflect.StringKind:
 		return appendQuoted(b, []byte(v.String()))
 	case protoreflect.BytesKind:
@@ -178,12 +177,8 @@ func appendQuoted(b, s []byte) []byte {
 	return append(b, '"')
 }
 
-// appendPythonFloat writes f the way Python's repr writes a float. For
-// bitSize 32, f is first rounded as Python's text_format rounds float
-// fields: to the fewest significant digits, but at least 6, that read back
-// as the same float32. (The "at least 6" shows for subnormals: the smallest
-// float32 prints as 1.4013e-45, not 1e-45.)
-func appendPythonFloat(b []byte, f float64, bitSize int) []byte {
+// appendPythonFloat writes f the way Python's repr writes a float.
+func appendPythonFloat(b []byte, f float64) []byte {
 	switch {
 	case math.IsNaN(f):
 		return append(b, "nan"...)
@@ -191,9 +186,6 @@ func appendPythonFloat(b []byte, f float64, bitSize int) []byte {
 		return append(b, "inf"...)
 	case math.IsInf(f, -1):
 		return append(b, "-inf"...)
-	}
-	if bitSize == 32 {
-		f = shortestFloat32(f)
 	}
 	// Shortest round-trip digits in scientific form: "-d.ddde±XX".
 	sci := strconv.FormatFloat(f, 'e', -1, 64)
@@ -238,18 +230,6 @@ func appendPythonFloat(b []byte, f float64, bitSize int) []byte {
 	b = append(b, digits[:intLen]...)
 	b = append(b, '.')
 	return append(b, digits[intLen:]...)
-}
-
-// shortestFloat32 returns f rounded to p significant digits for the smallest
-// p >= 6 at which it still converts to the same float32. f holds a float32.
-func shortestFloat32(f float64) float64 {
-	for digits := 6; digits < 17; digits++ {
-		rounded, err := strconv.ParseFloat(strconv.FormatFloat(f, 'e', digits-1, 64), 64)
-		if err == nil && float64(float32(rounded)) == f {
-			return rounded
-		}
-	}
-	return f // 9 digits always suffice for a float32; not reached
 }
 
 // isZero reports whether v is the zero value of a field without presence.

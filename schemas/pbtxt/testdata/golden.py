@@ -1,5 +1,8 @@
 """Writes <name>.pbtxt next to every <name>.<full message name>.binpb in this
-directory, using Python protobuf's text_format (what TensorBoard serves).
+directory: str(message), what TensorBoard's graphs plugin serves (it is
+not text_format.MessageToString: with the C++ backend, str() writes float
+fields as the repr of their double value and every map entry's key and
+value, zero or not).
 
 Usage (see README.md): PYTHONPATH=<protoc --python_out dir> python3 golden.py
 """
@@ -10,7 +13,6 @@ import pathlib
 import sys
 
 from google.protobuf import symbol_database
-from google.protobuf import text_format
 
 
 def import_generated_modules():
@@ -30,7 +32,7 @@ def main():
         message = db.GetSymbol(full_name)()
         message.ParseFromString(binpb.read_bytes())
         out = binpb.with_suffix(".pbtxt")
-        out.write_text(text_format.MessageToString(message))
+        out.write_text(str(message))
         print(f"wrote {out.name}", file=sys.stderr)
 
 

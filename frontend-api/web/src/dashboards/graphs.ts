@@ -526,7 +526,8 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
       const i = which.indexOf(":");
       const params: Record<string, string> = { run };
       if (i > 0) params.tag = which.slice(i + 1);
-      if (which.startsWith("keras:")) params.conceptual = "true";
+      // keras2_inputs: tbhub links a Keras 2 model's layers, which TensorBoard leaves unconnected.
+      if (which.startsWith("keras:")) Object.assign(params, { conceptual: "true", keras2_inputs: "true" });
       const g = new Graph(parsePbtxt(await getText(ctx.api.plugin("graphs", "graph", params))));
       if (loadedKey !== key) return;
       graph = g;
