@@ -123,15 +123,14 @@ func (h *Handler) pluginsListing(w http.ResponseWriter, r *request) error {
 	return writeBody(w, "application/json", append(b, '}'))
 }
 
-// runs serves data/runs. TensorBoard's two HTTP APIs disagree on it: the
-// original API document (and tbhub's contract, and tbhub's UI) make it the
-// run → tag-type index; today's TensorBoard core plugin returns the list
-// of run names. The index is the default; ?format=list gives the list.
+// runs serves data/runs as TensorBoard's core plugin does: the list of
+// run names, by start time. TensorBoard's original HTTP API document made
+// it the run → tag-type index, which tbhub serves with ?format=index.
 func (h *Handler) runs(w http.ResponseWriter, r *request) error {
 	switch f := r.URL.Query().Get("format"); f {
-	case "", "index":
+	case "index":
 		return h.runIndex(w, r)
-	case "list":
+	case "", "list":
 		resp, err := h.data.ListRuns(r.ctx, &datapb.ListRunsRequest{ExperimentId: r.eid}, h.callOpts...)
 		if err != nil {
 			return err
@@ -142,7 +141,7 @@ func (h *Handler) runs(w http.ResponseWriter, r *request) error {
 		}
 		return writeJSON(w, names)
 	default:
-		return errorf(http.StatusBadRequest, "format=%q: want index or list", f)
+		return errorf(http.StatusBadRequest, "format=%q: want list or index", f)
 	}
 }
 

@@ -82,7 +82,9 @@ func (h *Handler) histograms(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	points, err := h.readHistograms(r, run, tag, h.samples("histograms", samplesHistograms))
+	// TensorBoard keeps samples_per_plugin histograms per series and its
+	// route shows at most 51 of them.
+	points, err := h.readHistograms(r, run, tag, min(h.samples("histograms", samplesHistograms), histogramsRoutePoints))
 	if err != nil {
 		return err
 	}
@@ -98,7 +100,7 @@ func (h *Handler) distributions(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	points, err := h.readHistograms(r, run, tag, h.samples("distributions", samplesDistributions))
+	points, err := h.readHistograms(r, run, tag, min(h.samples("histograms", samplesHistograms), distributionsRoutePoints))
 	if err != nil {
 		return err
 	}

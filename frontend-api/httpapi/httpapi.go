@@ -196,13 +196,17 @@ func (h *Handler) samples(plugin string, def int64) int64 {
 
 // Default points per series, as TensorBoard's plugins read them.
 const (
-	samplesScalars       = 1000
-	samplesHistograms    = 500
-	samplesDistributions = 500
-	samplesImages        = 10
-	samplesAudio         = 10
-	samplesText          = 100
-	samplesPRCurves      = 100
-	samplesMesh          = 100
-	samplesTimeSeriesH   = 51
+	samplesScalars     = 1000
+	samplesHistograms  = 500
+	samplesImages      = 10
+	samplesAudio       = 10
+	samplesText        = 100
+	samplesPRCurves    = 100
+	samplesMesh        = 100
+	samplesTimeSeriesH = 51
+
+	// The histograms and distributions routes show at most this many of
+	// the points kept (TensorBoard's SAMPLE_SIZE of each plugin).
+	histogramsRoutePoints    = 51
+	distributionsRoutePoints = 501
 )

@@ -115,7 +115,7 @@ func (h *Handler) legacyCompressedHistograms(w http.ResponseWriter, r *request) 
 	if err != nil {
 		return err
 	}
-	points, err := h.readHistograms(r, run, tag, h.samples("distributions", samplesDistributions))
+	points, err := h.readHistograms(r, run, tag, h.samples("histograms", samplesHistograms))
 	if err != nil {
 		return err
 	}

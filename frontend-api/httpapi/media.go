@@ -82,6 +82,9 @@ func (h *Handler) images(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
+	if len(series) == 0 {
+		return errorf(http.StatusNotFound, "Not found: No image data for run=%s, tag=%s", pyRepr(run), pyRepr(tag))
+	}
 	out := []imageEntry{}
 	for _, s := range series {
 		d := s.data
@@ -154,6 +157,9 @@ func (h *Handler) readAudio(r *request, run, tag string, sample int) ([]audioEnt
 	)
 	if err != nil {
 		return nil, err
+	}
+	if len(read) == 0 {
+		return nil, errorf(http.StatusNotFound, "Not found: No audio data for run=%s, tag=%s", pyRepr(run), pyRepr(tag))
 	}
 	contentType := "application/octet-stream"
 	if len(listed) > 0 {

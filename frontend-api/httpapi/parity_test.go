@@ -365,3 +365,23 @@ func TestTextIsTensorBoardsMarkdown(t *testing.T) {
 	check(p+"table", "<table>\n<tbody>\n<tr>\n<td><p>a &lt;b&gt;</p></td>\n</tr>\n<tr>\n<td><p>c's</p></td>\n</tr>\n</tbody>\n</table>")
 	check(p+"table&markdown=false", "<table>\n<tbody>\n<tr>\n<td>a &lt;b&gt;</td>\n</tr>\n<tr>\n<td>c's</td>\n</tr>\n</tbody>\n</table>")
 }
+
+// The histograms route shows at most 51 points per series and the
+// distributions route at most 501 (TensorBoard's), of the points kept per
+// series (samples_per_plugin histograms, 500 by default).
+func TestHistogramRoutesPoints(t *testing.T) {
+	hist := series{plugin: "histograms", run: "train", tag: "w", steps: []int64{0}, tensors: []*tbpb.TensorProto{floatTensor([]int64{1, 3}, 0, 1, 5)}}
+	for _, tc := range []struct {
+		samples     map[string]int64
+		hist, dists int64
+	}{{nil, 51, 500}, {map[string]int64{"histograms": 20}, 20, 20}, {map[string]int64{"histograms": 100000}, 51, 501}} {
+		p, srv := serveTable(t, httpapi.Config{SamplesPerPlugin: tc.samples}, hist)
+		base := srv.URL + "/experiment/e1/data/plugin/"
+		if resp, body := get(t, base+"histograms/histograms?run=train&tag=w"); resp.StatusCode != 200 || p.numPoints("histograms") != tc.hist {
+			t.Errorf("samples %v: histograms read %d points (%d %s), want %d", tc.samples, p.numPoints("histograms"), resp.StatusCode, body, tc.hist)
+		}
+		if resp, body := get(t, base+"distributions/distributions?run=train&tag=w"); resp.StatusCode != 200 || p.numPoints("histograms") != tc.dists {
+			t.Errorf("samples %v: distributions read %d points (%d %s), want %d", tc.samples, p.numPoints("histograms"), resp.StatusCode, body, tc.dists)
+		}
+	}
+}

@@ -97,7 +97,7 @@ func BenchmarkManyRuns(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.Run("data/runs", func(b *testing.B) { timeRequests(b, s, "/experiment/"+eid+"/data/runs") })
+	b.Run("data/runs", func(b *testing.B) { timeRequests(b, s, "/experiment/"+eid+"/data/runs?format=index") })
 	b.Run("scalars/tags", func(b *testing.B) { timeRequests(b, s, "/experiment/"+eid+"/data/plugin/scalars/tags") })
 	// One small RPC (ListPlugins): the fixed cost of a call on this
 	// experiment, mostly the access check reading the experiment.

@@ -138,7 +138,7 @@ func TestCorpusCoreRoutes(t *testing.T) {
 			FirstEventTimestamp  float64  `json:"firstEventTimestamp"`
 			RunMetadata          []string `json:"run_metadata"`
 		}
-		s.getJSON(t, base+"runs", &index)
+		s.getJSON(t, base+"runs?format=index", &index)
 		if !slices.Equal(sortedKeys(index), exp.runsWithData()) {
 			t.Errorf("data/runs index runs = %v", sortedKeys(index))
 		}
@@ -727,9 +727,13 @@ func TestCorpusErrorsAndEncoding(t *testing.T) {
 	onBackends(t, func(t *testing.T, s *server, eid string) {
 		base := "/experiment/" + eid + "/data/"
 		for path, want := range map[string]int{
-			base + "plugin/scalars/scalars" + q("run", "generated/long_run"):                        http.StatusBadRequest,
-			base + "plugin/scalars/scalars" + q("run", "nope", "tag", "nope"):                       http.StatusNotFound,
-			base + "plugin/images/individualImage" + q("blob_key", eid+".AAAA.AAAA"):                http.StatusBadRequest,
+			base + "plugin/scalars/scalars" + q("run", "generated/long_run"):         http.StatusBadRequest,
+			base + "plugin/scalars/scalars" + q("run", "nope", "tag", "nope"):        http.StatusNotFound,
+			base + "plugin/images/individualImage" + q("blob_key", eid+".AAAA.AAAA"): http.StatusBadRequest,
+			// TensorBoard fails with 500 on a key that is not one (docs/http-api.md).
+			base + "plugin/images/individualImage" + q("blob_key", "garbage"):                       http.StatusNotFound,
+			base + "plugin/pr_curves/pr_curves" + q("run", "generated/pr_curves", "tag", "nope"):    http.StatusBadRequest,
+			base + "plugin/images/images" + q("run", "generated/images", "tag", "nope"):             http.StatusNotFound,
 			base + "plugin/audio/individualAudio" + q("blob_key", "x", "content_type", "text/html"): http.StatusBadRequest,
 			base + "runs" + q("format", "yaml"):                                                     http.StatusBadRequest,
 			base + "scalars" + q("sample_count", "1"):                                               http.StatusBadRequest,

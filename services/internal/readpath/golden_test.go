@@ -118,7 +118,7 @@ func TestGoldenShapes(t *testing.T) {
 		}{
 			{"environment", "GET", d + "environment", nil},
 			{"plugins_listing", "GET", d + "plugins_listing", nil},
-			{"runs_index", "GET", d + "runs", nil},
+			{"runs_index", "GET", d + "runs?format=index", nil},
 			{"runs_list", "GET", d + "runs?format=list", nil},
 			{"logdir", "GET", d + "logdir", nil},
 			{"window_properties", "GET", d + "window_properties", nil},
