@@ -41,7 +41,10 @@ type Config struct {
 	PublicOrigin string
 	// CacheTTL is httpapi.Config.CacheTTL (0: its default; < 0: off).
 	CacheTTL time.Duration
-	Logger   *slog.Logger
+	// SamplesPerPlugin is httpapi.Config.SamplesPerPlugin (TensorBoard's
+	// --samples_per_plugin).
+	SamplesPerPlugin map[string]int64
+	Logger           *slog.Logger
 }
 
 // Routes are the mux patterns the HTTP API is mounted under. The UI may
@@ -78,6 +81,8 @@ func Mount(grpcServer grpc.ServiceRegistrar, mux *http.ServeMux, conn grpc.Clien
 		Credentials: cfg.Credentials,
 		CacheTTL:    cfg.CacheTTL,
 		Logger:      cfg.Logger,
+
+		SamplesPerPlugin: cfg.SamplesPerPlugin,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("readpath: %w", err)
