@@ -62,6 +62,13 @@ func (p *tableProvider) record(plugin string, d *datapb.Downsample) {
 	p.asked[plugin] = d.GetNumPoints()
 }
 
+// numPoints is the num_points of the last read of plugin.
+func (p *tableProvider) numPoints(plugin string) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.asked[plugin]
+}
+
 func (s series) metadata() *tbpb.SummaryMetadata {
 	return &tbpb.SummaryMetadata{PluginData: &tbpb.SummaryMetadata_PluginData{PluginName: s.plugin, Content: s.content}}
 }

@@ -232,30 +232,6 @@ func appendPythonFloat(b []byte, f float64) []byte {
 	return append(b, digits[intLen:]...)
 }
 
-// isZero reports whether v is the zero value of a field without presence.
-// Floating point zero means all bits zero, so -0.0 is not zero.
-func isZero(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-	switch fd.Kind() {
-	case protoreflect.BoolKind:
-		return !v.Bool()
-	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
-		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
-		return v.Int() == 0
-	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind,
-		protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
-		return v.Uint() == 0
-	case protoreflect.FloatKind, protoreflect.DoubleKind:
-		return math.Float64bits(v.Float()) == 0
-	case protoreflect.StringKind:
-		return v.String() == ""
-	case protoreflect.BytesKind:
-		return len(v.Bytes()) == 0
-	case protoreflect.EnumKind:
-		return v.Enum() == 0
-	}
-	return false
-}
-
 // compareMapKeys orders keys as Python's sorted() does: numbers by value,
 // false before true, strings by code point (which is UTF-8 byte order).
 func compareMapKeys(a, b protoreflect.MapKey) int {
