@@ -56,6 +56,9 @@ type Config struct {
 	SignIn       *session.OIDC
 	// Telemetry says where spans and metrics go.
 	Telemetry telemetry.Config
+	// SamplesPerPlugin is httpapi.Config.SamplesPerPlugin
+	// (--samples_per_plugin).
+	SamplesPerPlugin httpapi.SamplesPerPlugin
 
 	oidc session.OIDC
 }
@@ -74,6 +77,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) []config.Alias {
 	fs.StringVar(&c.oidc.Issuer, "oidc-issuer", "", "OpenID Connect issuer browsers sign in with")
 	fs.StringVar(&c.oidc.ClientID, "oidc-web-client-id", "", "its web client (one of the write service's accepted client IDs)")
 	fs.StringVar(&c.oidc.ClientSecret, "oidc-web-client-secret", "", "that client's secret, if the issuer wants one")
+	fs.Var(&c.SamplesPerPlugin, "samples_per_plugin", httpapi.SamplesFlagUsage)
 	config.PortFlag(fs, "addr")
 	c.Telemetry.Service = "tbhub-frontend"
 	aliases := append([]config.Alias{config.Port("addr")}, c.Telemetry.RegisterFlags(fs)...)
@@ -145,7 +149,7 @@ func Run(ctx context.Context, lis net.Listener, cfg Config, obs Observers) error
 		return err
 	}
 	defer readConn.Close()
-	hcfg := httpapi.Config{Data: datapb.NewTensorBoardDataProviderClient(readConn), Logger: obs.Logger}
+	hcfg := httpapi.Config{Data: datapb.NewTensorBoardDataProviderClient(readConn), Logger: obs.Logger, SamplesPerPlugin: cfg.SamplesPerPlugin}
 	scfg := session.Config{OIDC: cfg.SignIn, PublicOrigin: cfg.PublicOrigin, Logger: obs.Logger}
 	if cfg.ExperimentService != "" {
 		expConn, err := dial(cfg.ExperimentService)

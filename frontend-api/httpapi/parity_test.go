@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -383,5 +384,31 @@ func TestHistogramRoutesPoints(t *testing.T) {
 		if resp, body := get(t, base+"distributions/distributions?run=train&tag=w"); resp.StatusCode != 200 || p.numPoints("histograms") != tc.dists {
 			t.Errorf("samples %v: distributions read %d points (%d %s), want %d", tc.samples, p.numPoints("histograms"), resp.StatusCode, body, tc.dists)
 		}
+	}
+}
+
+// --samples_per_plugin, as TensorBoard parses it, sets the points per
+// series a plugin's routes read.
+func TestSamplesPerPluginFlag(t *testing.T) {
+	var s httpapi.SamplesPerPlugin
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Var(&s, "samples_per_plugin", httpapi.SamplesFlagUsage)
+	if err := fs.Parse([]string{"--samples_per_plugin", "scalars=3, images=0,scalars=2"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := (httpapi.SamplesPerPlugin{"scalars": 2, "images": 0}); !reflect.DeepEqual(s, want) || s.String() != "images=0,scalars=2" {
+		t.Errorf("parsed %v (%s), want %v", s, s.String(), want)
+	}
+	for _, bad := range []string{"scalars", "scalars=-1", "=3", "scalars=many"} {
+		if err := fs.Parse([]string{"--samples_per_plugin", bad}); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	p, srv := serveTable(t, httpapi.Config{SamplesPerPlugin: s},
+		series{plugin: "scalars", run: "train", tag: "loss", steps: []int64{0}, scalars: []float32{1}})
+	get(t, srv.URL+"/experiment/e1/data/plugin/scalars/scalars?run=train&tag=loss")
+	if n := p.numPoints("scalars"); n != 2 {
+		t.Errorf("scalars read %d points, want 2", n)
 	}
 }

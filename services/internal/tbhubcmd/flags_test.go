@@ -29,7 +29,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 			"addr", "api-endpoint", "blobs", "data", "enable-test-rpcs", "grpc-addr",
 			"max-blob-bytes", "max-blob-bytes-per-user", "max-experiments-per-user", "max-points-per-user",
 			"oidc-client-ids", "oidc-device-client-id", "oidc-device-client-secret", "oidc-issuer",
-			"oidc-web-client-id", "oidc-web-client-secret", "public-origin", "requests-per-second", "store",
+			"oidc-web-client-id", "oidc-web-client-secret", "public-origin", "requests-per-second", "samples_per_plugin", "store",
 		}, telemetryFlags...)},
 		{"write-service", func(fs *flag.FlagSet) { newServeFlags(fs, writeServiceCommand) }, append([]string{
 			"addr", "api-endpoint", "blobs", "data", "enable-test-rpcs", "grpc-addr",
@@ -45,7 +45,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 		}, telemetryFlags...)},
 		{"frontend", func(fs *flag.FlagSet) { new(frontend.Config).RegisterFlags(fs) }, append([]string{
 			"addr", "experiment-service", "grpc-insecure", "oidc-issuer", "oidc-web-client-id",
-			"oidc-web-client-secret", "port", "public-origin", "read-service",
+			"oidc-web-client-secret", "port", "public-origin", "read-service", "samples_per_plugin",
 		}, telemetryFlags...)},
 	}
 	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "operations.md"))

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi"
 	"github.com/tbhub/tbhub/frontend-api/session"
 	"github.com/tbhub/tbhub/frontend-api/webui"
 	"github.com/tbhub/tbhub/services/internal/auth"
@@ -170,6 +171,7 @@ type serveFlags struct {
 	webClient, webSecret             *string
 	testRPCs                         *bool
 	lim                              limits.Limits
+	samples                          httpapi.SamplesPerPlugin
 	tcfg                             telemetry.Config
 	aliases                          []config.Alias
 }
@@ -194,6 +196,9 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 	fs.Int64Var(&f.lim.MaxPointsPerUser, "max-points-per-user", f.lim.MaxPointsPerUser, "scalar and tensor points quota per user (0: unlimited)")
 	fs.Int64Var(&f.lim.MaxBlobBytesPerUser, "max-blob-bytes-per-user", f.lim.MaxBlobBytesPerUser, "blob bytes quota per user (0: unlimited)")
 	fs.Float64Var(&f.lim.RequestsPerSecond, "requests-per-second", f.lim.RequestsPerSecond, "per-user write rate (0: unlimited)")
+	if proc.readPath {
+		fs.Var(&f.samples, "samples_per_plugin", httpapi.SamplesFlagUsage)
+	}
 	f.tcfg = telemetry.Config{Service: proc.service}
 	f.aliases = append([]config.Alias{config.Port("addr")}, f.tcfg.RegisterFlags(fs)...)
 	return f
@@ -263,6 +268,7 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 		if _, _, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), conn, st, b.Blobs, readpath.Config{
 			SignIn: webSignIn(cfg.OIDC, *webClient, *webSecret), PublicOrigin: srv.Origin(),
 			Reader: reader.Config{BlobKeySecret: reader.RandomSecret()}, Logger: logger,
+			SamplesPerPlugin: f.samples,
 		}); err != nil {
 			return err
 		}

@@ -60,7 +60,7 @@ func TestTokenCreateAndMigrate(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
-		nil, {"frobnicate"}, {"token"}, {"token", "create"}, {"serve", "--nope"}, {"serve", "extra"},
+		nil, {"frobnicate"}, {"token"}, {"token", "create"}, {"serve", "--nope"}, {"serve", "extra"}, {"serve", "--samples_per_plugin", "scalars=-1"},
 	} {
 		var out, errOut bytes.Buffer
 		if err := Run(context.Background(), args, os.LookupEnv, &out, &errOut); !errors.Is(err, ErrUsage) {
