@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -12,8 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"github.com/tbhub/tbhub/frontend-api/httperr"
 )
 
 // Float is a number written as TensorBoard writes it: finite values as
@@ -137,70 +135,19 @@ func writeImmutable(w http.ResponseWriter, contentType string, body []byte) erro
 	return err
 }
 
-// httpError is an error with the status and text the client sees.
-type httpError struct {
-	status int
-	msg    string
-}
-
-func (e *httpError) Error() string { return e.msg }
-
+// errorf is an error answered with status and the formatted text.
 func errorf(status int, format string, args ...any) error {
-	return &httpError{status: status, msg: fmt.Sprintf(format, args...)}
+	return httperr.Errorf(status, format, args...)
 }
 
-// statusOfCode is the one mapping from the services' gRPC codes to HTTP
-// statuses (TensorBoard's: INVALID_ARGUMENT 400, UNAUTHENTICATED 401,
-// PERMISSION_DENIED 403, NOT_FOUND 404; the rest as their meaning says).
-func statusOfCode(c codes.Code) int {
-	switch c {
-	case codes.InvalidArgument, codes.OutOfRange, codes.FailedPrecondition:
-		return http.StatusBadRequest
-	case codes.Unauthenticated:
-		return http.StatusUnauthorized
-	case codes.PermissionDenied:
-		return http.StatusForbidden
-	case codes.NotFound:
-		return http.StatusNotFound
-	case codes.AlreadyExists, codes.Aborted:
-		return http.StatusConflict
-	case codes.ResourceExhausted:
-		return http.StatusTooManyRequests
-	case codes.Unimplemented:
-		return http.StatusNotImplemented
-	case codes.Unavailable:
-		return http.StatusServiceUnavailable
-	case codes.DeadlineExceeded:
-		return http.StatusGatewayTimeout
-	case codes.Canceled:
-		return 499 // the client went away; nobody reads this
-	}
-	return http.StatusInternalServerError
-}
-
-// writeError answers err: an httpError as it says, a gRPC status by
-// statusOfCode with the service's message (which the services keep fit for
-// clients), anything else as 500 without its text, which is logged.
+// writeError answers err as package httperr maps it; the detail of a 5xx
+// is logged, never sent.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	code, msg := http.StatusInternalServerError, "internal error"
-	var he *httpError
-	if errors.As(err, &he) {
-		code, msg = he.status, he.msg
-	} else if st, ok := status.FromError(err); ok {
-		code, msg = statusOfCode(st.Code()), st.Message()
-		if code == http.StatusInternalServerError {
-			msg = "internal error"
-		}
-	}
-	if code >= 500 {
+	code, msg, internal := httperr.Of(err)
+	if internal {
 		h.logger.ErrorContext(r.Context(), "request failed", "path", r.URL.Path, "status", code, "error", err.Error())
 	}
-	w.Header().Del("Content-Encoding")
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	fmt.Fprintln(w, msg)
+	httperr.Write(w, code, msg)
 }
 
 // gzipWriter compresses a response when the client accepts gzip and the

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/tbhub/tbhub/frontend-api/httperr"
 )
 
 // The time-series dashboard's routes (TensorBoard's "metrics" plugin,
@@ -114,11 +116,11 @@ func (h *Handler) timeSeries(w http.ResponseWriter, r *request) error {
 			series, err := h.oneTimeSeries(r, req)
 			out[i] = timeSeriesResponse{timeSeriesRequest: req, RunToSeries: series}
 			if err != nil {
-				he, ok := err.(*httpError)
+				he, ok := err.(*httperr.Error)
 				if !ok {
 					return err
 				}
-				out[i].RunToSeries, out[i].Error = nil, he.msg
+				out[i].RunToSeries, out[i].Error = nil, he.Msg
 			}
 			return nil
 		}
@@ -130,7 +132,7 @@ func (h *Handler) timeSeries(w http.ResponseWriter, r *request) error {
 }
 
 // oneTimeSeries answers one request of the batch: run → data points. A
-// request the client got wrong comes back as an *httpError, reported in
+// request the client got wrong comes back as an *httperr.Error, reported in
 // the entry instead of failing the batch.
 func (h *Handler) oneTimeSeries(r *request, req timeSeriesRequest) (map[string]any, error) {
 	var runs []string

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"google.golang.org/grpc/status"
+
+	"github.com/tbhub/tbhub/frontend-api/httperr"
 )
 
 // The authorization-code flow with PKCE, for browsers.
@@ -78,7 +80,7 @@ func (h *Handler) redirectURI(r *http.Request) string { return h.origin(r) + "/a
 // login sends the browser to the issuer (?next= is the page to come back to).
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.OIDC == nil {
-		httpError(w, http.StatusNotFound, "this server signs in with API tokens only")
+		httperr.Write(w, http.StatusNotFound, "this server signs in with API tokens only")
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.CallTimeout)
@@ -123,7 +125,7 @@ func (h *Handler) backToSignIn(w http.ResponseWriter, r *http.Request, next, rea
 // code (or an error).
 func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.OIDC == nil || h.cfg.Auth == nil {
-		httpError(w, http.StatusNotFound, "this server signs in with API tokens only")
+		httperr.Write(w, http.StatusNotFound, "this server signs in with API tokens only")
 		return
 	}
 	var f flow

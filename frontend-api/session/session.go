@@ -28,7 +28,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -42,6 +41,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/tbhub/tbhub/frontend-api/httperr"
 	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
 )
 
@@ -237,23 +237,23 @@ func (h *Handler) getSession(w http.ResponseWriter, r *http.Request) {
 // session with a new token minted by it, with its scopes.
 func (h *Handler) signInWithToken(w http.ResponseWriter, r *http.Request) {
 	if !sameOrigin(r) {
-		httpError(w, http.StatusForbidden, "sign-in must come from this site's page")
+		httperr.Write(w, http.StatusForbidden, "sign-in must come from this site's page")
 		return
 	}
 	if h.cfg.Auth == nil {
-		httpError(w, http.StatusNotImplemented, "this server has no auth service")
+		httperr.Write(w, http.StatusNotImplemented, "this server has no auth service")
 		return
 	}
 	var body struct {
 		Token string `json:"token"`
 	}
 	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&body); err != nil || strings.TrimSpace(body.Token) == "" {
-		httpError(w, http.StatusBadRequest, `want {"token": "tbh_..."}`)
+		httperr.Write(w, http.StatusBadRequest, `want {"token": "tbh_..."}`)
 		return
 	}
 	who, err := h.start(w, r, "Bearer "+strings.TrimSpace(body.Token))
 	if status.Code(err) == codes.Unauthenticated {
-		httpError(w, http.StatusUnauthorized, "that token was not accepted")
+		httperr.Write(w, http.StatusUnauthorized, "that token was not accepted")
 		return
 	}
 	if err != nil {
@@ -286,7 +286,7 @@ func (h *Handler) signOut(w http.ResponseWriter, r *http.Request) {
 	c, err := r.Cookie(CookieName)
 	if err == nil && c.Value != "" && h.cfg.Auth != nil {
 		if !sameOrigin(r) {
-			httpError(w, http.StatusForbidden, "sign-out must come from this site's page")
+			httperr.Write(w, http.StatusForbidden, "sign-out must come from this site's page")
 			return
 		}
 		ctx, cancel := h.call(r, "Bearer "+c.Value)
@@ -326,35 +326,18 @@ func (h *Handler) clearCookie(w http.ResponseWriter, r *http.Request, name, path
 	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: path, MaxAge: -1, HttpOnly: true, Secure: h.secure(r), SameSite: http.SameSiteLaxMode})
 }
 
-// fail answers a service error: its status and message for what the
-// caller can act on, "internal error" (logged) for the rest.
+// fail answers a service error as package httperr maps it (the same
+// statuses as the API's), with a plainer text when the service is
+// unreachable; a 5xx's detail is logged.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	st, _ := status.FromError(err)
-	code, msg := http.StatusInternalServerError, "internal error"
-	switch st.Code() {
-	case codes.Unauthenticated:
-		code, msg = http.StatusUnauthorized, st.Message()
-	case codes.PermissionDenied:
-		code, msg = http.StatusForbidden, st.Message()
-	case codes.InvalidArgument:
-		code, msg = http.StatusBadRequest, st.Message()
-	case codes.ResourceExhausted:
-		code, msg = http.StatusTooManyRequests, st.Message()
-	case codes.Unavailable, codes.DeadlineExceeded:
-		code, msg = http.StatusServiceUnavailable, "the sign-in service is unavailable; try again"
+	code, msg, internal := httperr.Of(err)
+	if c := status.Code(err); c == codes.Unavailable || c == codes.DeadlineExceeded {
+		msg = "the sign-in service is unavailable; try again"
 	}
-	if code >= 500 {
+	if internal {
 		h.logger.ErrorContext(r.Context(), "sign-in failed", "path", r.URL.Path, "error", err.Error())
 	}
-	httpError(w, code, msg)
-}
-
-func httpError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	fmt.Fprintln(w, msg)
+	httperr.Write(w, code, msg)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -142,3 +142,42 @@ func TestLocalPath(t *testing.T) {
 		}
 	}
 }
+
+// failingAuth fails every WhoAmI with err.
+type failingAuth struct {
+	authv1.AuthServiceClient
+	err error
+}
+
+func (f failingAuth) WhoAmI(context.Context, *authv1.WhoAmIRequest, ...grpc.CallOption) (*authv1.WhoAmIResponse, error) {
+	return nil, f.err
+}
+
+// A service error is answered with the statuses the HTTP API uses
+// (package httperr): NOT_FOUND is 404 and DEADLINE_EXCEEDED 504, as for
+// every other route.
+func TestServiceErrorsMapAsTheAPIs(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code int
+	}{
+		{status.Error(codes.NotFound, "no such user"), http.StatusNotFound},
+		{status.Error(codes.DeadlineExceeded, "slow"), http.StatusGatewayTimeout},
+		{status.Error(codes.Unavailable, "down"), http.StatusServiceUnavailable},
+		{status.Error(codes.Internal, "detail"), http.StatusInternalServerError},
+	} {
+		h, err := New(Config{Auth: failingAuth{err: tc.err}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mux := http.NewServeMux()
+		h.Mount(mux)
+		req := httptest.NewRequest(http.MethodGet, "http://tbhub.test/api/session", nil)
+		req.Header.Set("Authorization", "Bearer good")
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		if rec.Code != tc.code || strings.Contains(rec.Body.String(), "detail") {
+			t.Errorf("%v: %d %q, want %d", tc.err, rec.Code, rec.Body, tc.code)
+		}
+	}
+}
