@@ -205,6 +205,10 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 	}
 	save := func(s *state.State) error { return state.Save(statePath, s) }
 
+	crash, err := crashHook(env.Getenv("TBUP_CRASH_AT"))
+	if err != nil {
+		return err
+	}
 	retry := client.DefaultRetry
 	eid, err := chooseExperiment(ctx, env, writer, experiments, st, *experimentID, *name, *description, retry)
 	if err != nil {
@@ -238,6 +242,7 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 		Retry:        retry,
 		InFlight:     *inFlight,
 		Progress:     prog,
+		Crash:        crash,
 	})
 	prog.Start()
 	runErr := up.Run(ctx)

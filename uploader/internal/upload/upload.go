@@ -64,6 +64,9 @@ type Config struct {
 	// MaxRecordSize caps one event record (eventfile.DefaultMaxRecordSize if 0).
 	MaxRecordSize int
 	Progress      *Progress
+	// Crash, if set, is called at each CrashPoint; tests arm it to kill the process
+	// there. It must return, or never return (the process is gone).
+	Crash func(CrashPoint)
 }
 
 // segmentBytes is how much request payload a segment gathers before it is sealed.
@@ -732,6 +735,7 @@ func (u *Uploader) sendPoints(req proto.Message, series []*migrate.Series, n, si
 			if err := u.call(ctx, write); err != nil && !u.rejected(err) {
 				return err
 			}
+			u.crash(CrashPointsAcked)
 		}
 		sent.Add(int64(n))
 		u.prog.Bytes.Add(int64(size)) // the packed estimate; proto.Size costs a walk of the request
@@ -909,9 +913,12 @@ func (u *Uploader) commitLocked() {
 		changed = true
 	}
 	if changed && u.cfg.SaveState != nil {
+		u.crash(CrashStateSaving)
 		if err := u.cfg.SaveState(u.cfg.State); err != nil {
 			u.failSend(err)
+			return
 		}
+		u.crash(CrashStateSaved)
 	}
 }
 
@@ -941,6 +948,7 @@ func (u *Uploader) sendBlobSequence(ctx context.Context, job *blobJob) error {
 	if err != nil {
 		return err
 	}
+	u.crash(CrashSequenceCreated)
 	for i, b := range job.blobs {
 		if job.skip[i] {
 			continue
@@ -948,7 +956,9 @@ func (u *Uploader) sendBlobSequence(ctx context.Context, job *blobJob) error {
 		if err := u.writeBlob(ctx, seqID, int64(i), b); err != nil {
 			return fmt.Errorf("blob %d of %s/%s step %d: %w", i, job.run, job.tag, job.step, err)
 		}
+		u.crash(CrashBlobAcked)
 	}
+	u.crash(CrashSequenceAcked)
 	u.countBlobs(job)
 	return nil
 }
@@ -1012,6 +1022,7 @@ func (u *Uploader) writeBlob(ctx context.Context, seqID string, index int64, dat
 			if err := stream.Send(req); err != nil {
 				break // the real error comes from Recv
 			}
+			u.crash(CrashChunkSent)
 			offset = end
 		}
 		if err := stream.CloseSend(); err != nil {
