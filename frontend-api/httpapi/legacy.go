@@ -3,10 +3,11 @@ package httpapi
 import (
 	"math"
 
-	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 	"net/http"
 	"strconv"
 	"strings"
+
+	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 )
 
 // The routes of TensorBoard's original HTTP API document

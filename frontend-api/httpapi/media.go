@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/markdown"
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 )
 
@@ -27,7 +28,7 @@ func sampledTagInfos(series []seriesInfo, samples func(seriesInfo) int64) map[st
 		if out[s.run] == nil {
 			out[s.run] = map[string]sampledTagInfo{}
 		}
-		out[s.run][s.tag] = sampledTagInfo{DisplayName: s.displayName, Description: markdownToSafeHTML(s.description), Samples: samples(s)}
+		out[s.run][s.tag] = sampledTagInfo{DisplayName: s.displayName, Description: markdown.ToSafeHTML(s.description), Samples: samples(s)}
 	}
 	return out
 }

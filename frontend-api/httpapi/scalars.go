@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/markdown"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 )
 
@@ -26,7 +27,7 @@ func tagInfos(series []seriesInfo) map[string]map[string]tagInfo {
 		if out[s.run] == nil {
 			out[s.run] = map[string]tagInfo{}
 		}
-		out[s.run][s.tag] = tagInfo{DisplayName: s.displayName, Description: markdownToSafeHTML(s.description)}
+		out[s.run][s.tag] = tagInfo{DisplayName: s.displayName, Description: markdown.ToSafeHTML(s.description)}
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/markdown"
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 )
 
@@ -63,9 +64,9 @@ func textToHTML(t *tbpb.TensorProto, useMarkdown bool) (string, error) {
 	cell := func(b []byte) string {
 		s := strings.ToValidUTF8(string(b), "\uFFFD")
 		if useMarkdown {
-			return markdownToSafeHTML(s)
+			return markdown.ToSafeHTML(s)
 		}
-		return safeHTML(s)
+		return markdown.SafeHTML(s)
 	}
 	shape := shapeOf(t)
 	switch len(shape) {
@@ -85,7 +86,7 @@ func textToHTML(t *tbpb.TensorProto, useMarkdown bool) (string, error) {
 	for _, d := range shape[2:] {
 		inner *= d
 	}
-	warning := markdownToSafeHTML(fmt.Sprintf("**Warning:** This text summary contained data of dimensionality %d, but only "+
+	warning := markdown.ToSafeHTML(fmt.Sprintf("**Warning:** This text summary contained data of dimensionality %d, but only "+
 		"2d tables are supported. Showing a 2d slice of the data instead.", len(shape)))
 	if inner == 0 {
 		return warning, nil

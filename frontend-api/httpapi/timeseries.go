@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/markdown"
 	"github.com/tbhub/tbhub/frontend-api/httperr"
 )
 
@@ -22,7 +23,7 @@ func newRunTagInfo(series []seriesInfo) runTagInfo {
 	for _, s := range series {
 		out.RunTagInfo[s.run] = append(out.RunTagInfo[s.run], s.tag)
 		if s.description != "" {
-			out.TagDescriptions[s.tag] = markdownToSafeHTML(s.description)
+			out.TagDescriptions[s.tag] = markdown.ToSafeHTML(s.description)
 		}
 	}
 	return out
@@ -52,7 +53,7 @@ func (h *Handler) timeSeriesTags(w http.ResponseWriter, r *request) error {
 		}
 		imageInfo.TagRunSampledInfo[s.tag][s.run] = sampledInfo{max(s.maxLength-2, 0)}
 		if s.description != "" {
-			imageInfo.TagDescriptions[s.tag] = markdownToSafeHTML(s.description)
+			imageInfo.TagDescriptions[s.tag] = markdown.ToSafeHTML(s.description)
 		}
 	}
 	return writeJSON(w, map[string]any{

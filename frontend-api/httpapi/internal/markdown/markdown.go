@@ -1,4 +1,7 @@
-package httpapi
+// Package markdown renders the markdown of descriptions and text summaries
+// to HTML that is safe to put in the page, as TensorBoard does: one
+// renderer and one cleaner for every route of the HTTP API.
+package markdown
 
 import (
 	"bytes"
@@ -31,7 +34,7 @@ import (
 // without a closing slash. The markdown dialect is CommonMark (goldmark)
 // where TensorBoard's is Python-Markdown; they agree on paragraphs,
 // emphasis, headings, lists, code and tables (docs/http-api.md).
-var markdown = goldmark.New(goldmark.WithExtensions(extension.Table), goldmark.WithRendererOptions(gmhtml.WithUnsafe()))
+var renderer = goldmark.New(goldmark.WithExtensions(extension.Table), goldmark.WithRendererOptions(gmhtml.WithUnsafe()))
 
 // allowedTags and allowedAttrs are TensorBoard's (plugin_util.py).
 var (
@@ -45,7 +48,7 @@ var (
 	voidTags     = map[string]bool{"br": true, "hr": true, "img": true}
 )
 
-// rendered memoizes markdownToSafeHTML: a tags route renders one
+// rendered memoizes ToSafeHTML: a tags route renders one
 // description per series, and across runs the same tag has the same
 // description (50,000 series, 50 distinct texts is typical).
 var rendered = struct {
@@ -56,9 +59,9 @@ var rendered = struct {
 // maxRendered bounds the memo; it starts over when full.
 const maxRendered = 4096
 
-// markdownToSafeHTML renders markdown to sanitized HTML. NUL bytes are
+// ToSafeHTML renders markdown to sanitized HTML. NUL bytes are
 // removed first, with a warning in the output, as TensorBoard does.
-func markdownToSafeHTML(md string) string {
+func ToSafeHTML(md string) string {
 	if md == "" {
 		return ""
 	}
@@ -85,19 +88,19 @@ func renderMarkdown(md string) string {
 		warning = fmt.Sprintf("<!-- WARNING: discarded %d null bytes in markdown string after UTF-8 decoding -->\n", n)
 	}
 	var buf bytes.Buffer
-	if err := markdown.Convert([]byte(md), &buf); err != nil {
+	if err := renderer.Convert([]byte(md), &buf); err != nil {
 		// goldmark fails only on writer errors; show the source escaped.
 		return "<pre>" + html.EscapeString(md) + "</pre>"
 	}
-	return warning + safeHTML(strings.TrimSuffix(buf.String(), "\n"))
+	return warning + SafeHTML(strings.TrimSuffix(buf.String(), "\n"))
 }
 
-// safeHTML cleans HTML as TensorBoard's safe_html (bleach) does: allowed
+// SafeHTML cleans HTML as TensorBoard's safe_html (bleach) does: allowed
 // tags with their allowed attributes are kept, balanced (an unclosed one
 // is closed at the end, a stray end tag dropped); any other tag is written
 // as escaped text; comments and doctypes are dropped; text is escaped (&,
 // <, >), quotes left as they are.
-func safeHTML(s string) string {
+func SafeHTML(s string) string {
 	var b strings.Builder
 	var open []string
 	z := nethtml.NewTokenizer(strings.NewReader(s))
