@@ -43,6 +43,8 @@ func fixture(t *testing.T, s *server, owner string, vis store.Visibility) string
 	}
 	env.Tensors(t, eid, readertest.Series("train", "weights", "histograms", store.DataClassTensor, nil), []int64{1}, []float64{10},
 		[]*tbpb.TensorProto{{Dtype: tbpb.DataType_DT_DOUBLE, TensorShape: &tbpb.TensorShapeProto{Dim: []*tbpb.TensorShapeProto_Dim{{Size: 1}, {Size: 3}}}, DoubleVal: []float64{0, 1, 3}}})
+	env.Tensors(t, eid, readertest.Series("train", "pr", "pr_curves", store.DataClassTensor, nil), []int64{1}, []float64{10},
+		[]*tbpb.TensorProto{{Dtype: tbpb.DataType_DT_DOUBLE, TensorShape: &tbpb.TensorShapeProto{Dim: []*tbpb.TensorShapeProto_Dim{{Size: 6}, {Size: 1}}}, DoubleVal: []float64{1, 0, 0, 0, 1, 1}}})
 	env.Tensors(t, eid, readertest.Series("train", "notes", "text", store.DataClassTensor, nil), []int64{1}, []float64{10},
 		[]*tbpb.TensorProto{str("**hello** <script>alert(1)</script>")})
 	png := []byte("\x89PNG\r\n\x1a\n tiny")
