@@ -33,10 +33,3 @@ const (
 var CrashPoints = []CrashPoint{
 	CrashPointsAcked, CrashSequenceCreated, CrashChunkSent, CrashBlobAcked, CrashSequenceAcked, CrashStateSaving, CrashStateSaved,
 }
-
-// crash calls the armed hook, if any.
-func (u *Uploader) crash(p CrashPoint) {
-	if u.cfg.Crash != nil {
-		u.cfg.Crash(p)
-	}
-}

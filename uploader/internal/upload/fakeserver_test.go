@@ -31,14 +31,12 @@ import (
 // and lets a test fail, hold or cut any call through fault.
 type fakeServer struct {
 	servicepb.UnimplementedTensorBoardWriterServiceServer
+	lis *bufconn.Listener
 
-	mu      sync.Mutex
-	points  map[seriesKey]map[int64]bool // scalar and tensor steps stored
-	values  map[seriesKey]map[int64]float64
-	seqs    map[string]*fakeSeq // by blob sequence id
-	calls   map[string]int      // calls received, by method
-	writes  int                 // WriteScalar and WriteTensor requests stored
-	reqSize []int               // sizes of the WriteScalar requests stored
+	mu     sync.Mutex
+	points map[seriesKey]map[int64]bool // scalar and tensor steps stored
+	seqs   map[string]*fakeSeq          // by blob sequence id
+	calls  map[string]int               // calls received, by method
 	// fault, if set, runs before each call and before each WriteBlob message; an
 	// error fails the call (it may also block, to hold a call).
 	fault func(c call) error
@@ -52,6 +50,7 @@ type call struct {
 	step   int64
 	index  int64 // WriteBlob: the blob's index
 	offset int64 // WriteBlob: the chunk's offset
+	first  bool  // WriteBlob: the stream's first message
 	req    proto.Message
 }
 
@@ -73,18 +72,26 @@ type fakeBlob struct {
 // newFakeServer starts a fake write service and returns a client connected to it.
 func newFakeServer(t testing.TB) (*fakeServer, servicepb.TensorBoardWriterServiceClient) {
 	t.Helper()
-	f := &fakeServer{points: map[seriesKey]map[int64]bool{}, values: map[seriesKey]map[int64]float64{}, seqs: map[string]*fakeSeq{}, calls: map[string]int{}}
-	lis := bufconn.Listen(1 << 20)
+	f := &fakeServer{points: map[seriesKey]map[int64]bool{}, seqs: map[string]*fakeSeq{}, calls: map[string]int{}}
+	f.lis = bufconn.Listen(1 << 20)
 	srv := grpc.NewServer()
 	servicepb.RegisterTensorBoardWriterServiceServer(srv, f)
-	go srv.Serve(lis)
+	go srv.Serve(f.lis)
+	t.Cleanup(srv.Stop)
+	client, _ := f.connect(t)
+	return f, client
+}
+
+// connect opens another connection to the fake, as another process would.
+func (f *fakeServer) connect(t testing.TB) (servicepb.TensorBoardWriterServiceClient, *grpc.ClientConn) {
+	t.Helper()
 	conn, err := grpc.NewClient("passthrough:///fake", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return f.lis.DialContext(ctx) }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close(); srv.Stop() })
-	return f, servicepb.NewTensorBoardWriterServiceClient(conn)
+	t.Cleanup(func() { conn.Close() })
+	return servicepb.NewTensorBoardWriterServiceClient(conn), conn
 }
 
 func (f *fakeServer) enter(c call) error {
@@ -106,15 +113,11 @@ func (f *fakeServer) WriteScalar(_ context.Context, req *servicepb.WriteScalarRe
 	defer f.mu.Unlock()
 	for _, r := range req.GetRuns() {
 		for _, t := range r.GetTags() {
-			k := seriesKey{r.GetName(), t.GetName()}
 			for _, p := range t.GetPoints() {
-				f.store(k, p.GetStep())
-				f.values[k][p.GetStep()] = p.GetValue()
+				f.store(seriesKey{r.GetName(), t.GetName()}, p.GetStep())
 			}
 		}
 	}
-	f.writes++
-	f.reqSize = append(f.reqSize, proto.Size(req))
 	return &servicepb.WriteScalarResponse{}, nil
 }
 
@@ -131,14 +134,12 @@ func (f *fakeServer) WriteTensor(_ context.Context, req *servicepb.WriteTensorRe
 			}
 		}
 	}
-	f.writes++
 	return &servicepb.WriteTensorResponse{}, nil
 }
 
 func (f *fakeServer) store(k seriesKey, step int64) {
 	if f.points[k] == nil {
 		f.points[k] = map[int64]bool{}
-		f.values[k] = map[int64]float64{}
 	}
 	f.points[k][step] = true
 }
@@ -184,7 +185,7 @@ func (f *fakeServer) GetBlobMetadata(_ context.Context, req *servicepb.GetBlobMe
 // WriteBlob keeps the chunks received in order; a stream at offset 0 starts the
 // blob over, a stream that ends without finalize_object leaves it unfinalized.
 func (f *fakeServer) WriteBlob(stream servicepb.TensorBoardWriterService_WriteBlobServer) error {
-	for {
+	for first := true; ; first = false {
 		req, err := stream.Recv()
 		if err == io.EOF {
 			return nil
@@ -198,7 +199,7 @@ func (f *fakeServer) WriteBlob(stream servicepb.TensorBoardWriterService_WriteBl
 		if s == nil {
 			return status.Error(codes.NotFound, "blob sequence not found")
 		}
-		if err := f.enter(call{method: "WriteBlob", run: s.run, tag: s.tag, step: s.step, index: req.GetIndex(), offset: req.GetOffset(), req: req}); err != nil {
+		if err := f.enter(call{method: "WriteBlob", run: s.run, tag: s.tag, step: s.step, index: req.GetIndex(), offset: req.GetOffset(), first: first, req: req}); err != nil {
 			return err
 		}
 		f.mu.Lock()
@@ -289,13 +290,11 @@ type memFile struct {
 
 // memEvent is one event written: where its record ends and what it holds.
 type memEvent struct {
-	end      int64
-	tag      string
-	step     int64
-	blobs    [][]byte // a blob sequence's blobs
-	scalar   bool
-	value    float64
-	rewrites bool
+	end    int64
+	tag    string
+	step   int64
+	blobs  [][]byte // a blob sequence's blobs
+	scalar bool
 }
 
 func newMemLogdir() *memLogdir {
@@ -356,7 +355,7 @@ func (w *memWriter) scalar(tag string, step int64, v float32) {
 	if len(w.f.events) == 0 {
 		md = eventgen.ScalarMetadata()
 	}
-	w.add(eventgen.Scalar(tag, step, 1.7e9+float64(step), v, md), memEvent{tag: tag, step: step, scalar: true, value: float64(v)})
+	w.add(eventgen.Scalar(tag, step, 1.7e9+float64(step), v, md), memEvent{tag: tag, step: step, scalar: true})
 }
 
 // image writes an image summary; its blob sequence is width, height, images.
