@@ -2,10 +2,13 @@ package httpapi
 
 import (
 	"bytes"
-	"compress/gzip"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
+	"google.golang.org/grpc/metadata"
 )
 
 // responseCache keeps the answers of recent GET requests for a short time,
@@ -123,16 +126,7 @@ func (r *recorder) entry(expires time.Time) *cachedResponse {
 		return nil // downloads are large and rare
 	}
 	e := &cachedResponse{expires: expires, contentType: h.Get("Content-Type"), cacheCtl: h.Get("Cache-Control"), body: bytes.Clone(r.buf.Bytes())}
-	if len(e.body) >= minGzipBytes && compressible(e.contentType) {
-		var buf bytes.Buffer
-		gz := gzipWriters.Get().(*gzip.Writer)
-		gz.Reset(&buf)
-		gz.Write(e.body)
-		gz.Close()
-		gz.Reset(nil)
-		gzipWriters.Put(gz)
-		e.gzipped = buf.Bytes()
-	}
+	e.gzipped = route.Compressed(e.contentType, e.body)
 	return e
 }
 
@@ -141,11 +135,45 @@ func (e *cachedResponse) write(w http.ResponseWriter) {
 	h.Set("Content-Type", e.contentType)
 	h.Set("Cache-Control", e.cacheCtl)
 	h.Set("X-Content-Type-Options", "nosniff")
-	if e.gzipped != nil && writeGzipped(w, e.gzipped) {
+	if e.gzipped != nil && route.WriteGzipped(w, e.gzipped) {
 		return
 	}
-	if len(e.body) < minGzipBytes {
-		skipGzip(w)
+	if len(e.body) < route.MinGzipBytes {
+		route.SkipGzip(w)
 	}
 	w.Write(e.body)
+}
+
+// mutation wraps a route that changes something: after it succeeds, the
+// caller's cached GET answers are dropped, so that the next read (the page
+// re-listing experiments) sees the change at once.
+func (h *Handler) mutation(fn route.Func) route.Func {
+	return func(w http.ResponseWriter, r *route.Request) error {
+		if err := fn(w, r); err != nil {
+			return err
+		}
+		if h.cache != nil {
+			cred := ""
+			if md, ok := metadata.FromOutgoingContext(r.Ctx); ok {
+				if v := md.Get("authorization"); len(v) > 0 {
+					cred = v[len(v)-1]
+				}
+			}
+			h.cache.dropCredential(cred)
+		}
+		return nil
+	}
+}
+
+// dropCredential forgets every entry cached for cred.
+func (c *responseCache) dropCredential(cred string) {
+	prefix := cred + "\x00"
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.entries {
+		if strings.HasPrefix(k, prefix) {
+			c.total -= len(e.body)
+			delete(c.entries, k)
+		}
+	}
 }

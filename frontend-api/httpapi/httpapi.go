@@ -14,8 +14,16 @@
 // they are served with long-lived private cache headers; everything else
 // is not cached.
 //
-// See docs/http-api.md for the route list and the one place where
-// TensorBoard's two HTTP APIs disagree (data/runs).
+// This package is the router: the Handler (credentials, the response
+// cache, gzip, errors) and the one route table (routes.go). Each plugin's
+// routes and logic are a package under internal/ (core, scalars,
+// histograms, media, text, graphs, prcurves, customscalars, hparams, mesh,
+// timeseries, legacy), tbhub's account API is internal/account, and what
+// they all build on is internal/route; markdown is rendered in one place,
+// internal/markdown.
+//
+// See docs/http-api.md for the route list and every place where tbhub's
+// answer deliberately differs from TensorBoard's.
 package httpapi
 
 import (
@@ -29,6 +37,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
+	"github.com/tbhub/tbhub/frontend-api/httperr"
 	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
@@ -37,7 +47,7 @@ import (
 
 // Version is reported as TensorBoard's version by data/environment: the
 // TensorBoard release whose HTTP API this package follows.
-const Version = "2.22.0a0"
+const Version = route.Version
 
 // Credentials extracts the caller's credential from a request, as the
 // value of an "authorization: Bearer ..." header; "" for an anonymous
@@ -82,15 +92,13 @@ type Config struct {
 
 // Handler serves the API. Create it with New.
 type Handler struct {
-	cfg   Config
-	data  datapb.TensorBoardDataProviderClient
-	exps  experimentsv1.ExperimentServiceClient
-	creds Credentials
-	// callOpts go with every call to the services.
-	callOpts []grpc.CallOption
-	cache    *responseCache // nil: off
-	mux      *http.ServeMux
-	logger   *slog.Logger
+	*route.Env
+	cfg    Config
+	exps   experimentsv1.ExperimentServiceClient
+	creds  Credentials
+	cache  *responseCache // nil: off
+	mux    *http.ServeMux
+	logger *slog.Logger
 }
 
 // New returns the API handler.
@@ -112,8 +120,9 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.MaxResponseBytes == 0 {
 		cfg.MaxResponseBytes = 256 << 20
 	}
-	h := &Handler{cfg: cfg, data: cfg.Data, exps: cfg.Experiments, creds: cfg.Credentials, mux: http.NewServeMux(), logger: cfg.Logger,
-		callOpts: []grpc.CallOption{grpc.MaxCallRecvMsgSize(cfg.MaxResponseBytes)}}
+	h := &Handler{cfg: cfg, exps: cfg.Experiments, creds: cfg.Credentials, mux: http.NewServeMux(), logger: cfg.Logger,
+		Env: &route.Env{Data: cfg.Data, SamplesPerPlugin: cfg.SamplesPerPlugin,
+			CallOpts: []grpc.CallOption{grpc.MaxCallRecvMsgSize(cfg.MaxResponseBytes)}}}
 	if h.creds == nil {
 		h.creds = BearerHeader
 	}
@@ -129,28 +138,18 @@ func New(cfg Config) (*Handler, error) {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	gz := newGzipWriter(w, r)
+	gz := route.NewGzipWriter(w, r)
 	defer gz.Close()
 	h.mux.ServeHTTP(gz, r)
 }
 
-// request is what a route handler gets: the experiment of the path and a
-// context carrying the caller's credential to the services.
-type request struct {
-	*http.Request
-	eid string
-	ctx context.Context
-}
-
-type routeFunc func(w http.ResponseWriter, r *request) error
-
 // handle registers fn for pattern; errors fn returns are answered by
 // writeError.
-func (h *Handler) handle(pattern string, fn routeFunc) {
+func (h *Handler) handle(pattern string, fn route.Func) {
 	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		cred, err := h.creds(r)
 		if err != nil {
-			h.writeError(w, r, errorf(http.StatusUnauthorized, "invalid credentials: %v", err))
+			h.writeError(w, r, route.Errorf(http.StatusUnauthorized, "invalid credentials: %v", err))
 			return
 		}
 		var key string
@@ -167,7 +166,7 @@ func (h *Handler) handle(pattern string, fn routeFunc) {
 			ctx = metadata.AppendToOutgoingContext(ctx, "authorization", cred)
 		}
 		rec := &recorder{ResponseWriter: w, limit: h.cacheLimit()}
-		if err := fn(rec, &request{Request: r, eid: r.PathValue("eid"), ctx: ctx}); err != nil {
+		if err := fn(rec, &route.Request{Request: r, EID: r.PathValue("eid"), Ctx: ctx}); err != nil {
 			h.writeError(rec, r, err)
 			return
 		}
@@ -186,27 +185,12 @@ func (h *Handler) cacheLimit() int {
 	return h.cache.maxBytes
 }
 
-// samples returns how many points per series a plugin route reads.
-func (h *Handler) samples(plugin string, def int64) int64 {
-	if n, ok := h.cfg.SamplesPerPlugin[plugin]; ok {
-		return n
+// writeError answers err as package httperr maps it; the detail of a 5xx
+// is logged, never sent.
+func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code, msg, internal := httperr.Of(err)
+	if internal {
+		h.logger.ErrorContext(r.Context(), "request failed", "path", r.URL.Path, "status", code, "error", err.Error())
 	}
-	return def
+	httperr.Write(w, code, msg)
 }
-
-// Default points per series, as TensorBoard's plugins read them.
-const (
-	samplesScalars     = 1000
-	samplesHistograms  = 500
-	samplesImages      = 10
-	samplesAudio       = 10
-	samplesText        = 100
-	samplesPRCurves    = 100
-	samplesMesh        = 100
-	samplesTimeSeriesH = 51
-
-	// The histograms and distributions routes show at most this many of
-	// the points kept (TensorBoard's SAMPLE_SIZE of each plugin).
-	histogramsRoutePoints    = 51
-	distributionsRoutePoints = 501
-)

@@ -1,4 +1,4 @@
-package httpapi
+package route
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/tbhub/tbhub/frontend-api/httperr"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // Float is a number written as TensorBoard writes it: finite values as
@@ -20,10 +22,10 @@ import (
 type Float float64
 
 // MarshalJSON implements json.Marshaler.
-func (f Float) MarshalJSON() ([]byte, error) { return appendFloat(nil, float64(f)), nil }
+func (f Float) MarshalJSON() ([]byte, error) { return AppendFloat(nil, float64(f)), nil }
 
 // appendFloat appends f as Float marshals it.
-func appendFloat(b []byte, f float64) []byte {
+func AppendFloat(b []byte, f float64) []byte {
 	switch {
 	case math.IsNaN(f):
 		return append(b, `"NaN"`...)
@@ -32,14 +34,14 @@ func appendFloat(b []byte, f float64) []byte {
 	case math.IsInf(f, -1):
 		return append(b, `"-Infinity"`...)
 	}
-	return appendPythonFloat(b, f)
+	return AppendPythonFloat(b, f)
 }
 
 // appendPythonFloat appends a finite f as Python's repr writes it: the
 // shortest digits that read back exactly, in positional notation with at
 // least one decimal when the decimal exponent is in [-4, 16), otherwise
 // in scientific notation with a signed two-digit exponent.
-func appendPythonFloat(b []byte, f float64) []byte {
+func AppendPythonFloat(b []byte, f float64) []byte {
 	if f == 0 {
 		if math.Signbit(f) {
 			return append(b, "-0.0"...)
@@ -98,24 +100,24 @@ func appendPythonFloat(b []byte, f float64) []byte {
 // non-finite must be of type Float.
 // Like Python's json module, it leaves <, > and & as they are (the
 // answers are JSON, never embedded in HTML).
-func writeJSON(w http.ResponseWriter, v any) error {
+func WriteJSON(w http.ResponseWriter, v any) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("encoding response: %w", err)
 	}
-	return writeBody(w, "application/json", bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	return WriteBody(w, "application/json", bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 }
 
-// minGzipBytes is the smallest body worth compressing: below about one
+// MinGzipBytes is the smallest body worth compressing: below about one
 // packet, gzip's header and CPU cost more than they save.
-const minGzipBytes = 1024
+const MinGzipBytes = 1024
 
 // writeBody answers 200 with body, not cached.
-func writeBody(w http.ResponseWriter, contentType string, body []byte) error {
-	if len(body) < minGzipBytes {
-		skipGzip(w)
+func WriteBody(w http.ResponseWriter, contentType string, body []byte) error {
+	if len(body) < MinGzipBytes {
+		SkipGzip(w)
 	}
 	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Cache-Control", "private, no-cache")
@@ -127,7 +129,7 @@ func writeBody(w http.ResponseWriter, contentType string, body []byte) error {
 // writeImmutable answers 200 with the bytes of a blob. Its key changes
 // whenever its content can, so browsers may keep it; private, because
 // access to it was checked for this caller.
-func writeImmutable(w http.ResponseWriter, contentType string, body []byte) error {
+func WriteImmutable(w http.ResponseWriter, contentType string, body []byte) error {
 	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Cache-Control", "private, max-age=31536000, immutable")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -136,23 +138,13 @@ func writeImmutable(w http.ResponseWriter, contentType string, body []byte) erro
 }
 
 // errorf is an error answered with status and the formatted text.
-func errorf(status int, format string, args ...any) error {
+func Errorf(status int, format string, args ...any) error {
 	return httperr.Errorf(status, format, args...)
-}
-
-// writeError answers err as package httperr maps it; the detail of a 5xx
-// is logged, never sent.
-func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	code, msg, internal := httperr.Of(err)
-	if internal {
-		h.logger.ErrorContext(r.Context(), "request failed", "path", r.URL.Path, "status", code, "error", err.Error())
-	}
-	httperr.Write(w, code, msg)
 }
 
 // gzipWriter compresses a response when the client accepts gzip and the
 // content type is text-like (compressing PNGs only costs time).
-type gzipWriter struct {
+type GzipWriter struct {
 	http.ResponseWriter
 	accept  bool
 	decided bool
@@ -169,10 +161,10 @@ var gzipWriters = sync.Pool{New: func() any {
 
 // writeGzipped sends an already compressed body, if w is (or wraps) a
 // gzipWriter that has not started and whose client accepts gzip.
-func writeGzipped(w http.ResponseWriter, gzipped []byte) bool {
+func WriteGzipped(w http.ResponseWriter, gzipped []byte) bool {
 	for {
 		switch x := w.(type) {
-		case *gzipWriter:
+		case *GzipWriter:
 			if !x.accept || x.decided {
 				return false
 			}
@@ -190,10 +182,10 @@ func writeGzipped(w http.ResponseWriter, gzipped []byte) bool {
 
 // skipGzip makes w send the response uncompressed, if w is (or wraps) a
 // gzipWriter that has not started.
-func skipGzip(w http.ResponseWriter) {
+func SkipGzip(w http.ResponseWriter) {
 	for {
 		switch x := w.(type) {
-		case *gzipWriter:
+		case *GzipWriter:
 			x.accept = false
 			return
 		case interface{ Unwrap() http.ResponseWriter }:
@@ -204,9 +196,9 @@ func skipGzip(w http.ResponseWriter) {
 	}
 }
 
-func newGzipWriter(w http.ResponseWriter, r *http.Request) *gzipWriter {
+func NewGzipWriter(w http.ResponseWriter, r *http.Request) *GzipWriter {
 	w.Header().Add("Vary", "Accept-Encoding")
-	return &gzipWriter{ResponseWriter: w, accept: acceptsGzip(r.Header.Get("Accept-Encoding"))}
+	return &GzipWriter{ResponseWriter: w, accept: acceptsGzip(r.Header.Get("Accept-Encoding"))}
 }
 
 func acceptsGzip(header string) bool {
@@ -231,7 +223,7 @@ func compressible(contentType string) bool {
 	return strings.HasPrefix(ct, "text/") || ct == "application/json" || ct == "application/x-protobuf" || strings.HasSuffix(ct, "+json")
 }
 
-func (g *gzipWriter) decide(code int) {
+func (g *GzipWriter) decide(code int) {
 	if g.decided {
 		return
 	}
@@ -245,12 +237,12 @@ func (g *gzipWriter) decide(code int) {
 	}
 }
 
-func (g *gzipWriter) WriteHeader(code int) {
+func (g *GzipWriter) WriteHeader(code int) {
 	g.decide(code)
 	g.ResponseWriter.WriteHeader(code)
 }
 
-func (g *gzipWriter) Write(p []byte) (int, error) {
+func (g *GzipWriter) Write(p []byte) (int, error) {
 	g.decide(http.StatusOK)
 	if g.gz != nil {
 		return g.gz.Write(p)
@@ -259,7 +251,7 @@ func (g *gzipWriter) Write(p []byte) (int, error) {
 }
 
 // Flush sends what is buffered, for streamed downloads.
-func (g *gzipWriter) Flush() {
+func (g *GzipWriter) Flush() {
 	if g.gz != nil {
 		g.gz.Flush()
 	}
@@ -268,7 +260,7 @@ func (g *gzipWriter) Flush() {
 	}
 }
 
-func (g *gzipWriter) Close() {
+func (g *GzipWriter) Close() {
 	if g.gz != nil {
 		g.gz.Close()
 		g.gz.Reset(nil)
@@ -278,4 +270,89 @@ func (g *gzipWriter) Close() {
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.
-func (g *gzipWriter) Unwrap() http.ResponseWriter { return g.ResponseWriter }
+func (g *GzipWriter) Unwrap() http.ResponseWriter { return g.ResponseWriter }
+
+func WriteProtoJSON(w http.ResponseWriter, m proto.Message) error {
+	b, err := protojson.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return WriteBody(w, "application/json", b)
+}
+
+// writeTensorBoardProto answers with m in proto3 JSON as TensorBoard's
+// plugins write it (Python's MessageToJson with
+// including_default_value_fields): fields at their default value are
+// written too (TensorBoard's frontend reads them unguarded), except unset
+// messages and oneofs.
+func WriteTensorBoardProto(w http.ResponseWriter, m proto.Message) error {
+	b, err := protojson.MarshalOptions{EmitDefaultValues: true}.Marshal(m)
+	if err != nil {
+		return err
+	}
+	// protojson varies its whitespace on purpose; answers stay byte-stable.
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, b); err != nil {
+		return err
+	}
+	return WriteBody(w, "application/json", compact.Bytes())
+}
+
+// pyRepr quotes s as Python's repr does, for error texts that name runs
+// and tags as TensorBoard's do.
+func PyRepr(s string) string {
+	q := "'"
+	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
+		q = `"`
+	}
+	var b strings.Builder
+	b.WriteString(q)
+	for _, c := range s {
+		switch {
+		case c == '\\' || string(c) == q:
+			b.WriteByte('\\')
+			b.WriteRune(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c < ' ':
+			fmt.Fprintf(&b, `\x%02x`, c)
+		default:
+			b.WriteRune(c)
+		}
+	}
+	b.WriteString(q)
+	return b.String()
+}
+
+// floats converts for JSON output.
+func Floats(vals []float64) []Float {
+	out := make([]Float, len(vals))
+	for i, v := range vals {
+		out[i] = Float(v)
+	}
+	return out
+}
+
+func FloatRows(rs [][]float64) [][]Float {
+	out := make([][]Float, len(rs))
+	for i, r := range rs {
+		out[i] = Floats(r)
+	}
+	return out
+}
+
+// Compressed is body gzipped as answers are, or nil when that is not worth
+// it (below MinGzipBytes, or not text).
+func Compressed(contentType string, body []byte) []byte {
+	if len(body) < MinGzipBytes || !compressible(contentType) {
+		return nil
+	}
+	var buf bytes.Buffer
+	gz := gzipWriters.Get().(*gzip.Writer)
+	gz.Reset(&buf)
+	gz.Write(body)
+	gz.Close()
+	gz.Reset(nil)
+	gzipWriters.Put(gz)
+	return buf.Bytes()
+}

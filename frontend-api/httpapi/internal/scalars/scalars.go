@@ -1,7 +1,9 @@
-package httpapi
+// Package scalars serves the scalars plugin's routes: tags, one series
+// (JSON or CSV), and several runs' series of one tag (TensorBoard's
+// answer, or tbhub's columns with ?format=columns).
+package scalars
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"net/http"
@@ -9,117 +11,31 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/markdown"
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 )
 
-// tagInfo is the {displayName, description} entry of TensorBoard's tags
-// routes; description is sanitized HTML.
-type tagInfo struct {
-	DisplayName string `json:"displayName"`
-	Description string `json:"description"`
-}
-
-// tagInfos groups listed series as run → tag → tagInfo.
-func tagInfos(series []seriesInfo) map[string]map[string]tagInfo {
-	out := map[string]map[string]tagInfo{}
-	for _, s := range series {
-		if out[s.run] == nil {
-			out[s.run] = map[string]tagInfo{}
-		}
-		out[s.run][s.tag] = tagInfo{DisplayName: s.displayName, Description: markdown.ToSafeHTML(s.description)}
-	}
-	return out
-}
-
-func (h *Handler) scalarTags(w http.ResponseWriter, r *request) error {
-	series, err := h.listScalars(r, "scalars", nil)
+func (h Plugin) ScalarTags(w http.ResponseWriter, r *route.Request) error {
+	series, err := h.ListScalars(r, "scalars", nil)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, tagInfos(series))
+	return route.WriteJSON(w, route.TagInfos(series))
 }
 
-// appendScalarJSON appends [[wall_time, step, value], ...].
-func appendScalarJSON(b []byte, d *datapb.ScalarData) []byte {
-	b = append(b, '[')
-	for i, step := range d.GetStep() {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '[')
-		b = appendFloat(b, d.GetWallTime()[i])
-		b = append(b, ',')
-		b = strconv.AppendInt(b, step, 10)
-		b = append(b, ',')
-		b = appendFloat(b, float64(d.GetValue()[i]))
-		b = append(b, ']')
-	}
-	return append(b, ']')
-}
-
-// scalarJSON is a series as [[wall_time, step, value], ...], embeddable in
-// encoding/json values.
-type scalarJSON struct{ d *datapb.ScalarData }
-
-func (s scalarJSON) MarshalJSON() ([]byte, error) { return appendScalarJSON(nil, s.d), nil }
-
-// appendCSVFloat appends f as Python's csv module writes a float.
-func appendCSVFloat(b []byte, f float64) []byte {
-	switch {
-	case math.IsNaN(f):
-		return append(b, "nan"...)
-	case math.IsInf(f, 1):
-		return append(b, "inf"...)
-	case math.IsInf(f, -1):
-		return append(b, "-inf"...)
-	}
-	return appendPythonFloat(b, f)
-}
-
-// scalarCSV writes a series as CSV under header.
-func scalarCSV(header string, d *datapb.ScalarData) []byte {
-	var buf bytes.Buffer
-	buf.WriteString(header + "\r\n")
-	b := make([]byte, 0, 64)
-	for i, step := range d.GetStep() {
-		b = appendCSVFloat(b[:0], d.GetWallTime()[i])
-		b = append(b, ',')
-		b = strconv.AppendInt(b, step, 10)
-		b = append(b, ',')
-		b = appendCSVFloat(b, float64(d.GetValue()[i]))
-		b = append(b, "\r\n"...)
-		buf.Write(b)
-	}
-	return buf.Bytes()
-}
-
-// oneScalarSeries reads one (run, tag) of plugin at k points; 404 if it
-// has none.
-func (h *Handler) oneScalarSeries(r *request, plugin, run, tag string, k int64) (*datapb.ScalarData, error) {
-	series, err := h.readScalars(r, plugin, one(run, tag), k)
-	if err != nil {
-		return nil, err
-	}
-	if len(series) == 0 {
-		return nil, errorf(http.StatusNotFound, "no scalar data for run=%q, tag=%q", run, tag)
-	}
-	return series[0].data, nil
-}
-
-func (h *Handler) scalars(w http.ResponseWriter, r *request) error {
-	run, tag, err := requireRunTag(r)
+func (h Plugin) Scalars(w http.ResponseWriter, r *route.Request) error {
+	run, tag, err := route.RequireRunTag(r)
 	if err != nil {
 		return err
 	}
-	d, err := h.oneScalarSeries(r, "scalars", run, tag, h.samples("scalars", samplesScalars))
+	d, err := h.OneScalarSeries(r, "scalars", run, tag, h.Samples("scalars", route.SamplesScalars))
 	if err != nil {
 		return err
 	}
 	if r.URL.Query().Get("format") == "csv" {
-		return writeBody(w, "text/csv; charset=utf-8", scalarCSV("Wall time,Step,Value", d))
+		return route.WriteBody(w, "text/csv; charset=utf-8", route.ScalarCSV("Wall time,Step,Value", d))
 	}
-	return writeBody(w, "application/json", appendScalarJSON(nil, d))
+	return route.WriteBody(w, "application/json", route.AppendScalarJSON(nil, d))
 }
 
 // maxSamplesParam bounds the samples parameter: more points per series
@@ -135,37 +51,37 @@ func samplesParam(v string, def int64) (int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 1 || n > maxSamplesParam {
-		return 0, errorf(http.StatusBadRequest, "samples=%q: want an integer from 1 to %d", v, maxSamplesParam)
+		return 0, route.Errorf(http.StatusBadRequest, "samples=%q: want an integer from 1 to %d", v, maxSamplesParam)
 	}
 	return n, nil
 }
 
-func (h *Handler) scalarsMultirun(w http.ResponseWriter, r *request) error {
-	form, err := postForm(r)
+func (h Plugin) ScalarsMultirun(w http.ResponseWriter, r *route.Request) error {
+	form, err := route.PostForm(r)
 	if err != nil {
 		return err
 	}
 	tags := form["tag"]
 	if len(tags) != 1 {
-		return errorf(http.StatusBadRequest, "exactly one tag is required, got %d", len(tags))
+		return route.Errorf(http.StatusBadRequest, "exactly one tag is required, got %d", len(tags))
 	}
-	k, err := samplesParam(form.Get("samples"), h.samples("scalars", samplesScalars))
+	k, err := samplesParam(form.Get("samples"), h.Samples("scalars", route.SamplesScalars))
 	if err != nil {
 		return err
 	}
-	appendSeries := appendScalarJSON
+	appendSeries := route.AppendScalarJSON
 	switch f := form.Get("format"); f {
 	case "":
 	case "columns":
 		appendSeries = appendScalarColumns
 	default:
-		return errorf(http.StatusBadRequest, "format=%q: want columns or nothing", f)
+		return route.Errorf(http.StatusBadRequest, "format=%q: want columns or nothing", f)
 	}
 	runs := form["runs"]
 	if len(runs) == 0 {
-		return writeBody(w, "application/json", []byte("{}"))
+		return route.WriteBody(w, "application/json", []byte("{}"))
 	}
-	series, err := h.readScalars(r, "scalars", filter(runs, tags), k)
+	series, err := h.ReadScalars(r, "scalars", route.Filter(runs, tags), k)
 	if err != nil {
 		return err
 	}
@@ -173,23 +89,23 @@ func (h *Handler) scalarsMultirun(w http.ResponseWriter, r *request) error {
 	// scalarJSON would be re-scanned and compacted, the larger part of
 	// this route's time on big answers. Runs in name order, once each, as
 	// encoding/json writes a map.
-	slices.SortStableFunc(series, func(a, b scalarSeries) int { return strings.Compare(a.run, b.run) })
+	slices.SortStableFunc(series, func(a, b route.ScalarSeries) int { return strings.Compare(a.Run, b.Run) })
 	b := []byte{'{'}
 	for i, s := range series {
-		if i+1 < len(series) && series[i+1].run == s.run {
+		if i+1 < len(series) && series[i+1].Run == s.Run {
 			continue // the map kept the last
 		}
 		if len(b) > 1 {
 			b = append(b, ',')
 		}
-		name, err := json.Marshal(s.run)
+		name, err := json.Marshal(s.Run)
 		if err != nil {
 			return err
 		}
 		b = append(append(b, name...), ':')
-		b = appendSeries(b, s.data)
+		b = appendSeries(b, s.Data)
 	}
-	return writeBody(w, "application/json", append(b, '}'))
+	return route.WriteBody(w, "application/json", append(b, '}'))
 }
 
 // appendScalarColumns appends {"wall_time_base": B, "wall_time": [...],
@@ -205,7 +121,7 @@ func (h *Handler) scalarsMultirun(w http.ResponseWriter, r *request) error {
 func appendScalarColumns(b []byte, d *datapb.ScalarData) []byte {
 	base := wallTimeBase(d.GetWallTime())
 	b = append(b, `{"wall_time_base":`...)
-	b = appendFloat(b, base)
+	b = route.AppendFloat(b, base)
 	b = append(b, `,"wall_time":[`...)
 	for i, w := range d.GetWallTime() {
 		if i > 0 {
@@ -251,7 +167,7 @@ func wallTimeBase(walls []float64) float64 {
 // number, or as the strings of Float for NaN and infinities.
 func appendFloat32(b []byte, v float32) []byte {
 	if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
-		return appendFloat(b, f)
+		return route.AppendFloat(b, f)
 	}
 	return strconv.AppendFloat(b, float64(v), 'g', -1, 32)
 }
@@ -262,9 +178,12 @@ func appendFloat32(b []byte, v float32) []byte {
 func appendShortFloat(b []byte, f float64) []byte {
 	switch a := math.Abs(f); {
 	case math.IsNaN(f) || math.IsInf(f, 0):
-		return appendFloat(b, f)
+		return route.AppendFloat(b, f)
 	case a == 0 || (a >= 1e-4 && a < 1e15):
 		return strconv.AppendFloat(b, f, 'f', -1, 64)
 	}
 	return strconv.AppendFloat(b, f, 'g', -1, 64)
 }
+
+// Plugin serves the plugin's routes from the data of Env.
+type Plugin struct{ *route.Env }

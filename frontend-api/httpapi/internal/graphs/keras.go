@@ -1,4 +1,4 @@
-package httpapi
+package graphs
 
 import (
 	"encoding/json"

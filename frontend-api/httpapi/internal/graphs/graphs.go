@@ -1,4 +1,8 @@
-package httpapi
+// Package graphs serves the graphs plugin's routes: which runs and tags
+// have graphs, a graph (a run's GraphDef, a tagged run's RunMetadata
+// graph, or a Keras model's conceptual graph) in TensorBoard's text format,
+// and run metadata.
+package graphs
 
 import (
 	"fmt"
@@ -8,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	"github.com/tbhub/tbhub/schemas/pbtxt"
 
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
@@ -15,7 +20,7 @@ import (
 
 // runGraphTag is the tag under which a run's GraphDef is stored (plugin
 // "graphs").
-const runGraphTag = "__run_graph__"
+const RunGraphTag = "__run_graph__"
 
 type graphTagInfo struct {
 	Tag             string `json:"tag"`
@@ -30,14 +35,14 @@ type graphRunInfo struct {
 	Tags     map[string]*graphTagInfo `json:"tags"`
 }
 
-func (h *Handler) graphInfo(w http.ResponseWriter, r *request) error {
+func (h Plugin) GraphInfo(w http.ResponseWriter, r *route.Request) error {
 	plugins := []string{"graphs", "graph_run_metadata", "graph_run_metadata_graph", "graph_keras_model", "graph_tagged_run_metadata"}
-	listed := make([][]seriesInfo, len(plugins))
+	listed := make([][]route.SeriesInfo, len(plugins))
 	fns := make([]func() error, len(plugins))
 	for i, p := range plugins {
-		fns[i] = func() (err error) { listed[i], err = h.listBlobSequences(r, p, nil); return err }
+		fns[i] = func() (err error) { listed[i], err = h.ListBlobSequences(r, p, nil); return err }
 	}
-	if err := parallel(fns...); err != nil {
+	if err := route.Parallel(fns...); err != nil {
 		return err
 	}
 	out := map[string]*graphRunInfo{}
@@ -58,38 +63,38 @@ func (h *Handler) graphInfo(w http.ResponseWriter, r *request) error {
 		for _, s := range listed[i] {
 			switch p {
 			case "graphs":
-				if s.tag == runGraphTag {
-					runInfo(s.run).RunGraph = true
+				if s.Tag == RunGraphTag {
+					runInfo(s.Run).RunGraph = true
 				}
 			case "graph_run_metadata":
-				ti := tagInfo(s.run, s.tag)
+				ti := tagInfo(s.Run, s.Tag)
 				ti.OpGraph, ti.Profile = true, true
 			case "graph_run_metadata_graph":
-				tagInfo(s.run, s.tag).OpGraph = true
+				tagInfo(s.Run, s.Tag).OpGraph = true
 			case "graph_keras_model":
-				tagInfo(s.run, s.tag).ConceptualGraph = true
+				tagInfo(s.Run, s.Tag).ConceptualGraph = true
 			case "graph_tagged_run_metadata":
-				tagInfo(s.run, s.tag).Profile = true
+				tagInfo(s.Run, s.Tag).Profile = true
 			}
 		}
 	}
-	return writeJSON(w, out)
+	return route.WriteJSON(w, out)
 }
 
 // latestBlob returns the first blob of the latest point of (run, tag) in
 // the first of plugins that has one; found is false if none does.
-func (h *Handler) latestBlob(r *request, run, tag string, plugins ...string) (b []byte, plugin string, found bool, err error) {
+func (h Plugin) latestBlob(r *route.Request, run, tag string, plugins ...string) (b []byte, plugin string, found bool, err error) {
 	for _, p := range plugins {
-		series, err := h.readBlobSequences(r, p, one(run, tag), 1)
+		series, err := h.ReadBlobSequences(r, p, route.One(run, tag), 1)
 		if err != nil {
 			return nil, "", false, err
 		}
 		for _, s := range series {
-			vals := s.data.GetValues()
+			vals := s.Data.GetValues()
 			if len(vals) == 0 || len(vals[len(vals)-1].GetBlobRefs()) == 0 {
 				continue
 			}
-			b, err := h.readBlob(r, vals[len(vals)-1].GetBlobRefs()[0].GetBlobKey())
+			b, err := h.ReadBlob(r, vals[len(vals)-1].GetBlobRefs()[0].GetBlobKey())
 			return b, p, err == nil, err
 		}
 	}
@@ -99,21 +104,21 @@ func (h *Handler) latestBlob(r *request, run, tag string, plugins ...string) (b 
 // graph serves a run's graph, the op graph recorded under a tag, or (with
 // conceptual=true) the Keras model under a tag converted to a GraphDef, as
 // text-format GraphDef, optionally with large attribute values removed.
-func (h *Handler) graph(w http.ResponseWriter, r *request) error {
+func (h Plugin) Graph(w http.ResponseWriter, r *route.Request) error {
 	q := r.URL.Query()
 	run := q.Get("run")
 	if !q.Has("run") {
-		return errorf(http.StatusBadRequest, "the run query parameter is required")
+		return route.Errorf(http.StatusBadRequest, "the run query parameter is required")
 	}
 	limit := int64(-1)
 	largeKey := q.Get("large_attrs_key")
 	if s := q.Get("limit_attr_size"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n <= 0 {
-			return errorf(http.StatusBadRequest, "limit_attr_size=%q: want a positive integer", s)
+			return route.Errorf(http.StatusBadRequest, "limit_attr_size=%q: want a positive integer", s)
 		}
 		if largeKey == "" {
-			return errorf(http.StatusBadRequest, "large_attrs_key is required with limit_attr_size")
+			return route.Errorf(http.StatusBadRequest, "large_attrs_key is required with limit_attr_size")
 		}
 		limit = n
 	}
@@ -122,29 +127,29 @@ func (h *Handler) graph(w http.ResponseWriter, r *request) error {
 	switch {
 	case q.Get("conceptual") == "true":
 		if tag == "" {
-			return errorf(http.StatusBadRequest, "a conceptual graph needs the tag of a Keras model")
+			return route.Errorf(http.StatusBadRequest, "a conceptual graph needs the tag of a Keras model")
 		}
 		b, _, found, err := h.latestBlob(r, run, tag, "graph_keras_model")
 		if err != nil {
 			return err
 		}
 		if !found {
-			return errorf(http.StatusNotFound, "run %q has no Keras model under tag %q", run, tag)
+			return route.Errorf(http.StatusNotFound, "run %q has no Keras model under tag %q", run, tag)
 		}
 		if g, err = kerasGraph(b, q.Get("keras2_inputs") == "true"); err != nil {
-			return errorf(http.StatusBadRequest, "the stored Keras model of run %q tag %q is not a model config", run, tag)
+			return route.Errorf(http.StatusBadRequest, "the stored Keras model of run %q tag %q is not a model config", run, tag)
 		}
 	case tag == "":
-		b, _, found, err := h.latestBlob(r, run, runGraphTag, "graphs")
+		b, _, found, err := h.latestBlob(r, run, RunGraphTag, "graphs")
 		if err != nil {
 			return err
 		}
 		if !found {
-			return errorf(http.StatusNotFound, "run %q has no graph", run)
+			return route.Errorf(http.StatusNotFound, "run %q has no graph", run)
 		}
 		g = &tbpb.GraphDef{}
 		if err := proto.Unmarshal(b, g); err != nil {
-			return errorf(http.StatusBadRequest, "the stored graph of run %q is not a GraphDef", run)
+			return route.Errorf(http.StatusBadRequest, "the stored graph of run %q is not a GraphDef", run)
 		}
 	default:
 		b, _, found, err := h.latestBlob(r, run, tag, "graph_run_metadata_graph", "graph_run_metadata")
@@ -152,18 +157,18 @@ func (h *Handler) graph(w http.ResponseWriter, r *request) error {
 			return err
 		}
 		if !found {
-			return errorf(http.StatusNotFound, "run %q has no op graph under tag %q", run, tag)
+			return route.Errorf(http.StatusNotFound, "run %q has no op graph under tag %q", run, tag)
 		}
 		md := &tbpb.RunMetadata{}
 		if err := proto.Unmarshal(b, md); err != nil {
-			return errorf(http.StatusBadRequest, "the stored run metadata of run %q tag %q is not a RunMetadata", run, tag)
+			return route.Errorf(http.StatusBadRequest, "the stored run metadata of run %q tag %q is not a RunMetadata", run, tag)
 		}
 		g = functionGraphs(md)
 	}
 	if limit > 0 {
 		limitAttrSize(g, limit, largeKey)
 	}
-	return writeBody(w, "text/x-protobuf; charset=utf-8", pbtxt.Marshal(g))
+	return route.WriteBody(w, "text/x-protobuf; charset=utf-8", pbtxt.Marshal(g))
 }
 
 // functionGraphs merges the pre-optimization graphs of a RunMetadata's
@@ -225,8 +230,8 @@ func limitAttrSize(g *tbpb.GraphDef, limit int64, largeKey string) {
 
 // runMetadata serves the RunMetadata recorded under (run, tag) as text
 // format.
-func (h *Handler) runMetadata(w http.ResponseWriter, r *request) error {
-	run, tag, err := requireRunTag(r)
+func (h Plugin) RunMetadata(w http.ResponseWriter, r *route.Request) error {
+	run, tag, err := route.RequireRunTag(r)
 	if err != nil {
 		return err
 	}
@@ -235,11 +240,14 @@ func (h *Handler) runMetadata(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	if !found {
-		return errorf(http.StatusNotFound, "no run metadata for run=%q, tag=%q", run, tag)
+		return route.Errorf(http.StatusNotFound, "no run metadata for run=%q, tag=%q", run, tag)
 	}
 	md := &tbpb.RunMetadata{}
 	if err := proto.Unmarshal(b, md); err != nil {
-		return errorf(http.StatusBadRequest, "the stored run metadata of run %q tag %q is not a RunMetadata", run, tag)
+		return route.Errorf(http.StatusBadRequest, "the stored run metadata of run %q tag %q is not a RunMetadata", run, tag)
 	}
-	return writeBody(w, "text/x-protobuf; charset=utf-8", pbtxt.Marshal(md))
+	return route.WriteBody(w, "text/x-protobuf; charset=utf-8", pbtxt.Marshal(md))
 }
+
+// Plugin serves the plugin's routes from the data of Env.
+type Plugin struct{ *route.Env }

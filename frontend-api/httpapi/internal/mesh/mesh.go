@@ -1,4 +1,6 @@
-package httpapi
+// Package mesh serves the mesh plugin's routes: meshes by name, their
+// metadata by step, and one component's data as binary.
+package mesh
 
 import (
 	"cmp"
@@ -11,6 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	meshpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/mesh"
 )
 
@@ -20,21 +23,21 @@ import (
 
 // meshComponent is one listed component series of a mesh.
 type meshComponent struct {
-	series seriesInfo
+	series route.SeriesInfo
 	data   *meshpb.MeshPluginData
 }
 
 // meshComponents lists the mesh series of run (all runs if run is nil),
 // with their decoded plugin data.
-func (h *Handler) meshComponents(r *request, runs []string) ([]meshComponent, error) {
-	listed, err := h.listTensors(r, "mesh", filter(runs, nil))
+func (h Plugin) meshComponents(r *route.Request, runs []string) ([]meshComponent, error) {
+	listed, err := h.ListTensors(r, "mesh", route.Filter(runs, nil))
 	if err != nil {
 		return nil, err
 	}
 	out := make([]meshComponent, 0, len(listed))
 	for _, s := range listed {
 		md := &meshpb.MeshPluginData{}
-		if err := proto.Unmarshal(s.content, md); err != nil {
+		if err := proto.Unmarshal(s.Content, md); err != nil {
 			continue
 		}
 		out = append(out, meshComponent{s, md})
@@ -46,32 +49,32 @@ type meshTagInfo struct {
 	Samples int64 `json:"samples"`
 }
 
-func (h *Handler) meshTags(w http.ResponseWriter, r *request) error {
+func (h Plugin) MeshTags(w http.ResponseWriter, r *route.Request) error {
 	comps, err := h.meshComponents(r, nil)
 	if err != nil {
 		return err
 	}
 	out := map[string]map[string]meshTagInfo{}
 	for _, c := range comps {
-		if out[c.series.run] == nil {
-			out[c.series.run] = map[string]meshTagInfo{}
+		if out[c.series.Run] == nil {
+			out[c.series.Run] = map[string]meshTagInfo{}
 		}
-		out[c.series.run][c.data.GetName()] = meshTagInfo{Samples: 1}
+		out[c.series.Run][c.data.GetName()] = meshTagInfo{Samples: 1}
 	}
-	return writeJSON(w, out)
+	return route.WriteJSON(w, out)
 }
 
 type meshEntry struct {
-	WallTime    Float   `json:"wall_time"`
-	Step        int64   `json:"step"`
-	ContentType int32   `json:"content_type"`
-	Components  uint32  `json:"components"`
-	Config      string  `json:"config"`
-	DataShape   []int32 `json:"data_shape"`
+	WallTime    route.Float `json:"wall_time"`
+	Step        int64       `json:"step"`
+	ContentType int32       `json:"content_type"`
+	Components  uint32      `json:"components"`
+	Config      string      `json:"config"`
+	DataShape   []int32     `json:"data_shape"`
 }
 
-func (h *Handler) meshes(w http.ResponseWriter, r *request) error {
-	run, name, err := requireRunTag(r)
+func (h Plugin) Meshes(w http.ResponseWriter, r *route.Request) error {
+	run, name, err := route.RequireRunTag(r)
 	if err != nil {
 		return err
 	}
@@ -84,14 +87,14 @@ func (h *Handler) meshes(w http.ResponseWriter, r *request) error {
 		if c.data.GetName() != name {
 			continue
 		}
-		series, err := h.readTensors(r, "mesh", one(run, c.series.tag), h.samples("mesh", samplesMesh))
+		series, err := h.ReadTensors(r, "mesh", route.One(run, c.series.Tag), h.Samples("mesh", route.SamplesMesh))
 		if err != nil {
 			return err
 		}
 		for _, s := range series {
-			for i, step := range s.data.GetStep() {
-				out = append(out, meshEntry{Float(s.data.GetWallTime()[i]), step, int32(c.data.GetContentType()),
-					c.data.GetComponents(), c.data.GetJsonConfig(), shapeInt32(shapeOf(s.data.GetValue()[i]))})
+			for i, step := range s.Data.GetStep() {
+				out = append(out, meshEntry{route.Float(s.Data.GetWallTime()[i]), step, int32(c.data.GetContentType()),
+					c.data.GetComponents(), c.data.GetJsonConfig(), shapeInt32(route.ShapeOf(s.Data.GetValue()[i]))})
 			}
 		}
 	}
@@ -101,7 +104,7 @@ func (h *Handler) meshes(w http.ResponseWriter, r *request) error {
 	slices.SortStableFunc(out, func(a, b meshEntry) int {
 		return cmp.Or(cmp.Compare(a.Step, b.Step), cmp.Compare(a.ContentType, b.ContentType))
 	})
-	return writeJSON(w, out)
+	return route.WriteJSON(w, out)
 }
 
 func shapeInt32(shape []int64) []int32 {
@@ -118,8 +121,8 @@ func shapeInt32(shape []int64) []int32 {
 // faces, uint8 colors; the content type is TensorBoard's "arraybuffer".
 // Several series of the mesh with that content type at that step are
 // concatenated, and none gives an empty answer, as in TensorBoard.
-func (h *Handler) meshData(w http.ResponseWriter, r *request) error {
-	run, name, err := requireRunTag(r)
+func (h Plugin) MeshData(w http.ResponseWriter, r *route.Request) error {
+	run, name, err := route.RequireRunTag(r)
 	if err != nil {
 		return err
 	}
@@ -127,18 +130,18 @@ func (h *Handler) meshData(w http.ResponseWriter, r *request) error {
 	ctName := q.Get("content_type")
 	ct, ok := meshpb.MeshPluginData_ContentType_value[ctName]
 	if !ok || ct == int32(meshpb.MeshPluginData_UNDEFINED) {
-		return errorf(http.StatusBadRequest, "Bad content_type")
+		return route.Errorf(http.StatusBadRequest, "Bad content_type")
 	}
 	var step float64
 	if s := q.Get("step"); s != "" {
 		if step, err = strconv.ParseFloat(s, 64); err != nil {
-			return errorf(http.StatusBadRequest, "step=%q: want a number", s)
+			return route.Errorf(http.StatusBadRequest, "step=%q: want a number", s)
 		}
 	}
 	var sample int64
 	if s := q.Get("sample"); s != "" {
 		if sample, err = strconv.ParseInt(s, 10, 64); err != nil || sample < 0 {
-			return errorf(http.StatusBadRequest, "sample=%q: want an integer >= 0", s)
+			return route.Errorf(http.StatusBadRequest, "sample=%q: want an integer >= 0", s)
 		}
 	}
 	comps, err := h.meshComponents(r, []string{run})
@@ -150,25 +153,25 @@ func (h *Handler) meshData(w http.ResponseWriter, r *request) error {
 		if c.data.GetName() != name || int32(c.data.GetContentType()) != ct {
 			continue
 		}
-		series, err := h.readTensors(r, "mesh", one(run, c.series.tag), h.samples("mesh", samplesMesh))
+		series, err := h.ReadTensors(r, "mesh", route.One(run, c.series.Tag), h.Samples("mesh", route.SamplesMesh))
 		if err != nil {
 			return err
 		}
 		for _, s := range series {
-			d := s.data
+			d := s.Data
 			for i, st := range d.GetStep() {
 				if float64(st) != step {
 					continue
 				}
-				vals, err := tensorFloats(d.GetValue()[i])
+				vals, err := route.TensorFloats(d.GetValue()[i])
 				if err != nil {
 					return fmt.Errorf("mesh %q %s step %d: %w", name, ctName, st, err)
 				}
-				shape := shapeOf(d.GetValue()[i])
+				shape := route.ShapeOf(d.GetValue()[i])
 				if len(shape) > 1 && shape[0] > 0 {
 					per := int64(len(vals)) / shape[0]
 					if sample >= shape[0] {
-						return errorf(http.StatusBadRequest, "sample=%d: the mesh has %d", sample, shape[0])
+						return route.Errorf(http.StatusBadRequest, "sample=%d: the mesh has %d", sample, shape[0])
 					}
 					vals = vals[sample*per : (sample+1)*per]
 				}
@@ -177,7 +180,7 @@ func (h *Handler) meshData(w http.ResponseWriter, r *request) error {
 		}
 	}
 	// Addressed by step, not by blob key: not cacheable.
-	return writeBody(w, "arraybuffer", body)
+	return route.WriteBody(w, "arraybuffer", body)
 }
 
 func meshBytes(ct meshpb.MeshPluginData_ContentType, vals []float64) []byte {
@@ -194,3 +197,6 @@ func meshBytes(ct meshpb.MeshPluginData_ContentType, vals []float64) []byte {
 	}
 	return b
 }
+
+// Plugin serves the plugin's routes from the data of Env.
+type Plugin struct{ *route.Env }

@@ -1,16 +1,20 @@
-package httpapi
+// Package core serves TensorBoard's core routes: data/environment,
+// plugins_listing, runs (the list, or tbhub's index with ?format=index),
+// logdir, window_properties, experiments and experiment_runs.
+package core
 
 import (
 	"encoding/json"
 	"net/http"
 	"slices"
-	"sync"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/graphs"
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 )
 
-func (h *Handler) environment(w http.ResponseWriter, r *request) error {
-	resp, err := h.data.GetExperiment(r.ctx, &datapb.GetExperimentRequest{ExperimentId: r.eid}, h.callOpts...)
+func (h Plugin) Environment(w http.ResponseWriter, r *route.Request) error {
+	resp, err := h.Data.GetExperiment(r.Ctx, &datapb.GetExperimentRequest{ExperimentId: r.EID}, h.CallOpts...)
 	if err != nil {
 		return err
 	}
@@ -18,40 +22,40 @@ func (h *Handler) environment(w http.ResponseWriter, r *request) error {
 	if ct := resp.GetCreationTime(); ct != nil {
 		created = float64(ct.AsTime().UnixNano()) / 1e9
 	}
-	return writeJSON(w, map[string]any{
-		"version":                Version,
+	return route.WriteJSON(w, map[string]any{
+		"version":                route.Version,
 		"data_location":          resp.GetDataLocation(),
 		"window_title":           resp.GetName(),
 		"experiment_name":        resp.GetName(),
 		"experiment_description": resp.GetDescription(),
-		"creation_time":          Float(created),
+		"creation_time":          route.Float(created),
 	})
 }
 
-func (h *Handler) logdir(w http.ResponseWriter, r *request) error {
-	resp, err := h.data.GetExperiment(r.ctx, &datapb.GetExperimentRequest{ExperimentId: r.eid}, h.callOpts...)
+func (h Plugin) Logdir(w http.ResponseWriter, r *route.Request) error {
+	resp, err := h.Data.GetExperiment(r.Ctx, &datapb.GetExperimentRequest{ExperimentId: r.EID}, h.CallOpts...)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, map[string]string{"logdir": resp.GetDataLocation()})
+	return route.WriteJSON(w, map[string]string{"logdir": resp.GetDataLocation()})
 }
 
-func (h *Handler) windowProperties(w http.ResponseWriter, r *request) error {
-	resp, err := h.data.GetExperiment(r.ctx, &datapb.GetExperimentRequest{ExperimentId: r.eid}, h.callOpts...)
+func (h Plugin) WindowProperties(w http.ResponseWriter, r *route.Request) error {
+	resp, err := h.Data.GetExperiment(r.Ctx, &datapb.GetExperimentRequest{ExperimentId: r.EID}, h.CallOpts...)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, map[string]string{"window_title": resp.GetName()})
+	return route.WriteJSON(w, map[string]string{"window_title": resp.GetName()})
 }
 
 // emptyList answers routes TensorBoard serves as [] outside its hosted
 // product. The experiment is still checked, so a private experiment stays
 // a 404.
-func (h *Handler) emptyList(w http.ResponseWriter, r *request) error {
-	if _, err := h.data.GetExperiment(r.ctx, &datapb.GetExperimentRequest{ExperimentId: r.eid}, h.callOpts...); err != nil {
+func (h Plugin) EmptyList(w http.ResponseWriter, r *route.Request) error {
+	if _, err := h.Data.GetExperiment(r.Ctx, &datapb.GetExperimentRequest{ExperimentId: r.EID}, h.CallOpts...); err != nil {
 		return err
 	}
-	return writeJSON(w, []any{})
+	return route.WriteJSON(w, []any{})
 }
 
 // dashboard is one entry of data/plugins_listing: a TensorBoard frontend
@@ -94,8 +98,8 @@ type pluginEntry struct {
 
 // pluginsListing answers TensorBoard's entries in TensorBoard's order
 // (a JSON object whose key order the frontend keeps).
-func (h *Handler) pluginsListing(w http.ResponseWriter, r *request) error {
-	resp, err := h.data.ListPlugins(r.ctx, &datapb.ListPluginsRequest{ExperimentId: r.eid}, h.callOpts...)
+func (h Plugin) PluginsListing(w http.ResponseWriter, r *route.Request) error {
+	resp, err := h.Data.ListPlugins(r.Ctx, &datapb.ListPluginsRequest{ExperimentId: r.EID}, h.CallOpts...)
 	if err != nil {
 		return err
 	}
@@ -120,18 +124,18 @@ func (h *Handler) pluginsListing(w http.ResponseWriter, r *request) error {
 		key, _ := json.Marshal(d.name)
 		b = append(append(append(b, key...), ':'), entry...)
 	}
-	return writeBody(w, "application/json", append(b, '}'))
+	return route.WriteBody(w, "application/json", append(b, '}'))
 }
 
 // runs serves data/runs as TensorBoard's core plugin does: the list of
 // run names, by start time. TensorBoard's original HTTP API document made
 // it the run → tag-type index, which tbhub serves with ?format=index.
-func (h *Handler) runs(w http.ResponseWriter, r *request) error {
+func (h Plugin) Runs(w http.ResponseWriter, r *route.Request) error {
 	switch f := r.URL.Query().Get("format"); f {
 	case "index":
 		return h.runIndex(w, r)
 	case "", "list":
-		resp, err := h.data.ListRuns(r.ctx, &datapb.ListRunsRequest{ExperimentId: r.eid}, h.callOpts...)
+		resp, err := h.Data.ListRuns(r.Ctx, &datapb.ListRunsRequest{ExperimentId: r.EID}, h.CallOpts...)
 		if err != nil {
 			return err
 		}
@@ -139,35 +143,35 @@ func (h *Handler) runs(w http.ResponseWriter, r *request) error {
 		for _, run := range resp.GetRuns() {
 			names = append(names, run.GetName())
 		}
-		return writeJSON(w, names)
+		return route.WriteJSON(w, names)
 	default:
-		return errorf(http.StatusBadRequest, "format=%q: want list or index", f)
+		return route.Errorf(http.StatusBadRequest, "format=%q: want list or index", f)
 	}
 }
 
 // runIndex is the legacy index: per run, its tags by tag type, whether it
 // has a graph, and its first event's wall time.
-func (h *Handler) runIndex(w http.ResponseWriter, r *request) error {
+func (h Plugin) runIndex(w http.ResponseWriter, r *route.Request) error {
 	var (
-		runs                                      *datapb.ListRunsResponse
-		scalars, hists, images, audio, graphs, md []seriesInfo
+		runs                                         *datapb.ListRunsResponse
+		scalars, hists, images, audio, graphRuns, md []route.SeriesInfo
 	)
-	err := parallel(
+	err := route.Parallel(
 		func() (err error) {
-			runs, err = h.data.ListRuns(r.ctx, &datapb.ListRunsRequest{ExperimentId: r.eid}, h.callOpts...)
+			runs, err = h.Data.ListRuns(r.Ctx, &datapb.ListRunsRequest{ExperimentId: r.EID}, h.CallOpts...)
 			return err
 		},
-		func() (err error) { scalars, err = h.listScalars(r, "scalars", nil); return err },
-		func() (err error) { hists, err = h.listTensors(r, "histograms", nil); return err },
-		func() (err error) { images, err = h.listBlobSequences(r, "images", nil); return err },
-		func() (err error) { audio, err = h.listBlobSequences(r, "audio", nil); return err },
-		func() (err error) { graphs, err = h.listBlobSequences(r, "graphs", nil); return err },
+		func() (err error) { scalars, err = h.ListScalars(r, "scalars", nil); return err },
+		func() (err error) { hists, err = h.ListTensors(r, "histograms", nil); return err },
+		func() (err error) { images, err = h.ListBlobSequences(r, "images", nil); return err },
+		func() (err error) { audio, err = h.ListBlobSequences(r, "audio", nil); return err },
+		func() (err error) { graphRuns, err = h.ListBlobSequences(r, "graphs", nil); return err },
 		func() (err error) {
-			var a, b []seriesInfo
-			if a, err = h.listBlobSequences(r, "graph_run_metadata", nil); err != nil {
+			var a, b []route.SeriesInfo
+			if a, err = h.ListBlobSequences(r, "graph_run_metadata", nil); err != nil {
 				return err
 			}
-			b, err = h.listBlobSequences(r, "graph_tagged_run_metadata", nil)
+			b, err = h.ListBlobSequences(r, "graph_tagged_run_metadata", nil)
 			md = append(a, b...)
 			return err
 		},
@@ -176,28 +180,28 @@ func (h *Handler) runIndex(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	type entry struct {
-		Histograms           []string `json:"histograms"`
-		CompressedHistograms []string `json:"compressedHistograms"`
-		Scalars              []string `json:"scalars"`
-		Images               []string `json:"images"`
-		Audio                []string `json:"audio"`
-		Graph                bool     `json:"graph"`
-		FirstEventTimestamp  *Float   `json:"firstEventTimestamp,omitempty"`
-		RunMetadata          []string `json:"run_metadata"`
+		Histograms           []string     `json:"histograms"`
+		CompressedHistograms []string     `json:"compressedHistograms"`
+		Scalars              []string     `json:"scalars"`
+		Images               []string     `json:"images"`
+		Audio                []string     `json:"audio"`
+		Graph                bool         `json:"graph"`
+		FirstEventTimestamp  *route.Float `json:"firstEventTimestamp,omitempty"`
+		RunMetadata          []string     `json:"run_metadata"`
 	}
 	index := make(map[string]*entry, len(runs.GetRuns()))
 	for _, run := range runs.GetRuns() {
 		e := &entry{Histograms: []string{}, CompressedHistograms: []string{}, Scalars: []string{}, Images: []string{}, Audio: []string{}, RunMetadata: []string{}}
 		if st := run.GetStartTime(); st != 0 {
-			f := Float(st)
+			f := route.Float(st)
 			e.FirstEventTimestamp = &f
 		}
 		index[run.GetName()] = e
 	}
-	add := func(series []seriesInfo, field func(*entry) *[]string) {
+	add := func(series []route.SeriesInfo, field func(*entry) *[]string) {
 		for _, s := range series {
-			if e := index[s.run]; e != nil {
-				*field(e) = append(*field(e), s.tag)
+			if e := index[s.Run]; e != nil {
+				*field(e) = append(*field(e), s.Tag)
 			}
 		}
 	}
@@ -207,26 +211,13 @@ func (h *Handler) runIndex(w http.ResponseWriter, r *request) error {
 	add(images, func(e *entry) *[]string { return &e.Images })
 	add(audio, func(e *entry) *[]string { return &e.Audio })
 	add(md, func(e *entry) *[]string { return &e.RunMetadata })
-	for _, g := range graphs {
-		if e := index[g.run]; e != nil && g.tag == runGraphTag {
+	for _, g := range graphRuns {
+		if e := index[g.Run]; e != nil && g.Tag == graphs.RunGraphTag {
 			e.Graph = true
 		}
 	}
-	return writeJSON(w, index)
+	return route.WriteJSON(w, index)
 }
 
-// parallel runs fns at once and returns the first error.
-func parallel(fns ...func() error) error {
-	errs := make([]error, len(fns))
-	var wg sync.WaitGroup
-	for i, fn := range fns {
-		wg.Go(func() { errs[i] = fn() })
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// Plugin serves the plugin's routes from the data of Env.
+type Plugin struct{ *route.Env }

@@ -1,7 +1,10 @@
-package httpapi
+// Package hparams serves the hparams plugin's routes: the experiment
+// (written, or inferred from the sessions), session groups with their
+// metrics, filters, sort and paging, metric evaluations, and the table as
+// a CSV, JSON or LaTeX download, each as TensorBoard computes it.
+package hparams
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -18,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	hparamspb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/hparams"
 )
 
@@ -45,8 +49,8 @@ type hparamsSession struct {
 	end   *hparamspb.SessionEndInfo // nil while running
 }
 
-func (h *Handler) loadHParams(r *request) (*hparamsData, error) {
-	listed, err := h.listTensors(r, "hparams", nil)
+func (h Plugin) loadHParams(r *route.Request) (*hparamsData, error) {
+	listed, err := h.ListTensors(r, "hparams", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -54,24 +58,24 @@ func (h *Handler) loadHParams(r *request) (*hparamsData, error) {
 	byRun := map[string]*hparamsSession{}
 	for _, s := range listed {
 		var pd hparamspb.HParamsPluginData
-		if err := proto.Unmarshal(s.content, &pd); err != nil {
+		if err := proto.Unmarshal(s.Content, &pd); err != nil {
 			continue
 		}
 		switch {
-		case s.tag == hparamsExperimentTag && pd.GetExperiment() != nil:
+		case s.Tag == hparamsExperimentTag && pd.GetExperiment() != nil:
 			if d.experiment == nil {
 				d.experiment = pd.GetExperiment()
 			}
-		case s.tag == hparamsStartTag && pd.GetSessionStartInfo() != nil:
-			if byRun[s.run] == nil {
-				byRun[s.run] = &hparamsSession{name: s.run}
+		case s.Tag == hparamsStartTag && pd.GetSessionStartInfo() != nil:
+			if byRun[s.Run] == nil {
+				byRun[s.Run] = &hparamsSession{name: s.Run}
 			}
-			byRun[s.run].start = pd.GetSessionStartInfo()
-		case s.tag == hparamsEndTag && pd.GetSessionEndInfo() != nil:
-			if byRun[s.run] == nil {
-				byRun[s.run] = &hparamsSession{name: s.run}
+			byRun[s.Run].start = pd.GetSessionStartInfo()
+		case s.Tag == hparamsEndTag && pd.GetSessionEndInfo() != nil:
+			if byRun[s.Run] == nil {
+				byRun[s.Run] = &hparamsSession{name: s.Run}
 			}
-			byRun[s.run].end = pd.GetSessionEndInfo()
+			byRun[s.Run].end = pd.GetSessionEndInfo()
 		}
 	}
 	for _, s := range byRun {
@@ -97,7 +101,7 @@ func metricRun(session string, m *hparamspb.MetricName) string {
 // metrics, the scalar tags written under the session runs; an empty one
 // when there is neither. hparamInfos are ordered with those whose values
 // differ first, then by name, and cut to limit when it is positive.
-func (h *Handler) experimentOf(r *request, d *hparamsData, includeMetrics bool, limit int) (*hparamspb.Experiment, error) {
+func (h Plugin) experimentOf(r *route.Request, d *hparamsData, includeMetrics bool, limit int) (*hparamspb.Experiment, error) {
 	var exp *hparamspb.Experiment
 	if d.experiment != nil {
 		exp = proto.Clone(d.experiment).(*hparamspb.Experiment)
@@ -137,23 +141,23 @@ func (h *Handler) experimentOf(r *request, d *hparamsData, includeMetrics bool, 
 // inferMetrics names a metric (group, tag) for each scalar series of a
 // session run or of a run below one: the group is the run's path below the
 // longest session run it is under. Sorted by tag, then group.
-func (h *Handler) inferMetrics(r *request, d *hparamsData) ([]*hparamspb.MetricInfo, error) {
+func (h Plugin) inferMetrics(r *route.Request, d *hparamsData) ([]*hparamspb.MetricInfo, error) {
 	sessions := map[string]bool{}
 	for _, s := range d.sessions {
 		sessions[s.name] = true
 	}
-	scalars, err := h.listScalars(r, "scalars", nil)
+	scalars, err := h.ListScalars(r, "scalars", nil)
 	if err != nil {
 		return nil, err
 	}
 	seen := map[[2]string]bool{}
 	for _, s := range scalars {
-		session, ok := longestSessionOf(sessions, s.run)
+		session, ok := longestSessionOf(sessions, s.Run)
 		if !ok {
 			continue
 		}
-		group := strings.TrimPrefix(strings.TrimPrefix(s.run, session), "/")
-		seen[[2]string{s.tag, group}] = true
+		group := strings.TrimPrefix(strings.TrimPrefix(s.Run, session), "/")
+		seen[[2]string{s.Tag, group}] = true
 	}
 	names := slices.SortedFunc(maps.Keys(seen), func(a, b [2]string) int {
 		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
@@ -290,13 +294,13 @@ func boolInt(b bool) int {
 
 // hparams returns the handler of one hparams route; the request message is
 // the POST body or the GET request parameter.
-func (h *Handler) hparams(route string) routeFunc {
-	return func(w http.ResponseWriter, r *request) error {
+func (h Plugin) HParams(name string) route.Func {
+	return func(w http.ResponseWriter, r *route.Request) error {
 		var body []byte
 		if r.Method == http.MethodPost {
 			b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 			if err != nil {
-				return errorf(http.StatusBadRequest, "reading the request: %v", err)
+				return route.Errorf(http.StatusBadRequest, "reading the request: %v", err)
 			}
 			body = b
 		} else {
@@ -307,7 +311,7 @@ func (h *Handler) hparams(route string) routeFunc {
 		}
 		unmarshal := func(m proto.Message) error {
 			if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(body, m); err != nil {
-				return errorf(http.StatusBadRequest, "request is not a %s in proto3 JSON: %v", m.ProtoReflect().Descriptor().Name(), err)
+				return route.Errorf(http.StatusBadRequest, "request is not a %s in proto3 JSON: %v", m.ProtoReflect().Descriptor().Name(), err)
 			}
 			return nil
 		}
@@ -315,7 +319,7 @@ func (h *Handler) hparams(route string) routeFunc {
 		if err != nil {
 			return err
 		}
-		switch route {
+		switch name {
 		case "experiment":
 			var req hparamspb.GetExperimentRequest
 			if err := unmarshal(&req); err != nil {
@@ -325,7 +329,7 @@ func (h *Handler) hparams(route string) routeFunc {
 			if err != nil {
 				return err
 			}
-			return writeTensorBoardProto(w, exp)
+			return route.WriteTensorBoardProto(w, exp)
 		case "session_groups":
 			var req hparamspb.ListSessionGroupsRequest
 			if err := unmarshal(&req); err != nil {
@@ -335,49 +339,23 @@ func (h *Handler) hparams(route string) routeFunc {
 			if err != nil {
 				return err
 			}
-			return writeTensorBoardProto(w, resp)
+			return route.WriteTensorBoardProto(w, resp)
 		default: // metric_evals
 			var req hparamspb.ListMetricEvalsRequest
 			if err := unmarshal(&req); err != nil {
 				return err
 			}
 			run := metricRun(req.GetSessionName(), req.GetMetricName())
-			series, err := h.readScalars(r, "scalars", one(run, req.GetMetricName().GetTag()), h.samples("scalars", samplesScalars))
+			series, err := h.ReadScalars(r, "scalars", route.One(run, req.GetMetricName().GetTag()), h.Samples("scalars", route.SamplesScalars))
 			if err != nil {
 				return err
 			}
 			if len(series) == 0 {
-				return errorf(http.StatusNotFound, "Not found: No scalar data for run=%s, tag=%s", pyRepr(run), pyRepr(req.GetMetricName().GetTag()))
+				return route.Errorf(http.StatusNotFound, "Not found: No scalar data for run=%s, tag=%s", route.PyRepr(run), route.PyRepr(req.GetMetricName().GetTag()))
 			}
-			return writeBody(w, "application/json", appendScalarJSON(nil, series[0].data))
+			return route.WriteBody(w, "application/json", route.AppendScalarJSON(nil, series[0].Data))
 		}
 	}
-}
-
-func writeProtoJSON(w http.ResponseWriter, m proto.Message) error {
-	b, err := protojson.Marshal(m)
-	if err != nil {
-		return err
-	}
-	return writeBody(w, "application/json", b)
-}
-
-// writeTensorBoardProto answers with m in proto3 JSON as TensorBoard's
-// plugins write it (Python's MessageToJson with
-// including_default_value_fields): fields at their default value are
-// written too (TensorBoard's frontend reads them unguarded), except unset
-// messages and oneofs.
-func writeTensorBoardProto(w http.ResponseWriter, m proto.Message) error {
-	b, err := protojson.MarshalOptions{EmitDefaultValues: true}.Marshal(m)
-	if err != nil {
-		return err
-	}
-	// protojson varies its whitespace on purpose; answers stay byte-stable.
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, b); err != nil {
-		return err
-	}
-	return writeBody(w, "application/json", compact.Bytes())
 }
 
 // sessionGroups answers a ListSessionGroupsRequest as TensorBoard does:
@@ -388,7 +366,7 @@ func writeTensorBoardProto(w http.ResponseWriter, m proto.Message) error {
 // groups filtered and sorted by the columns, their hparams cut to the
 // columns included in the result when a column says, then paged:
 // [start_index, start_index+slice_size).
-func (h *Handler) sessionGroups(r *request, d *hparamsData, req *hparamspb.ListSessionGroupsRequest) (*hparamspb.ListSessionGroupsResponse, error) {
+func (h Plugin) sessionGroups(r *route.Request, d *hparamsData, req *hparamspb.ListSessionGroupsRequest) (*hparamspb.ListSessionGroupsResponse, error) {
 	includeMetrics := req.IncludeMetrics == nil || req.GetIncludeMetrics()
 	exp, err := h.experimentOf(r, d, includeMetrics, 0)
 	if err != nil {
@@ -405,14 +383,14 @@ func (h *Handler) sessionGroups(r *request, d *hparamsData, req *hparamspb.ListS
 				tags[m.GetName().GetTag()] = true
 			}
 		}
-		series, err := h.readScalars(r, "scalars", filter(keys(runs), keys(tags)), 1)
+		series, err := h.ReadScalars(r, "scalars", route.Filter(keys(runs), keys(tags)), 1)
 		if err != nil {
 			return nil, err
 		}
 		for _, s := range series {
-			if n := len(s.data.GetStep()); n > 0 {
-				last[[2]string{s.run, s.tag}] = &hparamspb.MetricValue{
-					Value: float64(s.data.GetValue()[n-1]), TrainingStep: int32(s.data.GetStep()[n-1]), WallTimeSecs: s.data.GetWallTime()[n-1]}
+			if n := len(s.Data.GetStep()); n > 0 {
+				last[[2]string{s.Run, s.Tag}] = &hparamspb.MetricValue{
+					Value: float64(s.Data.GetValue()[n-1]), TrainingStep: int32(s.Data.GetStep()[n-1]), WallTimeSecs: s.Data.GetWallTime()[n-1]}
 			}
 		}
 	}
@@ -649,8 +627,8 @@ func sortGroups(groups []*hparamspb.SessionGroup, cols []*hparamspb.ColParams) {
 // One column per hparam (its display name, else its name), then per
 // metric (its display name, else its tag); one row per group. tbhub's
 // defaults where TensorBoard fails: csv, every column, every group.
-func (h *Handler) hparamsDownload(w http.ResponseWriter, r *request) error {
-	format, err := downloadFormat(r, "csv", "json", "latex")
+func (h Plugin) HParamsDownload(w http.ResponseWriter, r *route.Request) error {
+	format, err := route.DownloadFormat(r, "csv", "json", "latex")
 	if err != nil {
 		return err
 	}
@@ -662,13 +640,13 @@ func (h *Handler) hparamsDownload(w http.ResponseWriter, r *request) error {
 	if v := q.Get("request"); v != "" {
 		req = &hparamspb.ListSessionGroupsRequest{}
 		if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal([]byte(v), req); err != nil {
-			return errorf(http.StatusBadRequest, "request is not a ListSessionGroupsRequest in proto3 JSON: %v", err)
+			return route.Errorf(http.StatusBadRequest, "request is not a ListSessionGroupsRequest in proto3 JSON: %v", err)
 		}
 	}
 	var visible []bool
 	if v := q.Get("columnsVisibility"); v != "" {
 		if err := json.Unmarshal([]byte(v), &visible); err != nil {
-			return errorf(http.StatusBadRequest, "columnsVisibility: want a JSON list of booleans: %v", err)
+			return route.Errorf(http.StatusBadRequest, "columnsVisibility: want a JSON list of booleans: %v", err)
 		}
 	}
 	d, err := h.loadHParams(r)
@@ -709,7 +687,7 @@ func (h *Handler) hparamsDownload(w http.ResponseWriter, r *request) error {
 		for _, hp := range exp.GetHparamInfos() {
 			switch v := g.GetHparams()[hp.GetName()].GetKind().(type) {
 			case *structpb.Value_NumberValue:
-				row = append(row, Float(v.NumberValue))
+				row = append(row, route.Float(v.NumberValue))
 			case *structpb.Value_StringValue:
 				row = append(row, v.StringValue)
 			case *structpb.Value_BoolValue:
@@ -722,7 +700,7 @@ func (h *Handler) hparamsDownload(w http.ResponseWriter, r *request) error {
 			var cell any
 			for _, mv := range g.GetMetricValues() {
 				if mv.GetName().GetGroup() == m.GetName().GetGroup() && mv.GetName().GetTag() == m.GetName().GetTag() {
-					cell = Float(mv.GetValue())
+					cell = route.Float(mv.GetValue())
 				}
 			}
 			row = append(row, cell)
@@ -731,9 +709,9 @@ func (h *Handler) hparamsDownload(w http.ResponseWriter, r *request) error {
 	}
 	switch format {
 	case "json":
-		return writeJSON(w, map[string]any{"header": header, "rows": rows})
+		return route.WriteJSON(w, map[string]any{"header": header, "rows": rows})
 	case "latex":
-		return writeBody(w, "application/x-latex", hparamsLaTeX(header, rows))
+		return route.WriteBody(w, "application/x-latex", hparamsLaTeX(header, rows))
 	}
 	var b []byte
 	for _, row := range append([][]any{header}, rows...) {
@@ -745,7 +723,7 @@ func (h *Handler) hparamsDownload(w http.ResponseWriter, r *request) error {
 		}
 		b = append(b, "\r\n"...)
 	}
-	return writeBody(w, "text/csv; charset=utf-8", b)
+	return route.WriteBody(w, "text/csv; charset=utf-8", b)
 }
 
 // appendPythonCSVField appends v as Python's csv module writes str(v):
@@ -755,8 +733,8 @@ func appendPythonCSVField(b []byte, v any) []byte {
 	var s string
 	switch v := v.(type) {
 	case nil:
-	case Float:
-		s = string(appendCSVFloat(nil, float64(v)))
+	case route.Float:
+		s = string(route.AppendCSVFloat(nil, float64(v)))
 	case bool:
 		s = "False"
 		if v {
@@ -785,7 +763,7 @@ func hparamsLaTeX(header []any, rows [][]any) []byte {
 				return "$1$"
 			}
 			return "$0$"
-		case Float:
+		case route.Float:
 			f := float64(v)
 			switch {
 			case math.IsNaN(f):
@@ -824,28 +802,5 @@ func hparamsLaTeX(header []any, rows [][]any) []byte {
 	return []byte(b.String())
 }
 
-// pyRepr quotes s as Python's repr does, for error texts that name runs
-// and tags as TensorBoard's do.
-func pyRepr(s string) string {
-	q := "'"
-	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
-		q = `"`
-	}
-	var b strings.Builder
-	b.WriteString(q)
-	for _, c := range s {
-		switch {
-		case c == '\\' || string(c) == q:
-			b.WriteByte('\\')
-			b.WriteRune(c)
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c < ' ':
-			fmt.Fprintf(&b, `\x%02x`, c)
-		default:
-			b.WriteRune(c)
-		}
-	}
-	b.WriteString(q)
-	return b.String()
-}
+// Plugin serves the plugin's routes from the data of Env.
+type Plugin struct{ *route.Env }

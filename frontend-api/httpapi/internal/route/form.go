@@ -1,4 +1,4 @@
-package httpapi
+package route
 
 import (
 	"errors"
@@ -16,18 +16,18 @@ const maxFormBytes = 8 << 20
 // send: multipart/form-data (a browser's FormData, what TensorBoard's
 // frontend posts) or application/x-www-form-urlencoded (scripts, curl
 // -d). Files in a multipart body are not fields and are ignored.
-func postForm(r *request) (url.Values, error) {
+func PostForm(r *Request) (url.Values, error) {
 	r.Body = http.MaxBytesReader(nil, r.Body, maxFormBytes)
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if ct != "multipart/form-data" {
 		if err := r.ParseForm(); err != nil {
-			return nil, errorf(http.StatusBadRequest, "bad form: %v", err)
+			return nil, Errorf(http.StatusBadRequest, "bad form: %v", err)
 		}
 		return r.PostForm, nil
 	}
 	mr, err := r.MultipartReader()
 	if err != nil {
-		return nil, errorf(http.StatusBadRequest, "bad multipart form: %v", err)
+		return nil, Errorf(http.StatusBadRequest, "bad multipart form: %v", err)
 	}
 	form := url.Values{}
 	for {
@@ -36,14 +36,14 @@ func postForm(r *request) (url.Values, error) {
 			return form, nil
 		}
 		if err != nil {
-			return nil, errorf(http.StatusBadRequest, "bad multipart form: %v", err)
+			return nil, Errorf(http.StatusBadRequest, "bad multipart form: %v", err)
 		}
 		if part.FormName() == "" || part.FileName() != "" {
 			continue
 		}
 		v, err := io.ReadAll(part)
 		if err != nil {
-			return nil, errorf(http.StatusBadRequest, "bad multipart form: %v", err)
+			return nil, Errorf(http.StatusBadRequest, "bad multipart form: %v", err)
 		}
 		form.Add(part.FormName(), string(v))
 	}

@@ -1,4 +1,6 @@
-package httpapi
+// Package text serves the text plugin's routes: string tensors rendered
+// as TensorBoard renders them (markdown, tables).
+package text
 
 import (
 	"fmt"
@@ -6,49 +8,50 @@ import (
 	"strings"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/markdown"
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 )
 
-func (h *Handler) textTags(w http.ResponseWriter, r *request) error {
-	series, err := h.listTensors(r, "text", nil)
+func (h Plugin) TextTags(w http.ResponseWriter, r *route.Request) error {
+	series, err := h.ListTensors(r, "text", nil)
 	if err != nil {
 		return err
 	}
 	out := map[string][]string{}
 	for _, s := range series {
-		out[s.run] = append(out[s.run], s.tag)
+		out[s.Run] = append(out[s.Run], s.Tag)
 	}
-	return writeJSON(w, out)
+	return route.WriteJSON(w, out)
 }
 
 type textEntry struct {
-	WallTime Float  `json:"wall_time"`
-	Step     int64  `json:"step"`
-	Text     string `json:"text"`
+	WallTime route.Float `json:"wall_time"`
+	Step     int64       `json:"step"`
+	Text     string      `json:"text"`
 }
 
-func (h *Handler) text(w http.ResponseWriter, r *request) error {
-	run, tag, err := requireRunTag(r)
+func (h Plugin) Text(w http.ResponseWriter, r *route.Request) error {
+	run, tag, err := route.RequireRunTag(r)
 	if err != nil {
 		return err
 	}
 	useMarkdown := r.URL.Query().Get("markdown") != "false"
-	series, err := h.readTensors(r, "text", one(run, tag), h.samples("text", samplesText))
+	series, err := h.ReadTensors(r, "text", route.One(run, tag), h.Samples("text", route.SamplesText))
 	if err != nil {
 		return err
 	}
 	out := []textEntry{}
 	for _, s := range series {
-		d := s.data
+		d := s.Data
 		for i, step := range d.GetStep() {
 			text, err := textToHTML(d.GetValue()[i], useMarkdown)
 			if err != nil {
 				return fmt.Errorf("run %q tag %q step %d: %w", run, tag, step, err)
 			}
-			out = append(out, textEntry{Float(d.GetWallTime()[i]), step, text})
+			out = append(out, textEntry{route.Float(d.GetWallTime()[i]), step, text})
 		}
 	}
-	return writeJSON(w, out)
+	return route.WriteJSON(w, out)
 }
 
 // textToHTML renders a string tensor as TensorBoard's text plugin does: a
@@ -57,7 +60,7 @@ func (h *Handler) text(w http.ResponseWriter, r *request) error {
 // Each cell is sanitized markdown, or sanitized HTML (the text as it is,
 // cleaned) when useMarkdown is false.
 func textToHTML(t *tbpb.TensorProto, useMarkdown bool) (string, error) {
-	vals, err := tensorStrings(t)
+	vals, err := route.TensorStrings(t)
 	if err != nil {
 		return "", err
 	}
@@ -68,7 +71,7 @@ func textToHTML(t *tbpb.TensorProto, useMarkdown bool) (string, error) {
 		}
 		return markdown.SafeHTML(s)
 	}
-	shape := shapeOf(t)
+	shape := route.ShapeOf(t)
 	switch len(shape) {
 	case 0:
 		if len(vals) == 0 {
@@ -111,3 +114,6 @@ func table(vals [][]byte, nrows, ncols, stride int64, cell func([]byte) string) 
 	b.WriteString("</tbody>\n</table>")
 	return b.String()
 }
+
+// Plugin serves the plugin's routes from the data of Env.
+type Plugin struct{ *route.Env }

@@ -1,4 +1,4 @@
-package httpapi
+package account
 
 import (
 	"encoding/json"
@@ -8,10 +8,10 @@ import (
 	"net/http"
 	"strings"
 
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
@@ -26,63 +26,29 @@ import (
 
 const maxManageBody = 64 << 10
 
-// mutation wraps a route that changes something: after it succeeds, the
-// caller's cached GET answers are dropped, so that the next read (the page
-// re-listing experiments) sees the change at once.
-func (h *Handler) mutation(fn routeFunc) routeFunc {
-	return func(w http.ResponseWriter, r *request) error {
-		if err := fn(w, r); err != nil {
-			return err
-		}
-		if h.cache != nil {
-			cred := ""
-			if md, ok := metadata.FromOutgoingContext(r.ctx); ok {
-				if v := md.Get("authorization"); len(v) > 0 {
-					cred = v[len(v)-1]
-				}
-			}
-			h.cache.dropCredential(cred)
-		}
-		return nil
-	}
-}
-
-// dropCredential forgets every entry cached for cred.
-func (c *responseCache) dropCredential(cred string) {
-	prefix := cred + "\x00"
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k, e := range c.entries {
-		if strings.HasPrefix(k, prefix) {
-			c.total -= len(e.body)
-			delete(c.entries, k)
-		}
-	}
-}
-
-func (h *Handler) needWriter() error {
-	if h.cfg.Writer == nil || h.exps == nil {
-		return errorf(http.StatusNotImplemented, "this server has no write service")
+func (h API) needWriter() error {
+	if h.Writer == nil || h.Experiments == nil {
+		return route.Errorf(http.StatusNotImplemented, "this server has no write service")
 	}
 	return nil
 }
 
-func (h *Handler) needAuth() error {
-	if h.cfg.Auth == nil {
-		return errorf(http.StatusNotImplemented, "this server has no auth service")
+func (h API) needAuth() error {
+	if h.Auth == nil {
+		return route.Errorf(http.StatusNotImplemented, "this server has no auth service")
 	}
 	return nil
 }
 
 // readBody decodes a JSON body into v (a struct, or a proto message in
 // proto3 JSON).
-func readBody(r *request, v any) error {
+func readBody(r *route.Request, v any) error {
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxManageBody+1))
 	if err != nil {
-		return errorf(http.StatusBadRequest, "reading the body: %v", err)
+		return route.Errorf(http.StatusBadRequest, "reading the body: %v", err)
 	}
 	if len(b) > maxManageBody {
-		return errorf(http.StatusRequestEntityTooLarge, "the body is larger than %d bytes", maxManageBody)
+		return route.Errorf(http.StatusRequestEntityTooLarge, "the body is larger than %d bytes", maxManageBody)
 	}
 	if m, ok := v.(proto.Message); ok {
 		err = protojson.Unmarshal(b, m)
@@ -92,7 +58,7 @@ func readBody(r *request, v any) error {
 		err = dec.Decode(v)
 	}
 	if err != nil {
-		return errorf(http.StatusBadRequest, "malformed JSON body: %v", err)
+		return route.Errorf(http.StatusBadRequest, "malformed JSON body: %v", err)
 	}
 	return nil
 }
@@ -106,7 +72,7 @@ func parseVisibility(s string) (experimentsv1.Visibility, error) {
 	if v, ok := experimentsv1.Visibility_value[name]; ok && v != 0 {
 		return experimentsv1.Visibility(v), nil
 	}
-	return 0, errorf(http.StatusBadRequest, "visibility %q: want private, unlisted or public", s)
+	return 0, route.Errorf(http.StatusBadRequest, "visibility %q: want private, unlisted or public", s)
 }
 
 // experimentPatch is the body of PATCH /api/experiments/{eid}: the fields
@@ -119,7 +85,7 @@ type experimentPatch struct {
 
 // apiUpdateExperiment renames, re-describes and/or changes the visibility
 // of an experiment (owner only), then answers it as GET does.
-func (h *Handler) apiUpdateExperiment(w http.ResponseWriter, r *request) error {
+func (h API) UpdateExperiment(w http.ResponseWriter, r *route.Request) error {
 	if err := h.needWriter(); err != nil {
 		return err
 	}
@@ -128,7 +94,7 @@ func (h *Handler) apiUpdateExperiment(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	if p.Name == nil && p.Description == nil && p.Visibility == nil {
-		return errorf(http.StatusBadRequest, "nothing to change: give name, description and/or visibility")
+		return route.Errorf(http.StatusBadRequest, "nothing to change: give name, description and/or visibility")
 	}
 	var vis experimentsv1.Visibility
 	if p.Visibility != nil {
@@ -139,19 +105,19 @@ func (h *Handler) apiUpdateExperiment(w http.ResponseWriter, r *request) error {
 	}
 	if p.Name != nil || p.Description != nil {
 		req := &servicepb.UpdateExperimentRequest{
-			Experiment:     &servicepb.Experiment{ExperimentId: r.eid, Name: deref(p.Name), Description: deref(p.Description)},
+			Experiment:     &servicepb.Experiment{ExperimentId: r.EID, Name: deref(p.Name), Description: deref(p.Description)},
 			ExperimentMask: &servicepb.ExperimentMask{Name: p.Name != nil, Description: p.Description != nil},
 		}
-		if _, err := h.cfg.Writer.UpdateExperiment(r.ctx, req, h.callOpts...); err != nil {
+		if _, err := h.Writer.UpdateExperiment(r.Ctx, req, h.CallOpts...); err != nil {
 			return err
 		}
 	}
 	if p.Visibility != nil {
-		if _, err := h.exps.SetVisibility(r.ctx, &experimentsv1.SetVisibilityRequest{ExperimentId: r.eid, Visibility: vis}, h.callOpts...); err != nil {
+		if _, err := h.Experiments.SetVisibility(r.Ctx, &experimentsv1.SetVisibilityRequest{ExperimentId: r.EID, Visibility: vis}, h.CallOpts...); err != nil {
 			return err
 		}
 	}
-	return h.apiGetExperiment(w, r)
+	return h.GetExperiment(w, r)
 }
 
 func deref(s *string) string {
@@ -162,11 +128,11 @@ func deref(s *string) string {
 }
 
 // apiDeleteExperiment deletes an experiment (owner only); 204.
-func (h *Handler) apiDeleteExperiment(w http.ResponseWriter, r *request) error {
+func (h API) DeleteExperiment(w http.ResponseWriter, r *route.Request) error {
 	if err := h.needWriter(); err != nil {
 		return err
 	}
-	if _, err := h.cfg.Writer.DeleteExperiment(r.ctx, &servicepb.DeleteExperimentRequest{ExperimentId: r.eid}, h.callOpts...); err != nil {
+	if _, err := h.Writer.DeleteExperiment(r.Ctx, &servicepb.DeleteExperimentRequest{ExperimentId: r.EID}, h.CallOpts...); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -175,21 +141,21 @@ func (h *Handler) apiDeleteExperiment(w http.ResponseWriter, r *request) error {
 
 // apiListGrants lists who may read an experiment besides its owner (owner
 // only): ListGrantsResponse in proto3 JSON.
-func (h *Handler) apiListGrants(w http.ResponseWriter, r *request) error {
+func (h API) ListGrants(w http.ResponseWriter, r *route.Request) error {
 	if err := h.needWriter(); err != nil {
 		return err
 	}
-	resp, err := h.exps.ListGrants(r.ctx, &experimentsv1.ListGrantsRequest{ExperimentId: r.eid}, h.callOpts...)
+	resp, err := h.Experiments.ListGrants(r.Ctx, &experimentsv1.ListGrantsRequest{ExperimentId: r.EID}, h.CallOpts...)
 	if err != nil {
 		return err
 	}
-	return writeProtoJSON(w, resp)
+	return route.WriteProtoJSON(w, resp)
 }
 
 // apiGrant lets one user read an experiment (owner only). The body is a
 // Grantee in proto3 JSON: {"userName": "..."}, {"email": "..."} or
 // {"userId": "..."}. Answers the Grant.
-func (h *Handler) apiGrant(w http.ResponseWriter, r *request) error {
+func (h API) Grant(w http.ResponseWriter, r *route.Request) error {
 	if err := h.needWriter(); err != nil {
 		return err
 	}
@@ -198,18 +164,18 @@ func (h *Handler) apiGrant(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	if g.GetGrantee() == nil {
-		return errorf(http.StatusBadRequest, `give the user as {"userName": ...}, {"email": ...} or {"userId": ...}`)
+		return route.Errorf(http.StatusBadRequest, `give the user as {"userName": ...}, {"email": ...} or {"userId": ...}`)
 	}
-	resp, err := h.exps.GrantAccess(r.ctx, &experimentsv1.GrantAccessRequest{ExperimentId: r.eid, Grantee: g}, h.callOpts...)
+	resp, err := h.Experiments.GrantAccess(r.Ctx, &experimentsv1.GrantAccessRequest{ExperimentId: r.EID, Grantee: g}, h.CallOpts...)
 	if err != nil {
 		return err
 	}
-	return writeProtoJSON(w, resp.GetGrant())
+	return route.WriteProtoJSON(w, resp.GetGrant())
 }
 
 // apiRevoke withdraws a grant (owner only), naming the grantee by exactly
 // one of ?user_name=, ?email=, ?user_id=; 204.
-func (h *Handler) apiRevoke(w http.ResponseWriter, r *request) error {
+func (h API) Revoke(w http.ResponseWriter, r *route.Request) error {
 	if err := h.needWriter(); err != nil {
 		return err
 	}
@@ -225,9 +191,9 @@ func (h *Handler) apiRevoke(w http.ResponseWriter, r *request) error {
 		g = append(g, &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_UserId{UserId: v}})
 	}
 	if len(g) != 1 {
-		return errorf(http.StatusBadRequest, "name the grantee by exactly one of user_name, email, user_id")
+		return route.Errorf(http.StatusBadRequest, "name the grantee by exactly one of user_name, email, user_id")
 	}
-	if _, err := h.exps.RevokeAccess(r.ctx, &experimentsv1.RevokeAccessRequest{ExperimentId: r.eid, Grantee: g[0]}, h.callOpts...); err != nil {
+	if _, err := h.Experiments.RevokeAccess(r.Ctx, &experimentsv1.RevokeAccessRequest{ExperimentId: r.EID, Grantee: g[0]}, h.CallOpts...); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -236,34 +202,34 @@ func (h *Handler) apiRevoke(w http.ResponseWriter, r *request) error {
 
 // apiWhoAmI is the caller as the auth service sees them (WhoAmIResponse in
 // proto3 JSON); 401 when anonymous.
-func (h *Handler) apiWhoAmI(w http.ResponseWriter, r *request) error {
+func (h API) WhoAmI(w http.ResponseWriter, r *route.Request) error {
 	if err := h.needAuth(); err != nil {
 		return err
 	}
-	resp, err := h.cfg.Auth.WhoAmI(r.ctx, &authv1.WhoAmIRequest{}, h.callOpts...)
+	resp, err := h.Auth.WhoAmI(r.Ctx, &authv1.WhoAmIRequest{}, h.CallOpts...)
 	if err != nil {
 		return err
 	}
-	return writeProtoJSON(w, resp)
+	return route.WriteProtoJSON(w, resp)
 }
 
 // apiListTokens lists the caller's API tokens, without secrets.
-func (h *Handler) apiListTokens(w http.ResponseWriter, r *request) error {
+func (h API) ListTokens(w http.ResponseWriter, r *route.Request) error {
 	if err := h.needAuth(); err != nil {
 		return err
 	}
-	resp, err := h.cfg.Auth.ListTokens(r.ctx, &authv1.ListTokensRequest{}, h.callOpts...)
+	resp, err := h.Auth.ListTokens(r.Ctx, &authv1.ListTokensRequest{}, h.CallOpts...)
 	if err != nil {
 		return err
 	}
-	return writeProtoJSON(w, resp)
+	return route.WriteProtoJSON(w, resp)
 }
 
 // apiCreateToken creates an API token for the caller. The body is a
 // CreateTokenRequest in proto3 JSON ({"name", "scopes": ["SCOPE_UPLOAD",
 // "SCOPE_READ"], "expireTime"}); the answer holds the secret, which is
 // shown this once.
-func (h *Handler) apiCreateToken(w http.ResponseWriter, r *request) error {
+func (h API) CreateToken(w http.ResponseWriter, r *route.Request) error {
 	if err := h.needAuth(); err != nil {
 		return err
 	}
@@ -271,7 +237,7 @@ func (h *Handler) apiCreateToken(w http.ResponseWriter, r *request) error {
 	if err := readBody(r, req); err != nil {
 		return err
 	}
-	resp, err := h.cfg.Auth.CreateToken(r.ctx, req, h.callOpts...)
+	resp, err := h.Auth.CreateToken(r.Ctx, req, h.CallOpts...)
 	if err != nil {
 		return err
 	}
@@ -282,13 +248,13 @@ func (h *Handler) apiCreateToken(w http.ResponseWriter, r *request) error {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	skipGzip(w)
+	route.SkipGzip(w)
 	_, err = w.Write(b)
 	return err
 }
 
 // apiRevokeToken revokes one of the caller's tokens; 204.
-func (h *Handler) apiRevokeToken(w http.ResponseWriter, r *request) error {
+func (h API) RevokeToken(w http.ResponseWriter, r *route.Request) error {
 	if err := h.needAuth(); err != nil {
 		return err
 	}
@@ -296,7 +262,7 @@ func (h *Handler) apiRevokeToken(w http.ResponseWriter, r *request) error {
 	if id == "" {
 		return errors.New("no token id") // the route's pattern always has one
 	}
-	if _, err := h.cfg.Auth.RevokeToken(r.ctx, &authv1.RevokeTokenRequest{TokenId: id}, h.callOpts...); err != nil {
+	if _, err := h.Auth.RevokeToken(r.Ctx, &authv1.RevokeTokenRequest{TokenId: id}, h.CallOpts...); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

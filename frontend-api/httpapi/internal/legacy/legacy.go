@@ -1,4 +1,7 @@
-package httpapi
+// Package legacy serves the routes of TensorBoard's original HTTP API
+// document (data/scalars, histograms, compressedHistograms, images,
+// audio), kept for scripts written against it.
+package legacy
 
 import (
 	"math"
@@ -7,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/histograms"
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/media"
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 )
 
@@ -19,27 +25,27 @@ import (
 // legacyScalars serves data/scalars: one series with run and tag (JSON or
 // CSV), or without them every scalar series sampled to sample_count
 // points.
-func (h *Handler) legacyScalars(w http.ResponseWriter, r *request) error {
+func (h Plugin) LegacyScalars(w http.ResponseWriter, r *route.Request) error {
 	q := r.URL.Query()
 	if q.Has("run") || q.Has("tag") {
-		run, tag, err := requireRunTag(r)
+		run, tag, err := route.RequireRunTag(r)
 		if err != nil {
 			return err
 		}
-		d, err := h.oneScalarSeries(r, "scalars", run, tag, h.samples("scalars", samplesScalars))
+		d, err := h.OneScalarSeries(r, "scalars", run, tag, h.Samples("scalars", route.SamplesScalars))
 		if err != nil {
 			return err
 		}
 		if q.Get("format") == "csv" {
-			return writeBody(w, "text/csv; charset=utf-8", scalarCSV("Wall time,step,value", d))
+			return route.WriteBody(w, "text/csv; charset=utf-8", route.ScalarCSV("Wall time,step,value", d))
 		}
-		return writeBody(w, "application/json", appendScalarJSON(nil, d))
+		return route.WriteBody(w, "application/json", route.AppendScalarJSON(nil, d))
 	}
 	count := 10
 	if s := q.Get("sample_count"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 2 {
-			return errorf(http.StatusBadRequest, "sample_count=%q: want an integer >= 2", s)
+			return route.Errorf(http.StatusBadRequest, "sample_count=%q: want an integer >= 2", s)
 		}
 		count = n
 	}
@@ -47,18 +53,18 @@ func (h *Handler) legacyScalars(w http.ResponseWriter, r *request) error {
 	// included. The series are read downsampled as the scalars dashboard
 	// reads them (the latest point always kept), then sampled uniformly by
 	// position, keeping the first and last of what was read.
-	series, err := h.readScalars(r, "scalars", nil, max(int64(count), h.samples("scalars", samplesScalars)))
+	series, err := h.ReadScalars(r, "scalars", nil, max(int64(count), h.Samples("scalars", route.SamplesScalars)))
 	if err != nil {
 		return err
 	}
-	out := map[string]map[string]scalarJSON{}
+	out := map[string]map[string]route.ScalarJSON{}
 	for _, s := range series {
-		if out[s.run] == nil {
-			out[s.run] = map[string]scalarJSON{}
+		if out[s.Run] == nil {
+			out[s.Run] = map[string]route.ScalarJSON{}
 		}
-		out[s.run][s.tag] = scalarJSON{uniformSample(s.data, count)}
+		out[s.Run][s.Tag] = route.ScalarJSON{D: uniformSample(s.Data, count)}
 	}
-	return writeJSON(w, out)
+	return route.WriteJSON(w, out)
 }
 
 // uniformSample keeps count points of d at evenly spaced positions,
@@ -82,76 +88,76 @@ func uniformSample(d *datapb.ScalarData, count int) *datapb.ScalarData {
 // num, sum, sum_squares, bucket_limit, bucket]]. Stored histograms keep
 // only (left, right, count) buckets, so min and max are the outer edges
 // and sum and sum_squares are estimated from bucket midpoints.
-func (h *Handler) legacyHistograms(w http.ResponseWriter, r *request) error {
-	run, tag, err := requireRunTag(r)
+func (h Plugin) LegacyHistograms(w http.ResponseWriter, r *route.Request) error {
+	run, tag, err := route.RequireRunTag(r)
 	if err != nil {
 		return err
 	}
-	points, err := h.readHistograms(r, run, tag, h.samples("histograms", samplesHistograms))
+	points, err := histograms.Plugin{Env: h.Env}.ReadHistograms(r, run, tag, h.Samples("histograms", route.SamplesHistograms))
 	if err != nil {
 		return err
 	}
 	out := make([][]any, 0, len(points))
 	for _, p := range points {
 		var lo, hi, num, sum, sumSq float64
-		limits, counts := []Float{}, []Float{}
-		if len(p.buckets) > 0 {
-			lo, hi = p.buckets[0][0], p.buckets[len(p.buckets)-1][1]
+		limits, counts := []route.Float{}, []route.Float{}
+		if len(p.Buckets) > 0 {
+			lo, hi = p.Buckets[0][0], p.Buckets[len(p.Buckets)-1][1]
 		}
-		for _, b := range p.buckets {
+		for _, b := range p.Buckets {
 			mid := (b[0] + b[1]) / 2
 			num += b[2]
 			sum += b[2] * mid
 			sumSq += b[2] * mid * mid
-			limits = append(limits, Float(b[1]))
-			counts = append(counts, Float(b[2]))
+			limits = append(limits, route.Float(b[1]))
+			counts = append(counts, route.Float(b[2]))
 		}
-		out = append(out, []any{Float(p.wallTime), p.step, []any{Float(lo), Float(hi), Float(num), Float(sum), Float(sumSq), limits, counts}})
+		out = append(out, []any{route.Float(p.WallTime), p.Step, []any{route.Float(lo), route.Float(hi), route.Float(num), route.Float(sum), route.Float(sumSq), limits, counts}})
 	}
-	return writeJSON(w, out)
+	return route.WriteJSON(w, out)
 }
 
-func (h *Handler) legacyCompressedHistograms(w http.ResponseWriter, r *request) error {
-	run, tag, err := requireRunTag(r)
+func (h Plugin) LegacyCompressedHistograms(w http.ResponseWriter, r *route.Request) error {
+	run, tag, err := route.RequireRunTag(r)
 	if err != nil {
 		return err
 	}
-	points, err := h.readHistograms(r, run, tag, h.samples("histograms", samplesHistograms))
+	points, err := histograms.Plugin{Env: h.Env}.ReadHistograms(r, run, tag, h.Samples("histograms", route.SamplesHistograms))
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, compressedPoints(points))
+	return route.WriteJSON(w, histograms.CompressedPoints(points))
 }
 
 type legacyImageEntry struct {
-	Width    int    `json:"width"`
-	Height   int    `json:"height"`
-	WallTime Float  `json:"wall_time"`
-	Step     int64  `json:"step"`
-	Query    string `json:"query"`
+	Width    int         `json:"width"`
+	Height   int         `json:"height"`
+	WallTime route.Float `json:"wall_time"`
+	Step     int64       `json:"step"`
+	Query    string      `json:"query"`
 }
 
 // legacyImages serves data/images: the first image of each sampled step,
 // with its size (the datum's first two blobs).
-func (h *Handler) legacyImages(w http.ResponseWriter, r *request) error {
-	run, tag, err := requireRunTag(r)
+func (h Plugin) LegacyImages(w http.ResponseWriter, r *route.Request) error {
+	run, tag, err := route.RequireRunTag(r)
 	if err != nil {
 		return err
 	}
-	series, err := h.readBlobSequences(r, "images", one(run, tag), h.samples("images", samplesImages))
+	series, err := h.ReadBlobSequences(r, "images", route.One(run, tag), h.Samples("images", route.SamplesImages))
 	if err != nil {
 		return err
 	}
 	out := []legacyImageEntry{}
 	var sizes [][2]string // per entry, the keys of its width and height
 	for _, s := range series {
-		d := s.data
+		d := s.Data
 		for i, step := range d.GetStep() {
 			refs := d.GetValues()[i].GetBlobRefs()
 			if len(refs) < 3 {
 				continue
 			}
-			out = append(out, legacyImageEntry{WallTime: Float(d.GetWallTime()[i]), Step: step, Query: blobQuery(refs[2].GetBlobKey())})
+			out = append(out, legacyImageEntry{WallTime: route.Float(d.GetWallTime()[i]), Step: step, Query: media.BlobQuery(refs[2].GetBlobKey())})
 			sizes = append(sizes, [2]string{refs[0].GetBlobKey(), refs[1].GetBlobKey()})
 		}
 	}
@@ -162,16 +168,16 @@ func (h *Handler) legacyImages(w http.ResponseWriter, r *request) error {
 			func() (err error) { e.Width, err = h.blobInt(r, sizes[i][0]); return err },
 			func() (err error) { e.Height, err = h.blobInt(r, sizes[i][1]); return err })
 	}
-	if err := parallel(fns...); err != nil {
+	if err := route.Parallel(fns...); err != nil {
 		return err
 	}
-	return writeJSON(w, out)
+	return route.WriteJSON(w, out)
 }
 
 // blobInt reads a blob holding an ASCII decimal (an image dimension); 0
 // if it holds something else.
-func (h *Handler) blobInt(r *request, key string) (int, error) {
-	b, err := h.readBlob(r, key)
+func (h Plugin) blobInt(r *route.Request, key string) (int, error) {
+	b, err := h.ReadBlob(r, key)
 	if err != nil {
 		return 0, err
 	}
@@ -183,18 +189,18 @@ func (h *Handler) blobInt(r *request, key string) (int, error) {
 }
 
 type legacyAudioEntry struct {
-	WallTime    Float  `json:"wall_time"`
-	Step        int64  `json:"step"`
-	ContentType string `json:"content_type"`
-	Query       string `json:"query"`
+	WallTime    route.Float `json:"wall_time"`
+	Step        int64       `json:"step"`
+	ContentType string      `json:"content_type"`
+	Query       string      `json:"query"`
 }
 
-func (h *Handler) legacyAudio(w http.ResponseWriter, r *request) error {
-	run, tag, err := requireRunTag(r)
+func (h Plugin) LegacyAudio(w http.ResponseWriter, r *route.Request) error {
+	run, tag, err := route.RequireRunTag(r)
 	if err != nil {
 		return err
 	}
-	entries, err := h.readAudio(r, run, tag, 0)
+	entries, err := media.Plugin{Env: h.Env}.ReadAudio(r, run, tag, 0)
 	if err != nil {
 		return err
 	}
@@ -202,5 +208,8 @@ func (h *Handler) legacyAudio(w http.ResponseWriter, r *request) error {
 	for _, e := range entries {
 		out = append(out, legacyAudioEntry{e.WallTime, e.Step, e.ContentType, e.Query})
 	}
-	return writeJSON(w, out)
+	return route.WriteJSON(w, out)
 }
+
+// Plugin serves the plugin's routes from the data of Env.
+type Plugin struct{ *route.Env }

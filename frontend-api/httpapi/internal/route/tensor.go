@@ -1,4 +1,4 @@
-package httpapi
+package route
 
 import (
 	"encoding/binary"
@@ -9,7 +9,7 @@ import (
 )
 
 // shapeOf returns a tensor's dimension sizes.
-func shapeOf(t *tbpb.TensorProto) []int64 {
+func ShapeOf(t *tbpb.TensorProto) []int64 {
 	dims := t.GetTensorShape().GetDim()
 	out := make([]int64, len(dims))
 	for i, d := range dims {
@@ -28,14 +28,14 @@ const maxElements = 1 << 22
 // maxElements.
 func elementCount(t *tbpb.TensorProto) (int64, error) {
 	n := int64(1)
-	for _, d := range shapeOf(t) {
+	for _, d := range ShapeOf(t) {
 		if d < 0 || (d > 0 && n > maxElements/d) {
-			return 0, fmt.Errorf("tensor shape %v: unsupported size", shapeOf(t))
+			return 0, fmt.Errorf("tensor shape %v: unsupported size", ShapeOf(t))
 		}
 		n *= d
 	}
 	if n > maxElements {
-		return 0, fmt.Errorf("tensor shape %v: unsupported size", shapeOf(t))
+		return 0, fmt.Errorf("tensor shape %v: unsupported size", ShapeOf(t))
 	}
 	return n, nil
 }
@@ -44,7 +44,7 @@ func elementCount(t *tbpb.TensorProto) (int64, error) {
 // TensorFlow's make_ndarray does: tensor_content when present, else the
 // typed value field, whose single value fills the tensor when it holds
 // fewer values than elements.
-func tensorFloats(t *tbpb.TensorProto) ([]float64, error) {
+func TensorFloats(t *tbpb.TensorProto) ([]float64, error) {
 	n, err := elementCount(t)
 	if err != nil {
 		return nil, err
@@ -179,7 +179,7 @@ func halfToFloat(dt tbpb.DataType, h uint16) float64 {
 }
 
 // tensorStrings returns a string tensor's elements in row-major order.
-func tensorStrings(t *tbpb.TensorProto) ([][]byte, error) {
+func TensorStrings(t *tbpb.TensorProto) ([][]byte, error) {
 	if t.GetDtype() != tbpb.DataType_DT_STRING {
 		return nil, fmt.Errorf("tensor of type %v is not a string tensor", t.GetDtype())
 	}
@@ -202,7 +202,7 @@ func tensorStrings(t *tbpb.TensorProto) ([][]byte, error) {
 }
 
 // rows splits a row-major [k, width] array into k rows.
-func rows(vals []float64, width int) [][]float64 {
+func Rows(vals []float64, width int) [][]float64 {
 	if width <= 0 {
 		return nil
 	}

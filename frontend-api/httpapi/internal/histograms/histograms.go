@@ -1,122 +1,109 @@
-package httpapi
+// Package histograms serves the histograms and distributions plugins'
+// routes, and decodes histogram tensors for the legacy and time-series
+// routes.
+package histograms
 
 import (
 	"fmt"
 	"net/http"
 	"sort"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 )
 
-func (h *Handler) histogramTags(w http.ResponseWriter, r *request) error {
-	series, err := h.listTensors(r, "histograms", nil)
+func (h Plugin) HistogramTags(w http.ResponseWriter, r *route.Request) error {
+	series, err := h.ListTensors(r, "histograms", nil)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, tagInfos(series))
+	return route.WriteJSON(w, route.TagInfos(series))
 }
 
 // histogramPoint is one step of a histogram series: its buckets as
 // (left, right, count) rows.
-type histogramPoint struct {
-	wallTime float64
-	step     int64
-	buckets  [][]float64
+type Point struct {
+	WallTime float64
+	Step     int64
+	Buckets  [][]float64
 }
 
 // readHistograms reads one histogram series at k points.
-func (h *Handler) readHistograms(r *request, run, tag string, k int64) ([]histogramPoint, error) {
-	series, err := h.readTensors(r, "histograms", one(run, tag), k)
+func (h Plugin) ReadHistograms(r *route.Request, run, tag string, k int64) ([]Point, error) {
+	series, err := h.ReadTensors(r, "histograms", route.One(run, tag), k)
 	if err != nil {
 		return nil, err
 	}
 	if len(series) == 0 {
-		return nil, errorf(http.StatusNotFound, "no histogram data for run=%q, tag=%q", run, tag)
+		return nil, route.Errorf(http.StatusNotFound, "no histogram data for run=%q, tag=%q", run, tag)
 	}
-	d := series[0].data
-	out := make([]histogramPoint, 0, len(d.GetStep()))
+	d := series[0].Data
+	out := make([]Point, 0, len(d.GetStep()))
 	for i, step := range d.GetStep() {
-		buckets, err := histogramBuckets(d.GetValue()[i])
+		buckets, err := Buckets(d.GetValue()[i])
 		if err != nil {
 			return nil, fmt.Errorf("run %q tag %q step %d: %w", run, tag, step, err)
 		}
-		out = append(out, histogramPoint{d.GetWallTime()[i], step, buckets})
+		out = append(out, Point{d.GetWallTime()[i], step, buckets})
 	}
 	return out, nil
 }
 
 // histogramBuckets decodes a [k, 3] histogram tensor.
-func histogramBuckets(t *tbpb.TensorProto) ([][]float64, error) {
-	vals, err := tensorFloats(t)
+func Buckets(t *tbpb.TensorProto) ([][]float64, error) {
+	vals, err := route.TensorFloats(t)
 	if err != nil {
 		return nil, err
 	}
-	if shape := shapeOf(t); len(shape) != 2 || shape[1] != 3 {
+	if shape := route.ShapeOf(t); len(shape) != 2 || shape[1] != 3 {
 		if len(vals) == 0 {
 			return [][]float64{}, nil
 		}
 		return nil, fmt.Errorf("histogram tensor of shape %v, want [k, 3]", shape)
 	}
-	return rows(vals, 3), nil
+	return route.Rows(vals, 3), nil
 }
 
-// floats converts for JSON output.
-func floats(vals []float64) []Float {
-	out := make([]Float, len(vals))
-	for i, v := range vals {
-		out[i] = Float(v)
-	}
-	return out
-}
-
-func floatRows(rs [][]float64) [][]Float {
-	out := make([][]Float, len(rs))
-	for i, r := range rs {
-		out[i] = floats(r)
-	}
-	return out
-}
-
-func (h *Handler) histograms(w http.ResponseWriter, r *request) error {
-	run, tag, err := requireRunTag(r)
+func (h Plugin) Histograms(w http.ResponseWriter, r *route.Request) error {
+	run, tag, err := route.RequireRunTag(r)
 	if err != nil {
 		return err
 	}
 	// TensorBoard keeps samples_per_plugin histograms per series and its
 	// route shows at most 51 of them.
-	points, err := h.readHistograms(r, run, tag, min(h.samples("histograms", samplesHistograms), histogramsRoutePoints))
+	points, err := h.ReadHistograms(r, run, tag, min(h.Samples("histograms", route.SamplesHistograms), route.HistogramsRoutePoints))
 	if err != nil {
 		return err
 	}
 	out := make([][]any, 0, len(points))
 	for _, p := range points {
-		out = append(out, []any{Float(p.wallTime), p.step, floatRows(p.buckets)})
+		out = append(out, []any{route.Float(p.WallTime), p.Step, route.FloatRows(p.Buckets)})
 	}
-	return writeJSON(w, out)
+	return route.WriteJSON(w, out)
 }
 
-func (h *Handler) distributions(w http.ResponseWriter, r *request) error {
-	run, tag, err := requireRunTag(r)
+func (h Plugin) Distributions(w http.ResponseWriter, r *route.Request) error {
+	run, tag, err := route.RequireRunTag(r)
 	if err != nil {
 		return err
 	}
-	points, err := h.readHistograms(r, run, tag, min(h.samples("histograms", samplesHistograms), distributionsRoutePoints))
+	points, err := h.ReadHistograms(r, run, tag, min(h.Samples("histograms", route.SamplesHistograms), route.DistributionsRoutePoints))
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, compressedPoints(points))
+	return route.WriteJSON(w, CompressedPoints(points))
 }
 
 // compressedPoints is the distributions shape: [[wall_time, step,
 // [[basis_point, value], ...]], ...].
-func compressedPoints(points []histogramPoint) [][]any {
+func CompressedPoints(points []Point) [][]any {
 	out := make([][]any, 0, len(points))
 	for _, p := range points {
 		var pairs [][]any
-		for _, c := range compressHistogram(p.buckets) {
-			pairs = append(pairs, []any{c.bps, Float(c.value)})
+		for _, c := range compressHistogram(p.Buckets) {
+			pairs = append(pairs, []any{c.bps, route.Float(c.value)})
 		}
-		out = append(out, []any{Float(p.wallTime), p.step, pairs})
+		out = append(out, []any{route.Float(p.WallTime), p.Step, pairs})
 	}
 	return out
 }
@@ -192,3 +179,6 @@ func compressHistogram(buckets [][]float64) []compressedValue {
 	}
 	return out
 }
+
+// Plugin serves the plugin's routes from the data of Env.
+type Plugin struct{ *route.Env }

@@ -1,6 +1,14 @@
-package httpapi
+// Package account serves tbhub's own routes under /api/ (the caller's
+// experiments, an experiment's metadata, full-resolution downloads of a
+// series, managing experiments, access and tokens), apart from
+// TensorBoard's routes. Every route calls the services' RPCs with the
+// caller's credential, so who may do what is decided there, once.
+package account
 
 import (
+	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
+	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+
 	"bufio"
 	"encoding/json"
 	"math"
@@ -9,23 +17,31 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 )
 
-// tbhub's own routes under /api/: the caller's experiments, one
-// experiment's metadata, and full-resolution downloads of a series.
+// API holds the clients the routes call: the read service (Env), the
+// experiment service (nil: the routes answer 501), and the write service's
+// writer and auth services (nil: the management routes answer 501).
+type API struct {
+	*route.Env
+	Experiments experimentsv1.ExperimentServiceClient
+	Writer      servicepb.TensorBoardWriterServiceClient
+	Auth        authv1.AuthServiceClient
+}
 
-func (h *Handler) needExperiments() error {
-	if h.exps == nil {
-		return errorf(http.StatusNotImplemented, "this server has no experiment service")
+func (h API) needExperiments() error {
+	if h.Experiments == nil {
+		return route.Errorf(http.StatusNotImplemented, "this server has no experiment service")
 	}
 	return nil
 }
 
 // apiListExperiments lists the caller's experiments (?scope=owned, the
 // default, or shared), one page at a time (?page_size, ?page_token).
-func (h *Handler) apiListExperiments(w http.ResponseWriter, r *request) error {
+func (h API) ListExperiments(w http.ResponseWriter, r *route.Request) error {
 	if err := h.needExperiments(); err != nil {
 		return err
 	}
@@ -37,46 +53,32 @@ func (h *Handler) apiListExperiments(w http.ResponseWriter, r *request) error {
 	case "shared":
 		req.Scope = experimentsv1.ListExperimentsRequest_SCOPE_SHARED_WITH_ME
 	default:
-		return errorf(http.StatusBadRequest, "scope=%q: want owned or shared", q.Get("scope"))
+		return route.Errorf(http.StatusBadRequest, "scope=%q: want owned or shared", q.Get("scope"))
 	}
 	if s := q.Get("page_size"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 32)
 		if err != nil || n < 0 {
-			return errorf(http.StatusBadRequest, "page_size=%q: want a non-negative integer", s)
+			return route.Errorf(http.StatusBadRequest, "page_size=%q: want a non-negative integer", s)
 		}
 		req.PageSize = int32(n)
 	}
-	resp, err := h.exps.ListExperiments(r.ctx, req, h.callOpts...)
+	resp, err := h.Experiments.ListExperiments(r.Ctx, req, h.CallOpts...)
 	if err != nil {
 		return err
 	}
-	return writeProtoJSON(w, resp)
+	return route.WriteProtoJSON(w, resp)
 }
 
 // apiGetExperiment is one experiment's metadata and counts.
-func (h *Handler) apiGetExperiment(w http.ResponseWriter, r *request) error {
+func (h API) GetExperiment(w http.ResponseWriter, r *route.Request) error {
 	if err := h.needExperiments(); err != nil {
 		return err
 	}
-	resp, err := h.exps.GetExperiment(r.ctx, &experimentsv1.GetExperimentRequest{ExperimentId: r.eid}, h.callOpts...)
+	resp, err := h.Experiments.GetExperiment(r.Ctx, &experimentsv1.GetExperimentRequest{ExperimentId: r.EID}, h.CallOpts...)
 	if err != nil {
 		return err
 	}
-	return writeProtoJSON(w, resp.GetExperiment())
-}
-
-// downloadFormat is the format query parameter of a download: csv or json.
-func downloadFormat(r *request, allowed ...string) (string, error) {
-	f := r.URL.Query().Get("format")
-	if f == "" {
-		f = allowed[0]
-	}
-	for _, a := range allowed {
-		if f == a {
-			return f, nil
-		}
-	}
-	return "", errorf(http.StatusBadRequest, "format=%q: want one of %v", f, allowed)
+	return route.WriteProtoJSON(w, resp.GetExperiment())
 }
 
 // apiDownloadScalars streams every point of one scalar series
@@ -84,12 +86,12 @@ func downloadFormat(r *request, allowed ...string) (string, error) {
 // ({"run","tag","points":{"steps","wall_times","values"}}, the layout of
 // `tbup export`). The read service bounds one answer (about five million
 // points by default).
-func (h *Handler) apiDownloadScalars(w http.ResponseWriter, r *request) error {
-	run, tag, err := requireRunTag(r)
+func (h API) DownloadScalars(w http.ResponseWriter, r *route.Request) error {
+	run, tag, err := route.RequireRunTag(r)
 	if err != nil {
 		return err
 	}
-	format, err := downloadFormat(r, "csv", "json")
+	format, err := route.DownloadFormat(r, "csv", "json")
 	if err != nil {
 		return err
 	}
@@ -97,14 +99,14 @@ func (h *Handler) apiDownloadScalars(w http.ResponseWriter, r *request) error {
 	if plugin == "" {
 		plugin = "scalars"
 	}
-	series, err := h.readScalars(r, plugin, one(run, tag), math.MaxInt64)
+	series, err := h.ReadScalars(r, plugin, route.One(run, tag), math.MaxInt64)
 	if err != nil {
 		return err
 	}
 	if len(series) == 0 {
-		return errorf(http.StatusNotFound, "no scalar series run=%q tag=%q in plugin %q", run, tag, plugin)
+		return route.Errorf(http.StatusNotFound, "no scalar series run=%q tag=%q in plugin %q", run, tag, plugin)
 	}
-	d := series[0].data
+	d := series[0].Data
 	name := "scalars." + format
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
 	w.Header().Set("Cache-Control", "private, no-cache")
@@ -114,11 +116,11 @@ func (h *Handler) apiDownloadScalars(w http.ResponseWriter, r *request) error {
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 		bw.WriteString("wall_time,step,value\r\n")
 		for i, step := range d.GetStep() {
-			b = appendCSVFloat(b[:0], d.GetWallTime()[i])
+			b = route.AppendCSVFloat(b[:0], d.GetWallTime()[i])
 			b = append(b, ',')
 			b = strconv.AppendInt(b, step, 10)
 			b = append(b, ',')
-			b = appendCSVFloat(b, float64(d.GetValue()[i]))
+			b = route.AppendCSVFloat(b, float64(d.GetValue()[i]))
 			b = append(b, "\r\n"...)
 			bw.Write(b)
 		}
@@ -139,14 +141,14 @@ func (h *Handler) apiDownloadScalars(w http.ResponseWriter, r *request) error {
 		if i > 0 {
 			bw.WriteByte(',')
 		}
-		bw.Write(appendFloat(b[:0], wt))
+		bw.Write(route.AppendFloat(b[:0], wt))
 	}
 	bw.WriteString(`],"values":[`)
 	for i, v := range d.GetValue() {
 		if i > 0 {
 			bw.WriteByte(',')
 		}
-		bw.Write(appendFloat(b[:0], float64(v)))
+		bw.Write(route.AppendFloat(b[:0], float64(v)))
 	}
 	bw.WriteString("]}}\n")
 	return bw.Flush()
@@ -155,22 +157,22 @@ func (h *Handler) apiDownloadScalars(w http.ResponseWriter, r *request) error {
 // apiDownloadTensors streams every point of one tensor series
 // (?run=&tag=&plugin=) as JSON lines, one point per line:
 // {"step","wall_time","tensor"} with the TensorProto in proto3 JSON.
-func (h *Handler) apiDownloadTensors(w http.ResponseWriter, r *request) error {
-	run, tag, err := requireRunTag(r)
+func (h API) DownloadTensors(w http.ResponseWriter, r *route.Request) error {
+	run, tag, err := route.RequireRunTag(r)
 	if err != nil {
 		return err
 	}
 	plugin := r.URL.Query().Get("plugin")
 	if plugin == "" {
-		return errorf(http.StatusBadRequest, "the plugin query parameter is required (e.g. histograms)")
+		return route.Errorf(http.StatusBadRequest, "the plugin query parameter is required (e.g. histograms)")
 	}
-	resp, err := h.data.ReadTensors(r.ctx, &datapb.ReadTensorsRequest{ExperimentId: r.eid, PluginFilter: &datapb.PluginFilter{PluginName: plugin},
-		RunTagFilter: one(run, tag), Downsample: &datapb.Downsample{NumPoints: math.MaxInt64}}, h.callOpts...)
+	resp, err := h.Data.ReadTensors(r.Ctx, &datapb.ReadTensorsRequest{ExperimentId: r.EID, PluginFilter: &datapb.PluginFilter{PluginName: plugin},
+		RunTagFilter: route.One(run, tag), Downsample: &datapb.Downsample{NumPoints: math.MaxInt64}}, h.CallOpts...)
 	if err != nil {
 		return err
 	}
 	if len(resp.GetRuns()) == 0 {
-		return errorf(http.StatusNotFound, "no tensor series run=%q tag=%q in plugin %q", run, tag, plugin)
+		return route.Errorf(http.StatusNotFound, "no tensor series run=%q tag=%q in plugin %q", run, tag, plugin)
 	}
 	d := resp.GetRuns()[0].GetTags()[0].GetData()
 	w.Header().Set("Content-Type", "application/x-ndjson")
@@ -185,7 +187,7 @@ func (h *Handler) apiDownloadTensors(w http.ResponseWriter, r *request) error {
 		b := []byte(`{"step":`)
 		b = strconv.AppendInt(b, step, 10)
 		b = append(b, `,"wall_time":`...)
-		b = appendFloat(b, d.GetWallTime()[i])
+		b = route.AppendFloat(b, d.GetWallTime()[i])
 		b = append(b, `,"tensor":`...)
 		b = append(b, t...)
 		b = append(b, "}\n"...)
