@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Runs every check and test of the repository, the way CI does:
-# formatting, generated-code drift, go vet, the web UI's build and unit tests, and
-# `go test` over every workspace module (the Spanner tests start the official
-# emulator themselves; see services/; the browser tests need Chromium).
+# formatting, generated-code drift, go vet, `go mod tidy` drift, the web UI's
+# build and unit tests, `go test` over every workspace module (the Spanner
+# tests start the official emulator themselves; see services/; the browser
+# tests need Chromium), the race detector on the packages with concurrency,
+# and every fuzz target for a bounded time (scripts/fuzz.sh).
 #
 #   scripts/test.sh            everything
-#   scripts/test.sh -short     skip the slow tiers (emulator, 64 MiB blobs, browsers)
+#   scripts/test.sh -short     skip the slow tiers: the Spanner emulator tests
+#                              (spanneremu skips them), the 64 MiB blob tests
+#                              (blobtest), the browser tests, the race pass and
+#                              the fuzzing
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +34,13 @@ for m in $(go list -m -f '{{.Dir}}'); do
   (cd "$m" && "$sc_bin/staticcheck" ./...)
 done
 
+echo "== go mod tidy -diff (every module, and the tools modules outside go.work)"
+for m in $(go list -m -f '{{.Dir}}') "$PWD/scripts/tools" "$PWD/scripts/deploycheck"; do
+  if ! (cd "$m" && GOWORK=off go mod tidy -diff); then
+    echo "go mod tidy would change ${m#"$PWD"/} (run it there with GOWORK=off)"; exit 1
+  fi
+done
+
 echo "== go vet"
 # shellcheck disable=SC2086
 go vet $mods
@@ -43,3 +55,18 @@ scripts/check-deploy.sh
 echo "== go test"
 # shellcheck disable=SC2086
 go test -count=1 "$@" $mods
+
+short=false
+for a in "$@"; do [ "$a" = -short ] && short=true; done
+if ! $short; then
+  echo "== go test -race (packages with concurrency)"
+  # The uploader, the write path (serve drives writer), both stores, limits,
+  # the readers, the blob stores, the HTTP answer cache (httpapi) and the
+  # shared server infrastructure.
+  go test -race -count=1 ./uploader/... ./services/internal/serve/ ./services/internal/store/... \
+    ./services/internal/limits/ ./services/internal/auth/ ./services/internal/reader/ \
+    ./services/internal/blob/... ./frontend-api/httpapi/ ./services/serverkit/...
+
+  echo "== fuzz (every target, bounded)"
+  FUZZTIME=${FUZZTIME:-10s} scripts/fuzz.sh
+fi

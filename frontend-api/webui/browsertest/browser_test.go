@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,7 +23,6 @@ import (
 
 	"github.com/tbhub/tbhub/frontend-api/session"
 	"github.com/tbhub/tbhub/frontend-api/session/sessiontest"
-	"log"
 )
 
 // env is what every test shares: one `tbhub serve` holding the corpus,

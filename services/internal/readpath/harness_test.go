@@ -256,6 +256,7 @@ func onBackends(t *testing.T, check func(t *testing.T, s *server, eid string)) {
 		check(t, s, eid)
 	})
 	t.Run("spanner", func(t *testing.T) {
+		spanneremu.SkipIfShort(t)
 		s, eid := onSpanner.get(t, func(tb testing.TB) *server {
 			emuOnce.Do(func() { emu, emuErr = spanneremu.Start(context.Background()) })
 			if emuErr != nil {

@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 // folder: the tests are about Spanner).
 func onSpanner(t testing.TB) (store.Store, blob.Store) {
 	t.Helper()
+	spanneremu.SkipIfShort(t)
 	emuOnce.Do(func() { emu, emuErr = spanneremu.Start(context.Background()) })
 	if emuErr != nil {
 		t.Fatalf("Spanner emulator: %v", emuErr)

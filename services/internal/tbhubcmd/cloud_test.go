@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"testing"
 	"time"
@@ -23,7 +24,6 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/testenv/fakegcs"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
-	"os"
 )
 
 // TestServeOnSpannerAndGCS runs `tbhub serve --store spanner://... --blobs
@@ -32,6 +32,7 @@ import (
 // first stream breaks, so the resume reads the partial object back from
 // GCS.
 func TestServeOnSpannerAndGCS(t *testing.T) {
+	spanneremu.SkipIfShort(t)
 	emu, err := spanneremu.Start(context.Background())
 	if err != nil {
 		t.Fatalf("Spanner emulator: %v", err)

@@ -12,6 +12,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -35,8 +37,6 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
 	"github.com/tbhub/tbhub/services/serverkit/config"
 	"github.com/tbhub/tbhub/services/serverkit/telemetry"
-	"path/filepath"
-	"runtime"
 )
 
 const usage = `usage:

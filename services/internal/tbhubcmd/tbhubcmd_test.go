@@ -6,13 +6,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/backend"
-	"os"
 )
 
 func TestTokenCreateAndMigrate(t *testing.T) {

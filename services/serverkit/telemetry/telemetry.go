@@ -21,7 +21,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/tbhub/tbhub/services/serverkit/config"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -46,6 +45,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
+
+	"github.com/tbhub/tbhub/services/serverkit/config"
 )
 
 // Exporter names accepted by Config.TraceExporter and Config.MetricsExporter.

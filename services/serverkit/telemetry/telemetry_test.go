@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"github.com/tbhub/tbhub/services/serverkit/config"
 	"net"
 	"strings"
 	"sync"
@@ -15,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
+
+	"github.com/tbhub/tbhub/services/serverkit/config"
 )
 
 func TestParseCloudTrace(t *testing.T) {

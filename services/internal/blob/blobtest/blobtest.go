@@ -487,6 +487,9 @@ func (g *generator) Read(p []byte) (int, error) {
 }
 
 func testLarge(t *testing.T, h Harness) {
+	if testing.Short() {
+		t.Skip("-short: the 64 MiB object is the slow tier")
+	}
 	s := h.New(t)
 	ctx := t.Context()
 	const key = "experiments/e1/large"

@@ -21,6 +21,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -71,7 +72,16 @@ var current *Emulator
 
 // Main starts (or borrows) an emulator, runs the tests and stops it. It
 // returns the exit code for os.Exit; 1 if the emulator is unavailable.
+//
+// With -short (scripts/test.sh -short) no emulator is started and every
+// test that asks for a database skips: the emulator is the slow tier.
 func Main(m *testing.M) int {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if testing.Short() {
+		return m.Run()
+	}
 	ctx := context.Background()
 	e, err := Start(ctx)
 	if err != nil {
@@ -282,11 +292,20 @@ type Database struct {
 	Admin  *database.DatabaseAdminClient
 }
 
+// SkipIfShort skips tb under -short, which leaves out the emulator tier.
+func SkipIfShort(tb testing.TB) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("-short: the Cloud Spanner emulator tier is skipped")
+	}
+}
+
 // NewDatabase creates a database in the emulator Main started, applies the
 // embedded schema with spannerstore.Migrate, and drops it when tb ends. It
 // fails tb if Main is not the package's TestMain.
 func NewDatabase(tb testing.TB) *Database {
 	tb.Helper()
+	SkipIfShort(tb)
 	if current == nil {
 		tb.Fatal("spanneremu: no emulator; the package's TestMain must call spanneremu.Main")
 	}

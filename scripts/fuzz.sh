@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs every fuzz target (each `func Fuzz...` in a _test.go file of the
+# workspace modules) for a bounded time, starting from the seeds in the
+# tests, any crashers kept in testdata/fuzz, and a seed corpus built from
+# ../shared/corpus (uploader/internal/fuzzseed writes it into Go's fuzz
+# cache). scripts/test.sh runs it; CI fails on the first crash.
+#
+#   scripts/fuzz.sh            10 s per target
+#   FUZZTIME=2m scripts/fuzz.sh
+#
+# When a target fails, `go test` keeps the input in the package's
+# testdata/fuzz/FuzzName/: commit it with the fix, and every later
+# `go test` runs it as a regression test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fuzztime=${FUZZTIME:-10s}
+
+go run ./uploader/internal/fuzzseed -corpus ../shared/corpus -out "$(go env GOCACHE)/fuzz"
+
+targets=()
+while IFS= read -r file; do
+  dir=$(dirname "$file")
+  while IFS= read -r name; do
+    targets+=("$dir $name")
+  done < <(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$file")
+done < <(git ls-files -co --exclude-standard -- '*_test.go' | xargs grep -l '^func Fuzz' | sort)
+
+failed=()
+for t in "${targets[@]}"; do
+  read -r dir name <<<"$t"
+  echo "== fuzz $name in ./$dir ($fuzztime)"
+  if ! go test -run '^$' -fuzz "^$name\$" -fuzztime "$fuzztime" "./$dir"; then
+    failed+=("$name in ./$dir (input kept in $dir/testdata/fuzz/$name)")
+  fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  printf 'fuzz: failed: %s\n' "${failed[@]}" >&2
+  exit 1
+fi
+echo "fuzz: ${#targets[@]} targets, $fuzztime each, no failure"

@@ -1,0 +1,192 @@
+// Command fuzzseed builds seed corpora for tbhub's fuzz targets from the
+// shared event-file corpus (../shared/corpus), so that each fuzz run in CI
+// starts from real TensorBoard data rather than only the few seeds written
+// in the tests:
+//
+//	go run ./uploader/internal/fuzzseed -corpus ../shared/corpus -out "$(go env GOCACHE)/fuzz"
+//
+// It writes files in Go's fuzz corpus format under
+// OUT/<package import path>/<FuzzTarget>/, which is where `go test -fuzz`
+// looks for its generated corpus (scripts/fuzz.sh runs it). Seeds are
+// inputs, not expectations: nothing here is committed. Inputs that crash a
+// target are kept by `go test` in the package's testdata/fuzz instead.
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
+	"github.com/tbhub/tbhub/uploader/internal/eventfile"
+)
+
+const (
+	maxSeedsPerTarget = 200
+	maxSeedBytes      = 64 << 10
+	// fileChunk is how much of each event file FuzzReader gets: a few
+	// records, framing and all.
+	fileChunk = 16 << 10
+)
+
+// seedSet collects a target's seeds, without repeats.
+type seedSet struct {
+	pkg, target string
+	seen        map[string]bool
+	seeds       []string // file contents
+}
+
+func newSeedSet(pkg, target string) *seedSet {
+	return &seedSet{pkg: pkg, target: target, seen: map[string]bool{}}
+}
+
+// add records one input of the target's argument types, in Go's corpus
+// format; false once the set is full.
+func (s *seedSet) add(args ...any) bool {
+	if len(s.seeds) >= maxSeedsPerTarget {
+		return false
+	}
+	var b strings.Builder
+	b.WriteString("go test fuzz v1\n")
+	for _, a := range args {
+		switch v := a.(type) {
+		case []byte:
+			if len(v) > maxSeedBytes {
+				return true
+			}
+			fmt.Fprintf(&b, "[]byte(%s)\n", strconv.Quote(string(v)))
+		case int:
+			fmt.Fprintf(&b, "int(%d)\n", v)
+		default:
+			panic(fmt.Sprintf("fuzzseed: no corpus encoding for %T", a))
+		}
+	}
+	if !s.seen[b.String()] {
+		s.seen[b.String()] = true
+		s.seeds = append(s.seeds, b.String())
+	}
+	return true
+}
+
+func (s *seedSet) write(out string) error {
+	dir := filepath.Join(out, filepath.FromSlash(s.pkg), s.target)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, seed := range s.seeds {
+		sum := sha256.Sum256([]byte(seed))
+		name := "corpus-" + hex.EncodeToString(sum[:8])
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(seed), 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("fuzzseed: %3d seeds for %s.%s\n", len(s.seeds), s.pkg, s.target)
+	return nil
+}
+
+func main() {
+	corpus := flag.String("corpus", filepath.Join("..", "shared", "corpus"), "event-file corpus")
+	out := flag.String("out", "", "fuzz cache directory (go env GOCACHE, then /fuzz)")
+	flag.Parse()
+	if *out == "" {
+		fmt.Fprintln(os.Stderr, "fuzzseed: -out is required")
+		os.Exit(2)
+	}
+	if err := run(*corpus, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "fuzzseed:", err)
+		os.Exit(1)
+	}
+}
+
+func run(corpus, out string) error {
+	var files []string
+	err := filepath.WalkDir(corpus, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(d.Name(), "tfevents") {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no event files under %s", corpus)
+	}
+	slices.Sort(files)
+
+	const (
+		uploaderPkg = "github.com/tbhub/tbhub/uploader/internal/"
+		reader      = uploaderPkg + "eventfile"
+		event       = uploaderPkg + "event"
+	)
+	readerSeeds := newSeedSet(reader, "FuzzReader")
+	decode := newSeedSet(event, "FuzzDecode")
+	differential := newSeedSet(event, "FuzzMatchesProtobuf")
+	tensors := newSeedSet("github.com/tbhub/tbhub/frontend-api/httpapi", "FuzzDecodeTensor")
+	graphs := newSeedSet("github.com/tbhub/tbhub/schemas/pbtxt", "FuzzMarshalGraphDef")
+
+	perFile := max(2, maxSeedsPerTarget/len(files))
+	for _, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		head := make([]byte, fileChunk)
+		n, _ := io.ReadFull(f, head)
+		readerSeeds.add(head[:n], 4096)
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			f.Close()
+			return err
+		}
+		// Every file gets a share of each set, so the seeds span the corpus's
+		// plugins rather than the first files' records.
+		records, tensorsHere := 0, 0
+		r := eventfile.NewReader(f, 0)
+		for {
+			rec, err := r.Next()
+			if err != nil {
+				break // EOF, or a damaged tail: the rest of the file is not needed
+			}
+			if records < perFile {
+				records++
+				decode.add(rec.Data)
+				differential.add(rec.Data)
+			}
+			var ev tbpb.Event
+			if proto.Unmarshal(rec.Data, &ev) != nil {
+				continue
+			}
+			if g := ev.GetGraphDef(); len(g) > 0 {
+				graphs.add(g)
+			}
+			if m := ev.GetTaggedRunMetadata().GetRunMetadata(); len(m) > 0 {
+				graphs.add(m)
+			}
+			for _, v := range ev.GetSummary().GetValue() {
+				if t := v.GetTensor(); t != nil && tensorsHere < perFile {
+					if b, err := proto.Marshal(t); err == nil {
+						tensorsHere++
+						tensors.add(b)
+					}
+				}
+			}
+		}
+		f.Close()
+	}
+	for _, s := range []*seedSet{readerSeeds, decode, differential, tensors, graphs} {
+		if err := s.write(out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
