@@ -412,3 +412,13 @@ func TestSamplesPerPluginFlag(t *testing.T) {
 		t.Errorf("scalars read %d points, want 2", n)
 	}
 }
+
+// TensorBoard's frontend asks data/notifications for its notification
+// center and maps its list: tbhub has none to show.
+func TestNotificationsIsAnEmptyList(t *testing.T) {
+	_, srv := serveTable(t, httpapi.Config{})
+	resp, body := get(t, srv.URL+"/experiment/e1/data/notifications")
+	if resp.StatusCode != 200 || body != `{"notifications":[]}` {
+		t.Errorf("notifications: %d %s", resp.StatusCode, body)
+	}
+}

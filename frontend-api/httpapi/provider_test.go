@@ -167,3 +167,7 @@ func (p *tableProvider) ListPlugins(context.Context, *datapb.ListPluginsRequest)
 	}
 	return resp, nil
 }
+
+func (p *tableProvider) GetExperiment(context.Context, *datapb.GetExperimentRequest) (*datapb.GetExperimentResponse, error) {
+	return &datapb.GetExperimentResponse{Name: "table"}, nil
+}

@@ -47,6 +47,7 @@ func (h *Handler) routes() {
 	h.handle("GET "+e+"runs", coreRoutes.Runs)
 	h.handle("GET "+e+"experiments", coreRoutes.EmptyList)
 	h.handle("GET "+e+"experiment_runs", coreRoutes.EmptyList)
+	h.handle("GET "+e+"notifications", coreRoutes.Notifications)
 	h.handle("GET "+e+"logdir", coreRoutes.Logdir)
 	h.handle("GET "+e+"window_properties", coreRoutes.WindowProperties)
 

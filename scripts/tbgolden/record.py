@@ -160,7 +160,7 @@ def record(rec):
     p = "plugin/"
     # Core.
     for route in ["environment", "plugins_listing", "runs", "logdir", "window_properties",
-                  "experiments", "experiment_runs"]:
+                  "experiments", "experiment_runs", "notifications"]:
         rec.ask("core", route, "GET", route)
 
     # Scalars.

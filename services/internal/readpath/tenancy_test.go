@@ -70,6 +70,7 @@ var routeCases = []struct {
 	{"GET", "/experiment/{eid}/data/runs?format=list", nil},
 	{"GET", "/experiment/{eid}/data/experiments", nil},
 	{"GET", "/experiment/{eid}/data/experiment_runs", nil},
+	{"GET", "/experiment/{eid}/data/notifications", nil},
 	{"GET", "/experiment/{eid}/data/logdir", nil},
 	{"GET", "/experiment/{eid}/data/window_properties", nil},
 	{"GET", "/experiment/{eid}/data/scalars?run=train&tag=loss", nil},

@@ -240,8 +240,9 @@ var pending = map[string]string{
 
 // documentedStatus: answers whose status deliberately differs
 // (docs/http-api.md): a blob key that is not one is tbhub's 404 where
-// TensorBoard fails with 500.
-var documentedStatus = map[string]int{"individualImage_garbage": http.StatusNotFound}
+// TensorBoard fails with 500; data/notifications is tbhub's empty list
+// where TensorBoard redirects to its web bundle's release notes.
+var documentedStatus = map[string]int{"individualImage_garbage": http.StatusNotFound, "notifications": http.StatusOK}
 
 // hostedFields are the fields of the core routes that describe where the
 // data lives: a local logdir for TensorBoard, the hosted experiment for

@@ -48,7 +48,7 @@ func (h Plugin) WindowProperties(w http.ResponseWriter, r *route.Request) error 
 	return route.WriteJSON(w, map[string]string{"window_title": resp.GetName()})
 }
 
-// emptyList answers routes TensorBoard serves as [] outside its hosted
+// EmptyList answers routes TensorBoard serves as [] outside its hosted
 // product. The experiment is still checked, so a private experiment stays
 // a 404.
 func (h Plugin) EmptyList(w http.ResponseWriter, r *route.Request) error {
@@ -56,6 +56,16 @@ func (h Plugin) EmptyList(w http.ResponseWriter, r *route.Request) error {
 		return err
 	}
 	return route.WriteJSON(w, []any{})
+}
+
+// Notifications answers the notification center of TensorBoard's
+// frontend: none. (TensorBoard redirects to the notes its web bundle
+// carries about its own releases.) The experiment is checked, as above.
+func (h Plugin) Notifications(w http.ResponseWriter, r *route.Request) error {
+	if _, err := h.Data.GetExperiment(r.Ctx, &datapb.GetExperimentRequest{ExperimentId: r.EID}, h.CallOpts...); err != nil {
+		return err
+	}
+	return route.WriteJSON(w, map[string][]any{"notifications": {}})
 }
 
 // dashboard is one entry of data/plugins_listing: a TensorBoard frontend
