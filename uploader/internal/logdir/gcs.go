@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"path"
 	"strings"
 
 	"cloud.google.com/go/storage"
+	"google.golang.org/api/googleapi"
 	"google.golang.org/api/iterator"
 )
 
@@ -99,9 +101,18 @@ func (g *GCS) Scan(ctx context.Context) ([]Run, error) {
 	return sortRuns(runs), nil
 }
 
-// Open reads an object from offset.
+// Open reads an object from offset. At the object's end it reads nothing,
+// as a local file does (GCS itself answers 416 to that range).
 func (g *GCS) Open(ctx context.Context, name string, offset int64) (io.ReadCloser, error) {
-	return g.client.Bucket(g.bucket).Object(name).NewRangeReader(ctx, offset, -1)
+	obj := g.client.Bucket(g.bucket).Object(name)
+	rc, err := obj.NewRangeReader(ctx, offset, -1)
+	var gerr *googleapi.Error
+	if errors.As(err, &gerr) && gerr.Code == http.StatusRequestedRangeNotSatisfiable {
+		if attrs, aerr := obj.Attrs(ctx); aerr == nil && attrs.Size == offset {
+			return io.NopCloser(strings.NewReader("")), nil
+		}
+	}
+	return rc, err
 }
 
 // Stat returns an object's size.

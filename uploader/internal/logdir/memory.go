@@ -32,4 +32,9 @@ func (m *Memory) Open(_ context.Context, path string, offset int64) (io.ReadClos
 }
 
 // Stat returns the file's size.
-func (m *Memory) Stat(context.Context, string) (int64, error) { return int64(len(m.Data)), nil }
+func (m *Memory) Stat(_ context.Context, path string) (int64, error) {
+	if path != m.File {
+		return 0, fmt.Errorf("no file %q", path)
+	}
+	return int64(len(m.Data)), nil
+}
