@@ -3,7 +3,9 @@ package upload
 import (
 	"bytes"
 	"context"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -102,5 +104,62 @@ func TestHeldBlobsLastWriteWins(t *testing.T) {
 	}
 	if full := h.hold(&blobJob{series: s, step: 3, size: maxHeldBlobBytes + 1}); !full {
 		t.Error("holding more than maxHeldBlobBytes did not ask for a flush")
+	}
+}
+
+// TestBlobRewriteWaitsForTheEarlierWrite: a step written again after its first
+// write was sent (more than maxHeldBlobBytes of images came between) is sent only
+// once the first write is acknowledged, so the last write wins on the server. The
+// server holds the first write until the rewrite arrives (a failure) or everything
+// else is done.
+func TestBlobRewriteWaitsForTheEarlierWrite(t *testing.T) {
+	logs := newMemLogdir()
+	w := logs.file(t, "r", "events.out.tfevents.1")
+	first, last := image(1000, 1), image(1000, 2)
+	w.image("img", 5, first)
+	const fillers = 40
+	for s := int64(6); s < 6+fillers; s++ {
+		w.image("img", s, image(1_000_000, int(s)))
+	}
+	w.imageAt("img", 5, 1.8e9, last) // a job restarted from a checkpoint, later
+	srv, client := newFakeServer(t)
+	u := New(newConfig(logs, client, state.New("fake", "memory"), nil))
+	var step5 atomic.Int64
+	var overtaken atomic.Bool
+	rewriteArrived := make(chan struct{})
+	srv.fault = func(c call) error {
+		switch {
+		case c.method == "GetOrCreateBlobSequence" && c.step == 5 && step5.Add(1) == 2:
+			close(rewriteArrived)
+		case c.method == "WriteBlob" && c.step == 5 && step5.Load() == 1:
+			for {
+				select {
+				case <-rewriteArrived:
+					overtaken.Store(true)
+					return nil
+				default:
+				}
+				stored := 0
+				for s := int64(6); s < 6+fillers; s++ {
+					if _, ok := srv.blobPoint("r", "img", s); ok {
+						stored++
+					}
+				}
+				if stored == fillers && u.pendingRequests() == 1 {
+					return nil
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		return nil
+	}
+	if err := u.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if overtaken.Load() {
+		t.Error("the rewrite of step 5 was sent while its first write was in flight")
+	}
+	if p, ok := srv.blobPoint("r", "img", 5); !ok || !bytes.Equal(p.blobs[2], last) {
+		t.Error("the server holds the first write of step 5, not the last")
 	}
 }

@@ -360,8 +360,13 @@ func (w *memWriter) scalar(tag string, step int64, v float32) {
 
 // image writes an image summary; its blob sequence is width, height, images.
 func (w *memWriter) image(tag string, step int64, images ...[]byte) {
+	w.imageAt(tag, step, 1.7e9+float64(step), images...)
+}
+
+// imageAt writes an image summary with the given wall time.
+func (w *memWriter) imageAt(tag string, step int64, wall float64, images ...[]byte) {
 	blobs := append([][]byte{[]byte("8"), []byte("8")}, images...)
-	w.add(eventgen.Image(tag, step, 1.7e9+float64(step), 8, 8, images...), memEvent{tag: tag, step: step, blobs: blobs})
+	w.add(eventgen.Image(tag, step, wall, 8, 8, images...), memEvent{tag: tag, step: step, blobs: blobs})
 }
 
 func (m *memLogdir) String() string { return "memory logdir" }
