@@ -222,8 +222,14 @@ func (w *blobWriter) writeBlob(ctx context.Context, seqID string, index int64, d
 			return err
 		}
 		for {
-			_, err := stream.Recv()
+			resp, err := stream.Recv()
 			if err == io.EOF {
+				// Only an answer that the blob is current proves it was kept: a
+				// stream may end without one when the finalizing chunk was lost
+				// on its way (the server then keeps a partial blob).
+				return status.Error(codes.Unavailable, "the write stream ended before the server finalized the blob")
+			}
+			if resp.GetBlobState() == servicepb.BlobState_BLOB_STATE_CURRENT {
 				return nil
 			}
 			if status.Code(err) == codes.AlreadyExists {

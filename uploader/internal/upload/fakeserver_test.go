@@ -33,6 +33,9 @@ type fakeServer struct {
 	servicepb.UnimplementedTensorBoardWriterServiceServer
 	lis *bufconn.Listener
 
+	connMu sync.Mutex
+	conns  []net.Conn // client connections dialled, for dropConnections
+
 	mu     sync.Mutex
 	points map[seriesKey]map[int64]bool // scalar and tensor steps stored
 	seqs   map[string]*fakeSeq          // by blob sequence id
@@ -86,12 +89,32 @@ func newFakeServer(t testing.TB) (*fakeServer, servicepb.TensorBoardWriterServic
 func (f *fakeServer) connect(t testing.TB) (servicepb.TensorBoardWriterServiceClient, *grpc.ClientConn) {
 	t.Helper()
 	conn, err := grpc.NewClient("passthrough:///fake", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return f.lis.DialContext(ctx) }))
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			c, err := f.lis.DialContext(ctx)
+			if err == nil {
+				f.connMu.Lock()
+				f.conns = append(f.conns, c)
+				f.connMu.Unlock()
+			}
+			return c, err
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
 	return servicepb.NewTensorBoardWriterServiceClient(conn), conn
+}
+
+// dropConnections breaks every connection to the fake, as a network fault does:
+// calls in flight fail, and clients dial again.
+func (f *fakeServer) dropConnections() {
+	f.connMu.Lock()
+	conns := f.conns
+	f.conns = nil
+	f.connMu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
 }
 
 func (f *fakeServer) enter(c call) error {

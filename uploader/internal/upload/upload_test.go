@@ -355,3 +355,32 @@ func TestPermanentFailureKeepsStateBehind(t *testing.T) {
 		t.Error("nothing was saved before the failure: the test shows nothing")
 	}
 }
+
+// TestSurvivesDroppedConnections: the network drops every connection now and
+// then, in the middle of calls and blob streams; the upload reconnects, retries
+// and delivers everything.
+func TestSurvivesDroppedConnections(t *testing.T) {
+	logs := faultLogdir(t)
+	srv, client := newFakeServer(t)
+	var n atomic.Int64
+	srv.fault = func(c call) error {
+		if n.Add(1)%25 == 0 {
+			go srv.dropConnections() // while this call is being served
+		}
+		return nil
+	}
+	chk := &stateChecker{t: t, logs: logs, srv: srv}
+	cfg := newConfig(logs, client, state.New("fake", "memory"), chk.save)
+	cfg.Limits = faultLimits()
+	cfg.Retry.Attempts = 20
+	u := New(cfg)
+	u.ledger.segmentBytes = 256 << 10
+	if err := u.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	chk.check()
+	checkDelivered(t, logs, srv)
+	if u.prog.Retries.Load() == 0 {
+		t.Error("no call was retried: the connections were not dropped mid-call")
+	}
+}
