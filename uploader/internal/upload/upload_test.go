@@ -179,6 +179,24 @@ func checkDelivered(t *testing.T, logs *memLogdir, srv *fakeServer) {
 	}
 }
 
+// uploadThroughFaults uploads logs to srv, retrying patiently, and checks that
+// every save was covered by the server and that everything arrived.
+func uploadThroughFaults(t *testing.T, logs *memLogdir, srv *fakeServer, client servicepb.TensorBoardWriterServiceClient) *Uploader {
+	t.Helper()
+	chk := &stateChecker{t: t, logs: logs, srv: srv}
+	cfg := newConfig(logs, client, state.New("fake", "memory"), chk.save)
+	cfg.Limits = faultLimits()
+	cfg.Retry.Attempts = 20
+	u := New(cfg)
+	u.ledger.segmentBytes = 256 << 10
+	if err := u.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	chk.check()
+	checkDelivered(t, logs, srv)
+	return u
+}
+
 // faultLimits make small requests and chunks, so that a run has many of each.
 func faultLimits() client.Limits {
 	l := testLimits()
@@ -312,16 +330,7 @@ func TestSurvivesServerErrorsAndCutStreams(t *testing.T) {
 		}
 		return nil
 	}
-	chk := &stateChecker{t: t, logs: logs, srv: srv}
-	cfg := newConfig(logs, client, state.New("fake", "memory"), chk.save)
-	cfg.Limits = faultLimits()
-	cfg.Retry.Attempts = 20
-	u := New(cfg)
-	if err := u.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	chk.check()
-	checkDelivered(t, logs, srv)
+	u := uploadThroughFaults(t, logs, srv, client)
 	if u.prog.Retries.Load() == 0 || resumed.Load() == 0 {
 		t.Errorf("%d retries, %d blobs resumed mid-way: the faults did not bite", u.prog.Retries.Load(), resumed.Load())
 	}
@@ -369,17 +378,7 @@ func TestSurvivesDroppedConnections(t *testing.T) {
 		}
 		return nil
 	}
-	chk := &stateChecker{t: t, logs: logs, srv: srv}
-	cfg := newConfig(logs, client, state.New("fake", "memory"), chk.save)
-	cfg.Limits = faultLimits()
-	cfg.Retry.Attempts = 20
-	u := New(cfg)
-	u.ledger.segmentBytes = 256 << 10
-	if err := u.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	chk.check()
-	checkDelivered(t, logs, srv)
+	u := uploadThroughFaults(t, logs, srv, client)
 	if u.prog.Retries.Load() == 0 {
 		t.Error("no call was retried: the connections were not dropped mid-call")
 	}
