@@ -6,56 +6,52 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
 	"google.golang.org/grpc/status"
 
 	"github.com/tbhub/tbhub/frontend-api/httperr"
 )
 
-// The authorization-code flow with PKCE, for browsers.
+// The authorization-code flow with PKCE, for browsers: discovery and ID
+// token checks by github.com/coreos/go-oidc, the authorization URL, PKCE
+// and the code exchange by golang.org/x/oauth2.
 
-// discovery is what the flow needs of the issuer's
-// /.well-known/openid-configuration.
-type discovery struct {
-	Issuer                string `json:"issuer"`
-	AuthorizationEndpoint string `json:"authorization_endpoint"`
-	TokenEndpoint         string `json:"token_endpoint"`
+// oidcClient is the issuer's provider (discovered once) and its ID token
+// verifier for the web client.
+type oidcClient struct {
+	provider *oidc.Provider
+	verifier *oidc.IDTokenVerifier
 }
 
 // discover reads the issuer's document once; a failure is retried by the
 // next sign-in.
-func (h *Handler) discover(ctx context.Context) (*discovery, error) {
+func (h *Handler) discover(ctx context.Context) (*oidcClient, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.discovery != nil {
-		return h.discovery, nil
+	if h.oidc != nil {
+		return h.oidc, nil
 	}
-	u := strings.TrimSuffix(h.cfg.OIDC.Issuer, "/") + "/.well-known/openid-configuration"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := h.cfg.HTTPClient.Do(req)
+	p, err := oidc.NewProvider(oidc.ClientContext(ctx, h.cfg.HTTPClient), h.cfg.OIDC.Issuer)
 	if err != nil {
 		return nil, fmt.Errorf("discovery of %s: %w", h.cfg.OIDC.Issuer, err)
 	}
-	defer resp.Body.Close()
-	var d discovery
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("discovery of %s: HTTP %d", h.cfg.OIDC.Issuer, resp.StatusCode)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&d); err != nil {
-		return nil, fmt.Errorf("discovery of %s: %w", h.cfg.OIDC.Issuer, err)
-	}
-	if d.AuthorizationEndpoint == "" || d.TokenEndpoint == "" {
-		return nil, fmt.Errorf("discovery of %s: no authorization or token endpoint", h.cfg.OIDC.Issuer)
-	}
-	h.discovery = &d
-	return &d, nil
+	h.oidc = &oidcClient{provider: p, verifier: p.Verifier(&oidc.Config{ClientID: h.cfg.OIDC.ClientID})}
+	return h.oidc, nil
+}
+
+// oauth2Config is the web client's configuration for one redirect URI.
+// The client ID and secret go in the token request's form, as public
+// clients (and Google's web clients) expect.
+func (h *Handler) oauth2Config(c *oidcClient, r *http.Request) *oauth2.Config {
+	ep := c.provider.Endpoint()
+	ep.AuthStyle = oauth2.AuthStyleInParams
+	return &oauth2.Config{ClientID: h.cfg.OIDC.ClientID, ClientSecret: h.cfg.OIDC.ClientSecret,
+		Endpoint: ep, RedirectURL: h.redirectURI(r), Scopes: h.cfg.OIDC.Scopes}
 }
 
 // flow is one sign-in in progress, kept in the flow cookie.
@@ -86,32 +82,18 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.CallTimeout)
 	defer cancel()
 	next := localPath(r.URL.Query().Get("next"))
-	d, err := h.discover(ctx)
+	c, err := h.discover(ctx)
 	if err != nil {
 		h.logger.WarnContext(ctx, "OIDC discovery failed", "error", err.Error())
 		h.backToSignIn(w, r, next, "the identity provider cannot be reached; try again")
 		return
 	}
-	f := flow{State: randomString(), Nonce: randomString(), Verifier: randomString(), Next: next}
+	f := flow{State: randomString(), Nonce: randomString(), Verifier: oauth2.GenerateVerifier(), Next: next}
 	b, _ := json.Marshal(f)
 	http.SetCookie(w, &http.Cookie{Name: flowCookie, Value: base64.RawURLEncoding.EncodeToString(b), Path: "/auth/", MaxAge: 600,
 		HttpOnly: true, Secure: h.secure(r), SameSite: http.SameSiteLaxMode})
-	q := url.Values{
-		"response_type":         {"code"},
-		"client_id":             {h.cfg.OIDC.ClientID},
-		"redirect_uri":          {h.redirectURI(r)},
-		"scope":                 {strings.Join(h.cfg.OIDC.Scopes, " ")},
-		"state":                 {f.State},
-		"nonce":                 {f.Nonce},
-		"code_challenge":        {pkceChallenge(f.Verifier)},
-		"code_challenge_method": {"S256"},
-	}
-	sep := "?"
-	if strings.Contains(d.AuthorizationEndpoint, "?") {
-		sep = "&"
-	}
 	w.Header().Set("Cache-Control", "no-store")
-	http.Redirect(w, r, d.AuthorizationEndpoint+sep+q.Encode(), http.StatusFound)
+	http.Redirect(w, r, h.oauth2Config(c, r).AuthCodeURL(f.State, oauth2.S256ChallengeOption(f.Verifier), oidc.Nonce(f.Nonce)), http.StatusFound)
 }
 
 // backToSignIn shows the sign-in page with a reason.
@@ -174,73 +156,37 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, localPath(f.Next), http.StatusSeeOther)
 }
 
-// exchange trades the code for an ID token at the token endpoint and
-// checks its nonce. Its signature and audience are the write service's to
-// check, when the session token is minted with it.
+// exchange trades the code for an ID token at the token endpoint (with
+// the PKCE verifier) and verifies it: the issuer's signature, this client
+// as its audience, its expiry, and the nonce of this sign-in. The write
+// service checks it again when the session token is minted with it.
 func (h *Handler) exchange(ctx context.Context, r *http.Request, code string, f flow) (string, error) {
 	if code == "" {
 		return "", errors.New("no authorization code")
 	}
-	d, err := h.discover(ctx)
+	c, err := h.discover(ctx)
 	if err != nil {
 		return "", err
 	}
-	form := url.Values{
-		"grant_type":    {"authorization_code"},
-		"code":          {code},
-		"redirect_uri":  {h.redirectURI(r)},
-		"client_id":     {h.cfg.OIDC.ClientID},
-		"code_verifier": {f.Verifier},
-	}
-	if h.cfg.OIDC.ClientSecret != "" {
-		form.Set("client_secret", h.cfg.OIDC.ClientSecret)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.TokenEndpoint, strings.NewReader(form.Encode()))
+	ctx = oidc.ClientContext(ctx, h.cfg.HTTPClient)
+	tok, err := h.oauth2Config(c, r).Exchange(ctx, code, oauth2.VerifierOption(f.Verifier))
 	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	resp, err := h.cfg.HTTPClient.Do(req)
-	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && re.ErrorCode != "" {
+			return "", fmt.Errorf("token endpoint: %s %s", re.ErrorCode, re.ErrorDescription)
+		}
 		return "", fmt.Errorf("token endpoint: %w", err)
 	}
-	defer resp.Body.Close()
-	var tok struct {
-		IDToken          string `json:"id_token"`
-		Error            string `json:"error"`
-		ErrorDescription string `json:"error_description"`
+	raw, _ := tok.Extra("id_token").(string)
+	if raw == "" {
+		return "", errors.New("token endpoint: no id_token in the answer")
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&tok); err != nil {
-		return "", fmt.Errorf("token endpoint: HTTP %d: %w", resp.StatusCode, err)
+	id, err := c.verifier.Verify(ctx, raw)
+	if err != nil {
+		return "", fmt.Errorf("the ID token does not verify: %w", err)
 	}
-	if tok.Error != "" {
-		return "", fmt.Errorf("token endpoint: %s %s", tok.Error, tok.ErrorDescription)
-	}
-	if tok.IDToken == "" {
-		return "", fmt.Errorf("token endpoint: HTTP %d without an id_token", resp.StatusCode)
-	}
-	if n, err := nonceOf(tok.IDToken); err != nil || n != f.Nonce {
+	if id.Nonce != f.Nonce {
 		return "", errors.New("the ID token was not issued for this sign-in (nonce)")
 	}
-	return tok.IDToken, nil
-}
-
-// nonceOf reads the nonce claim of a JWT without checking its signature.
-func nonceOf(jwt string) (string, error) {
-	parts := strings.Split(jwt, ".")
-	if len(parts) != 3 {
-		return "", errors.New("not a JWT")
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return "", err
-	}
-	var c struct {
-		Nonce string `json:"nonce"`
-	}
-	if err := json.Unmarshal(b, &c); err != nil {
-		return "", err
-	}
-	return c.Nonce, nil
+	return raw, nil
 }

@@ -24,7 +24,6 @@ package session
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -100,8 +99,8 @@ type Handler struct {
 	cfg    Config
 	logger *slog.Logger
 
-	mu        sync.Mutex
-	discovery *discovery // nil until the issuer's document was read
+	mu   sync.Mutex
+	oidc *oidcClient // nil until the issuer's document was read
 }
 
 // New returns a Handler.
@@ -353,10 +352,4 @@ func randomString() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
 	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// pkceChallenge is the S256 code challenge of a verifier.
-func pkceChallenge(verifier string) string {
-	sum := sha256.Sum256([]byte(verifier))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
 }

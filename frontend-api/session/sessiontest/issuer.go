@@ -35,6 +35,7 @@ type Issuer struct {
 	subject string
 	email   string
 	codes   map[string]grant
+	tamper  func(claims map[string]any)
 	// Exchanges counts successful code exchanges.
 	exchanges int
 }
@@ -72,6 +73,14 @@ func (iss *Issuer) SetUser(subject, email string) {
 	iss.mu.Lock()
 	defer iss.mu.Unlock()
 	iss.subject, iss.email = subject, email
+}
+
+// Tamper changes the claims of the ID tokens issued from now on (nil: none),
+// to test that a client refuses a token not meant for it.
+func (iss *Issuer) Tamper(f func(claims map[string]any)) {
+	iss.mu.Lock()
+	defer iss.mu.Unlock()
+	iss.tamper = f
 }
 
 // Exchanges is how many codes were traded for ID tokens.
@@ -169,10 +178,16 @@ func (iss *Issuer) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	idToken, err := iss.sign(map[string]any{
+	claims := map[string]any{
 		"iss": iss.URL, "sub": g.subject, "aud": g.clientID, "nonce": g.nonce,
 		"email": g.email, "email_verified": true, "iat": now.Unix(), "exp": now.Add(time.Hour).Unix(),
-	})
+	}
+	iss.mu.Lock()
+	if iss.tamper != nil {
+		iss.tamper(claims)
+	}
+	iss.mu.Unlock()
+	idToken, err := iss.sign(claims)
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})
 		return
