@@ -422,3 +422,29 @@ func TestNotificationsIsAnEmptyList(t *testing.T) {
 		t.Errorf("notifications: %d %s", resp.StatusCode, body)
 	}
 }
+
+// AGGREGATION_MAX picks the first session with the largest value, in
+// session order, as Python's max does.
+func TestHParamsAggregationMaxTakesTheFirst(t *testing.T) {
+	start := func(run string) series {
+		d := &hparamspb.HParamsPluginData{Data: &hparamspb.HParamsPluginData_SessionStartInfo{SessionStartInfo: &hparamspb.SessionStartInfo{
+			GroupName: "g", Hparams: map[string]*structpb.Value{"lr": structpb.NewNumberValue(0.1)}}}}
+		return series{plugin: "hparams", run: run, tag: "_hparams_/session_start_info", steps: []int64{0}, content: mustMarshal(t, d)}
+	}
+	_, srv := serveTable(t, httpapi.Config{}, start("a"), start("b"),
+		series{plugin: "scalars", run: "a", tag: "acc", steps: []int64{1}, scalars: []float32{0.75}},
+		series{plugin: "scalars", run: "b", tag: "acc", steps: []int64{2}, scalars: []float32{0.75}})
+	code, body := postJSON(t, srv.URL+"/experiment/e1/data/plugin/hparams/session_groups",
+		`{`+allStatuses+`,"sliceSize":10,"aggregationType":"AGGREGATION_MAX","aggregationMetric":{"tag":"acc"}}`)
+	var got struct {
+		SessionGroups []struct {
+			MetricValues []struct {
+				TrainingStep int `json:"trainingStep"`
+			} `json:"metricValues"`
+		} `json:"sessionGroups"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil || code != 200 || len(got.SessionGroups) != 1 ||
+		len(got.SessionGroups[0].MetricValues) != 1 || got.SessionGroups[0].MetricValues[0].TrainingStep != 1 {
+		t.Errorf("session_groups: %d %s, want the group to take session a's value (step 1)", code, body)
+	}
+}

@@ -266,6 +266,27 @@ def record(rec):
     if col:
         partial = dict(sg_req, colParams=[dict(col[0])] + [{"hparam": c["hparam"], "includeInResult": False} for c in col[1:]])
         rec.ask("hparams", "session_groups_partial", "POST", p + "hparams/session_groups", body_json=partial)
+    # What scripts send beyond the frontend: sort, filters, paging, aggregation.
+    metric0 = (exp_m.get("metricInfos") or [{}])[0].get("name")
+    variants = {
+        "sort_metric_desc": [{"metric": metric0, "order": "ORDER_DESC", "includeInResult": True}] if metric0 else [],
+        "sort_hparam_asc_missing_first": [{"hparam": "learning_rate", "order": "ORDER_ASC", "missingValuesFirst": True}],
+        "filter_interval": [{"hparam": "learning_rate", "filterInterval": {"minValue": 0.005, "maxValue": 1}}],
+        "filter_regexp": [{"hparam": "optimizer", "filterRegexp": "^a"}],
+        "filter_discrete_exclude_missing": [{"hparam": "use_bn", "filterDiscrete": [True], "excludeMissingValues": True}],
+        "filter_metric_interval": [{"metric": metric0, "filterInterval": {"minValue": 0.9, "maxValue": 1}}] if metric0 else [],
+    }
+    for name, cols in sorted(variants.items()):
+        rec.ask("hparams", "session_groups_" + name, "POST", p + "hparams/session_groups",
+                body_json=dict(full, colParams=cols))
+    rec.ask("hparams", "session_groups_paged", "POST", p + "hparams/session_groups",
+            body_json=dict(full, startIndex=1, sliceSize=2))
+    for agg in ["AGGREGATION_AVG", "AGGREGATION_MIN", "AGGREGATION_MAX", "AGGREGATION_MEDIAN"]:
+        if metric0:
+            rec.ask("hparams", "session_groups_" + agg.lower(), "POST", p + "hparams/session_groups",
+                    body_json=dict(full, aggregationType=agg, aggregationMetric=metric0))
+    rec.ask("hparams", "experiment_get", "GET", p + "hparams/experiment", [("request", json.dumps({"experimentName": ""}))])
+    rec.ask("hparams", "experiment_limit", "POST", p + "hparams/experiment", body_json={"experimentName": "", "hparamsLimit": 2})
     for g in groups.get("sessionGroups", []):
         for s in g.get("sessions", []):
             for m in exp_m.get("metricInfos", []):

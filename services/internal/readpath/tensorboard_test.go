@@ -241,8 +241,16 @@ var pending = map[string]string{
 // documentedStatus: answers whose status deliberately differs
 // (docs/http-api.md): a blob key that is not one is tbhub's 404 where
 // TensorBoard fails with 500; data/notifications is tbhub's empty list
-// where TensorBoard redirects to its web bundle's release notes.
-var documentedStatus = map[string]int{"individualImage_garbage": http.StatusNotFound, "notifications": http.StatusOK}
+// where TensorBoard redirects to its web bundle's release notes; hparams
+// groups aggregated by MIN, MAX or MEDIAN of a metric some group lacks are
+// answered (that group without metric values) where TensorBoard fails.
+var documentedStatus = map[string]int{
+	"individualImage_garbage":           http.StatusNotFound,
+	"notifications":                     http.StatusOK,
+	"session_groups_aggregation_min":    http.StatusOK,
+	"session_groups_aggregation_max":    http.StatusOK,
+	"session_groups_aggregation_median": http.StatusOK,
+}
 
 // hostedFields are the fields of the core routes that describe where the
 // data lives: a local logdir for TensorBoard, the hosted experiment for

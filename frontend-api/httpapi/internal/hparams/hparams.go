@@ -495,7 +495,15 @@ func aggregate(sessions []*hparamspb.Session, req *hparamspb.ListSessionGroupsRe
 		case hparamspb.AggregationType_AGGREGATION_MIN:
 			return with[0].GetMetricValues()
 		case hparamspb.AggregationType_AGGREGATION_MAX:
-			return with[len(with)-1].GetMetricValues()
+			// The first of the largest, in session order, as Python's max.
+			best := with[len(with)-1]
+			bv, _ := value(best, req.GetAggregationMetric())
+			for _, s := range with {
+				if v, _ := value(s, req.GetAggregationMetric()); v.GetValue() == bv.GetValue() {
+					return s.GetMetricValues()
+				}
+			}
+			return best.GetMetricValues()
 		}
 		return with[(len(with)-1)/2].GetMetricValues()
 	}
