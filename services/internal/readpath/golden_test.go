@@ -62,9 +62,16 @@ func shape(v any) any {
 	return fmt.Sprintf("%T", v)
 }
 
-// mergeShapes unifies two shapes: an empty array matches any array, and
-// objects with the same keys merge key by key.
+// mergeShapes unifies two shapes: an empty array matches any array, null
+// matches anything (a value not known yet, such as the start time of a run
+// with no event), and objects with the same keys merge key by key.
 func mergeShapes(a, b any) (any, bool) {
+	switch {
+	case a == "null":
+		return b, true
+	case b == "null":
+		return a, true
+	}
 	switch a := a.(type) {
 	case string:
 		return a, a == b

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -21,6 +22,31 @@ func CheckSeries(s *TimeSeries, c DataClass) error {
 		return fmt.Errorf("series (%q, %q): data class %v written as %v: %w", s.Run, s.Tag, s.DataClass, c, ErrInvalidArgument)
 	}
 	return nil
+}
+
+// CheckRuns validates the runs of a PutRuns: names must be non-empty and
+// start times finite. It returns, per run name, the start time to record
+// (NaN for none: StartTime 0 or NaN); a name given twice keeps its last
+// known time. Errors wrap ErrInvalidArgument.
+func CheckRuns(runs []Run) (map[string]float64, error) {
+	out := make(map[string]float64, len(runs))
+	for _, r := range runs {
+		if r.Name == "" {
+			return nil, fmt.Errorf("run name must be non-empty: %w", ErrInvalidArgument)
+		}
+		if math.IsInf(r.StartTime, 0) {
+			return nil, fmt.Errorf("run %q: start time %v: %w", r.Name, r.StartTime, ErrInvalidArgument)
+		}
+		start := r.StartTime
+		if start == 0 {
+			start = math.NaN()
+		}
+		if prev, ok := out[r.Name]; ok && math.IsNaN(start) {
+			start = prev
+		}
+		out[r.Name] = start
+	}
+	return out, nil
 }
 
 // CheckQuery validates q; errors wrap ErrInvalidArgument.

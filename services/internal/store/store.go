@@ -174,11 +174,17 @@ type ExperimentFilter struct {
 }
 
 // Run is one run of an experiment. Runs come into being with the first
-// point written to one of their series.
+// point written to one of their series, or with PutRuns (a run whose event
+// files hold no data yet, which TensorBoard lists all the same).
 type Run struct {
 	Name string
-	// StartTime is the smallest wall time (seconds since the Unix epoch) of
-	// any point written to the run, NaN values ignored; 0 if none is known.
+	// StartTime (seconds since the Unix epoch) is TensorBoard's: the wall
+	// time of the run's first event, file_version event included, as the
+	// uploader read it and gave it to PutRuns. For a run no uploader gave
+	// one for (TensorBoard's own uploader sends points only) it is the
+	// smallest wall time of any point ever written to the run, NaN values
+	// ignored: the closest to that first event the points tell. 0 if
+	// neither is known.
 	StartTime float64
 }
 
@@ -385,6 +391,14 @@ type Writer interface {
 	// anything.
 	WriteScalars(ctx context.Context, eid string, batch []ScalarSeries) error
 	WriteTensors(ctx context.Context, eid string, batch []TensorSeries) error
+
+	// PutRuns creates each run that does not exist yet and records the
+	// StartTime of each whose StartTime is not 0 (nor NaN) as the run's
+	// start time, replacing one recorded before and any derived from
+	// points. A run with StartTime 0 is only created: an empty event file
+	// has no first event yet. Run names must be non-empty
+	// (ErrInvalidArgument).
+	PutRuns(ctx context.Context, eid string, runs []Run) error
 
 	// GetOrCreateBlobSequence returns the blob sequence at (series, step),
 	// creating the run, the series (class DataClassBlobSequence) and the

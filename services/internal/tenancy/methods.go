@@ -59,6 +59,9 @@ var Methods = map[string]Method{
 	experimentsv1.ExperimentService_ContinueExperiment_FullMethodName: {OpWrite, func(r any) string {
 		return r.(*experimentsv1.ContinueExperimentRequest).GetExperimentId()
 	}},
+	experimentsv1.ExperimentService_PutRuns_FullMethodName: {OpWrite, func(r any) string {
+		return r.(*experimentsv1.PutRunsRequest).GetExperimentId()
+	}},
 	experimentsv1.ExperimentService_GetExperiment_FullMethodName: {OpRead, func(r any) string {
 		return r.(*experimentsv1.GetExperimentRequest).GetExperimentId()
 	}},

@@ -74,6 +74,28 @@ func (x *experimentService) ContinueExperiment(ctx context.Context, _ *experimen
 	return resp, nil
 }
 
+// maxRunsPerPut bounds PutRunsRequest.runs (one store commit each).
+const maxRunsPerPut = 1000
+
+// PutRuns creates the request's runs and records their start times.
+func (x *experimentService) PutRuns(ctx context.Context, req *experimentsv1.PutRunsRequest) (*experimentsv1.PutRunsResponse, error) {
+	e, err := tenancy.AuthorizedExperiment(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(req.GetRuns()); n > maxRunsPerPut {
+		return nil, rpcerr.New(codes.InvalidArgument, "at most %d runs per PutRuns request; the request has %d", maxRunsPerPut, n)
+	}
+	runs := make([]store.Run, len(req.GetRuns()))
+	for i, r := range req.GetRuns() {
+		runs[i] = store.Run{Name: r.GetName(), StartTime: r.GetStartTime()}
+	}
+	if err := x.s.st.PutRuns(ctx, e.ID, runs); err != nil {
+		return nil, err
+	}
+	return &experimentsv1.PutRunsResponse{}, nil
+}
+
 func (x *experimentService) GetExperiment(ctx context.Context, _ *experimentsv1.GetExperimentRequest) (*experimentsv1.GetExperimentResponse, error) {
 	e, err := x.s.withCounts(ctx)
 	if err != nil {

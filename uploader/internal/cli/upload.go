@@ -232,6 +232,7 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 	up := upload.New(upload.Config{
 		Source:       src,
 		Writer:       writer,
+		Experiments:  experiments,
 		ExperimentID: eid,
 		Limits:       c.info.Limits,
 		Plugins:      allowed,

@@ -49,6 +49,7 @@ func (u *Uploader) pass(ctx context.Context) error {
 		return err
 	}
 	u.prog.setRuns(len(runs))
+	u.declareRuns(ctx, runs)
 	var ev event.Event
 	var buf []byte
 	for _, run := range runs {

@@ -31,6 +31,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 
 	"github.com/tbhub/tbhub/uploader/internal/client"
@@ -42,8 +43,11 @@ import (
 
 // Config is what an upload needs.
 type Config struct {
-	Source       logdir.Source
-	Writer       servicepb.TensorBoardWriterServiceClient // nil for a dry run
+	Source logdir.Source
+	Writer servicepb.TensorBoardWriterServiceClient // nil for a dry run
+	// Experiments records the runs and their start times (PutRuns); nil for
+	// a dry run.
+	Experiments  experimentsv1.ExperimentServiceClient
 	ExperimentID string
 	Limits       client.Limits
 	// Plugins are the plugins to upload; a series of any other plugin is skipped.
@@ -88,6 +92,8 @@ type Uploader struct {
 	readMoved bool
 
 	sealing bool // submit must not seal while a seal drains what is pending
+
+	starts runStarts // runs told to the server (reader goroutine only)
 }
 
 // New prepares an upload.

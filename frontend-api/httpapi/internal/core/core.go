@@ -196,7 +196,7 @@ func (h Plugin) runIndex(w http.ResponseWriter, r *route.Request) error {
 		Images               []string     `json:"images"`
 		Audio                []string     `json:"audio"`
 		Graph                bool         `json:"graph"`
-		FirstEventTimestamp  *route.Float `json:"firstEventTimestamp,omitempty"`
+		FirstEventTimestamp  *route.Float `json:"firstEventTimestamp"` // null: no event yet
 		RunMetadata          []string     `json:"run_metadata"`
 	}
 	index := make(map[string]*entry, len(runs.GetRuns()))

@@ -148,6 +148,10 @@ func (s *Store) WriteTensors(ctx context.Context, eid string, batch []store.Tens
 	return s.call(ctx, "WriteTensors", func(ctx context.Context) error { return s.st.WriteTensors(ctx, eid, batch) })
 }
 
+func (s *Store) PutRuns(ctx context.Context, eid string, runs []store.Run) error {
+	return s.call(ctx, "PutRuns", func(ctx context.Context) error { return s.st.PutRuns(ctx, eid, runs) })
+}
+
 func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, series store.TimeSeries, step int64, wallTime float64, length int64) (store.BlobSequencePoint, []store.Blob, error) {
 	var point store.BlobSequencePoint
 	var replaced []store.Blob

@@ -20,13 +20,16 @@ func (s *Store) ListRuns(ctx context.Context, eid string) ([]store.Run, error) {
 	defer s.serialize()()
 	runs := []store.Run{}
 	err := s.readOnly(ctx, eid, func(tx *spanner.ReadOnlyTransaction) error {
-		return tx.Read(ctx, "Runs", spanner.Key{eid}.AsPrefix(), []string{"RunName", "StartTime"}).Do(func(row *spanner.Row) error {
+		return tx.Read(ctx, "Runs", spanner.Key{eid}.AsPrefix(), []string{"RunName", "StartTime", "FirstEventTime"}).Do(func(row *spanner.Row) error {
 			var r store.Run
-			var start spanner.NullFloat64
-			if err := row.Columns(&r.Name, &start); err != nil {
+			var start, firstEvent spanner.NullFloat64
+			if err := row.Columns(&r.Name, &start, &firstEvent); err != nil {
 				return err
 			}
 			r.StartTime = start.Float64 // 0 while unknown
+			if firstEvent.Valid {
+				r.StartTime = firstEvent.Float64
+			}
 			runs = append(runs, r)
 			return nil
 		})

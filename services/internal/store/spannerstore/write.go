@@ -421,6 +421,49 @@ func applyChunk(ctx context.Context, tx *spanner.ReadWriteTransaction, eid strin
 
 var blobSequenceColumns = []string{"ExperimentId", "RunName", "Tag", "Step", "SampleKey", "WallTime", "Length"}
 
+// PutRuns implements store.Writer: one commit inserts the missing runs
+// and records the given start times.
+func (s *Store) PutRuns(ctx context.Context, eid string, runs []store.Run) error {
+	starts, err := store.CheckRuns(runs)
+	if err != nil {
+		return fail("PutRuns", err)
+	}
+	defer s.serialize()()
+	_, err = s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		if err := checkLive(ctx, tx, eid); err != nil {
+			return err
+		}
+		keys := spanner.KeySets()
+		for run := range starts {
+			keys = spanner.KeySets(keys, spanner.Key{eid, run})
+		}
+		exists := map[string]bool{}
+		err := tx.Read(ctx, "Runs", keys, []string{"RunName"}).Do(func(row *spanner.Row) error {
+			var run string
+			if err := row.Columns(&run); err != nil {
+				return err
+			}
+			exists[run] = true
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		var ms []*spanner.Mutation
+		for run, start := range starts {
+			switch {
+			case !exists[run]:
+				first := spanner.NullFloat64{Float64: start, Valid: !math.IsNaN(start)}
+				ms = append(ms, spanner.Insert("Runs", []string{"ExperimentId", "RunName", "FirstEventTime"}, []any{eid, run, first}))
+			case !math.IsNaN(start):
+				ms = append(ms, spanner.Update("Runs", []string{"ExperimentId", "RunName", "FirstEventTime"}, []any{eid, run, start}))
+			}
+		}
+		return tx.BufferWrite(ms)
+	})
+	return fail("PutRuns", err)
+}
+
 // GetOrCreateBlobSequence implements store.Writer.
 func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, series store.TimeSeries, step int64, wallTime float64, length int64) (store.BlobSequencePoint, []store.Blob, error) {
 	defer s.serialize()()

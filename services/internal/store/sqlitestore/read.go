@@ -20,7 +20,7 @@ func (s *Store) ListRuns(ctx context.Context, eid string) ([]store.Run, error) {
 		if err := liveExperiment(ctx, tx, eid); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, "SELECT name, start_time FROM runs WHERE experiment_id = ? ORDER BY name", eid)
+		rows, err := tx.QueryContext(ctx, "SELECT name, COALESCE(first_event_time, start_time) FROM runs WHERE experiment_id = ? ORDER BY name", eid)
 		if err != nil {
 			return err
 		}

@@ -173,6 +173,14 @@ CREATE TABLE scalar_samples (
 `,
 	// Version 4: pending read grants by email (identity.go).
 	pendingGrantsSchema,
+	// Version 5: the start time an uploader read from a run's first event.
+	`
+-- first_event_time is the wall time of the run's first event as the
+-- uploader read it (PutRuns), TensorBoard's start time; NULL if none was
+-- given. It takes precedence over start_time, which is derived from the
+-- points written (all that TensorBoard's own uploader sends).
+ALTER TABLE runs ADD COLUMN first_event_time REAL;
+`,
 }
 
 // dataMigrations are Go steps that run, in the same transaction, after the

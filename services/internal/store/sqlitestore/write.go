@@ -314,6 +314,35 @@ func (s *Store) WriteTensors(ctx context.Context, eid string, batch []store.Tens
 	return nil
 }
 
+// PutRuns implements store.Writer.
+func (s *Store) PutRuns(ctx context.Context, eid string, runs []store.Run) error {
+	starts, err := store.CheckRuns(runs)
+	if err != nil {
+		return fmt.Errorf("sqlitestore.PutRuns: %w", err)
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		if err := liveExperiment(ctx, tx, eid); err != nil {
+			return err
+		}
+		for run, start := range starts {
+			if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO runs (experiment_id, name) VALUES (?, ?)", eid, run); err != nil {
+				return err
+			}
+			if math.IsNaN(start) {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, "UPDATE runs SET first_event_time = ? WHERE experiment_id = ? AND name = ?", start, eid, run); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlitestore.PutRuns: %w", err)
+	}
+	return nil
+}
+
 // GetOrCreateBlobSequence implements store.Writer.
 func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, ts store.TimeSeries, step int64, wallTime float64, length int64) (store.BlobSequencePoint, []store.Blob, error) {
 	if err := store.CheckSeries(&ts, store.DataClassBlobSequence); err != nil {

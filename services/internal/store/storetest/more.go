@@ -187,6 +187,64 @@ func testBlobSequences(t *testing.T, s store.Store) {
 	}
 }
 
+// testPutRuns: a run with no data is listed and counted (TensorBoard lists
+// a run whose event files hold only the file_version event, or nothing);
+// the start time an uploader read from a run's first event is the run's,
+// whatever the points written before or after it say.
+func testPutRuns(t *testing.T, s store.Store) {
+	c := ctx(t)
+	eid := newExperiment(t, s)
+	// Points first, with an earlier wall time than the first event (the
+	// step was rewritten, or the clock moved): the declared time wins.
+	early := scalarSeries("train", "loss", 0, 0, 1)
+	early.Points[0].WallTime = 10
+	must(t, "WriteScalars", s.WriteScalars(c, eid, []store.ScalarSeries{early}))
+	must(t, "PutRuns", s.PutRuns(c, eid, []store.Run{
+		{Name: "train", StartTime: 500.5},
+		{Name: "empty"},                            // no event yet: created, no start time
+		{Name: "hparams/1", StartTime: 1e9 + 0.25}, // the file_version event only
+	}))
+	// Points after the declaration, earlier still: the declared time stays.
+	later := scalarSeries("train", "acc", 0, 2)
+	later.Points[0].WallTime = 5
+	must(t, "WriteScalars", s.WriteScalars(c, eid, []store.ScalarSeries{later}))
+	// A declaration without a time (a re-sent empty run) keeps the known one.
+	must(t, "PutRuns again", s.PutRuns(c, eid, []store.Run{{Name: "hparams/1"}, {Name: "empty"}}))
+
+	want := []store.Run{{Name: "empty"}, {Name: "hparams/1", StartTime: 1e9 + 0.25}, {Name: "train", StartTime: 500.5}}
+	runs, err := s.ListRuns(c, eid)
+	must(t, "ListRuns", err)
+	if !slices.Equal(runs, want) {
+		t.Errorf("ListRuns = %v, want %v", runs, want)
+	}
+	e, err := s.GetExperiment(c, eid)
+	must(t, "GetExperiment", err)
+	if e.NumRuns != 3 || e.NumTags != 2 || e.NumScalars != 3 {
+		t.Errorf("counts = %d runs, %d tags, %d scalars; want 3, 2, 3", e.NumRuns, e.NumTags, e.NumScalars)
+	}
+	// A later declaration (the uploader read the first event again, say
+	// after the first file was replaced) replaces the earlier one, and a
+	// run that has data gets points as usual.
+	must(t, "PutRuns update", s.PutRuns(c, eid, []store.Run{{Name: "empty", StartTime: 42}, {Name: "train", StartTime: 600}}))
+	must(t, "WriteScalars to the empty run", s.WriteScalars(c, eid, []store.ScalarSeries{scalarSeries("empty", "x", 0, 0)}))
+	runs, err = s.ListRuns(c, eid)
+	must(t, "ListRuns", err)
+	if want := []store.Run{{Name: "empty", StartTime: 42}, {Name: "hparams/1", StartTime: 1e9 + 0.25}, {Name: "train", StartTime: 600}}; !slices.Equal(runs, want) {
+		t.Errorf("ListRuns after the second declaration = %v, want %v", runs, want)
+	}
+
+	wantErr(t, "PutRuns with an empty name", s.PutRuns(c, eid, []store.Run{{Name: "ok"}, {Name: ""}}), store.ErrInvalidArgument)
+	wantErr(t, "PutRuns with an infinite time", s.PutRuns(c, eid, []store.Run{{Name: "ok", StartTime: math.Inf(1)}}), store.ErrInvalidArgument)
+	runs, err = s.ListRuns(c, eid)
+	must(t, "ListRuns", err)
+	if len(runs) != 3 {
+		t.Errorf("a rejected PutRuns created runs: %v", runs)
+	}
+	wantErr(t, "PutRuns to a missing experiment", s.PutRuns(c, store.NewExperimentID(), []store.Run{{Name: "x"}}), store.ErrNotFound)
+	must(t, "DeleteExperiment", s.DeleteExperiment(c, eid))
+	wantErr(t, "PutRuns to a deleted experiment", s.PutRuns(c, eid, []store.Run{{Name: "x"}}), store.ErrNotFound)
+}
+
 func testRunsPluginsCounts(t *testing.T, s store.Store) {
 	c := ctx(t)
 	eid := newExperiment(t, s)

@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"BlobSequences", testBlobSequences},
 		{"HostileNames", testHostileNames},
 		{"RunsPluginsCounts", testRunsPluginsCounts},
+		{"PutRuns", testPutRuns},
 		{"Delete", testDelete},
 		{"Sweep", testSweep},
 		{"BigBatches", testBigBatches},

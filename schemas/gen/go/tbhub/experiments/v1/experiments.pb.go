@@ -191,7 +191,7 @@ func (x ListExperimentsRequest_Scope) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ListExperimentsRequest_Scope.Descriptor instead.
 func (ListExperimentsRequest_Scope) EnumDescriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{7, 0}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{10, 0}
 }
 
 type Experiment struct {
@@ -594,6 +594,153 @@ func (x *SeriesProgress) GetNumPoints() int64 {
 	return 0
 }
 
+type PutRunsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ExperimentId  string                 `protobuf:"bytes,1,opt,name=experiment_id,json=experimentId,proto3" json:"experiment_id,omitempty"`
+	Runs          []*RunStart            `protobuf:"bytes,2,rep,name=runs,proto3" json:"runs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutRunsRequest) Reset() {
+	*x = PutRunsRequest{}
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutRunsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutRunsRequest) ProtoMessage() {}
+
+func (x *PutRunsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutRunsRequest.ProtoReflect.Descriptor instead.
+func (*PutRunsRequest) Descriptor() ([]byte, []int) {
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *PutRunsRequest) GetExperimentId() string {
+	if x != nil {
+		return x.ExperimentId
+	}
+	return ""
+}
+
+func (x *PutRunsRequest) GetRuns() []*RunStart {
+	if x != nil {
+		return x.Runs
+	}
+	return nil
+}
+
+type PutRunsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutRunsResponse) Reset() {
+	*x = PutRunsResponse{}
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutRunsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutRunsResponse) ProtoMessage() {}
+
+func (x *PutRunsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutRunsResponse.ProtoReflect.Descriptor instead.
+func (*PutRunsResponse) Descriptor() ([]byte, []int) {
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{6}
+}
+
+// A run and its start time.
+type RunStart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run's name: its directory relative to the logdir ("." for the
+	// logdir itself). Non-empty.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Wall time of the run's first event, file_version event included, in
+	// seconds since the Unix epoch (Event.wall_time, a double as in
+	// tensorboard.data.Run.start_time). 0 when the run has no event yet: the
+	// run is created and a start time recorded before is kept.
+	StartTime     float64 `protobuf:"fixed64,2,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunStart) Reset() {
+	*x = RunStart{}
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunStart) ProtoMessage() {}
+
+func (x *RunStart) ProtoReflect() protoreflect.Message {
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunStart.ProtoReflect.Descriptor instead.
+func (*RunStart) Descriptor() ([]byte, []int) {
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RunStart) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RunStart) GetStartTime() float64 {
+	if x != nil {
+		return x.StartTime
+	}
+	return 0
+}
+
 type GetExperimentRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ExperimentId  string                 `protobuf:"bytes,1,opt,name=experiment_id,json=experimentId,proto3" json:"experiment_id,omitempty"`
@@ -603,7 +750,7 @@ type GetExperimentRequest struct {
 
 func (x *GetExperimentRequest) Reset() {
 	*x = GetExperimentRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[5]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -615,7 +762,7 @@ func (x *GetExperimentRequest) String() string {
 func (*GetExperimentRequest) ProtoMessage() {}
 
 func (x *GetExperimentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[5]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -628,7 +775,7 @@ func (x *GetExperimentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExperimentRequest.ProtoReflect.Descriptor instead.
 func (*GetExperimentRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{5}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetExperimentRequest) GetExperimentId() string {
@@ -647,7 +794,7 @@ type GetExperimentResponse struct {
 
 func (x *GetExperimentResponse) Reset() {
 	*x = GetExperimentResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[6]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -659,7 +806,7 @@ func (x *GetExperimentResponse) String() string {
 func (*GetExperimentResponse) ProtoMessage() {}
 
 func (x *GetExperimentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[6]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -672,7 +819,7 @@ func (x *GetExperimentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExperimentResponse.ProtoReflect.Descriptor instead.
 func (*GetExperimentResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{6}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetExperimentResponse) GetExperiment() *Experiment {
@@ -696,7 +843,7 @@ type ListExperimentsRequest struct {
 
 func (x *ListExperimentsRequest) Reset() {
 	*x = ListExperimentsRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[7]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -708,7 +855,7 @@ func (x *ListExperimentsRequest) String() string {
 func (*ListExperimentsRequest) ProtoMessage() {}
 
 func (x *ListExperimentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[7]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -721,7 +868,7 @@ func (x *ListExperimentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExperimentsRequest.ProtoReflect.Descriptor instead.
 func (*ListExperimentsRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{7}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListExperimentsRequest) GetScope() ListExperimentsRequest_Scope {
@@ -756,7 +903,7 @@ type ListExperimentsResponse struct {
 
 func (x *ListExperimentsResponse) Reset() {
 	*x = ListExperimentsResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[8]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -768,7 +915,7 @@ func (x *ListExperimentsResponse) String() string {
 func (*ListExperimentsResponse) ProtoMessage() {}
 
 func (x *ListExperimentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[8]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -781,7 +928,7 @@ func (x *ListExperimentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExperimentsResponse.ProtoReflect.Descriptor instead.
 func (*ListExperimentsResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{8}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListExperimentsResponse) GetExperiments() []*Experiment {
@@ -809,7 +956,7 @@ type SetVisibilityRequest struct {
 
 func (x *SetVisibilityRequest) Reset() {
 	*x = SetVisibilityRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[9]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -821,7 +968,7 @@ func (x *SetVisibilityRequest) String() string {
 func (*SetVisibilityRequest) ProtoMessage() {}
 
 func (x *SetVisibilityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[9]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -834,7 +981,7 @@ func (x *SetVisibilityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetVisibilityRequest.ProtoReflect.Descriptor instead.
 func (*SetVisibilityRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{9}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SetVisibilityRequest) GetExperimentId() string {
@@ -860,7 +1007,7 @@ type SetVisibilityResponse struct {
 
 func (x *SetVisibilityResponse) Reset() {
 	*x = SetVisibilityResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[10]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -872,7 +1019,7 @@ func (x *SetVisibilityResponse) String() string {
 func (*SetVisibilityResponse) ProtoMessage() {}
 
 func (x *SetVisibilityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[10]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -885,7 +1032,7 @@ func (x *SetVisibilityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetVisibilityResponse.ProtoReflect.Descriptor instead.
 func (*SetVisibilityResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{10}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SetVisibilityResponse) GetExperiment() *Experiment {
@@ -910,7 +1057,7 @@ type Grantee struct {
 
 func (x *Grantee) Reset() {
 	*x = Grantee{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[11]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -922,7 +1069,7 @@ func (x *Grantee) String() string {
 func (*Grantee) ProtoMessage() {}
 
 func (x *Grantee) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[11]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -935,7 +1082,7 @@ func (x *Grantee) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grantee.ProtoReflect.Descriptor instead.
 func (*Grantee) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{11}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Grantee) GetGrantee() isGrantee_Grantee {
@@ -1015,7 +1162,7 @@ type Grant struct {
 
 func (x *Grant) Reset() {
 	*x = Grant{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[12]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1027,7 +1174,7 @@ func (x *Grant) String() string {
 func (*Grant) ProtoMessage() {}
 
 func (x *Grant) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[12]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1040,7 +1187,7 @@ func (x *Grant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grant.ProtoReflect.Descriptor instead.
 func (*Grant) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{12}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Grant) GetExperimentId() string {
@@ -1081,7 +1228,7 @@ type GrantAccessRequest struct {
 
 func (x *GrantAccessRequest) Reset() {
 	*x = GrantAccessRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[13]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1093,7 +1240,7 @@ func (x *GrantAccessRequest) String() string {
 func (*GrantAccessRequest) ProtoMessage() {}
 
 func (x *GrantAccessRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[13]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1106,7 +1253,7 @@ func (x *GrantAccessRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantAccessRequest.ProtoReflect.Descriptor instead.
 func (*GrantAccessRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{13}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GrantAccessRequest) GetExperimentId() string {
@@ -1132,7 +1279,7 @@ type GrantAccessResponse struct {
 
 func (x *GrantAccessResponse) Reset() {
 	*x = GrantAccessResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[14]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1144,7 +1291,7 @@ func (x *GrantAccessResponse) String() string {
 func (*GrantAccessResponse) ProtoMessage() {}
 
 func (x *GrantAccessResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[14]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1157,7 +1304,7 @@ func (x *GrantAccessResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantAccessResponse.ProtoReflect.Descriptor instead.
 func (*GrantAccessResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{14}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GrantAccessResponse) GetGrant() *Grant {
@@ -1177,7 +1324,7 @@ type RevokeAccessRequest struct {
 
 func (x *RevokeAccessRequest) Reset() {
 	*x = RevokeAccessRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[15]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1189,7 +1336,7 @@ func (x *RevokeAccessRequest) String() string {
 func (*RevokeAccessRequest) ProtoMessage() {}
 
 func (x *RevokeAccessRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[15]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1202,7 +1349,7 @@ func (x *RevokeAccessRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeAccessRequest.ProtoReflect.Descriptor instead.
 func (*RevokeAccessRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{15}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RevokeAccessRequest) GetExperimentId() string {
@@ -1227,7 +1374,7 @@ type RevokeAccessResponse struct {
 
 func (x *RevokeAccessResponse) Reset() {
 	*x = RevokeAccessResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[16]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1239,7 +1386,7 @@ func (x *RevokeAccessResponse) String() string {
 func (*RevokeAccessResponse) ProtoMessage() {}
 
 func (x *RevokeAccessResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[16]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1252,7 +1399,7 @@ func (x *RevokeAccessResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeAccessResponse.ProtoReflect.Descriptor instead.
 func (*RevokeAccessResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{16}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{19}
 }
 
 type ListGrantsRequest struct {
@@ -1264,7 +1411,7 @@ type ListGrantsRequest struct {
 
 func (x *ListGrantsRequest) Reset() {
 	*x = ListGrantsRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[17]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1276,7 +1423,7 @@ func (x *ListGrantsRequest) String() string {
 func (*ListGrantsRequest) ProtoMessage() {}
 
 func (x *ListGrantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[17]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1289,7 +1436,7 @@ func (x *ListGrantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGrantsRequest.ProtoReflect.Descriptor instead.
 func (*ListGrantsRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{17}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListGrantsRequest) GetExperimentId() string {
@@ -1308,7 +1455,7 @@ type ListGrantsResponse struct {
 
 func (x *ListGrantsResponse) Reset() {
 	*x = ListGrantsResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[18]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1320,7 +1467,7 @@ func (x *ListGrantsResponse) String() string {
 func (*ListGrantsResponse) ProtoMessage() {}
 
 func (x *ListGrantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[18]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1333,7 +1480,7 @@ func (x *ListGrantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGrantsResponse.ProtoReflect.Descriptor instead.
 func (*ListGrantsResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{18}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListGrantsResponse) GetGrants() []*Grant {
@@ -1351,7 +1498,7 @@ type GetQuotaUsageRequest struct {
 
 func (x *GetQuotaUsageRequest) Reset() {
 	*x = GetQuotaUsageRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[19]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1363,7 +1510,7 @@ func (x *GetQuotaUsageRequest) String() string {
 func (*GetQuotaUsageRequest) ProtoMessage() {}
 
 func (x *GetQuotaUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[19]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1376,7 +1523,7 @@ func (x *GetQuotaUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetQuotaUsageRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{19}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{22}
 }
 
 type GetQuotaUsageResponse struct {
@@ -1388,7 +1535,7 @@ type GetQuotaUsageResponse struct {
 
 func (x *GetQuotaUsageResponse) Reset() {
 	*x = GetQuotaUsageResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[20]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1547,7 @@ func (x *GetQuotaUsageResponse) String() string {
 func (*GetQuotaUsageResponse) ProtoMessage() {}
 
 func (x *GetQuotaUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[20]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1560,7 @@ func (x *GetQuotaUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetQuotaUsageResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{20}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetQuotaUsageResponse) GetUsages() []*QuotaUsage {
@@ -1435,7 +1582,7 @@ type QuotaUsage struct {
 
 func (x *QuotaUsage) Reset() {
 	*x = QuotaUsage{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[21]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1594,7 @@ func (x *QuotaUsage) String() string {
 func (*QuotaUsage) ProtoMessage() {}
 
 func (x *QuotaUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[21]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1607,7 @@ func (x *QuotaUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaUsage.ProtoReflect.Descriptor instead.
 func (*QuotaUsage) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{21}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *QuotaUsage) GetQuota() Quota {
@@ -1530,7 +1677,15 @@ const file_tbhub_experiments_v1_experiments_proto_rawDesc = "" +
 	"\bmax_step\x18\x04 \x01(\x03R\amaxStep\x12>\n" +
 	"\rmax_wall_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\vmaxWallTime\x12\x1d\n" +
 	"\n" +
-	"num_points\x18\x06 \x01(\x03R\tnumPoints\";\n" +
+	"num_points\x18\x06 \x01(\x03R\tnumPoints\"i\n" +
+	"\x0ePutRunsRequest\x12#\n" +
+	"\rexperiment_id\x18\x01 \x01(\tR\fexperimentId\x122\n" +
+	"\x04runs\x18\x02 \x03(\v2\x1e.tbhub.experiments.v1.RunStartR\x04runs\"\x11\n" +
+	"\x0fPutRunsResponse\"=\n" +
+	"\bRunStart\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"start_time\x18\x02 \x01(\x01R\tstartTime\";\n" +
 	"\x14GetExperimentRequest\x12#\n" +
 	"\rexperiment_id\x18\x01 \x01(\tR\fexperimentId\"Y\n" +
 	"\x15GetExperimentResponse\x12@\n" +
@@ -1600,9 +1755,10 @@ const file_tbhub_experiments_v1_experiments_proto_rawDesc = "" +
 	"\x11QUOTA_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11QUOTA_EXPERIMENTS\x10\x01\x12\x10\n" +
 	"\fQUOTA_POINTS\x10\x02\x12\x14\n" +
-	"\x10QUOTA_BLOB_BYTES\x10\x032\xe6\x06\n" +
+	"\x10QUOTA_BLOB_BYTES\x10\x032\xbe\a\n" +
 	"\x11ExperimentService\x12w\n" +
-	"\x12ContinueExperiment\x12/.tbhub.experiments.v1.ContinueExperimentRequest\x1a0.tbhub.experiments.v1.ContinueExperimentResponse\x12h\n" +
+	"\x12ContinueExperiment\x12/.tbhub.experiments.v1.ContinueExperimentRequest\x1a0.tbhub.experiments.v1.ContinueExperimentResponse\x12V\n" +
+	"\aPutRuns\x12$.tbhub.experiments.v1.PutRunsRequest\x1a%.tbhub.experiments.v1.PutRunsResponse\x12h\n" +
 	"\rGetExperiment\x12*.tbhub.experiments.v1.GetExperimentRequest\x1a+.tbhub.experiments.v1.GetExperimentResponse\x12n\n" +
 	"\x0fListExperiments\x12,.tbhub.experiments.v1.ListExperimentsRequest\x1a-.tbhub.experiments.v1.ListExperimentsResponse\x12h\n" +
 	"\rSetVisibility\x12*.tbhub.experiments.v1.SetVisibilityRequest\x1a+.tbhub.experiments.v1.SetVisibilityResponse\x12b\n" +
@@ -1625,7 +1781,7 @@ func file_tbhub_experiments_v1_experiments_proto_rawDescGZIP() []byte {
 }
 
 var file_tbhub_experiments_v1_experiments_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_tbhub_experiments_v1_experiments_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_tbhub_experiments_v1_experiments_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_tbhub_experiments_v1_experiments_proto_goTypes = []any{
 	(Visibility)(0),                    // 0: tbhub.experiments.v1.Visibility
 	(Quota)(0),                         // 1: tbhub.experiments.v1.Quota
@@ -1635,67 +1791,73 @@ var file_tbhub_experiments_v1_experiments_proto_goTypes = []any{
 	(*ContinueExperimentRequest)(nil),  // 5: tbhub.experiments.v1.ContinueExperimentRequest
 	(*ContinueExperimentResponse)(nil), // 6: tbhub.experiments.v1.ContinueExperimentResponse
 	(*SeriesProgress)(nil),             // 7: tbhub.experiments.v1.SeriesProgress
-	(*GetExperimentRequest)(nil),       // 8: tbhub.experiments.v1.GetExperimentRequest
-	(*GetExperimentResponse)(nil),      // 9: tbhub.experiments.v1.GetExperimentResponse
-	(*ListExperimentsRequest)(nil),     // 10: tbhub.experiments.v1.ListExperimentsRequest
-	(*ListExperimentsResponse)(nil),    // 11: tbhub.experiments.v1.ListExperimentsResponse
-	(*SetVisibilityRequest)(nil),       // 12: tbhub.experiments.v1.SetVisibilityRequest
-	(*SetVisibilityResponse)(nil),      // 13: tbhub.experiments.v1.SetVisibilityResponse
-	(*Grantee)(nil),                    // 14: tbhub.experiments.v1.Grantee
-	(*Grant)(nil),                      // 15: tbhub.experiments.v1.Grant
-	(*GrantAccessRequest)(nil),         // 16: tbhub.experiments.v1.GrantAccessRequest
-	(*GrantAccessResponse)(nil),        // 17: tbhub.experiments.v1.GrantAccessResponse
-	(*RevokeAccessRequest)(nil),        // 18: tbhub.experiments.v1.RevokeAccessRequest
-	(*RevokeAccessResponse)(nil),       // 19: tbhub.experiments.v1.RevokeAccessResponse
-	(*ListGrantsRequest)(nil),          // 20: tbhub.experiments.v1.ListGrantsRequest
-	(*ListGrantsResponse)(nil),         // 21: tbhub.experiments.v1.ListGrantsResponse
-	(*GetQuotaUsageRequest)(nil),       // 22: tbhub.experiments.v1.GetQuotaUsageRequest
-	(*GetQuotaUsageResponse)(nil),      // 23: tbhub.experiments.v1.GetQuotaUsageResponse
-	(*QuotaUsage)(nil),                 // 24: tbhub.experiments.v1.QuotaUsage
-	(*timestamppb.Timestamp)(nil),      // 25: google.protobuf.Timestamp
+	(*PutRunsRequest)(nil),             // 8: tbhub.experiments.v1.PutRunsRequest
+	(*PutRunsResponse)(nil),            // 9: tbhub.experiments.v1.PutRunsResponse
+	(*RunStart)(nil),                   // 10: tbhub.experiments.v1.RunStart
+	(*GetExperimentRequest)(nil),       // 11: tbhub.experiments.v1.GetExperimentRequest
+	(*GetExperimentResponse)(nil),      // 12: tbhub.experiments.v1.GetExperimentResponse
+	(*ListExperimentsRequest)(nil),     // 13: tbhub.experiments.v1.ListExperimentsRequest
+	(*ListExperimentsResponse)(nil),    // 14: tbhub.experiments.v1.ListExperimentsResponse
+	(*SetVisibilityRequest)(nil),       // 15: tbhub.experiments.v1.SetVisibilityRequest
+	(*SetVisibilityResponse)(nil),      // 16: tbhub.experiments.v1.SetVisibilityResponse
+	(*Grantee)(nil),                    // 17: tbhub.experiments.v1.Grantee
+	(*Grant)(nil),                      // 18: tbhub.experiments.v1.Grant
+	(*GrantAccessRequest)(nil),         // 19: tbhub.experiments.v1.GrantAccessRequest
+	(*GrantAccessResponse)(nil),        // 20: tbhub.experiments.v1.GrantAccessResponse
+	(*RevokeAccessRequest)(nil),        // 21: tbhub.experiments.v1.RevokeAccessRequest
+	(*RevokeAccessResponse)(nil),       // 22: tbhub.experiments.v1.RevokeAccessResponse
+	(*ListGrantsRequest)(nil),          // 23: tbhub.experiments.v1.ListGrantsRequest
+	(*ListGrantsResponse)(nil),         // 24: tbhub.experiments.v1.ListGrantsResponse
+	(*GetQuotaUsageRequest)(nil),       // 25: tbhub.experiments.v1.GetQuotaUsageRequest
+	(*GetQuotaUsageResponse)(nil),      // 26: tbhub.experiments.v1.GetQuotaUsageResponse
+	(*QuotaUsage)(nil),                 // 27: tbhub.experiments.v1.QuotaUsage
+	(*timestamppb.Timestamp)(nil),      // 28: google.protobuf.Timestamp
 }
 var file_tbhub_experiments_v1_experiments_proto_depIdxs = []int32{
 	0,  // 0: tbhub.experiments.v1.Experiment.visibility:type_name -> tbhub.experiments.v1.Visibility
-	25, // 1: tbhub.experiments.v1.Experiment.create_time:type_name -> google.protobuf.Timestamp
-	25, // 2: tbhub.experiments.v1.Experiment.update_time:type_name -> google.protobuf.Timestamp
+	28, // 1: tbhub.experiments.v1.Experiment.create_time:type_name -> google.protobuf.Timestamp
+	28, // 2: tbhub.experiments.v1.Experiment.update_time:type_name -> google.protobuf.Timestamp
 	4,  // 3: tbhub.experiments.v1.Experiment.counts:type_name -> tbhub.experiments.v1.ExperimentCounts
 	3,  // 4: tbhub.experiments.v1.ContinueExperimentResponse.experiment:type_name -> tbhub.experiments.v1.Experiment
 	7,  // 5: tbhub.experiments.v1.ContinueExperimentResponse.series:type_name -> tbhub.experiments.v1.SeriesProgress
-	25, // 6: tbhub.experiments.v1.SeriesProgress.max_wall_time:type_name -> google.protobuf.Timestamp
-	3,  // 7: tbhub.experiments.v1.GetExperimentResponse.experiment:type_name -> tbhub.experiments.v1.Experiment
-	2,  // 8: tbhub.experiments.v1.ListExperimentsRequest.scope:type_name -> tbhub.experiments.v1.ListExperimentsRequest.Scope
-	3,  // 9: tbhub.experiments.v1.ListExperimentsResponse.experiments:type_name -> tbhub.experiments.v1.Experiment
-	0,  // 10: tbhub.experiments.v1.SetVisibilityRequest.visibility:type_name -> tbhub.experiments.v1.Visibility
-	3,  // 11: tbhub.experiments.v1.SetVisibilityResponse.experiment:type_name -> tbhub.experiments.v1.Experiment
-	14, // 12: tbhub.experiments.v1.Grant.grantee:type_name -> tbhub.experiments.v1.Grantee
-	25, // 13: tbhub.experiments.v1.Grant.create_time:type_name -> google.protobuf.Timestamp
-	14, // 14: tbhub.experiments.v1.GrantAccessRequest.grantee:type_name -> tbhub.experiments.v1.Grantee
-	15, // 15: tbhub.experiments.v1.GrantAccessResponse.grant:type_name -> tbhub.experiments.v1.Grant
-	14, // 16: tbhub.experiments.v1.RevokeAccessRequest.grantee:type_name -> tbhub.experiments.v1.Grantee
-	15, // 17: tbhub.experiments.v1.ListGrantsResponse.grants:type_name -> tbhub.experiments.v1.Grant
-	24, // 18: tbhub.experiments.v1.GetQuotaUsageResponse.usages:type_name -> tbhub.experiments.v1.QuotaUsage
-	1,  // 19: tbhub.experiments.v1.QuotaUsage.quota:type_name -> tbhub.experiments.v1.Quota
-	5,  // 20: tbhub.experiments.v1.ExperimentService.ContinueExperiment:input_type -> tbhub.experiments.v1.ContinueExperimentRequest
-	8,  // 21: tbhub.experiments.v1.ExperimentService.GetExperiment:input_type -> tbhub.experiments.v1.GetExperimentRequest
-	10, // 22: tbhub.experiments.v1.ExperimentService.ListExperiments:input_type -> tbhub.experiments.v1.ListExperimentsRequest
-	12, // 23: tbhub.experiments.v1.ExperimentService.SetVisibility:input_type -> tbhub.experiments.v1.SetVisibilityRequest
-	16, // 24: tbhub.experiments.v1.ExperimentService.GrantAccess:input_type -> tbhub.experiments.v1.GrantAccessRequest
-	18, // 25: tbhub.experiments.v1.ExperimentService.RevokeAccess:input_type -> tbhub.experiments.v1.RevokeAccessRequest
-	20, // 26: tbhub.experiments.v1.ExperimentService.ListGrants:input_type -> tbhub.experiments.v1.ListGrantsRequest
-	22, // 27: tbhub.experiments.v1.ExperimentService.GetQuotaUsage:input_type -> tbhub.experiments.v1.GetQuotaUsageRequest
-	6,  // 28: tbhub.experiments.v1.ExperimentService.ContinueExperiment:output_type -> tbhub.experiments.v1.ContinueExperimentResponse
-	9,  // 29: tbhub.experiments.v1.ExperimentService.GetExperiment:output_type -> tbhub.experiments.v1.GetExperimentResponse
-	11, // 30: tbhub.experiments.v1.ExperimentService.ListExperiments:output_type -> tbhub.experiments.v1.ListExperimentsResponse
-	13, // 31: tbhub.experiments.v1.ExperimentService.SetVisibility:output_type -> tbhub.experiments.v1.SetVisibilityResponse
-	17, // 32: tbhub.experiments.v1.ExperimentService.GrantAccess:output_type -> tbhub.experiments.v1.GrantAccessResponse
-	19, // 33: tbhub.experiments.v1.ExperimentService.RevokeAccess:output_type -> tbhub.experiments.v1.RevokeAccessResponse
-	21, // 34: tbhub.experiments.v1.ExperimentService.ListGrants:output_type -> tbhub.experiments.v1.ListGrantsResponse
-	23, // 35: tbhub.experiments.v1.ExperimentService.GetQuotaUsage:output_type -> tbhub.experiments.v1.GetQuotaUsageResponse
-	28, // [28:36] is the sub-list for method output_type
-	20, // [20:28] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	28, // 6: tbhub.experiments.v1.SeriesProgress.max_wall_time:type_name -> google.protobuf.Timestamp
+	10, // 7: tbhub.experiments.v1.PutRunsRequest.runs:type_name -> tbhub.experiments.v1.RunStart
+	3,  // 8: tbhub.experiments.v1.GetExperimentResponse.experiment:type_name -> tbhub.experiments.v1.Experiment
+	2,  // 9: tbhub.experiments.v1.ListExperimentsRequest.scope:type_name -> tbhub.experiments.v1.ListExperimentsRequest.Scope
+	3,  // 10: tbhub.experiments.v1.ListExperimentsResponse.experiments:type_name -> tbhub.experiments.v1.Experiment
+	0,  // 11: tbhub.experiments.v1.SetVisibilityRequest.visibility:type_name -> tbhub.experiments.v1.Visibility
+	3,  // 12: tbhub.experiments.v1.SetVisibilityResponse.experiment:type_name -> tbhub.experiments.v1.Experiment
+	17, // 13: tbhub.experiments.v1.Grant.grantee:type_name -> tbhub.experiments.v1.Grantee
+	28, // 14: tbhub.experiments.v1.Grant.create_time:type_name -> google.protobuf.Timestamp
+	17, // 15: tbhub.experiments.v1.GrantAccessRequest.grantee:type_name -> tbhub.experiments.v1.Grantee
+	18, // 16: tbhub.experiments.v1.GrantAccessResponse.grant:type_name -> tbhub.experiments.v1.Grant
+	17, // 17: tbhub.experiments.v1.RevokeAccessRequest.grantee:type_name -> tbhub.experiments.v1.Grantee
+	18, // 18: tbhub.experiments.v1.ListGrantsResponse.grants:type_name -> tbhub.experiments.v1.Grant
+	27, // 19: tbhub.experiments.v1.GetQuotaUsageResponse.usages:type_name -> tbhub.experiments.v1.QuotaUsage
+	1,  // 20: tbhub.experiments.v1.QuotaUsage.quota:type_name -> tbhub.experiments.v1.Quota
+	5,  // 21: tbhub.experiments.v1.ExperimentService.ContinueExperiment:input_type -> tbhub.experiments.v1.ContinueExperimentRequest
+	8,  // 22: tbhub.experiments.v1.ExperimentService.PutRuns:input_type -> tbhub.experiments.v1.PutRunsRequest
+	11, // 23: tbhub.experiments.v1.ExperimentService.GetExperiment:input_type -> tbhub.experiments.v1.GetExperimentRequest
+	13, // 24: tbhub.experiments.v1.ExperimentService.ListExperiments:input_type -> tbhub.experiments.v1.ListExperimentsRequest
+	15, // 25: tbhub.experiments.v1.ExperimentService.SetVisibility:input_type -> tbhub.experiments.v1.SetVisibilityRequest
+	19, // 26: tbhub.experiments.v1.ExperimentService.GrantAccess:input_type -> tbhub.experiments.v1.GrantAccessRequest
+	21, // 27: tbhub.experiments.v1.ExperimentService.RevokeAccess:input_type -> tbhub.experiments.v1.RevokeAccessRequest
+	23, // 28: tbhub.experiments.v1.ExperimentService.ListGrants:input_type -> tbhub.experiments.v1.ListGrantsRequest
+	25, // 29: tbhub.experiments.v1.ExperimentService.GetQuotaUsage:input_type -> tbhub.experiments.v1.GetQuotaUsageRequest
+	6,  // 30: tbhub.experiments.v1.ExperimentService.ContinueExperiment:output_type -> tbhub.experiments.v1.ContinueExperimentResponse
+	9,  // 31: tbhub.experiments.v1.ExperimentService.PutRuns:output_type -> tbhub.experiments.v1.PutRunsResponse
+	12, // 32: tbhub.experiments.v1.ExperimentService.GetExperiment:output_type -> tbhub.experiments.v1.GetExperimentResponse
+	14, // 33: tbhub.experiments.v1.ExperimentService.ListExperiments:output_type -> tbhub.experiments.v1.ListExperimentsResponse
+	16, // 34: tbhub.experiments.v1.ExperimentService.SetVisibility:output_type -> tbhub.experiments.v1.SetVisibilityResponse
+	20, // 35: tbhub.experiments.v1.ExperimentService.GrantAccess:output_type -> tbhub.experiments.v1.GrantAccessResponse
+	22, // 36: tbhub.experiments.v1.ExperimentService.RevokeAccess:output_type -> tbhub.experiments.v1.RevokeAccessResponse
+	24, // 37: tbhub.experiments.v1.ExperimentService.ListGrants:output_type -> tbhub.experiments.v1.ListGrantsResponse
+	26, // 38: tbhub.experiments.v1.ExperimentService.GetQuotaUsage:output_type -> tbhub.experiments.v1.GetQuotaUsageResponse
+	30, // [30:39] is the sub-list for method output_type
+	21, // [21:30] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_tbhub_experiments_v1_experiments_proto_init() }
@@ -1703,7 +1865,7 @@ func file_tbhub_experiments_v1_experiments_proto_init() {
 	if File_tbhub_experiments_v1_experiments_proto != nil {
 		return
 	}
-	file_tbhub_experiments_v1_experiments_proto_msgTypes[11].OneofWrappers = []any{
+	file_tbhub_experiments_v1_experiments_proto_msgTypes[14].OneofWrappers = []any{
 		(*Grantee_Email)(nil),
 		(*Grantee_UserId)(nil),
 		(*Grantee_UserName)(nil),
@@ -1714,7 +1876,7 @@ func file_tbhub_experiments_v1_experiments_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tbhub_experiments_v1_experiments_proto_rawDesc), len(file_tbhub_experiments_v1_experiments_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   22,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

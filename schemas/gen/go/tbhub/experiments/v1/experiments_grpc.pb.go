@@ -27,6 +27,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	ExperimentService_ContinueExperiment_FullMethodName = "/tbhub.experiments.v1.ExperimentService/ContinueExperiment"
+	ExperimentService_PutRuns_FullMethodName            = "/tbhub.experiments.v1.ExperimentService/PutRuns"
 	ExperimentService_GetExperiment_FullMethodName      = "/tbhub.experiments.v1.ExperimentService/GetExperiment"
 	ExperimentService_ListExperiments_FullMethodName    = "/tbhub.experiments.v1.ExperimentService/ListExperiments"
 	ExperimentService_SetVisibility_FullMethodName      = "/tbhub.experiments.v1.ExperimentService/SetVisibility"
@@ -45,6 +46,13 @@ type ExperimentServiceClient interface {
 	// uploader can skip points the server already has. Writes are idempotent
 	// per (run, tag, step), so re-sending is safe, only slower.
 	ContinueExperiment(ctx context.Context, in *ContinueExperimentRequest, opts ...grpc.CallOption) (*ContinueExperimentResponse, error)
+	// Creates runs of an experiment and records their start times, as the
+	// uploader read them from the event files: TensorBoard lists a run whose
+	// files hold no data yet (only the file_version event, or nothing), and
+	// its start time is the wall time of the run's first event, which the
+	// points alone do not tell. Idempotent; creating an existing run records
+	// its start time. At most 1000 runs per request. Owner only.
+	PutRuns(ctx context.Context, in *PutRunsRequest, opts ...grpc.CallOption) (*PutRunsResponse, error)
 	// One experiment with its counts. Readable by the owner, grantees, and
 	// anyone for UNLISTED and PUBLIC experiments.
 	GetExperiment(ctx context.Context, in *GetExperimentRequest, opts ...grpc.CallOption) (*GetExperimentResponse, error)
@@ -76,6 +84,16 @@ func (c *experimentServiceClient) ContinueExperiment(ctx context.Context, in *Co
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ContinueExperimentResponse)
 	err := c.cc.Invoke(ctx, ExperimentService_ContinueExperiment_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *experimentServiceClient) PutRuns(ctx context.Context, in *PutRunsRequest, opts ...grpc.CallOption) (*PutRunsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutRunsResponse)
+	err := c.cc.Invoke(ctx, ExperimentService_PutRuns_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -161,6 +179,13 @@ type ExperimentServiceServer interface {
 	// uploader can skip points the server already has. Writes are idempotent
 	// per (run, tag, step), so re-sending is safe, only slower.
 	ContinueExperiment(context.Context, *ContinueExperimentRequest) (*ContinueExperimentResponse, error)
+	// Creates runs of an experiment and records their start times, as the
+	// uploader read them from the event files: TensorBoard lists a run whose
+	// files hold no data yet (only the file_version event, or nothing), and
+	// its start time is the wall time of the run's first event, which the
+	// points alone do not tell. Idempotent; creating an existing run records
+	// its start time. At most 1000 runs per request. Owner only.
+	PutRuns(context.Context, *PutRunsRequest) (*PutRunsResponse, error)
 	// One experiment with its counts. Readable by the owner, grantees, and
 	// anyone for UNLISTED and PUBLIC experiments.
 	GetExperiment(context.Context, *GetExperimentRequest) (*GetExperimentResponse, error)
@@ -190,6 +215,9 @@ type UnimplementedExperimentServiceServer struct{}
 
 func (UnimplementedExperimentServiceServer) ContinueExperiment(context.Context, *ContinueExperimentRequest) (*ContinueExperimentResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ContinueExperiment not implemented")
+}
+func (UnimplementedExperimentServiceServer) PutRuns(context.Context, *PutRunsRequest) (*PutRunsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutRuns not implemented")
 }
 func (UnimplementedExperimentServiceServer) GetExperiment(context.Context, *GetExperimentRequest) (*GetExperimentResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetExperiment not implemented")
@@ -247,6 +275,24 @@ func _ExperimentService_ContinueExperiment_Handler(srv interface{}, ctx context.
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ExperimentServiceServer).ContinueExperiment(ctx, req.(*ContinueExperimentRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ExperimentService_PutRuns_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutRunsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ExperimentServiceServer).PutRuns(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ExperimentService_PutRuns_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ExperimentServiceServer).PutRuns(ctx, req.(*PutRunsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -387,6 +433,10 @@ var ExperimentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ContinueExperiment",
 			Handler:    _ExperimentService_ContinueExperiment_Handler,
+		},
+		{
+			MethodName: "PutRuns",
+			Handler:    _ExperimentService_PutRuns_Handler,
 		},
 		{
 			MethodName: "GetExperiment",
