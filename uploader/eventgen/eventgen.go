@@ -144,6 +144,10 @@ type Spec struct {
 	ImageBytes        int   // bytes per image
 	Legacy            bool  // write simple_value scalars instead of TF2 tensors
 	Seed              int64 // varies values
+	// FirstStep is the step of the first scalar and image written. Above 0, a
+	// run's event file that exists already is appended to (a job still
+	// training), so WriteLogdir can grow a logdir a watching upload reads.
+	FirstStep int
 }
 
 // WriteLogdir writes spec under dir (run names "run_000", ...), one event file per run,
@@ -162,11 +166,19 @@ func WriteLogdir(dir string, spec Spec) (int64, error) {
 	imagesLeft := spec.Images
 	for r := 0; r < spec.Runs; r++ {
 		path := filepath.Join(dir, fmt.Sprintf("run_%03d", r), fmt.Sprintf("events.out.tfevents.%d.tbgen.%d.0.v2", int64(wall0), r))
-		w, err := Create(path, wall0)
+		var w *Writer
+		var err error
+		_, statErr := os.Stat(path)
+		appending := spec.FirstStep > 0 && statErr == nil
+		if appending {
+			w, err = Append(path)
+		} else {
+			w, err = Create(path, wall0)
+		}
 		if err != nil {
 			return total, err
 		}
-		for s := 0; s < spec.Steps; s++ {
+		for s := spec.FirstStep; s < spec.FirstStep+spec.Steps; s++ {
 			for t := 0; t < spec.Tags; t++ {
 				tag := fmt.Sprintf("metrics/tag_%02d", t)
 				v := float32(math.Sin(float64(s+t)*0.01+float64(spec.Seed))) / float32(1+t)
@@ -175,7 +187,7 @@ func WriteLogdir(dir string, spec Spec) (int64, error) {
 				switch {
 				case spec.Legacy:
 					ev = SimpleScalar(tag, int64(s), wt, v)
-				case s == 0:
+				case s == spec.FirstStep && !appending: // a series' first value carries its metadata
 					ev = Scalar(tag, int64(s), wt, v, ScalarMetadata())
 				default:
 					ev = Scalar(tag, int64(s), wt, v, nil)
@@ -188,7 +200,8 @@ func WriteLogdir(dir string, spec Spec) (int64, error) {
 		}
 		for i := 0; i < imagesPerRun && imagesLeft > 0; i, imagesLeft = i+1, imagesLeft-1 {
 			img[i%len(img)]++ // every image differs
-			if err := w.WriteEvent(Image("samples/input", int64(i), wall0+float64(i), 64, 64, img)); err != nil {
+			step := spec.FirstStep + i
+			if err := w.WriteEvent(Image("samples/input", int64(step), wall0+float64(step), 64, 64, img)); err != nil {
 				w.Close()
 				return total, err
 			}

@@ -19,6 +19,7 @@ func main() {
 	flag.IntVar(&spec.ImageBytes, "image-bytes", 100_000, "bytes per image")
 	flag.BoolVar(&spec.Legacy, "legacy", false, "write legacy simple_value scalars")
 	flag.Int64Var(&spec.Seed, "seed", 1, "varies the values")
+	flag.IntVar(&spec.FirstStep, "first-step", 0, "step of the first point; above 0, runs' event files that exist are appended to (a job still training)")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "tbgen: --out is required")
