@@ -97,6 +97,16 @@ export async function send<T>(method: string, path: string, body?: unknown): Pro
   return r.status === 204 ? null : ((await r.json()) as T);
 }
 
+/**
+ * GETs path past every cache (the page's and the browser's) and decodes
+ * JSON, with the server's clock from the Date header (ms since the epoch;
+ * NaN without one): what a live page polls.
+ */
+export async function getFresh<T>(path: string): Promise<{ body: T; serverNow: number }> {
+  const r = await check(await fetch(path, { headers: headers(), cache: "no-store" }), path);
+  return { body: (await r.json()) as T, serverNow: Date.parse(r.headers.get("Date") ?? "") };
+}
+
 const cache = new Map<string, Promise<unknown>>();
 const blobs = new Map<string, Promise<string>>();
 

@@ -32,6 +32,8 @@ var env struct {
 	token     string
 	issuer    *sessiontest.Issuer // the OIDC issuer tbhub serve trusts (client oidcClient)
 	tbup, dir string
+	tbgen     string // writes synthetic logdirs (uploader/cmd/tbgen)
+	servePID  int    // tbhub serve's process, whose CPU time benchmarks read
 	eid       string // the corpus, private
 	publicEID string // generated/scalars, public
 	browser   context.Context
@@ -85,7 +87,9 @@ func setup(dir string) (func(), error) {
 		return nil, err
 	}
 	tbhub, tbup := filepath.Join(dir, "tbhub"), filepath.Join(dir, "tbup")
-	for bin, pkg := range map[string]string{tbhub: "github.com/tbhub/tbhub/services/cmd/tbhub", tbup: "github.com/tbhub/tbhub/uploader/cmd/tbup"} {
+	env.tbgen = filepath.Join(dir, "tbgen")
+	for bin, pkg := range map[string]string{tbhub: "github.com/tbhub/tbhub/services/cmd/tbhub", tbup: "github.com/tbhub/tbhub/uploader/cmd/tbup",
+		env.tbgen: "github.com/tbhub/tbhub/uploader/cmd/tbgen"} {
 		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 		}
@@ -105,6 +109,7 @@ func setup(dir string) (func(), error) {
 	if err := serve.Start(); err != nil {
 		return nil, err
 	}
+	env.servePID = serve.Process.Pid
 	stops = append(stops, func() {
 		serve.Process.Signal(os.Interrupt)
 		serve.Wait()
@@ -238,14 +243,24 @@ func corpusDir() (string, error) {
 	return "", fmt.Errorf("no go.work above %s; set TBHUB_CORPUS", wd)
 }
 
-func upload(tbup, dir, logdir, name string, extra ...string) (string, error) {
+// tbupCommand is tbup with args, as the owner, with a state and config
+// directory of its own under dir.
+func tbupCommand(tbup, dir string, args ...string) (*exec.Cmd, error) {
 	home, err := os.MkdirTemp(dir, "tbup")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(tbup, args...)
+	cmd.Env = append(os.Environ(), "TBUP_SERVER="+env.origin, "TBUP_TOKEN="+env.token,
+		"TBUP_STATE_DIR="+filepath.Join(home, "state"), "TBUP_CONFIG_DIR="+filepath.Join(home, "config"))
+	return cmd, nil
+}
+
+func upload(tbup, dir, logdir, name string, extra ...string) (string, error) {
+	cmd, err := tbupCommand(tbup, dir, append([]string{"upload", "--one-shot", "--json", "--logdir", logdir, "--name", name}, extra...)...)
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command(tbup, append([]string{"upload", "--one-shot", "--json", "--logdir", logdir, "--name", name}, extra...)...)
-	cmd.Env = append(os.Environ(), "TBUP_SERVER="+env.origin, "TBUP_TOKEN="+env.token,
-		"TBUP_STATE_DIR="+filepath.Join(home, "state"), "TBUP_CONFIG_DIR="+filepath.Join(home, "config"))
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {

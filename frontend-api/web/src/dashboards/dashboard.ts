@@ -20,6 +20,12 @@ export interface DashboardContext {
 export interface Dashboard {
   /** The view state changed (runs, filters, smoothing, ...). */
   update(s: ViewState, prev: ViewState): void;
+  /**
+   * The experiment received data (a live upload): read what is new and
+   * show it where it is, keeping the view (zoom, scroll, open menus).
+   * Without it the page mounts the dashboard again.
+   */
+  refresh?(change: { runsAdded: string[] }): void;
   destroy(): void;
 }
 
@@ -208,6 +214,20 @@ export function runTagDashboard(el: HTMLElement, ctx: DashboardContext, o: RunTa
   return {
     update(s, prev) {
       if (runsChanged(s, prev) || s.tagFilter !== prev.tagFilter || o.redraw?.(s, prev)) layout();
+    },
+    // New data: the cards are laid out again from the new index where the
+    // reader is (the page keeps its height until they have loaded), and
+    // those in view read their data again.
+    refresh() {
+      o.tags()
+        .then((idx) => {
+          index = idx;
+          const y = scrollY;
+          content.style.minHeight = `${content.offsetHeight}px`;
+          layout();
+          scrollTo({ top: y });
+        })
+        .catch(() => {}); // the next change tries again
     },
     destroy() {
       for (const stop of stops) stop();

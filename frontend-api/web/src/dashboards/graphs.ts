@@ -606,6 +606,16 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
       if (runsChanged(s, prev) || s.grun !== prev.grun || s.ggraph !== prev.ggraph || s.gstats !== prev.gstats || s.gcolor !== prev.gcolor) fillRuns();
       if (s.gopen.join("\n") !== prev.gopen.join("\n") || s.gnode !== prev.gnode || s.gcolor !== prev.gcolor) show(s);
     },
+    // New data: the list of runs and graphs is read again; the graph in
+    // view stays as it is (Reload reads it again).
+    refresh() {
+      getJSON<Record<string, GraphInfo>>(ctx.api.plugin("graphs", "info"))
+        .then((i) => {
+          info = i;
+          fillRuns();
+        })
+        .catch(() => {});
+    },
     destroy() {
       window.removeEventListener("pointermove", onMove);
       window.removeEventListener("pointerup", endDrag);

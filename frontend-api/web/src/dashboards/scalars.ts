@@ -174,6 +174,8 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   );
 
   const data = new Map<string, Record<string, Points>>();
+  // Tags whose data predates the experiment's last change (a live page).
+  const stale = new Set<string>();
   // Two card reads at a time, in page order (see api.limiter); the first
   // card's alone, so that it has the server and the connection to itself.
   const heavy = limiter(2);
@@ -207,6 +209,10 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     const lines = scalarLines(d, c.runs, ctx.colorOf, s);
     c.body.replaceChildren();
     c.body.classList.remove("loading");
+    // What the chart holds, for readers of the page (and its tests): the
+    // last step of any shown run, and how many runs have points.
+    c.body.dataset.lastStep = String(Math.max(...c.runs.map((r) => d[r]?.step.at(-1) ?? -Infinity)));
+    c.body.dataset.runs = String(c.runs.filter((r) => d[r]?.step.length).length);
     if (!lines.length) {
       c.body.appendChild(notice("No data for the shown runs."));
       c.chart = undefined;
@@ -243,6 +249,32 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     const tag = drawQueue.shift();
     if (drawQueue.length) requestAnimationFrame(drawNext);
     if (tag !== undefined) draw(tag);
+  }
+
+  /**
+   * Reads a card's series (all its runs) into data; false, with the error
+   * shown in the card, if that failed.
+   */
+  async function read(tag: string, runs: string[], body: HTMLElement): Promise<boolean> {
+    // As many points per run as the chart has pixel columns: more cost the
+    // server, the network and the drawing and show nothing more (every
+    // point is in the card's download).
+    const form = new URLSearchParams({ tag, samples: String(samplesFor(body.clientWidth)), format: "columns" });
+    for (const r of runs) form.append("runs", r);
+    stale.delete(tag);
+    try {
+      const read = () => postForm<Record<string, ScalarColumns>>(api.plugin("scalars", "scalars_multirun"), form);
+      let answer: Record<string, ScalarColumns>;
+      if (!firstRead) answer = await (firstRead = heavy(read));
+      else answer = await firstRead.then(() => heavy(read), () => heavy(read));
+      const byRun: Record<string, Points> = {};
+      for (const [run, c] of Object.entries(answer)) byRun[run] = fromColumns(c);
+      data.set(tag, byRun);
+      return true;
+    } catch (e) {
+      body.replaceChildren(notice(String((e as Error).message), "error"));
+      return false;
+    }
   }
 
   function card(tag: string, runs: string[], pinned: boolean): HTMLElement {
@@ -285,26 +317,13 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     const load = async () => {
       if (started) return;
       started = true;
-      if (!data.has(tag)) {
-        // As many points per run as the chart has pixel columns: more
-        // cost the server, the network and the drawing and show
-        // nothing more (every point is in the card's download).
-        const form = new URLSearchParams({ tag, samples: String(samplesFor(body.clientWidth)), format: "columns" });
-        for (const r of runs) form.append("runs", r);
-        try {
-          const read = () => postForm<Record<string, ScalarColumns>>(api.plugin("scalars", "scalars_multirun"), form);
-          let answer: Record<string, ScalarColumns>;
-          if (!firstRead) answer = await (firstRead = heavy(read));
-          else answer = await firstRead.then(() => heavy(read), () => heavy(read));
-          const byRun: Record<string, Points> = {};
-          for (const [run, c] of Object.entries(answer)) byRun[run] = fromColumns(c);
-          data.set(tag, byRun);
-        } catch (e) {
-          body.replaceChildren(notice(String((e as Error).message), "error"));
-          return;
-        }
+      if (data.has(tag)) {
+        // Drawn from what it had (a live page laid out again), then read
+        // again if the experiment changed since.
+        drawSoon(tag);
+        if (!stale.has(tag)) return;
       }
-      drawSoon(tag);
+      if (await read(tag, runs, body)) drawSoon(tag);
     };
     stops.push(whenVisible(el, load));
     pending.push({ el, load });
@@ -353,20 +372,60 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     }
   }
 
+  /** The tag → runs index of the scalars plugin. */
+  async function readIndex(): Promise<Map<string, string[]>> {
+    const idx = await getJSON<RunTagIndex>(api.plugin("scalars", "tags"));
+    const m = new Map<string, string[]>();
+    for (const [run, tags] of Object.entries(idx)) {
+      for (const tag of Object.keys(tags)) {
+        if (!m.has(tag)) m.set(tag, []);
+        m.get(tag)!.push(run);
+      }
+    }
+    return m;
+  }
+
   syncControls(store.get());
   content.appendChild(notice("Loading tags…"));
-  getJSON<RunTagIndex>(api.plugin("scalars", "tags"))
+  readIndex()
     .then((idx) => {
-      index = new Map();
-      for (const [run, tags] of Object.entries(idx)) {
-        for (const tag of Object.keys(tags)) {
-          if (!index.has(tag)) index.set(tag, []);
-          index.get(tag)!.push(run);
-        }
-      }
+      index = idx;
       layout();
     })
     .catch((e) => setChildren(content, notice(String(e.message), "error")));
+
+  const indexKey = (m: Map<string, string[]> | null) => (m ? [...m].map(([t, rs]) => `${t}\n${rs.join("\n")}`).join("\n\n") : "");
+
+  /**
+   * New data: every series read so far is out of date. Cards drawn are
+   * read again and redrawn where they are (the zoom is the URL's, the
+   * page does not move); the others read when they come into view. New
+   * tags, or new runs of a tag, lay the cards out again, drawn at once
+   * from what they had.
+   */
+  async function refresh() {
+    let idx: Map<string, string[]>;
+    try {
+      idx = await readIndex();
+    } catch {
+      return; // the next change tries again
+    }
+    for (const tag of data.keys()) stale.add(tag);
+    if (indexKey(idx) !== indexKey(index)) {
+      index = idx;
+      const y = scrollY;
+      layout();
+      scrollTo({ top: y });
+      return;
+    }
+    await Promise.all(
+      [...charts]
+        .filter(([tag]) => data.has(tag)) // the others read when they come into view
+        .map(async ([tag, c]) => {
+          if (await read(tag, c.runs, c.body)) drawSoon(tag);
+        }),
+    );
+  }
 
   return {
     update(s, prev) {
@@ -376,6 +435,9 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       } else if (s.smoothing !== prev.smoothing || s.x !== prev.x || s.logy !== prev.logy || s.logx !== prev.logx || s.group !== prev.group || s.band !== prev.band || s.ignoreOutliers !== prev.ignoreOutliers || String(s.zoom) !== String(prev.zoom)) {
         drawAll();
       }
+    },
+    refresh() {
+      void refresh();
     },
     destroy() {
       for (const stop of stops) stop();

@@ -2,6 +2,7 @@
 // has data, the dashboard itself. All view state lives in the URL (state.ts).
 
 import { ApiError, ExperimentAPI, getJSON, getSession, refresh, send, type Experiment, type PluginsListing } from "../api";
+import { ACTIVE_MS, ago, follow, type Freshness } from "../live";
 import { runColor } from "../colors";
 import { compileFilter, debounce, h, setChildren } from "../dom";
 import { Store, type ViewState } from "../state";
@@ -66,11 +67,13 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
   const colors = new Map(runs.map((r) => [r.name, r.color]));
   const store = new Store();
   const ctx: DashboardContext = { api, runs, store, colorOf: (r) => colors.get(r) ?? "#888" };
-  const tabs = TABS.filter((t) => t.plugins.some((p) => listing[p]?.enabled));
+  let tabs = TABS.filter((t) => t.plugins.some((p) => listing[p]?.enabled));
 
   const tabBar = h("nav.tabs", { role: "tablist" });
   const main = h("div.dashboard");
   const sidebar = runsSidebar(ctx);
+  const liveEl = h("span.live", { role: "status", title: "When data last arrived; the page follows new data on its own" });
+  const reloadButton = h("button.reload", { title: "Read everything again" }, "↻ Reload");
   setChildren(
     el,
     h(
@@ -80,29 +83,23 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
       meta.description ? h("p.desc", null, meta.description) : null,
       h("span.badge", null, (meta.visibility ?? "").replace("VISIBILITY_", "").toLowerCase()),
       ownerControls(meta),
-      h(
-        "button.reload",
-        {
-          title: "Reload data",
-          onclick: () => {
-            refresh();
-            mount(store.get());
-          },
-        },
-        "↻ Reload",
-      ),
+      liveEl,
+      reloadButton,
     ),
     h("div.exp-body", null, sidebar.el, h("div.exp-main", null, tabBar, main)),
   );
 
   let current: { id: string; dash: Dashboard } | null = null;
+  // Dashboards without a refresh of their own are mounted again for new
+  // data at most every REMOUNT_MS (a live upload changes the experiment
+  // every few seconds); remountDue says one is waiting.
+  const REMOUNT_MS = 15_000;
+  let lastMount = Date.now();
+  let remountDue = false;
   function activeTab(s: ViewState): Tab | undefined {
     return tabs.find((t) => t.id === s.tab) ?? tabs[0];
   }
-  function mount(s: ViewState) {
-    current?.dash.destroy();
-    current = null;
-    const tab = activeTab(s);
+  function drawTabs(tab: Tab | undefined) {
     setChildren(
       tabBar,
       tabs.map((t) =>
@@ -113,6 +110,12 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
         ),
       ),
     );
+  }
+  function mount(s: ViewState) {
+    current?.dash.destroy();
+    current = null;
+    const tab = activeTab(s);
+    drawTabs(tab);
     if (!tab) {
       setChildren(main, h("p.notice", null, "This experiment has no data the UI can show yet."));
       return;
@@ -121,13 +124,98 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
     setChildren(main, host);
     current = { id: tab.id, dash: tab.make(host, ctx) };
   }
+  /**
+   * Mounts the current dashboard again where the reader is: the page keeps
+   * its height while the new one loads, so the scroll position holds.
+   */
+  function remountInPlace() {
+    lastMount = Date.now();
+    remountDue = false;
+    const y = scrollY;
+    main.style.minHeight = `${main.offsetHeight}px`;
+    mount(store.get());
+    scrollTo({ top: y });
+  }
+
+  /**
+   * Reads what changed: the runs, the dashboards with data, and (through
+   * the dashboard's refresh) the data of the current one. The view state
+   * (tab, zoom, filters, toggled runs) is in the URL and is kept; so is
+   * the scroll position. full re-reads everything (the Reload button).
+   */
+  async function reread(full: boolean) {
+    refresh();
+    const [newListing, newRuns] = await Promise.all([
+      getJSON<PluginsListing>(api.data("plugins_listing")),
+      getJSON<string[]>(api.data("runs", { format: "list" })),
+    ]);
+    const added = newRuns.filter((r) => !colors.has(r));
+    for (const name of added) {
+      const run = { name, color: runColor(runs.length) };
+      runs.push(run);
+      colors.set(name, run.color);
+      sidebar.add(run);
+    }
+    const before = activeTab(store.get());
+    const newTabs = TABS.filter((t) => t.plugins.some((p) => newListing[p]?.enabled));
+    const tabsChanged = newTabs.map((t) => t.id).join() !== tabs.map((t) => t.id).join();
+    tabs = newTabs;
+    const after = activeTab(store.get());
+    if (full || !current || before?.id !== after?.id) remountInPlace();
+    else if (!current.dash.refresh) {
+      if (tabsChanged) drawTabs(after);
+      remountDue = true;
+      remountSoon();
+    } else {
+      if (tabsChanged) drawTabs(after);
+      current.dash.refresh({ runsAdded: added });
+    }
+  }
+
+  function remountSoon() {
+    if (remountDue && Date.now() - lastMount >= REMOUNT_MS) remountInPlace();
+  }
+
+  let fresh: Freshness | null = null;
+  function showFreshness() {
+    if (!fresh) return;
+    const age = fresh.serverNow - fresh.updated + (Date.now() - fresh.polledAt);
+    const active = age < ACTIVE_MS;
+    liveEl.classList.toggle("active", active);
+    liveEl.dataset.updated = String(fresh.updated);
+    liveEl.textContent = active ? `● receiving data · last ${ago(age)} ago` : `last data ${ago(age)} ago`;
+  }
+  fresh = { updated: Date.parse(meta.updateTime ?? "") || 0, serverNow: Date.now(), polledAt: Date.now() };
+  showFreshness();
+  const clock = setInterval(showFreshness, 1000);
+
+  let rereading: Promise<void> = Promise.resolve();
+  const queue = (full: boolean) => (rereading = rereading.then(() => reread(full)).catch(() => {}));
+  reloadButton.addEventListener("click", () => queue(true));
+  const stopFollowing = follow(
+    eid,
+    meta,
+    () => queue(false),
+    (f) => {
+      fresh = f;
+      showFreshness();
+      remountSoon();
+    },
+  );
+
   store.subscribe((s, prev) => {
     sidebar.update(s);
-    if (!current || activeTab(s)?.id !== current.id) mount(s);
-    else current.dash.update(s, prev);
+    if (!current || activeTab(s)?.id !== current.id) {
+      main.style.minHeight = "";
+      lastMount = Date.now();
+      remountDue = false;
+      mount(s);
+    } else current.dash.update(s, prev);
   });
   mount(store.get());
   return () => {
+    stopFollowing();
+    clearInterval(clock);
     store.close();
     current?.dash.destroy();
   };
@@ -173,7 +261,7 @@ function ownerControls(meta: Experiment): HTMLElement {
 }
 
 /** The runs list: color, toggle, and the run regex. */
-function runsSidebar(ctx: DashboardContext): { el: HTMLElement; update: (s: ViewState) => void } {
+function runsSidebar(ctx: DashboardContext): { el: HTMLElement; update: (s: ViewState) => void; add: (r: Run) => void } {
   const { store } = ctx;
   const filter = h("input", { type: "search", placeholder: "Filter runs (regex)", "aria-label": "run filter", className: "run-filter" });
   const error = h("div.error");
@@ -195,7 +283,8 @@ function runsSidebar(ctx: DashboardContext): { el: HTMLElement; update: (s: View
     store.set({ off: ctx.runs.map((r) => r.name).filter((r) => off.has(r)) });
   });
   const boxes = new Map<string, { li: HTMLElement; box: HTMLInputElement }>();
-  for (const r of ctx.runs) {
+  const heading = h("h2");
+  const add = (r: Run) => {
     const box = h("input", {
       type: "checkbox",
       onchange: () => {
@@ -208,20 +297,31 @@ function runsSidebar(ctx: DashboardContext): { el: HTMLElement; update: (s: View
     const li = h("li", { "data-run": r.name }, h("label", { title: r.name }, box, h("span.swatch", { style: { background: r.color } }), h("span.run-name", null, r.name)));
     boxes.set(r.name, { li, box });
     list.appendChild(li);
-  }
-  const el = h("aside.sidebar", null, h("h2", null, `Runs (${ctx.runs.length})`), filter, error, h("div.run-buttons", null, all, none), list);
+  };
+  for (const r of ctx.runs) add(r);
+  const el = h("aside.sidebar", null, heading, filter, error, h("div.run-buttons", null, all, none), list);
   const update = (s: ViewState) => {
     if (document.activeElement !== filter) filter.value = s.runFilter;
     const f = compileFilter(s.runFilter);
     error.textContent = f.error ?? "";
     const off = new Set(s.off);
+    let shown = 0;
     for (const [name, { li, box }] of boxes) {
       li.hidden = !f.test(name);
+      if (!li.hidden) shown++;
       box.checked = !off.has(name);
     }
+    heading.textContent = shown === boxes.size ? `Runs (${shown})` : `Runs (${shown} of ${boxes.size})`;
   };
   update(store.get());
-  return { el, update };
+  return {
+    el,
+    update,
+    add: (r) => {
+      add(r);
+      update(store.get());
+    },
+  };
 }
 
 /** Missing and private experiments look the same to a viewer (both 404). */

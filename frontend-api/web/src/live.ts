@@ -1,0 +1,89 @@
+// Following an experiment that is still receiving data: the page polls the
+// experiment's metadata (one small read, GET /api/experiments/{eid}) and,
+// when its update time moves, tells the page to read what is new. A page
+// in a hidden tab does not poll. The server keeps each answer for its
+// cache TTL (httpapi.Config.CacheTTL, 2 s) per credential, and a public
+// experiment read signed out shares one answer between all its viewers.
+
+import { getFresh, type Experiment } from "./api";
+
+/** How often a visible page asks whether the experiment changed. */
+export const POLL_MS = 2500;
+
+/**
+ * Data that arrived within this long counts as an upload being active
+ * (tbup looks for new data every 5 s by default, and sends what it found
+ * at once).
+ */
+export const ACTIVE_MS = 30_000;
+
+export interface Freshness {
+  /** When the experiment's data (or metadata) last changed, ms since the epoch. */
+  updated: number;
+  /** The server's clock at the last poll (the browser's when it gave none). */
+  serverNow: number;
+  /** The browser's clock at the last poll. */
+  polledAt: number;
+}
+
+/**
+ * Polls the experiment every POLL_MS while the page is visible. changed
+ * is called (and awaited before the next poll) when its update time moves
+ * past the one seen first; tick after every poll. Returns a function that
+ * stops following.
+ */
+export function follow(
+  eid: string,
+  first: Experiment,
+  changed: (e: Experiment) => Promise<void>,
+  tick: (f: Freshness) => void,
+): () => void {
+  let last = Date.parse(first.updateTime ?? "") || 0;
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let busy = false;
+  const path = `/api/experiments/${encodeURIComponent(eid)}`;
+
+  async function poll() {
+    timer = undefined;
+    if (stopped || busy) return;
+    if (document.visibilityState === "hidden") return; // visibilitychange resumes
+    busy = true;
+    try {
+      const { body, serverNow } = await getFresh<Experiment>(path);
+      const updated = Date.parse(body.updateTime ?? "") || 0;
+      const now = Date.now();
+      tick({ updated, serverNow: Number.isFinite(serverNow) ? serverNow : now, polledAt: now });
+      if (updated > last) {
+        last = updated;
+        await changed(body);
+      }
+    } catch {
+      // Offline for a moment, or signed out: try again at the next poll.
+    }
+    busy = false;
+    schedule();
+  }
+  function schedule() {
+    if (!stopped && timer === undefined) timer = setTimeout(poll, POLL_MS);
+  }
+  const onVisible = () => {
+    if (document.visibilityState === "visible" && timer === undefined && !busy) poll();
+  };
+  document.addEventListener("visibilitychange", onVisible);
+  schedule();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+    document.removeEventListener("visibilitychange", onVisible);
+  };
+}
+
+/** "3 s", "5 min", "2 h", "4 d": how long ago, for the live indicator. */
+export function ago(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h`;
+  return `${Math.floor(s / 86400)} d`;
+}
