@@ -107,12 +107,31 @@ func saveCredentials(env Env, c *credentials) error {
 	return os.Rename(tmp, p)
 }
 
+// authUsage lists tbup auth's subcommands.
+const authUsage = `Usage: tbup auth <command> [--server URL] [--token T]
+
+Commands:
+  login            sign in: with --token T, store an API token; without, sign in with the
+                   server's OpenID Connect issuer (device flow: open a URL anywhere, enter a code)
+  logout           forget the credentials stored for the server
+  whoami           show who the credentials belong to
+
+Run 'tbup auth <command> -h' for a command's flags.
+`
+
 func runAuth(ctx context.Context, env Env, args []string) error {
 	if len(args) == 0 {
-		fmt.Fprintln(env.Stderr, "Usage: tbup auth login|logout|whoami [flags]")
+		fmt.Fprint(env.Stderr, authUsage)
 		return ErrUsage
 	}
 	sub, args := args[0], args[1:]
+	if isHelp(sub) || sub == "help" {
+		return &helpError{usage: []byte(authUsage)}
+	}
+	if sub != "login" && sub != "logout" && sub != "whoami" {
+		fmt.Fprintf(env.Stderr, "tbup auth: unknown command %q\n\n%s", sub, authUsage)
+		return ErrUsage
+	}
 	fs := newFlagSet(env, "auth "+sub, "[--server URL] [--token T]")
 	var sf serverFlags
 	sf.register(fs)
@@ -168,17 +187,21 @@ func runAuth(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "%s on %s\n", describeUser(who), sf.server)
 		return nil
 	}
-	fmt.Fprintf(env.Stderr, "tbup auth: unknown command %q (login, logout, whoami)\n", sub)
-	return ErrUsage
+	return fmt.Errorf("tbup auth %s: not handled", sub) // checked above
 }
 
+// describeUser names a user as people know it: its user name, with the
+// email when that differs; the id only for a user with neither.
 func describeUser(w *authv1.WhoAmIResponse) string {
-	who := w.GetEmail()
+	who := w.GetUserName()
 	if who == "" {
-		who = w.GetUserId()
+		who = w.GetEmail()
 	}
-	if w.GetEmail() != "" && w.GetUserId() != "" {
-		who += " (" + w.GetUserId() + ")"
+	if who == "" {
+		return w.GetUserId()
+	}
+	if e := w.GetEmail(); e != "" && e != who {
+		who += " <" + e + ">"
 	}
 	return who
 }

@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -36,13 +37,24 @@ var commands = map[string]command{
 // ErrUsage marks a command line that could not be understood; usage was printed.
 var ErrUsage = errors.New("usage error")
 
+// helpError ends a command that was asked for its usage (-h, --help):
+// Run prints the usage it holds to stdout and succeeds.
+type helpError struct{ usage []byte }
+
+func (*helpError) Error() string { return "help requested" }
+
 // Run dispatches args (without the program name) to a subcommand.
 func Run(ctx context.Context, env Env, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(env.Stderr)
+	if len(args) >= 2 && args[0] == "help" { // tbup help CMD [SUB]: its -h
+		args = append(args[1:], "-h")
+	}
+	if len(args) == 0 || isHelp(args[0]) || args[0] == "help" {
 		if len(args) == 0 {
+			usage(env.Stderr)
 			return ErrUsage
 		}
+		// Asked for: to stdout, so that `tbup -h | less` works.
+		usage(env.Stdout)
 		return nil
 	}
 	cmd, ok := commands[args[0]]
@@ -55,6 +67,10 @@ func Run(ctx context.Context, env Env, args []string) error {
 	// which a failure the server reported names, for its operator.
 	ctx = client.StartTrace(ctx)
 	err := cmd.run(ctx, env, args[1:])
+	if h := (*helpError)(nil); errors.As(err, &h) {
+		_, err := env.Stdout.Write(h.usage)
+		return err
+	}
 	if err != nil && client.ServerFailed(ctx) {
 		fmt.Fprintf(env.Stderr, "tbup: the server's logs of this command carry trace id %s\n", trace.SpanContextFromContext(ctx).TraceID())
 	}
@@ -74,23 +90,36 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun 'tbup <command> -h' for a command's flags.")
 }
 
+// isHelp says whether an argument asks for usage.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "--help" || arg == "-help"
+}
+
 // newFlagSet returns a flag set that reports errors instead of exiting.
 func newFlagSet(env Env, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet("tbup "+name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "Usage: tbup %s %s\n\nFlags:\n", name, synopsis)
+		fmt.Fprintf(fs.Output(), "Usage: tbup %s %s\n\nFlags:\n", name, synopsis)
 		fs.PrintDefaults()
 	}
 	return fs
 }
 
-// parse parses flags, allowing them after positional arguments too.
+// parse parses flags, allowing them after positional arguments too. Asked
+// for usage (-h, --help, anywhere before "--"), it returns a helpError
+// holding it, before anything else is checked: the command returns it, and
+// Run prints the usage and succeeds.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
+	for _, a := range args {
+		if a == "--" {
+			break
 		}
+		if isHelp(a) {
+			return usageOf(fs)
+		}
+	}
+	if err := fs.Parse(args); err != nil {
 		return ErrUsage
 	}
 	if fs.NArg() > 0 {
@@ -99,6 +128,16 @@ func parse(fs *flag.FlagSet, args []string) error {
 		return ErrUsage
 	}
 	return nil
+}
+
+// usageOf is fs's usage as a helpError.
+func usageOf(fs *flag.FlagSet) error {
+	var b bytes.Buffer
+	out := fs.Output()
+	fs.SetOutput(&b)
+	fs.Usage()
+	fs.SetOutput(out)
+	return &helpError{usage: b.Bytes()}
 }
 
 // missing reports a command line that lacks what the command needs, with usage.
