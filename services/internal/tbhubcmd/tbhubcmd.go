@@ -39,19 +39,52 @@ import (
 	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 )
 
-const usage = `usage:
+const usage = `tbhub hosts TensorBoard data: upload logdirs with tbup, read them in the web UI,
+in TensorBoard or with its HTTP API.
+
+Usage:
   tbhub serve [--data DIR] [--addr HOST:PORT] [--grpc-addr HOST:PORT]
   tbhub serve --store spanner://projects/P/instances/I/databases/D --blobs gs://BUCKET[/PREFIX] [...]
   tbhub token create --user NAME [--data DIR | --store ... --blobs ...]
   tbhub migrate [--data DIR | --store ...]
+
+Commands:
+  serve            run the whole service in one process: write and read services, HTTP API,
+                   web UI (embedded store in DIR, or Cloud Spanner + Cloud Storage)
+  token create     print a new API token for a user (created if it does not exist)
+  migrate          create or update the store's schema
+
+Every flag can also be set as TBHUB_<FLAG> (--grpc-addr: TBHUB_GRPC_ADDR).
+Run 'tbhub <command> -h' for a command's flags.
 `
+
+// Commands' usage lines, by flag set name.
+var synopses = map[string]string{
+	"serve":         "tbhub serve [flags]\n\nRuns the whole service in one process.",
+	"token create":  "tbhub token create --user NAME [flags]\n\nPrints a new API token for the user (created if it does not exist).",
+	"migrate":       "tbhub migrate [flags]\n\nCreates or updates the store's schema.",
+	"write-service": "write-service [flags]\n\nRuns the write service (gRPC and its HTTP endpoints).",
+}
 
 // ErrUsage marks command-line mistakes (exit status 2).
 var ErrUsage = errors.New("usage")
 
-// Run runs one tbhub command. stdout gets what scripts read (a token); the
-// banner and logs go to stderr.
+// ErrHelp ends a command asked for its usage (-h, --help), which was
+// printed (exit status 0).
+var ErrHelp = errors.New("help requested")
+
+// Run runs one tbhub command. stdout gets what scripts read (a token) and
+// the usage asked for with tbhub -h; the banner, logs and a command's
+// flags (tbhub serve -h) go to stderr. A command asked for its usage
+// returns nil.
 func Run(ctx context.Context, args []string, env config.Env, stdout, stderr io.Writer) error {
+	if err := run(ctx, args, env, stdout, stderr); !errors.Is(err, ErrHelp) {
+		return err
+	}
+	return nil
+}
+
+func run(ctx context.Context, args []string, env config.Env, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return ErrUsage
@@ -60,6 +93,10 @@ func Run(ctx context.Context, args []string, env config.Env, stdout, stderr io.W
 	case "serve":
 		return runServe(ctx, args[1:], env, stderr)
 	case "token":
+		if len(args) >= 2 && (args[1] == "-h" || args[1] == "--help" || args[1] == "-help") {
+			fmt.Fprintf(stdout, "Usage: tbhub token create --user NAME [flags]\n\nRun 'tbhub token create -h' for its flags.\n")
+			return nil
+		}
 		if len(args) < 2 || args[1] != "create" {
 			fmt.Fprint(stderr, usage)
 			return ErrUsage
@@ -88,9 +125,17 @@ func storageFlags(fs *flag.FlagSet) *backend.Spec {
 // TBHUB_<FLAG>); a mistake is ErrUsage.
 func parse(fs *flag.FlagSet, args []string, env config.Env, stderr io.Writer, aliases ...config.Alias) error {
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		syn, ok := synopses[fs.Name()]
+		if !ok {
+			syn = fs.Name() + " [flags]"
+		}
+		fmt.Fprintf(fs.Output(), "Usage: %s\n\nFlags:\n", syn)
+		fs.PrintDefaults()
+	}
 	if err := config.Parse(fs, args, env, aliases...); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return ErrUsage
+			return ErrHelp
 		}
 		fmt.Fprintf(stderr, "tbhub %s: %v\n", fs.Name(), err)
 		return errors.Join(ErrUsage, err)
@@ -159,7 +204,10 @@ func runServe(ctx context.Context, args []string, env config.Env, stderr io.Writ
 // handshake on one port ($PORT, default 8080), configured by flags, each
 // also from TBHUB_<FLAG> (package config).
 func RunWriteService(ctx context.Context, args []string, env config.Env, stderr io.Writer) error {
-	return serveProcess(ctx, writeServiceCommand, args, env, stderr)
+	if err := serveProcess(ctx, writeServiceCommand, args, env, stderr); !errors.Is(err, ErrHelp) {
+		return err
+	}
+	return nil
 }
 
 // serveFlags are the flags of a serving command.
@@ -416,6 +464,7 @@ func Main(name string, run func(ctx context.Context) error) {
 	err := run(ctx)
 	stop()
 	switch {
+	case errors.Is(err, ErrHelp):
 	case errors.Is(err, ErrUsage):
 		os.Exit(2)
 	case err != nil:

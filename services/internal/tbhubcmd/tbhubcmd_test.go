@@ -128,3 +128,45 @@ func TestWriteServiceFromEnvironment(t *testing.T) {
 		t.Errorf("bad environment value: %v", err)
 	}
 }
+
+// Every command answers -h and --help with its usage, once, and success,
+// without running (tbhub serve would otherwise start serving).
+func TestHelpOfEveryCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-h"}, "Commands:"},
+		{[]string{"--help"}, "Commands:"},
+		{[]string{"help"}, "Commands:"},
+		{[]string{"serve", "-h"}, "Usage: tbhub serve [flags]"},
+		{[]string{"serve", "--help"}, "Usage: tbhub serve [flags]"},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--help"}, "Usage: tbhub serve [flags]"},
+		{[]string{"token", "-h"}, "Usage: tbhub token create --user NAME"},
+		{[]string{"token", "create", "-h"}, "Usage: tbhub token create --user NAME [flags]"},
+		{[]string{"token", "create", "--help"}, "Usage: tbhub token create --user NAME [flags]"},
+		{[]string{"migrate", "-h"}, "Usage: tbhub migrate [flags]"},
+		{[]string{"migrate", "--help"}, "Usage: tbhub migrate [flags]"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			if err := Run(context.Background(), tc.args, func(string) (string, bool) { return "", false }, &out, &errOut); err != nil {
+				t.Fatalf("Run(%q) = %v, want nil\n%s", tc.args, err, errOut.String())
+			}
+			all := out.String() + errOut.String()
+			if !strings.Contains(all, tc.want) {
+				t.Errorf("output lacks %q:\n%s", tc.want, all)
+			}
+			if n := strings.Count(all, "Usage"); n != 1 {
+				t.Errorf("usage printed %d times:\n%s", n, all)
+			}
+		})
+	}
+	var errOut bytes.Buffer
+	if err := RunWriteService(context.Background(), []string{"--help"}, func(string) (string, bool) { return "", false }, &errOut); err != nil {
+		t.Errorf("write-service --help = %v, want nil", err)
+	}
+	if !strings.Contains(errOut.String(), "Usage: write-service [flags]") {
+		t.Errorf("write-service --help printed:\n%s", errOut.String())
+	}
+}
