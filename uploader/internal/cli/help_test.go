@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
 )
 
 // Every command and subcommand answers -h and --help (anywhere among its
@@ -93,6 +95,24 @@ func TestBadFlagIsUsageError(t *testing.T) {
 		}
 		if !strings.Contains(errOut.String(), "Usage:") {
 			t.Errorf("tbup %s: no usage on stderr: %q", strings.Join(args, " "), errOut.String())
+		}
+	}
+}
+
+// tbup auth whoami and login name the user by its user name, not its id.
+func TestDescribeUserByName(t *testing.T) {
+	for _, tc := range []struct {
+		who  *authv1.WhoAmIResponse
+		want string
+	}{
+		{&authv1.WhoAmIResponse{UserId: "u_7f3a", UserName: "ada"}, "ada"},
+		{&authv1.WhoAmIResponse{UserId: "u_7f3a", UserName: "ada", Email: "ada@example.com"}, "ada <ada@example.com>"},
+		{&authv1.WhoAmIResponse{UserId: "u_7f3a", UserName: "ada@example.com", Email: "ada@example.com"}, "ada@example.com"},
+		{&authv1.WhoAmIResponse{UserId: "u_7f3a", Email: "ada@example.com"}, "ada@example.com"},
+		{&authv1.WhoAmIResponse{UserId: "u_7f3a"}, "u_7f3a"},
+	} {
+		if got := describeUser(tc.who); got != tc.want {
+			t.Errorf("describeUser(%v) = %q, want %q", tc.who, got, tc.want)
 		}
 	}
 }
