@@ -59,6 +59,9 @@ type Config struct {
 	// SamplesPerPlugin is httpapi.Config.SamplesPerPlugin
 	// (--samples_per_plugin).
 	SamplesPerPlugin httpapi.SamplesPerPlugin
+	// HTTP bounds what one client can hold of the server
+	// (lifecycle.DefaultHTTPLimits if zero).
+	HTTP lifecycle.HTTPLimits
 
 	oidc session.OIDC
 }
@@ -78,6 +81,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) []config.Alias {
 	fs.StringVar(&c.oidc.ClientID, "oidc-web-client-id", "", "its web client (one of the write service's accepted client IDs)")
 	fs.StringVar(&c.oidc.ClientSecret, "oidc-web-client-secret", "", "that client's secret, if the issuer wants one")
 	fs.Var(&c.SamplesPerPlugin, "samples_per_plugin", httpapi.SamplesFlagUsage)
+	c.HTTP = lifecycle.DefaultHTTPLimits()
+	c.HTTP.RegisterFlags(fs)
 	config.PortFlag(fs, "addr")
 	c.Telemetry.Service = "tbhub-frontend"
 	aliases := append([]config.Alias{config.Port("addr")}, c.Telemetry.RegisterFlags(fs)...)
@@ -185,6 +190,11 @@ func Run(ctx context.Context, lis net.Listener, cfg Config, obs Observers) error
 	ui.Mount(mux)
 	mux.Handle("GET /metrics", obs.Metrics.Handler())
 	life := lifecycle.New(cfg.ShutdownTimeout, obs.Logger)
+	if cfg.HTTP != (lifecycle.HTTPLimits{}) {
+		if err := life.LimitHTTP(cfg.HTTP); err != nil {
+			return err
+		}
+	}
 	life.Probes(mux)
 	life.HTTP(lis, obs.Tracing.HTTP(obs.Metrics.HTTP(mux)))
 	obs.Logger.InfoContext(ctx, "frontend listening", "addr", lis.Addr().String(), "read_service", cfg.ReadService)

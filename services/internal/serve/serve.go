@@ -47,9 +47,12 @@ type Config struct {
 	PublicOrigin string
 	// APIEndpoint is the gRPC target advertised in the handshake;
 	// "dns:///" + the gRPC listener's address if empty.
-	APIEndpoint    string
-	OIDC           auth.OIDCConfig
-	Limits         limits.Limits
+	APIEndpoint string
+	OIDC        auth.OIDCConfig
+	Limits      limits.Limits
+	// HTTP bounds what one client can hold of the HTTP (and gRPC)
+	// server; lifecycle.DefaultHTTPLimits if zero.
+	HTTP           lifecycle.HTTPLimits
 	AllowedPlugins []string
 	EnableTestRPCs bool
 	// SweepInterval is how often deleted experiments are purged; one
@@ -137,6 +140,11 @@ func (s *Server) build(grpcAddr string) error {
 	lim := s.cfg.Limits
 	if lim == (limits.Limits{}) {
 		lim = limits.Default()
+	}
+	if s.cfg.HTTP != (lifecycle.HTTPLimits{}) {
+		if err := s.life.LimitHTTP(s.cfg.HTTP); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
 	}
 	var err error
 	if s.auth, err = auth.New(s.st, auth.Config{OIDC: s.cfg.OIDC, Now: s.cfg.Now, Logger: s.logger}); err != nil {

@@ -20,33 +20,34 @@ var telemetryFlags = []string{"gcp-project", "metrics-exporter", "trace-exporter
 // in upper case (package config). A flag added, renamed or removed shows
 // here, and in docs/operations.md, which must name each variable.
 func TestEveryFlagAndItsVariable(t *testing.T) {
+	httpLimitFlags := []string{"http-body-timeout", "http-header-timeout", "http-idle-timeout", "max-conns-per-ip"}
 	binaries := []struct {
 		name  string
 		flags func(fs *flag.FlagSet)
 		want  []string
 	}{
-		{"tbhub serve", func(fs *flag.FlagSet) { newServeFlags(fs, serveCommand) }, append([]string{
+		{"tbhub serve", func(fs *flag.FlagSet) { newServeFlags(fs, serveCommand) }, slices.Concat([]string{
 			"addr", "api-endpoint", "blobs", "data", "enable-test-rpcs", "grpc-addr",
 			"max-blob-bytes", "max-blob-bytes-per-user", "max-experiments-per-user", "max-points-per-user",
 			"oidc-client-ids", "oidc-device-client-id", "oidc-device-client-secret", "oidc-issuer",
 			"oidc-web-client-id", "oidc-web-client-secret", "public-origin", "requests-per-second", "samples_per_plugin", "store",
-		}, telemetryFlags...)},
-		{"write-service", func(fs *flag.FlagSet) { newServeFlags(fs, writeServiceCommand) }, append([]string{
+		}, telemetryFlags, httpLimitFlags)},
+		{"write-service", func(fs *flag.FlagSet) { newServeFlags(fs, writeServiceCommand) }, slices.Concat([]string{
 			"addr", "api-endpoint", "blobs", "data", "enable-test-rpcs", "grpc-addr",
 			"max-blob-bytes", "max-blob-bytes-per-user", "max-experiments-per-user", "max-points-per-user",
 			"oidc-client-ids", "oidc-device-client-id", "oidc-device-client-secret", "oidc-issuer",
 			"oidc-web-client-id", "oidc-web-client-secret", "public-origin", "requests-per-second", "store",
-		}, telemetryFlags...)},
+		}, telemetryFlags, httpLimitFlags)},
 		{"tbhub token create", func(fs *flag.FlagSet) { storageFlags(fs); tokenFlags(fs) }, []string{"blobs", "data", "name", "store", "user"}},
 		{"tbhub migrate", func(fs *flag.FlagSet) { storageFlags(fs) }, []string{"blobs", "data", "store"}},
-		{"read-service", func(fs *flag.FlagSet) { readservice.NewFlags(fs) }, append([]string{
+		{"read-service", func(fs *flag.FlagSet) { readservice.NewFlags(fs) }, slices.Concat([]string{
 			"addr", "blob-key-secret", "blobs", "data", "metrics-addr", "oidc-client-ids", "oidc-issuer",
 			"port", "public-origin", "store",
-		}, telemetryFlags...)},
-		{"frontend", func(fs *flag.FlagSet) { new(frontend.Config).RegisterFlags(fs) }, append([]string{
+		}, telemetryFlags)},
+		{"frontend", func(fs *flag.FlagSet) { new(frontend.Config).RegisterFlags(fs) }, slices.Concat([]string{
 			"addr", "experiment-service", "grpc-insecure", "oidc-issuer", "oidc-web-client-id",
 			"oidc-web-client-secret", "port", "public-origin", "read-service", "samples_per_plugin",
-		}, telemetryFlags...)},
+		}, telemetryFlags, httpLimitFlags)},
 	}
 	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "operations.md"))
 	if err != nil {

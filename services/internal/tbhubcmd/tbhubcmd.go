@@ -36,6 +36,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
 	"github.com/tbhub/tbhub/services/serverkit/config"
+	"github.com/tbhub/tbhub/services/serverkit/lifecycle"
 	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 )
 
@@ -188,10 +189,16 @@ type process struct {
 	defaultAddr string
 	readPath    bool // mount the read service and TensorBoard's HTTP API
 	firstStart  bool // create the owner user and print its token
+	direct      bool // reached by clients directly, not through a proxy
 }
 
+// DirectMaxConnsPerIP is tbhub serve's default --max-conns-per-ip: clients
+// reach it directly, so a client address is one client. The write service
+// runs behind Cloud Run's proxy and has no such limit by default.
+const DirectMaxConnsPerIP = 256
+
 var (
-	serveCommand        = process{name: "serve", service: "tbhub", defaultAddr: "localhost:6006", readPath: true, firstStart: true}
+	serveCommand        = process{name: "serve", service: "tbhub", defaultAddr: "localhost:6006", readPath: true, firstStart: true, direct: true}
 	writeServiceCommand = process{name: "write-service", service: "tbhub-write", defaultAddr: ":8080"}
 )
 
@@ -219,6 +226,7 @@ type serveFlags struct {
 	webClient, webSecret             *string
 	testRPCs                         *bool
 	lim                              limits.Limits
+	http                             lifecycle.HTTPLimits
 	samples                          httpapi.SamplesPerPlugin
 	tcfg                             telemetry.Config
 	aliases                          []config.Alias
@@ -244,6 +252,11 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 	fs.Int64Var(&f.lim.MaxPointsPerUser, "max-points-per-user", f.lim.MaxPointsPerUser, "scalar and tensor points quota per user (0: unlimited)")
 	fs.Int64Var(&f.lim.MaxBlobBytesPerUser, "max-blob-bytes-per-user", f.lim.MaxBlobBytesPerUser, "blob bytes quota per user (0: unlimited)")
 	fs.Float64Var(&f.lim.RequestsPerSecond, "requests-per-second", f.lim.RequestsPerSecond, "per-user write rate (0: unlimited)")
+	f.http = lifecycle.DefaultHTTPLimits()
+	if proc.direct {
+		f.http.MaxConnsPerIP = DirectMaxConnsPerIP
+	}
+	f.http.RegisterFlags(fs)
 	if proc.readPath {
 		fs.Var(&f.samples, "samples_per_plugin", httpapi.SamplesFlagUsage)
 	}
@@ -282,7 +295,7 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 	defer b.Close()
 	st := instrumented.Wrap(b.Store, tel, metrics)
 	cfg := serve.Config{HTTPAddr: *addr, GRPCAddr: *grpcAddr, PublicOrigin: *origin, APIEndpoint: *endpoint,
-		EnableTestRPCs: *testRPCs, Limits: lim, Logger: logger, Metrics: metrics, Telemetry: tel}
+		EnableTestRPCs: *testRPCs, Limits: lim, HTTP: f.http, Logger: logger, Metrics: metrics, Telemetry: tel}
 	if *clientIDs != "" {
 		cfg.OIDC = auth.OIDCConfig{Issuer: *issuer, ClientIDs: strings.Split(*clientIDs, ",")}
 		for _, c := range []string{*deviceClient, *webClient} {

@@ -52,6 +52,7 @@ type Process struct {
 	logger       *slog.Logger
 	ready        atomic.Bool
 	health       *health.Server
+	httpLimits   HTTPLimits
 	https        []httpServer
 	grpcs        []grpcServer
 	inHTTP       []*grpc.Server
@@ -76,7 +77,7 @@ func New(drainTimeout time.Duration, logger *slog.Logger) *Process {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Process{drainTimeout: drainTimeout, logger: logger, health: health.NewServer()}
+	p := &Process{drainTimeout: drainTimeout, logger: logger, health: health.NewServer(), httpLimits: DefaultHTTPLimits()}
 	p.health.SetServingStatus("", grpc_health_v1.HealthCheckResponse_NOT_SERVING)
 	return p
 }
@@ -104,19 +105,28 @@ func (p *Process) RegisterHealth(s grpc.ServiceRegistrar) {
 	grpc_health_v1.RegisterHealthServer(s, p.health)
 }
 
+// LimitHTTP sets the limits of the servers added after it by HTTP and
+// GRPC (DefaultHTTPLimits until then); the per-address connection limit
+// applies to gRPC listeners too.
+func (p *Process) LimitHTTP(l HTTPLimits) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	p.httpLimits = l
+	return nil
+}
+
 // HTTP serves h on lis, HTTP/1.1 and cleartext HTTP/2 (prior knowledge,
-// which gRPC clients and Cloud Run's end-to-end HTTP/2 use).
+// which gRPC clients and Cloud Run's end-to-end HTTP/2 use), within the
+// process's HTTPLimits.
 func (p *Process) HTTP(lis net.Listener, h http.Handler) {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	srv.Protocols = new(http.Protocols)
-	srv.Protocols.SetHTTP1(true)
-	srv.Protocols.SetUnencryptedHTTP2(true)
-	p.https = append(p.https, httpServer{srv: srv, lis: lis})
+	srv := newHTTPServer(h, p.httpLimits)
+	p.https = append(p.https, httpServer{srv: srv, lis: limitPerIP(lis, p.httpLimits.MaxConnsPerIP)})
 }
 
 // GRPC serves s on lis with its own transport.
 func (p *Process) GRPC(lis net.Listener, s *grpc.Server) {
-	p.grpcs = append(p.grpcs, grpcServer{srv: s, lis: lis})
+	p.grpcs = append(p.grpcs, grpcServer{srv: s, lis: limitPerIP(lis, p.httpLimits.MaxConnsPerIP)})
 }
 
 // GRPCInHTTP says that s is served through an HTTP handler given to HTTP
