@@ -21,7 +21,7 @@ func TestErrorsPeopleUnderstand(t *testing.T) {
 	}{
 		{"bad token", func(c *tbup) { c.token = "tbh_not-a-real-token" }, []string{"upload", "--one-shot", "--logdir", logdir}, "token is invalid or revoked"},
 		{"missing logdir", nil, []string{"upload", "--one-shot", "--logdir", "/no/such/logdir"}, "logdir not found"},
-		{"wrong server", func(c *tbup) { c.url = "http://127.0.0.1:1" }, []string{"upload", "--one-shot", "--logdir", logdir}, "cannot reach http://127.0.0.1:1"},
+		{"wrong server", func(c *tbup) { c.url = "http://127.0.0.1:1" }, []string{"upload", "--one-shot", "--logdir", logdir}, "tbup: cannot reach the server at http://127.0.0.1:1 ("},
 		{"not a tbhub server", func(c *tbup) { c.url = s.url + "/nothing-here" }, []string{"list"}, "is it a tbhub server?"},
 		{"unknown experiment", nil, []string{"upload", "--one-shot", "--logdir", logdir, "--experiment", "AAAAAAAAAAAAAAAAAAAAAA"}, "not found"},
 		{"bad visibility", nil, []string{"upload", "--logdir", logdir, "--visibility", "everyone"}, "--visibility must be private, unlisted or public"},

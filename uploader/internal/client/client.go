@@ -82,6 +82,9 @@ func (s *ServerInfo) ExperimentURL(eid string) string {
 var (
 	ErrServer       = errors.New("server error")
 	ErrIncompatible = errors.New("the server does not accept this client")
+	// ErrUnreachable: no answer at all (connection refused, unknown host,
+	// timeout): nothing the server did, so no trace of it in its logs.
+	ErrUnreachable = errors.New("cannot reach the server")
 )
 
 // Handshake asks server (an http(s) origin) how to upload.
@@ -110,7 +113,7 @@ func Handshake(ctx context.Context, hc *http.Client, server string, plugins []st
 	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(hreq.Header))
 	resp, err := hc.Do(hreq)
 	if err != nil {
-		return nil, fmt.Errorf("%w: cannot reach %s: %v", ErrServer, server, err)
+		return nil, fmt.Errorf("%w at %s (%v)", ErrUnreachable, server, errors.Unwrap(err))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -340,6 +343,9 @@ func Describe(err error) string {
 	case codes.ResourceExhausted:
 		return "limit reached: " + st.Message()
 	case codes.Unavailable:
+		if strings.HasPrefix(st.Message(), "connection error") {
+			return "cannot reach the server (" + st.Message() + ")"
+		}
 		return "the server is unavailable: " + st.Message()
 	case codes.InvalidArgument:
 		return "rejected by the server: " + st.Message()

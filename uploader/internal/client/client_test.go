@@ -70,7 +70,9 @@ func TestHandshakeDefaultsAndOverrides(t *testing.T) {
 	if _, err := Handshake(context.Background(), srv.Client(), "localhost:6006", nil); err == nil {
 		t.Error("a server without a scheme was accepted")
 	}
-	if _, err := Handshake(context.Background(), http.DefaultClient, "http://127.0.0.1:1", nil); !errors.Is(err, ErrServer) {
+	// A refused connection is not a server error: the server never answered.
+	if _, err := Handshake(context.Background(), http.DefaultClient, "http://127.0.0.1:1", nil); !errors.Is(err, ErrUnreachable) || errors.Is(err, ErrServer) ||
+		!strings.HasPrefix(err.Error(), "cannot reach the server at http://127.0.0.1:1 (") || strings.Contains(err.Error(), "server error") {
 		t.Errorf("unreachable server: %v", err)
 	}
 }
