@@ -144,6 +144,7 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 	quiet := fs.Bool("quiet", false, "print warnings and the experiment URL only")
 	poll := fs.Duration("poll", 5*time.Second, "how often a continuous upload looks for new data")
 	inFlight := fs.Int("parallel", 4, "requests in flight at once")
+	allowEmpty := fs.Bool("allow-empty", false, "create the experiment even if the logdir holds no event files yet")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -171,6 +172,11 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 	}
 	if *dryRun {
 		return dryRunUpload(ctx, env, src, wanted, prog, *asJSON)
+	}
+	if *graph == "" && !*allowEmpty {
+		if found, err := waitForEventFiles(ctx, env, src, *oneShot, *poll); err != nil || !found {
+			return err
+		}
 	}
 
 	c, err := sf.connect(ctx, env, wanted)
@@ -362,4 +368,34 @@ func isTerminal(w any) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// waitForEventFiles checks that src holds an event file before anything is
+// created on the server: a one-shot upload of a folder without any (a
+// typo, the wrong folder) is an error; a watching upload says so and waits
+// for the first (training that has not written yet). found is false, with
+// a nil error, when ctx ended the wait (Ctrl-C).
+func waitForEventFiles(ctx context.Context, env Env, src logdir.Source, oneShot bool, poll time.Duration) (found bool, err error) {
+	for waited := false; ; waited = true {
+		runs, err := src.Scan(ctx)
+		if err != nil {
+			return false, err
+		}
+		for _, r := range runs {
+			if len(r.Files) > 0 {
+				return true, nil
+			}
+		}
+		if oneShot {
+			return false, fmt.Errorf("no event files (names holding \"tfevents\") in %s: nothing uploaded, no experiment created (--allow-empty creates an empty one)", src)
+		}
+		if !waited {
+			fmt.Fprintf(env.Stderr, "No event files in %s yet; waiting for the first before creating the experiment (Ctrl-C to stop, --allow-empty to create it now).\n", src)
+		}
+		select {
+		case <-ctx.Done():
+			return false, nil
+		case <-time.After(poll):
+		}
+	}
 }
