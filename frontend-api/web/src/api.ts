@@ -184,6 +184,20 @@ export function postForm<T>(path: string, form: URLSearchParams): Promise<T> {
   return p;
 }
 
+/** GETs path as bytes (mesh components), cached. */
+export function getBuffer(path: string): Promise<ArrayBuffer> {
+  const key = `BYTES ${path}`;
+  let p = cache.get(key) as Promise<ArrayBuffer> | undefined;
+  if (!p) {
+    p = fetch(path, { headers: headers() })
+      .then((r) => check(r, path))
+      .then((r) => r.arrayBuffer());
+    p.catch(() => cache.delete(key));
+    cache.set(key, p);
+  }
+  return p;
+}
+
 /** GETs path as text (pbtxt graphs), cached. */
 export function getText(path: string): Promise<string> {
   const key = `TEXT ${path}`;

@@ -15,6 +15,7 @@ import { prCurvesDashboard } from "../dashboards/prcurves";
 import { customScalarsDashboard } from "../dashboards/customscalars";
 import { hparamsDashboard } from "../dashboards/hparams";
 import { graphsDashboard } from "../dashboards/graphs";
+import { meshDashboard } from "../dashboards/mesh";
 import { shareDialog } from "./experiments";
 import { renderSignIn } from "./signin";
 
@@ -37,6 +38,7 @@ const TABS: Tab[] = [
   { id: "custom_scalars", label: "Custom scalars", plugins: ["custom_scalars"], make: customScalarsDashboard },
   { id: "hparams", label: "HParams", plugins: ["hparams"], make: hparamsDashboard },
   { id: "graphs", label: "Graphs", plugins: ["graphs"], make: graphsDashboard },
+  { id: "mesh", label: "Mesh", plugins: ["mesh"], make: meshDashboard },
 ];
 
 /** Renders the page; returns what stops it (before the next page renders). */
