@@ -54,6 +54,17 @@ type Limits struct {
 	// RequestsPerSecond 0 disables rate limiting.
 	RequestsPerSecond float64
 	Burst             int
+
+	// WriteBlob streams open at once, per user and per client connection.
+	// Each holds an open object being written (a file descriptor on the
+	// embedded store) until it ends.
+	MaxBlobStreamsPerUser int
+	MaxBlobStreamsPerConn int
+	// BlobStreamIdleTimeout ends a WriteBlob stream whose next request has
+	// not arrived this long; BlobStreamTimeout ends any stream this long
+	// after it started. What arrived is kept (resumable) either way.
+	BlobStreamIdleTimeout time.Duration
+	BlobStreamTimeout     time.Duration
 }
 
 // Default returns the limits tbhub runs with unless configured otherwise.
@@ -81,6 +92,14 @@ func Default() Limits {
 		// uploads of one user may run at once.
 		RequestsPerSecond: 500,
 		Burst:             1000,
+		// tbup writes one blob at a time per upload; a user may run a few
+		// uploads, over one connection each.
+		MaxBlobStreamsPerUser: 64,
+		MaxBlobStreamsPerConn: 16,
+		// A 4 MiB chunk at 1 Mbit/s takes 32 s; the whole 64 MiB blob at
+		// that rate about nine minutes.
+		BlobStreamIdleTimeout: time.Minute,
+		BlobStreamTimeout:     15 * time.Minute,
 	}
 }
 
@@ -97,6 +116,10 @@ func (l Limits) Validate() error {
 		return fmt.Errorf("limits: blob, tensor point, points-per-request and blobs-per-sequence limits must be positive")
 	case l.RequestsPerSecond < 0 || (l.RequestsPerSecond > 0 && l.Burst < 1):
 		return fmt.Errorf("limits: a rate limit needs a burst of at least 1")
+	case l.MaxBlobStreamsPerUser <= 0 || l.MaxBlobStreamsPerConn <= 0:
+		return fmt.Errorf("limits: blob streams per user and per connection must be positive")
+	case l.BlobStreamIdleTimeout <= 0 || l.BlobStreamTimeout < l.BlobStreamIdleTimeout:
+		return fmt.Errorf("limits: the blob stream idle timeout must be positive and the total timeout at least as long")
 	}
 	return nil
 }
@@ -120,15 +143,19 @@ type Enforcer struct {
 	usage UsageSource
 	now   func() time.Time
 
-	mu    sync.Mutex
-	users map[string]*userState
+	mu      sync.Mutex
+	users   map[string]*userState
+	streams map[string]int // open WriteBlob streams by "user:" + ID and "conn:" + address
 }
 
 type userState struct {
 	limiter *rate.Limiter
-	mu      sync.Mutex // guards usage and loaded
+	mu      sync.Mutex // guards usage, loaded and reserved
 	usage   store.Usage
 	loaded  time.Time
+	// reserved is blob bytes admitted to streams still running: not in
+	// the store yet, so not in usage, and kept across refreshes.
+	reserved int64
 }
 
 // NewEnforcer returns an enforcer of l reading usage from src.
@@ -139,7 +166,7 @@ func NewEnforcer(l Limits, src UsageSource, now func() time.Time) (*Enforcer, er
 	if now == nil {
 		now = time.Now
 	}
-	return &Enforcer{l: l, usage: src, now: now, users: map[string]*userState{}}, nil
+	return &Enforcer{l: l, usage: src, now: now, users: map[string]*userState{}, streams: map[string]int{}}, nil
 }
 
 // Limits returns the enforced limits.
@@ -219,9 +246,68 @@ func (e *Enforcer) ReservePoints(ctx context.Context, userID string, n int64) er
 	return e.reserve(ctx, userID, pointsQuota, n)
 }
 
-// ReserveBlobBytes admits n more blob bytes for the user.
-func (e *Enforcer) ReserveBlobBytes(ctx context.Context, userID string, n int64) error {
-	return e.reserve(ctx, userID, blobBytesQuota, n)
+// ReserveBlobBytes admits a blob stream that may store n more bytes for
+// the user: the n bytes count against the quota until the stream ends,
+// when settle(stored) replaces them by the bytes it stored. settle must
+// be called exactly once, however the stream ended.
+func (e *Enforcer) ReserveBlobBytes(ctx context.Context, userID string, n int64) (settle func(stored int64), err error) {
+	limit := e.l.MaxBlobBytesPerUser
+	if n < 0 {
+		n = 0
+	}
+	u := e.user(userID)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if limit > 0 {
+		if err := e.refresh(ctx, u, userID, false); err != nil {
+			return nil, err
+		}
+		if used := u.usage.BlobBytes + u.reserved; used+n > limit {
+			return nil, rpcerr.New(codes.ResourceExhausted, "quota exceeded: %s is %d (used %d, this request adds %d)",
+				blobBytesQuota.name, limit, used, n)
+		}
+	}
+	u.reserved += n
+	var once sync.Once
+	return func(stored int64) {
+		once.Do(func() {
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			u.reserved -= n
+			u.usage.BlobBytes += stored
+		})
+	}, nil
+}
+
+// AcquireBlobStream admits one more WriteBlob stream of the user over the
+// client connection conn (its remote address). release gives the slot
+// back; call it once when the stream ends.
+func (e *Enforcer) AcquireBlobStream(userID, conn string) (release func(), err error) {
+	userKey, connKey := "user:"+userID, "conn:"+conn
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.streams[userKey] >= e.l.MaxBlobStreamsPerUser {
+		return nil, rpcerr.New(codes.ResourceExhausted,
+			"too many blob uploads at once: %d WriteBlob streams per user; finish one first", e.l.MaxBlobStreamsPerUser)
+	}
+	if e.streams[connKey] >= e.l.MaxBlobStreamsPerConn {
+		return nil, rpcerr.New(codes.ResourceExhausted,
+			"too many blob uploads at once: %d WriteBlob streams per connection; finish one first", e.l.MaxBlobStreamsPerConn)
+	}
+	e.streams[userKey]++
+	e.streams[connKey]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			for _, k := range []string{userKey, connKey} {
+				if e.streams[k]--; e.streams[k] <= 0 {
+					delete(e.streams, k)
+				}
+			}
+		})
+	}, nil
 }
 
 func (e *Enforcer) reserve(ctx context.Context, userID string, q quota, n int64) error {

@@ -53,10 +53,13 @@ func TestQuotas(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantExhausted(t, e.ReservePoints(ctx, "u", 1), "points per user", "100")
-	wantExhausted(t, e.ReserveBlobBytes(ctx, "u", 1001), "blob bytes per user", "1000")
-	if err := e.ReserveBlobBytes(ctx, "u", 1000); err != nil {
+	_, err = e.ReserveBlobBytes(ctx, "u", 1001)
+	wantExhausted(t, err, "blob bytes per user", "1000")
+	settle, err := e.ReserveBlobBytes(ctx, "u", 1000)
+	if err != nil {
 		t.Fatal(err)
 	}
+	settle(1000)
 	// Another user has their own budget.
 	if err := e.ReservePoints(ctx, "v", 10); err != nil {
 		t.Fatal(err)
@@ -110,4 +113,71 @@ func TestValidate(t *testing.T) {
 	if bad.Validate() == nil {
 		t.Error("chunk as large as the request limit accepted")
 	}
+}
+
+// Blob bytes reserved by a running stream count against the quota until
+// it ends, across usage refreshes (the store does not hold them yet), and
+// an aborted stream gives back what it did not store.
+func TestBlobReservationHeldUntilSettled(t *testing.T) {
+	l := Default()
+	l.MaxBlobBytesPerUser = 1000
+	now := time.Unix(1000, 0)
+	src := &fixedUsage{}
+	e, err := NewEnforcer(l, src, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	settleA, err := e.ReserveBlobBytes(ctx, "u", 600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(usageRefresh + time.Second) // the store still says 0
+	_, err = e.ReserveBlobBytes(ctx, "u", 600)
+	wantExhausted(t, err, "blob bytes per user", "1000")
+	settleA(1) // aborted after one byte
+	settleA(1) // a second call changes nothing
+	settleB, err := e.ReserveBlobBytes(ctx, "u", 999)
+	if err != nil {
+		t.Fatalf("after the abort gave its bytes back: %v", err)
+	}
+	_, err = e.ReserveBlobBytes(ctx, "u", 1)
+	wantExhausted(t, err, "blob bytes per user", "1000")
+	settleB(0)
+}
+
+// WriteBlob streams are bounded per user and per connection; a released
+// slot is free again.
+func TestBlobStreamSlots(t *testing.T) {
+	l := Default()
+	l.MaxBlobStreamsPerUser, l.MaxBlobStreamsPerConn = 3, 2
+	e, err := NewEnforcer(l, &fixedUsage{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err := e.AcquireBlobStream("u", "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.AcquireBlobStream("u", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.AcquireBlobStream("u", "c1")
+	wantExhausted(t, err, "per connection", "2")
+	if _, err := e.AcquireBlobStream("u", "c2"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.AcquireBlobStream("u", "c3")
+	wantExhausted(t, err, "per user", "3")
+	// Another user, on a connection of its own, is not affected.
+	if _, err := e.AcquireBlobStream("v", "c4"); err != nil {
+		t.Fatalf("another user: %v", err)
+	}
+	r1()
+	r1()
+	if _, err := e.AcquireBlobStream("u", "c3"); err != nil {
+		t.Fatalf("after a release: %v", err)
+	}
+	_, err = e.AcquireBlobStream("u", "c5")
+	wantExhausted(t, err, "per user", "3")
 }

@@ -175,7 +175,10 @@ func (w *writerService) GetBlobMetadata(ctx context.Context, req *servicepb.GetB
 }
 
 func (w *writerService) WriteBlob(stream servicepb.TensorBoardWriterService_WriteBlobServer) error {
-	first, err := stream.Recv()
+	lim := w.s.limits.Limits()
+	in := newChunkReader(stream, lim.BlobStreamIdleTimeout, lim.BlobStreamTimeout)
+	defer in.stop()
+	first, err := in.next()
 	if err == io.EOF {
 		// TensorBoard's uploader sends a zero-byte blob so (emptyblob.go).
 		if first, err = w.s.emptyBlobRequest(stream); first == nil {
@@ -199,6 +202,13 @@ func (w *writerService) WriteBlob(stream servicepb.TensorBoardWriterService_Writ
 	if err := w.s.limits.Allow(p.UserID); err != nil {
 		return err
 	}
+	// Each stream holds an object being written until it ends: bounded
+	// per user and per connection.
+	release, err := w.s.limits.AcquireBlobStream(p.UserID, connOf(ctx))
+	if err != nil {
+		return err
+	}
+	defer release()
 	eid, ref, err := store.ParseBlobSequenceID(first.GetBlobSequenceId())
 	if err != nil || eid != e.ID {
 		return rpcerr.New(codes.InvalidArgument, "malformed blob_sequence_id")
@@ -219,7 +229,7 @@ func (w *writerService) WriteBlob(stream servicepb.TensorBoardWriterService_Writ
 	if err != nil {
 		return err
 	}
-	return up.run(ctx, stream, first)
+	return up.run(ctx, stream, in, first)
 }
 
 // upload is one WriteBlob stream in progress.
@@ -232,6 +242,7 @@ type upload struct {
 	crc      uint32 // CRC32C of those bytes
 	pw       *io.PipeWriter
 	putDone  chan error
+	settle   func(stored int64) // of the quota reservation
 }
 
 // startUpload checks the first request against the slot's state and starts
@@ -260,10 +271,13 @@ func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, 
 		return nil, rpcerr.New(codes.FailedPrecondition,
 			"offset %d does not continue the %d bytes received; call GetBlobMetadata and resume from its size", offset, have)
 	}
-	if err := s.limits.ReserveBlobBytes(ctx, userID, total-offset); err != nil {
+	// The bytes the stream may add are reserved now, against streams the
+	// user runs at once, and settled to what was stored when it ends.
+	settle, err := s.limits.ReserveBlobBytes(ctx, userID, total-offset)
+	if err != nil {
 		return nil, err
 	}
-	up := &upload{s: s, slot: slot, total: total, key: key, putDone: make(chan error, 1)}
+	up := &upload{s: s, slot: slot, total: total, key: key, putDone: make(chan error, 1), settle: settle}
 	// The Put outlives a broken stream: it must commit what was received.
 	putCtx := context.WithoutCancel(ctx)
 	pr, pw := io.Pipe()
@@ -276,6 +290,7 @@ func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, 
 		// under an older key layout moves to the current key here.
 		prefix, err = s.blobs.NewRangeReader(putCtx, slot.row.ObjectKey, 0, offset)
 		if err != nil {
+			settle(0)
 			return nil, fmt.Errorf("writer: reopen partial blob %s: %w", slot.row.ObjectKey, err)
 		}
 		up.received, up.crc = offset, slot.row.CRC32C
@@ -294,7 +309,10 @@ func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, 
 }
 
 // run feeds the stream's chunks to the Put and records the outcome.
-func (up *upload) run(ctx context.Context, stream servicepb.TensorBoardWriterService_WriteBlobServer, first *servicepb.WriteBlobRequest) error {
+func (up *upload) run(ctx context.Context, stream servicepb.TensorBoardWriterService_WriteBlobServer, in *chunkReader, first *servicepb.WriteBlobRequest) error {
+	// The bytes this stream added to the store, once its row says so.
+	start, stored := up.received, int64(0)
+	defer func() { up.settle(stored) }()
 	req := first
 	finalized := false
 	var streamErr error
@@ -325,7 +343,7 @@ func (up *upload) run(ctx context.Context, stream servicepb.TensorBoardWriterSer
 			streamErr = err
 			break
 		}
-		next, err := stream.Recv()
+		next, err := in.next()
 		if err == io.EOF {
 			break // the client ended without finalizing: keep what arrived
 		}
@@ -354,6 +372,7 @@ func (up *upload) run(ctx context.Context, stream servicepb.TensorBoardWriterSer
 	if err := up.record(ctx, up.received, up.crc, state); err != nil {
 		return err
 	}
+	stored = up.received - start
 	if old := up.slot.row; old != nil && old.ObjectKey != up.key {
 		// No row names the old object any more.
 		if err := up.s.blobs.Delete(context.WithoutCancel(ctx), old.ObjectKey); err != nil {

@@ -1,0 +1,110 @@
+package serve_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+	"github.com/tbhub/tbhub/services/internal/serve"
+)
+
+// openStalledStream starts a WriteBlob stream that claims 1 MiB, sends one
+// byte and then nothing, as the attacker does, and waits for the
+// server's acknowledgement of that byte. The stream stays open until ctx
+// ends or the server ends it.
+func openStalledStream(ctx context.Context, t *testing.T, h *harness, seqID string, index int64) (servicepb.TensorBoardWriterService_WriteBlobClient, error) {
+	t.Helper()
+	s, err := h.writer.WriteBlob(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(&servicepb.WriteBlobRequest{BlobSequenceId: seqID, Index: index, Data: []byte{1}, BlobBytes: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Recv()
+	return s, err
+}
+
+// One user cannot hold more than MaxBlobStreamsPerUser WriteBlob streams
+// (each an open file on the embedded store) by starting blobs and never
+// finishing them; the next stream gets RESOURCE_EXHAUSTED, and a stalled
+// stream is closed after the idle timeout with its byte kept.
+func TestStalledBlobStreamsAreBounded(t *testing.T) {
+	st, blobs := embedded(t)
+	const maxStreams = 4
+	h := newHarness(t, st, blobs, func(c *serve.Config) {
+		c.Limits.MaxBlobStreamsPerUser = maxStreams
+		c.Limits.MaxBlobStreamsPerConn = maxStreams
+	})
+	ctx, eid := adaExperiment(t, h, st, "streams")
+	seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+		ExperimentId: eid, Run: "r", Tag: "images", Step: 1, WallTime: timestamppb.Now(), FinalSequenceLength: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for i := range int64(maxStreams) {
+		if _, err := openStalledStream(streamCtx, t, h, seq.GetBlobSequenceId(), i); err != nil {
+			t.Fatalf("stream %d within the limit: %v", i, err)
+		}
+	}
+	_, err = openStalledStream(streamCtx, t, h, seq.GetBlobSequenceId(), maxStreams)
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("stream %d beyond the limit of %d: %v, want RESOURCE_EXHAUSTED", maxStreams, maxStreams, err)
+	}
+	cancel()
+	// The slots come back when the streams end.
+	for attempt := 0; ; attempt++ {
+		s, err := openStalledStream(ctx, t, h, seq.GetBlobSequenceId(), 50)
+		if err == nil {
+			s.CloseSend()
+			break
+		}
+		if status.Code(err) != codes.ResourceExhausted || attempt == 1000 {
+			t.Fatalf("after the streams ended: %v", err)
+		}
+	}
+}
+
+// A stream that stops sending is ended by the server after the idle
+// timeout, keeping what arrived for a resume.
+func TestIdleBlobStreamIsClosed(t *testing.T) {
+	st, blobs := embedded(t)
+	h := newHarness(t, st, blobs, func(c *serve.Config) {
+		c.Limits.BlobStreamIdleTimeout = 50 * time.Millisecond
+	})
+	ctx, eid := adaExperiment(t, h, st, "idle")
+	seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+		ExperimentId: eid, Run: "r", Tag: "images", Step: 1, WallTime: timestamppb.Now(), FinalSequenceLength: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test's own bound: far longer than the idle timeout.
+	bounded, cancel := context.WithTimeout(ctx, safetyTimeout)
+	defer cancel()
+	s, err := openStalledStream(bounded, t, h, seq.GetBlobSequenceId(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Recv()
+	if status.Code(err) != codes.DeadlineExceeded || bounded.Err() != nil {
+		t.Fatalf("stalled stream: %v (test bound: %v), want the server's DEADLINE_EXCEEDED", err, bounded.Err())
+	}
+	md, err := h.writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: seq.GetBlobSequenceId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md.GetBlobState() != servicepb.BlobState_BLOB_STATE_UNFINALIZED || md.GetSize() != 1 {
+		t.Errorf("after the idle close: %v %d bytes, want UNFINALIZED 1", md.GetBlobState(), md.GetSize())
+	}
+}
+
+// safetyTimeout bounds a test's wait for the server to act; the limits
+// under test are far shorter, so reaching it means a limit did nothing.
+const safetyTimeout = time.Minute
