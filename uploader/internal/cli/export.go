@@ -299,27 +299,8 @@ func (ex *exporter) downloadBlob(ctx context.Context, id, rel string) error {
 		return err
 	}
 	defer f.Close()
-	stream, err := ex.api.StreamBlobData(ctx, &servicepb.StreamBlobDataRequest{BlobId: id})
-	if err != nil {
-		return errors.New(client.Describe(err))
-	}
-	var off int64
-	for {
-		chunk, err := stream.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("blob %s: %s", id, client.Describe(err))
-		}
-		if chunk.GetOffset() != off {
-			return fmt.Errorf("blob %s: chunk at offset %d, expected %d", id, chunk.GetOffset(), off)
-		}
-		n, err := f.Write(chunk.GetData())
-		if err != nil {
-			return err
-		}
-		off += int64(n)
+	if _, err := client.StreamBlob(ctx, ex.api, id, f); err != nil {
+		return err
 	}
 	return f.Sync()
 }

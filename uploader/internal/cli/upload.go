@@ -145,8 +145,12 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 	poll := fs.Duration("poll", 5*time.Second, "how often a continuous upload looks for new data")
 	inFlight := fs.Int("parallel", 4, "requests in flight at once")
 	allowEmpty := fs.Bool("allow-empty", false, "create the experiment even if the logdir holds no event files yet")
+	verifyAfter := fs.Bool("verify", false, "with --one-shot: then compare the logdir with the experiment as `tbup verify` does, and exit non-zero on a difference")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *verifyAfter && (!*oneShot && *graph == "" || *dryRun) {
+		return missing(env, fs, "--verify needs --one-shot (and a server: not with --dry-run)")
 	}
 	if (*dir == "") == (*graph == "") {
 		return missing(env, fs, "give either --logdir or --graph")
@@ -262,6 +266,13 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 		if err := json.NewEncoder(env.Stdout).Encode(up.Summary(url)); err != nil {
 			return err
 		}
+	}
+	if runErr == nil && *verifyAfter && ctx.Err() == nil {
+		out := env.Stdout
+		if *asJSON {
+			out = env.Stderr // stdout holds the one JSON object
+		}
+		return verifyExperiment(ctx, env, out, c, src, eid, wanted, 0) // as the upload read it
 	}
 	return runErr
 }

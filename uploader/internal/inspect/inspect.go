@@ -33,6 +33,11 @@ type Options struct {
 	MaxRecordSize int
 	// Workers is how many runs are read at once (GOMAXPROCS if 0).
 	Workers int
+	// Points, if set, is called with every point of every series (unknown
+	// classes included), in file order, as migrated: a rewritten step
+	// comes again, later. Runs are read in parallel, so calls for different
+	// runs may be concurrent; the point is valid only during the call.
+	Points func(run string, s *migrate.Series, p *migrate.Point)
 }
 
 // Error reasons, as in EXPECTED.json.
@@ -235,6 +240,9 @@ func inspectRun(ctx context.Context, src logdir.Source, run logdir.Run, opts Opt
 			stats = append(stats, newSeriesStats(s, exact[s.Tag]))
 		}
 		stats[s.Index].add(p)
+		if opts.Points != nil && exact == nil { // the exact pass reads the same points again
+			opts.Points(run.Name, s, p)
+		}
 	}
 	maxRecord := opts.MaxRecordSize
 	if maxRecord <= 0 {

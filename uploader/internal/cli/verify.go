@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+
+	"github.com/tbhub/tbhub/uploader/internal/eventfile"
+	"github.com/tbhub/tbhub/uploader/internal/logdir"
+	"github.com/tbhub/tbhub/uploader/internal/verify"
+)
+
+func init() {
+	commands["verify"] = command{"check that the server holds exactly what the logdir holds: --logdir DIR --experiment ID", runVerify}
+}
+
+// ErrDifferent is returned when verify found a difference; every one was
+// printed.
+var ErrDifferent = errors.New("the experiment differs from the logdir")
+
+func runVerify(ctx context.Context, env Env, args []string) error {
+	fs := newFlagSet(env, "verify", "--logdir DIR|gs://BUCKET/PREFIX --experiment ID")
+	var sf serverFlags
+	sf.register(fs)
+	dir := fs.String("logdir", "", "the log directory that was uploaded: a local path or gs://bucket/prefix (required)")
+	eid := fs.String("experiment", "", "the experiment it was uploaded to (required)")
+	maxRecord := fs.Int("max-record-size", eventfile.DefaultMaxRecordSize, "largest event record read, in bytes, as for upload")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" || *eid == "" {
+		return missing(env, fs, "--logdir and --experiment are required")
+	}
+	src, err := logdir.Open(ctx, *dir)
+	if err != nil {
+		return err
+	}
+	c, err := sf.connect(ctx, env, nil)
+	if err != nil {
+		return err
+	}
+	defer c.conn.Close()
+	return verifyExperiment(ctx, env, env.Stdout, c, src, *eid, nil, *maxRecord)
+}
+
+// verifyExperiment compares src with experiment eid, printing each
+// difference and a summary to out; ErrDifferent if anything differs.
+// wanted, if non-empty, restricts the plugins compared, as --plugins
+// restricts an upload.
+func verifyExperiment(ctx context.Context, env Env, out io.Writer, c *connection, src logdir.Source, eid string, wanted []string, maxRecord int) error {
+	plugins := map[string]bool{}
+	for _, p := range c.info.AllowedPlugins {
+		if len(wanted) == 0 || contains(wanted, p) {
+			plugins[p] = true
+		}
+	}
+	local, err := verify.Read(ctx, src, verify.Options{
+		Plugins:            plugins,
+		MaxTensorPointSize: c.info.Limits.MaxTensorPointSize,
+		MaxBlobSize:        c.info.Limits.MaxBlobSize,
+		MaxRecordSize:      maxRecord,
+	})
+	if err != nil {
+		return err
+	}
+	const maxShown = 200
+	res, err := verify.Compare(ctx, local, servicepb.NewTensorBoardExporterServiceClient(c.conn), eid, func(line string) {
+		fmt.Fprintln(out, line)
+	}, maxShown)
+	if err != nil {
+		return err
+	}
+	if res.OverLimit > 0 {
+		fmt.Fprintf(env.Stderr, "%d point(s) or blob(s) of the logdir exceed the server's size limits; an upload skips them, so they were not compared.\n", res.OverLimit)
+	}
+	if res.Differences > 0 {
+		if res.Differences > maxShown {
+			fmt.Fprintf(out, "... and %d more\n", res.Differences-maxShown)
+		}
+		return fmt.Errorf("%w: %d difference(s) over %d series, %d points and %d blobs compared", ErrDifferent, res.Differences, res.Series, res.Points, res.Blobs)
+	}
+	fmt.Fprintf(out, "Identical: %d series, %d points and %d blobs of %s are on the server as in the logdir.\n", res.Series, res.Points, res.Blobs, src)
+	return nil
+}
