@@ -145,7 +145,7 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 	poll := fs.Duration("poll", 5*time.Second, "how often a continuous upload looks for new data")
 	inFlight := fs.Int("parallel", 4, "requests in flight at once")
 	allowEmpty := fs.Bool("allow-empty", false, "create the experiment even if the logdir holds no event files yet")
-	verifyAfter := fs.Bool("verify", false, "with --one-shot: then compare the logdir with the experiment as `tbup verify` does, and exit non-zero on a difference")
+	verifyAfter := fs.Bool("verify", false, "with --one-shot: then compare the logdir with the experiment as 'tbup verify' does, and exit non-zero on a difference")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -17,12 +17,24 @@ func init() {
 	commands["verify"] = command{"check that the server holds exactly what the logdir holds: --logdir DIR --experiment ID", runVerify}
 }
 
+const verifySynopsis = `--logdir DIR|gs://BUCKET/PREFIX --experiment ID
+
+Compares the logdir with what the server holds for the experiment, series by
+series: every step, wall time and value, every tensor, and every blob's size
+and CRC32C (each blob is downloaded). The logdir is read as 'tbup inspect'
+reads it (TensorBoard's migration rules; the last point written at a step
+wins) and filtered as 'tbup upload' filters it (the server's plugins and size
+limits). Each difference is printed on its own line (the first 200), then a
+summary.
+
+Exit status: 0 identical, 1 a difference or an error, 2 a usage error.`
+
 // ErrDifferent is returned when verify found a difference; every one was
 // printed.
 var ErrDifferent = errors.New("the experiment differs from the logdir")
 
 func runVerify(ctx context.Context, env Env, args []string) error {
-	fs := newFlagSet(env, "verify", "--logdir DIR|gs://BUCKET/PREFIX --experiment ID")
+	fs := newFlagSet(env, "verify", verifySynopsis)
 	var sf serverFlags
 	sf.register(fs)
 	dir := fs.String("logdir", "", "the log directory that was uploaded: a local path or gs://bucket/prefix (required)")
