@@ -5,12 +5,17 @@ package markdown
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
 	"fmt"
 	"html"
 	"net/url"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"time"
+	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
@@ -48,37 +53,134 @@ var (
 	voidTags     = map[string]bool{"br": true, "hr": true, "img": true}
 )
 
-// rendered memoizes ToSafeHTML: a tags route renders one
-// description per series, and across runs the same tag has the same
-// description (50,000 series, 50 distinct texts is typical).
+// Rendering is bounded: markdown comes from whoever uploaded the data and
+// is read by anyone the experiment is shared with, and goldmark's time
+// grows with the square of some inputs (900 KB of ">" takes minutes).
+//
+//   - Input: at most MaxInputBytes are rendered (cut at a line end); the
+//     reader sees a note saying the text was truncated and by how much.
+//     This bounds one render's time (32 KiB of the worst inputs found,
+//     ">" and "[a](" repeated, take about 1 s on one core).
+//   - Time: a caller waits at most Timeout, or until its context ends
+//     (the client went away); it then gets the text escaped in a <pre>
+//     with a note instead. A render that started runs to its end on a
+//     bounded input and is cached, so the next request gets it.
+//   - Cores: at most Concurrency renders run at once (half the cores);
+//     a render waiting longer than Timeout for its turn is dropped.
+//   - Memory: the cache holds at most MaxCacheBytes of rendered HTML,
+//     keyed by a hash of the markdown, and starts over when full.
+const (
+	MaxInputBytes = 32 << 10
+	Timeout       = 2 * time.Second
+	MaxCacheBytes = 32 << 20
+)
+
+// Concurrency is how many renders run at once.
+var Concurrency = max(1, runtime.GOMAXPROCS(0)/2)
+
+type renderCall struct {
+	done chan struct{}
+	html string
+	ok   bool
+}
+
 var rendered = struct {
 	sync.Mutex
-	m map[string]string
-}{m: map[string]string{}}
+	m        map[[sha256.Size]byte]string
+	bytes    int
+	inflight map[[sha256.Size]byte]*renderCall
+}{m: map[[sha256.Size]byte]string{}, inflight: map[[sha256.Size]byte]*renderCall{}}
 
-// maxRendered bounds the memo; it starts over when full.
-const maxRendered = 4096
+var renderSlots = make(chan struct{}, Concurrency)
 
-// ToSafeHTML renders markdown to sanitized HTML. NUL bytes are
-// removed first, with a warning in the output, as TensorBoard does.
-func ToSafeHTML(md string) string {
+// ToSafeHTML renders markdown to sanitized HTML within the bounds above,
+// without a caller's context (descriptions of series).
+func ToSafeHTML(md string) string { return Render(context.Background(), md) }
+
+// Render renders markdown to sanitized HTML within the bounds above;
+// NUL bytes are removed first, with a warning in the output, as
+// TensorBoard does. It returns when ctx ends, with the plain-text form.
+func Render(ctx context.Context, md string) string {
 	if md == "" {
 		return ""
 	}
+	key := sha256.Sum256([]byte(md))
 	rendered.Lock()
-	html, ok := rendered.m[md]
-	rendered.Unlock()
-	if ok {
+	if html, ok := rendered.m[key]; ok {
+		rendered.Unlock()
 		return html
 	}
-	html = renderMarkdown(md)
-	rendered.Lock()
-	if len(rendered.m) >= maxRendered {
-		rendered.m = map[string]string{}
+	call, running := rendered.inflight[key]
+	if !running {
+		call = &renderCall{done: make(chan struct{})}
+		rendered.inflight[key] = call
 	}
-	rendered.m[md] = html
 	rendered.Unlock()
-	return html
+	if !running {
+		go renderInBackground(key, md, call)
+	}
+	timer := time.NewTimer(Timeout)
+	defer timer.Stop()
+	select {
+	case <-call.done:
+		if call.ok {
+			return call.html
+		}
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return plainText(md)
+}
+
+// renderInBackground renders md once a slot is free, caches the result and
+// wakes the callers waiting for it.
+func renderInBackground(key [sha256.Size]byte, md string, call *renderCall) {
+	defer func() {
+		rendered.Lock()
+		delete(rendered.inflight, key)
+		if call.ok && len(call.html) <= MaxCacheBytes {
+			if rendered.bytes+len(call.html) > MaxCacheBytes {
+				rendered.m, rendered.bytes = map[[sha256.Size]byte]string{}, 0
+			}
+			rendered.m[key] = call.html
+			rendered.bytes += len(call.html)
+		}
+		rendered.Unlock()
+		close(call.done)
+	}()
+	wait := time.NewTimer(Timeout)
+	defer wait.Stop()
+	select {
+	case renderSlots <- struct{}{}:
+	case <-wait.C:
+		return // every slot busy all along: the callers have their plain text
+	}
+	defer func() { <-renderSlots }()
+	head, note := truncate(md)
+	call.html, call.ok = renderMarkdown(head)+note, true
+}
+
+// truncate cuts md to MaxInputBytes at the last line end (or rune
+// boundary) before it, and returns the note that says so.
+func truncate(md string) (head, note string) {
+	if len(md) <= MaxInputBytes {
+		return md, ""
+	}
+	cut := MaxInputBytes
+	if i := strings.LastIndexByte(md[:cut], '\n'); i > MaxInputBytes/2 {
+		cut = i
+	}
+	for cut > 0 && !utf8.RuneStart(md[cut]) {
+		cut--
+	}
+	return md[:cut], fmt.Sprintf("\n<p><em>Truncated: this text is %d bytes; the first %d are shown.</em></p>", len(md), cut)
+}
+
+// plainText is md escaped in a <pre> (at most MaxInputBytes of it), for a
+// caller that could not wait for its rendering.
+func plainText(md string) string {
+	head, note := truncate(strings.ReplaceAll(md, "\x00", ""))
+	return "<pre>" + escapeText(head) + "</pre>\n<p><em>This text is shown unformatted: rendering it took too long.</em></p>" + note
 }
 
 func renderMarkdown(md string) string {

@@ -3,6 +3,7 @@
 package text
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -40,11 +41,15 @@ func (h Plugin) Text(w http.ResponseWriter, r *route.Request) error {
 	if err != nil {
 		return err
 	}
+	// One time budget for the request's markdown, however many texts it
+	// holds; it also ends when the client goes (markdown.Render).
+	ctx, cancel := context.WithTimeout(r.Ctx, markdown.Timeout)
+	defer cancel()
 	out := []textEntry{}
 	for _, s := range series {
 		d := s.Data
 		for i, step := range d.GetStep() {
-			text, err := textToHTML(d.GetValue()[i], useMarkdown)
+			text, err := textToHTML(ctx, d.GetValue()[i], useMarkdown)
 			if err != nil {
 				return fmt.Errorf("run %q tag %q step %d: %w", run, tag, step, err)
 			}
@@ -59,7 +64,7 @@ func (h Plugin) Text(w http.ResponseWriter, r *route.Request) error {
 // table, and of a higher-rank tensor its first matrix, with a warning.
 // Each cell is sanitized markdown, or sanitized HTML (the text as it is,
 // cleaned) when useMarkdown is false.
-func textToHTML(t *tbpb.TensorProto, useMarkdown bool) (string, error) {
+func textToHTML(ctx context.Context, t *tbpb.TensorProto, useMarkdown bool) (string, error) {
 	vals, err := route.TensorStrings(t)
 	if err != nil {
 		return "", err
@@ -67,7 +72,7 @@ func textToHTML(t *tbpb.TensorProto, useMarkdown bool) (string, error) {
 	cell := func(b []byte) string {
 		s := strings.ToValidUTF8(string(b), "\uFFFD")
 		if useMarkdown {
-			return markdown.ToSafeHTML(s)
+			return markdown.Render(ctx, s)
 		}
 		return markdown.SafeHTML(s)
 	}
