@@ -63,9 +63,22 @@ type flow struct {
 }
 
 // localPath keeps next if it is a path of this site ("/..."), else "/":
-// the sign-in must not become an open redirect.
+// the sign-in must not become an open redirect. Browsers drop tabs and
+// line breaks from a URL and read a backslash as a slash ("/\t/evil" is
+// "//evil", another host), so next is refused if it holds any control
+// character or backslash, and otherwise parsed and resolved against this
+// site: it must stay on it.
 func localPath(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	if strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(next, "/") {
+		return "/"
+	}
+	const here = "https://this.site"
+	base, _ := url.Parse(here + "/")
+	if r := base.ResolveReference(u); r.Scheme+"://"+r.Host != here || strings.HasPrefix(next, "//") {
 		return "/"
 	}
 	return next

@@ -137,6 +137,14 @@ func TestLocalPath(t *testing.T) {
 		"//evil.example/":            "/",
 		"/\\evil.example":            "/",
 		"relative":                   "/",
+		// Browsers drop tabs and line breaks: "/\t/x" is "//x" (issue 14 #6).
+		"/%09/evil.example/": "/%09/evil.example/", // escaped: a path of this site
+		"/\t/evil.example/":  "/",
+		"/\n/evil.example/":  "/",
+		"\t//evil.example/":  "/",
+		"/\x00/evil.example": "/",
+		"/ok\\..\\evil":      "/",
+		"///evil.example":    "/",
 	} {
 		if got := localPath(in); got != want {
 			t.Errorf("localPath(%q) = %q, want %q", in, got, want)
