@@ -50,14 +50,14 @@ var _ blob.Store = (*Store)(nil)
 // Open opens (creating if needed) the folder dir as a blob store and removes
 // temporary files left by writes that crashed more than an hour ago.
 func Open(dir string) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("fileblob.Open: %w", err)
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("fileblob.Open: %w", err)
 	}
-	if err := root.MkdirAll(tmpDir, 0o755); err != nil {
+	if err := root.MkdirAll(tmpDir, 0o700); err != nil {
 		root.Close()
 		return nil, fmt.Errorf("fileblob.Open: %w", err)
 	}
@@ -89,7 +89,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts blob.PutO
 	var rnd [12]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := path.Join(tmpDir, hex.EncodeToString(rnd[:]))
-	f, err := s.root.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := s.root.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return blob.Attrs{}, fmt.Errorf("fileblob.Put %s: %w", key, err)
 	}
@@ -141,7 +141,7 @@ func (s *Store) rename(tmp, key string) error {
 	dir := path.Dir(key)
 	var err error
 	for range 5 {
-		if err = s.root.MkdirAll(dir, 0o755); err != nil {
+		if err = s.root.MkdirAll(dir, 0o700); err != nil {
 			continue
 		}
 		if err = s.root.Rename(tmp, key); err == nil {

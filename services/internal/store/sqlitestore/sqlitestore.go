@@ -13,6 +13,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"math"
 	"runtime"
 	"strings"
@@ -57,6 +58,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if strings.ContainsAny(path, "?#") || path == "" {
 		return nil, fmt.Errorf("sqlitestore.Open %q: path must be non-empty and free of '?' and '#'", path)
 	}
+	// The database is private data: created readable by its owner only
+	// (SQLite gives its -wal and -shm files the database's mode).
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore.Open: %w", err)
+	}
+	f.Close()
 	common := "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
 		"&_pragma=cache_size(-8192)&_pragma=temp_store(MEMORY)"
 	w, err := sql.Open("sqlite", path+common+"&_txlock=immediate")
