@@ -3,7 +3,9 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -42,8 +44,15 @@ func TestVerifyCorpus(t *testing.T) {
 	corpus := corpusDir(t)
 	sum := parseSummary(t, c.run("upload", "--one-shot", "--json", "--logdir", corpus, "--name", "corpus"))
 	code, out := c.verify(corpus, sum.ExperimentID)
-	if code != 0 || !strings.Contains(out, "Identical: ") {
-		t.Fatalf("tbup verify of an identical upload exited %d:\n%s", code, out)
+	var expected struct {
+		Runs map[string]json.RawMessage `json:"runs"`
+	}
+	raw, err := os.ReadFile(filepath.Join(corpus, "EXPECTED.json"))
+	must(t, err)
+	must(t, json.Unmarshal(raw, &expected))
+	// Every run, the four with no data among them, with its start time.
+	if want := fmt.Sprintf("Identical: %d runs, ", len(expected.Runs)); code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("tbup verify of an identical upload exited %d, want 0 and %q:\n%s", code, want, out)
 	}
 }
 
@@ -83,6 +92,10 @@ func TestVerifyFindsDifferences(t *testing.T) {
 	must(t, w.WriteEvent(eventgen.Scalar("loss", 2, 1.7e9+2, 99, nil)))
 	must(t, w.WriteEvent(eventgen.Scalar("loss", 5, 1.7e9+5, 3, nil))) // a step not uploaded yet
 	must(t, w.Close())
+	// A run starts writing: only its file_version event so far.
+	w, err = eventgen.Create(filepath.Join(logdir, "eval", "events.out.tfevents.2"), 1.8e9)
+	must(t, err)
+	must(t, w.Close())
 	// The server loses blobs: one object's bytes change, another disappears.
 	var objects []string
 	must(t, filepath.WalkDir(filepath.Join(dir, "blobs"), func(p string, d fs.DirEntry, err error) error {
@@ -114,7 +127,8 @@ func TestVerifyFindsDifferences(t *testing.T) {
 		"train/sample: step 0: blob 2: ",
 		"train/sample: step 1: blob 2: cannot be read",
 		"train/loss: step 5 is missing on the server",
-		"4 difference(s)",
+		"run eval: missing on the server",
+		"5 difference(s) over 2 runs",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("verify output lacks %q:\n%s", want, out)

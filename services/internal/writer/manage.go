@@ -101,7 +101,15 @@ func (x *experimentService) GetExperiment(ctx context.Context, _ *experimentsv1.
 	if err != nil {
 		return nil, err
 	}
-	return &experimentsv1.GetExperimentResponse{Experiment: x.s.experimentV1(ctx, &e)}, nil
+	runs, err := x.s.st.ListRuns(ctx, e.ID)
+	if err != nil {
+		return nil, err
+	}
+	resp := &experimentsv1.GetExperimentResponse{Experiment: x.s.experimentV1(ctx, &e)}
+	for _, r := range runs {
+		resp.Runs = append(resp.Runs, &experimentsv1.RunStart{Name: r.Name, StartTime: r.StartTime})
+	}
+	return resp, nil
 }
 
 const (

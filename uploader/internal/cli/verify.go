@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 
+	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 
+	"github.com/tbhub/tbhub/uploader/internal/client"
 	"github.com/tbhub/tbhub/uploader/internal/eventfile"
 	"github.com/tbhub/tbhub/uploader/internal/logdir"
 	"github.com/tbhub/tbhub/uploader/internal/verify"
@@ -19,8 +21,9 @@ func init() {
 
 const verifySynopsis = `--logdir DIR|gs://BUCKET/PREFIX --experiment ID
 
-Compares the logdir with what the server holds for the experiment, series by
-series: every step, wall time and value, every tensor, and every blob's size
+Compares the logdir with what the server holds for the experiment: its runs
+(runs with no data included) and their start times (the wall time of each
+run's first event), then series by series: every step, wall time and value, every tensor, and every blob's size
 and CRC32C (each blob is downloaded). The logdir is read as 'tbup inspect'
 reads it (TensorBoard's migration rules; the last point written at a step
 wins) and filtered as 'tbup upload' filters it (the server's plugins and size
@@ -78,8 +81,12 @@ func verifyExperiment(ctx context.Context, env Env, out io.Writer, c *connection
 	if err != nil {
 		return err
 	}
+	exp, err := experimentsv1.NewExperimentServiceClient(c.conn).GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid})
+	if err != nil {
+		return fmt.Errorf("experiment %s: %s", eid, client.Describe(err))
+	}
 	const maxShown = 200
-	res, err := verify.Compare(ctx, local, servicepb.NewTensorBoardExporterServiceClient(c.conn), eid, func(line string) {
+	res, err := verify.Compare(ctx, local, exp.GetRuns(), servicepb.NewTensorBoardExporterServiceClient(c.conn), eid, func(line string) {
 		fmt.Fprintln(out, line)
 	}, maxShown)
 	if err != nil {
@@ -92,8 +99,8 @@ func verifyExperiment(ctx context.Context, env Env, out io.Writer, c *connection
 		if res.Differences > maxShown {
 			fmt.Fprintf(out, "... and %d more\n", res.Differences-maxShown)
 		}
-		return fmt.Errorf("%w: %d difference(s) over %d series, %d points and %d blobs compared", ErrDifferent, res.Differences, res.Series, res.Points, res.Blobs)
+		return fmt.Errorf("%w: %d difference(s) over %d runs, %d series, %d points and %d blobs compared", ErrDifferent, res.Differences, res.Runs, res.Series, res.Points, res.Blobs)
 	}
-	fmt.Fprintf(out, "Identical: %d series, %d points and %d blobs of %s are on the server as in the logdir.\n", res.Series, res.Points, res.Blobs, src)
+	fmt.Fprintf(out, "Identical: %d runs, %d series, %d points and %d blobs of %s are on the server as in the logdir.\n", res.Runs, res.Series, res.Points, res.Blobs, src)
 	return nil
 }

@@ -114,6 +114,10 @@ type Report struct {
 	UnknownSeries []UnknownSeries
 	Errors        []FileError
 	Totals        Totals
+	// StartTimes are TensorBoard's run start times: the wall time of each
+	// run's first event (the file_version event, usually), for the runs
+	// whose files hold one. Not part of the JSON (EXPECTED.json has none).
+	StartTimes map[string]float64
 }
 
 // Inspect reads every event file of the logdir.
@@ -164,7 +168,7 @@ func inspectRuns(ctx context.Context, src logdir.Source, runs []logdir.Run, opts
 }
 
 func assemble(src logdir.Source, results []*runResult) *Report {
-	rep := &Report{Logdir: path.Base(strings.TrimRight(src.String(), "/")), Runs: map[string]map[string]*Series{}}
+	rep := &Report{Logdir: path.Base(strings.TrimRight(src.String(), "/")), Runs: map[string]map[string]*Series{}, StartTimes: map[string]float64{}}
 	t := &rep.Totals
 	for _, res := range results {
 		t.Runs++
@@ -173,6 +177,9 @@ func assemble(src logdir.Source, results []*runResult) *Report {
 		rep.Errors = append(rep.Errors, res.errors...)
 		tags := map[string]*Series{}
 		rep.Runs[res.name] = tags
+		if res.started {
+			rep.StartTimes[res.name] = res.startTime
+		}
 		for _, st := range res.series {
 			s := st.finish()
 			t.DroppedPluginMismatch += s.Dropped
@@ -225,6 +232,9 @@ type runResult struct {
 	eventFiles int
 	// rewritten names series whose steps did not only grow: they need an exact pass.
 	rewritten map[string]bool
+	// startTime is the wall time of the run's first event, if started.
+	startTime float64
+	started   bool
 }
 
 // inspectRun reads one run's files in order. Series named in exact are kept point by
@@ -295,6 +305,9 @@ func inspectRun(ctx context.Context, src logdir.Source, run logdir.Run, opts Opt
 			if err := event.Decode(rec.Data, ev); err != nil {
 				fileErr(rec.Offset, ReasonUnparsable, err.Error())
 				break records
+			}
+			if !res.started {
+				res.started, res.startTime = true, ev.WallTime
 			}
 			res.records++
 			mr.Add(ev, emit)

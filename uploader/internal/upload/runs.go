@@ -120,7 +120,7 @@ func firstEventTimeOf(ctx context.Context, src logdir.Source, path string, maxRe
 			return 0, false
 		}
 		if math.IsNaN(ev.WallTime) || math.IsInf(ev.WallTime, 0) {
-			return 0, false
+			return 0, true // the first event tells no time
 		}
 		return ev.WallTime, true
 	}

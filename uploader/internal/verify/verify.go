@@ -12,13 +12,16 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 
@@ -41,7 +44,7 @@ type Options struct {
 
 // Result is what a comparison found.
 type Result struct {
-	Series, Points, Blobs int // compared, as read from the logdir
+	Runs, Series, Points, Blobs int // compared, as read from the logdir
 	// Differences counts what differs; each was passed to the report
 	// function given to Compare.
 	Differences int
@@ -55,6 +58,9 @@ type Result struct {
 type Logdir struct {
 	series    map[seriesKey]*localSeries
 	overLimit int
+	// runs are the logdir's runs with TensorBoard's start time (0 for a
+	// run with no event yet).
+	runs map[string]float64
 }
 
 type seriesKey struct{ run, tag string }
@@ -116,8 +122,17 @@ func Read(ctx context.Context, src logdir.Source, opts Options) (*Logdir, error)
 			}
 		}
 	}
-	if _, err := inspect.Inspect(ctx, src, inspect.Options{MaxRecordSize: opts.MaxRecordSize, Points: visit}); err != nil {
+	rep, err := inspect.Inspect(ctx, src, inspect.Options{MaxRecordSize: opts.MaxRecordSize, Points: visit})
+	if err != nil {
 		return nil, err
+	}
+	l.runs = map[string]float64{}
+	for run := range rep.Runs {
+		start := rep.StartTimes[run]
+		if math.IsNaN(start) || math.IsInf(start, 0) {
+			start = 0 // the first event tells no time: none is recorded
+		}
+		l.runs[run] = start
 	}
 	return l, nil
 }
@@ -166,10 +181,11 @@ type pendingBlob struct {
 }
 
 // Compare reads experiment eid from the server and passes the first
-// maxReported differences from the logdir to report, one line each, series
-// by series; Result.Differences counts them all.
-func Compare(ctx context.Context, l *Logdir, api servicepb.TensorBoardExporterServiceClient, eid string, report func(string), maxReported int) (*Result, error) {
-	res := &Result{OverLimit: l.overLimit}
+// maxReported differences from the logdir to report, one line each: the
+// runs (every run of the logdir, with its start time, against runs, the
+// server's), then series by series; Result.Differences counts them all.
+func Compare(ctx context.Context, l *Logdir, runs []*experimentsv1.RunStart, api servicepb.TensorBoardExporterServiceClient, eid string, report func(string), maxReported int) (*Result, error) {
+	res := &Result{OverLimit: l.overLimit, Runs: len(l.runs)}
 	for _, ls := range l.series {
 		res.Series++
 		res.Points += len(ls.points)
@@ -185,6 +201,22 @@ func Compare(ctx context.Context, l *Logdir, api servicepb.TensorBoardExporterSe
 		res.Differences++
 		if res.Differences <= maxReported {
 			report(fmt.Sprintf(format, args...))
+		}
+	}
+	onServer := map[string]bool{}
+	for _, r := range runs {
+		onServer[r.GetName()] = true
+		start, ok := l.runs[r.GetName()]
+		switch {
+		case !ok:
+			diff("run %s: on the server, not in the logdir", r.GetName())
+		case !sameValue(start, r.GetStartTime()):
+			diff("run %s: starts at %v on the server, %v in the logdir (the wall time of its first event)", r.GetName(), r.GetStartTime(), start)
+		}
+	}
+	for _, run := range slices.Sorted(maps.Keys(l.runs)) {
+		if !onServer[run] {
+			diff("run %s: missing on the server", run)
 		}
 	}
 	stream, err := api.StreamExperimentData(ctx, &servicepb.StreamExperimentDataRequest{ExperimentId: eid})

@@ -786,8 +786,11 @@ func (x *GetExperimentRequest) GetExperimentId() string {
 }
 
 type GetExperimentResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Experiment    *Experiment            `protobuf:"bytes,1,opt,name=experiment,proto3" json:"experiment,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Experiment *Experiment            `protobuf:"bytes,1,opt,name=experiment,proto3" json:"experiment,omitempty"`
+	// The experiment's runs, by name, each with its start time (0 when
+	// unknown), as TensorBoard lists them: runs with no data included.
+	Runs          []*RunStart `protobuf:"bytes,2,rep,name=runs,proto3" json:"runs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -825,6 +828,13 @@ func (*GetExperimentResponse) Descriptor() ([]byte, []int) {
 func (x *GetExperimentResponse) GetExperiment() *Experiment {
 	if x != nil {
 		return x.Experiment
+	}
+	return nil
+}
+
+func (x *GetExperimentResponse) GetRuns() []*RunStart {
+	if x != nil {
+		return x.Runs
 	}
 	return nil
 }
@@ -1687,11 +1697,12 @@ const file_tbhub_experiments_v1_experiments_proto_rawDesc = "" +
 	"\n" +
 	"start_time\x18\x02 \x01(\x01R\tstartTime\";\n" +
 	"\x14GetExperimentRequest\x12#\n" +
-	"\rexperiment_id\x18\x01 \x01(\tR\fexperimentId\"Y\n" +
+	"\rexperiment_id\x18\x01 \x01(\tR\fexperimentId\"\x8d\x01\n" +
 	"\x15GetExperimentResponse\x12@\n" +
 	"\n" +
 	"experiment\x18\x01 \x01(\v2 .tbhub.experiments.v1.ExperimentR\n" +
-	"experiment\"\xe9\x01\n" +
+	"experiment\x122\n" +
+	"\x04runs\x18\x02 \x03(\v2\x1e.tbhub.experiments.v1.RunStartR\x04runs\"\xe9\x01\n" +
 	"\x16ListExperimentsRequest\x12H\n" +
 	"\x05scope\x18\x01 \x01(\x0e22.tbhub.experiments.v1.ListExperimentsRequest.ScopeR\x05scope\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
@@ -1823,41 +1834,42 @@ var file_tbhub_experiments_v1_experiments_proto_depIdxs = []int32{
 	28, // 6: tbhub.experiments.v1.SeriesProgress.max_wall_time:type_name -> google.protobuf.Timestamp
 	10, // 7: tbhub.experiments.v1.PutRunsRequest.runs:type_name -> tbhub.experiments.v1.RunStart
 	3,  // 8: tbhub.experiments.v1.GetExperimentResponse.experiment:type_name -> tbhub.experiments.v1.Experiment
-	2,  // 9: tbhub.experiments.v1.ListExperimentsRequest.scope:type_name -> tbhub.experiments.v1.ListExperimentsRequest.Scope
-	3,  // 10: tbhub.experiments.v1.ListExperimentsResponse.experiments:type_name -> tbhub.experiments.v1.Experiment
-	0,  // 11: tbhub.experiments.v1.SetVisibilityRequest.visibility:type_name -> tbhub.experiments.v1.Visibility
-	3,  // 12: tbhub.experiments.v1.SetVisibilityResponse.experiment:type_name -> tbhub.experiments.v1.Experiment
-	17, // 13: tbhub.experiments.v1.Grant.grantee:type_name -> tbhub.experiments.v1.Grantee
-	28, // 14: tbhub.experiments.v1.Grant.create_time:type_name -> google.protobuf.Timestamp
-	17, // 15: tbhub.experiments.v1.GrantAccessRequest.grantee:type_name -> tbhub.experiments.v1.Grantee
-	18, // 16: tbhub.experiments.v1.GrantAccessResponse.grant:type_name -> tbhub.experiments.v1.Grant
-	17, // 17: tbhub.experiments.v1.RevokeAccessRequest.grantee:type_name -> tbhub.experiments.v1.Grantee
-	18, // 18: tbhub.experiments.v1.ListGrantsResponse.grants:type_name -> tbhub.experiments.v1.Grant
-	27, // 19: tbhub.experiments.v1.GetQuotaUsageResponse.usages:type_name -> tbhub.experiments.v1.QuotaUsage
-	1,  // 20: tbhub.experiments.v1.QuotaUsage.quota:type_name -> tbhub.experiments.v1.Quota
-	5,  // 21: tbhub.experiments.v1.ExperimentService.ContinueExperiment:input_type -> tbhub.experiments.v1.ContinueExperimentRequest
-	8,  // 22: tbhub.experiments.v1.ExperimentService.PutRuns:input_type -> tbhub.experiments.v1.PutRunsRequest
-	11, // 23: tbhub.experiments.v1.ExperimentService.GetExperiment:input_type -> tbhub.experiments.v1.GetExperimentRequest
-	13, // 24: tbhub.experiments.v1.ExperimentService.ListExperiments:input_type -> tbhub.experiments.v1.ListExperimentsRequest
-	15, // 25: tbhub.experiments.v1.ExperimentService.SetVisibility:input_type -> tbhub.experiments.v1.SetVisibilityRequest
-	19, // 26: tbhub.experiments.v1.ExperimentService.GrantAccess:input_type -> tbhub.experiments.v1.GrantAccessRequest
-	21, // 27: tbhub.experiments.v1.ExperimentService.RevokeAccess:input_type -> tbhub.experiments.v1.RevokeAccessRequest
-	23, // 28: tbhub.experiments.v1.ExperimentService.ListGrants:input_type -> tbhub.experiments.v1.ListGrantsRequest
-	25, // 29: tbhub.experiments.v1.ExperimentService.GetQuotaUsage:input_type -> tbhub.experiments.v1.GetQuotaUsageRequest
-	6,  // 30: tbhub.experiments.v1.ExperimentService.ContinueExperiment:output_type -> tbhub.experiments.v1.ContinueExperimentResponse
-	9,  // 31: tbhub.experiments.v1.ExperimentService.PutRuns:output_type -> tbhub.experiments.v1.PutRunsResponse
-	12, // 32: tbhub.experiments.v1.ExperimentService.GetExperiment:output_type -> tbhub.experiments.v1.GetExperimentResponse
-	14, // 33: tbhub.experiments.v1.ExperimentService.ListExperiments:output_type -> tbhub.experiments.v1.ListExperimentsResponse
-	16, // 34: tbhub.experiments.v1.ExperimentService.SetVisibility:output_type -> tbhub.experiments.v1.SetVisibilityResponse
-	20, // 35: tbhub.experiments.v1.ExperimentService.GrantAccess:output_type -> tbhub.experiments.v1.GrantAccessResponse
-	22, // 36: tbhub.experiments.v1.ExperimentService.RevokeAccess:output_type -> tbhub.experiments.v1.RevokeAccessResponse
-	24, // 37: tbhub.experiments.v1.ExperimentService.ListGrants:output_type -> tbhub.experiments.v1.ListGrantsResponse
-	26, // 38: tbhub.experiments.v1.ExperimentService.GetQuotaUsage:output_type -> tbhub.experiments.v1.GetQuotaUsageResponse
-	30, // [30:39] is the sub-list for method output_type
-	21, // [21:30] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	10, // 9: tbhub.experiments.v1.GetExperimentResponse.runs:type_name -> tbhub.experiments.v1.RunStart
+	2,  // 10: tbhub.experiments.v1.ListExperimentsRequest.scope:type_name -> tbhub.experiments.v1.ListExperimentsRequest.Scope
+	3,  // 11: tbhub.experiments.v1.ListExperimentsResponse.experiments:type_name -> tbhub.experiments.v1.Experiment
+	0,  // 12: tbhub.experiments.v1.SetVisibilityRequest.visibility:type_name -> tbhub.experiments.v1.Visibility
+	3,  // 13: tbhub.experiments.v1.SetVisibilityResponse.experiment:type_name -> tbhub.experiments.v1.Experiment
+	17, // 14: tbhub.experiments.v1.Grant.grantee:type_name -> tbhub.experiments.v1.Grantee
+	28, // 15: tbhub.experiments.v1.Grant.create_time:type_name -> google.protobuf.Timestamp
+	17, // 16: tbhub.experiments.v1.GrantAccessRequest.grantee:type_name -> tbhub.experiments.v1.Grantee
+	18, // 17: tbhub.experiments.v1.GrantAccessResponse.grant:type_name -> tbhub.experiments.v1.Grant
+	17, // 18: tbhub.experiments.v1.RevokeAccessRequest.grantee:type_name -> tbhub.experiments.v1.Grantee
+	18, // 19: tbhub.experiments.v1.ListGrantsResponse.grants:type_name -> tbhub.experiments.v1.Grant
+	27, // 20: tbhub.experiments.v1.GetQuotaUsageResponse.usages:type_name -> tbhub.experiments.v1.QuotaUsage
+	1,  // 21: tbhub.experiments.v1.QuotaUsage.quota:type_name -> tbhub.experiments.v1.Quota
+	5,  // 22: tbhub.experiments.v1.ExperimentService.ContinueExperiment:input_type -> tbhub.experiments.v1.ContinueExperimentRequest
+	8,  // 23: tbhub.experiments.v1.ExperimentService.PutRuns:input_type -> tbhub.experiments.v1.PutRunsRequest
+	11, // 24: tbhub.experiments.v1.ExperimentService.GetExperiment:input_type -> tbhub.experiments.v1.GetExperimentRequest
+	13, // 25: tbhub.experiments.v1.ExperimentService.ListExperiments:input_type -> tbhub.experiments.v1.ListExperimentsRequest
+	15, // 26: tbhub.experiments.v1.ExperimentService.SetVisibility:input_type -> tbhub.experiments.v1.SetVisibilityRequest
+	19, // 27: tbhub.experiments.v1.ExperimentService.GrantAccess:input_type -> tbhub.experiments.v1.GrantAccessRequest
+	21, // 28: tbhub.experiments.v1.ExperimentService.RevokeAccess:input_type -> tbhub.experiments.v1.RevokeAccessRequest
+	23, // 29: tbhub.experiments.v1.ExperimentService.ListGrants:input_type -> tbhub.experiments.v1.ListGrantsRequest
+	25, // 30: tbhub.experiments.v1.ExperimentService.GetQuotaUsage:input_type -> tbhub.experiments.v1.GetQuotaUsageRequest
+	6,  // 31: tbhub.experiments.v1.ExperimentService.ContinueExperiment:output_type -> tbhub.experiments.v1.ContinueExperimentResponse
+	9,  // 32: tbhub.experiments.v1.ExperimentService.PutRuns:output_type -> tbhub.experiments.v1.PutRunsResponse
+	12, // 33: tbhub.experiments.v1.ExperimentService.GetExperiment:output_type -> tbhub.experiments.v1.GetExperimentResponse
+	14, // 34: tbhub.experiments.v1.ExperimentService.ListExperiments:output_type -> tbhub.experiments.v1.ListExperimentsResponse
+	16, // 35: tbhub.experiments.v1.ExperimentService.SetVisibility:output_type -> tbhub.experiments.v1.SetVisibilityResponse
+	20, // 36: tbhub.experiments.v1.ExperimentService.GrantAccess:output_type -> tbhub.experiments.v1.GrantAccessResponse
+	22, // 37: tbhub.experiments.v1.ExperimentService.RevokeAccess:output_type -> tbhub.experiments.v1.RevokeAccessResponse
+	24, // 38: tbhub.experiments.v1.ExperimentService.ListGrants:output_type -> tbhub.experiments.v1.ListGrantsResponse
+	26, // 39: tbhub.experiments.v1.ExperimentService.GetQuotaUsage:output_type -> tbhub.experiments.v1.GetQuotaUsageResponse
+	31, // [31:40] is the sub-list for method output_type
+	22, // [22:31] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_tbhub_experiments_v1_experiments_proto_init() }
