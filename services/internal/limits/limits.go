@@ -40,6 +40,9 @@ type Limits struct {
 	MaxPointsPerRequest int64
 	// MaxBlobsPerSequence bounds final_sequence_length.
 	MaxBlobsPerSequence int64
+	// MaxMetadataBytes bounds a series' serialized SummaryMetadata (its
+	// plugin_data.content included), which quotas do not count.
+	MaxMetadataBytes int64
 	// Advertised minimum intervals between an uploader's requests.
 	MinScalarRequestInterval time.Duration
 	MinTensorRequestInterval time.Duration
@@ -78,6 +81,9 @@ func Default() Limits {
 		MaxTensorPointBytes:   1 << 20,
 		MaxPointsPerRequest:   100_000,
 		MaxBlobsPerSequence:   10_000,
+		// TensorBoard's largest are the hparams plugin's experiment
+		// summaries, a few KiB for hundreds of hyperparameters.
+		MaxMetadataBytes: 64 << 10,
 		// The per-user token bucket below protects the service; the intervals
 		// only tell clients not to wait. 1 ms is the smallest that says so:
 		// 0 would mean "use TensorBoard's defaults" (up to 5 s per request).
@@ -112,8 +118,8 @@ func (l Limits) Validate() error {
 		return fmt.Errorf("limits: request budgets must not exceed MaxRequestBytes (%d)", l.MaxRequestBytes)
 	case l.MaxBlobChunkBytes <= 0 || l.MaxBlobChunkBytes+64<<10 > l.MaxRequestBytes:
 		return fmt.Errorf("limits: MaxBlobChunkBytes must be positive and leave 64 KiB of MaxRequestBytes for the envelope")
-	case l.MaxBlobBytes <= 0, l.MaxTensorPointBytes <= 0, l.MaxPointsPerRequest <= 0, l.MaxBlobsPerSequence <= 0:
-		return fmt.Errorf("limits: blob, tensor point, points-per-request and blobs-per-sequence limits must be positive")
+	case l.MaxBlobBytes <= 0, l.MaxTensorPointBytes <= 0, l.MaxPointsPerRequest <= 0, l.MaxBlobsPerSequence <= 0, l.MaxMetadataBytes <= 0:
+		return fmt.Errorf("limits: blob, tensor point, points-per-request, blobs-per-sequence and metadata limits must be positive")
 	case l.RequestsPerSecond < 0 || (l.RequestsPerSecond > 0 && l.Burst < 1):
 		return fmt.Errorf("limits: a rate limit needs a burst of at least 1")
 	case l.MaxBlobStreamsPerUser <= 0 || l.MaxBlobStreamsPerConn <= 0:

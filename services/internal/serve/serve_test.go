@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/limits"
 	"github.com/tbhub/tbhub/services/internal/serve"
+	"github.com/tbhub/tbhub/services/internal/store"
 )
 
 // With --grpc-addr, gRPC gets its own listener; the handshake points there.
@@ -84,6 +86,59 @@ func TestRequestAndBlobSizeLimits(t *testing.T) {
 	s.CloseSend()
 	if _, err := s.Recv(); status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "67108864") {
 		t.Errorf("blob of 64 MiB + 1: %v, want RESOURCE_EXHAUSTED naming 67108864", err)
+	}
+}
+
+// The request sizes advertised in the handshake are enforced, and so is
+// the size of a series' metadata, which quotas do not count (issue 14 #4,
+// #8): a 5 MiB blob chunk, a 3 MB WriteScalar and a point carrying 100 KB
+// of plugin_data.content are refused, and nothing of them is stored.
+func TestAdvertisedSizesAreEnforced(t *testing.T) {
+	st, blobs := embedded(t)
+	h := newHarness(t, st, blobs, nil)
+	ctx, eid := adaExperiment(t, h, st, "sizes")
+	lim := limits.Default()
+	steps := make([]int64, 150_000) // about 3 MB
+	for i := range steps {
+		steps[i] = int64(i)
+	}
+	_, err := h.writer.WriteScalar(ctx, scalarRequest(eid, steps...))
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), fmt.Sprint(lim.MaxScalarRequestBytes)) {
+		t.Errorf("3 MB WriteScalar: %v, want RESOURCE_EXHAUSTED naming %d", err, lim.MaxScalarRequestBytes)
+	}
+	big := scalarRequest(eid, 1)
+	big.Runs[0].Tags[0].Name = "fat"
+	big.Runs[0].Tags[0].Metadata.PluginData.Content = make([]byte, 100_000)
+	if _, err := h.writer.WriteScalar(ctx, big); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "metadata limit") {
+		t.Errorf("100 KB of metadata: %v, want INVALID_ARGUMENT naming the metadata limit", err)
+	}
+	seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+		ExperimentId: eid, Run: "r", Tag: "b", WallTime: timestamppb.Now(), FinalSequenceLength: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := h.writer.WriteBlob(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 5<<20)
+	s.Send(&servicepb.WriteBlobRequest{BlobSequenceId: seq.GetBlobSequenceId(), Data: chunk, BlobBytes: int64(len(chunk)), FinalizeObject: true})
+	s.CloseSend()
+	if _, err := s.Recv(); status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), fmt.Sprint(lim.MaxBlobChunkBytes)) {
+		t.Errorf("5 MiB chunk: %v, want RESOURCE_EXHAUSTED naming %d", err, lim.MaxBlobChunkBytes)
+	}
+	series, err := st.ListSeries(ctx, eid, store.DataClassUnknown, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range series {
+		if ts.DataClass != store.DataClassBlobSequence && ts.PointCount > 0 {
+			t.Errorf("series %s/%s stored %d points from refused requests", ts.Run, ts.Tag, ts.PointCount)
+		}
+	}
+	md, err := h.writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: seq.GetBlobSequenceId()})
+	if err != nil || md.GetSize() != 0 {
+		t.Errorf("after the refused chunk: %v %v, want nothing stored", md, err)
 	}
 }
 

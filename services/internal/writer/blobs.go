@@ -91,7 +91,7 @@ func (w *writerService) GetOrCreateBlobSequence(ctx context.Context, req *servic
 	if max := w.s.limits.Limits().MaxBlobsPerSequence; n < 0 || n > max {
 		return nil, rpcerr.New(codes.InvalidArgument, "final_sequence_length %d: must be between 0 and %d", n, max)
 	}
-	ts, reason := seriesOf(req.GetRun(), req.GetTag(), req.GetMetadata(), store.DataClassBlobSequence)
+	ts, reason := seriesOf(req.GetRun(), req.GetTag(), req.GetMetadata(), store.DataClassBlobSequence, w.s.limits.Limits().MaxMetadataBytes)
 	if reason != "" {
 		return nil, rpcerr.New(codes.InvalidArgument, "run %q tag %q: %s", req.GetRun(), req.GetTag(), reason)
 	}
@@ -400,6 +400,9 @@ func (up *upload) check(req *servicepb.WriteBlobRequest) error {
 		return rpcerr.New(codes.FailedPrecondition, "chunk offset %d does not follow the %d bytes received; call GetBlobMetadata", req.GetOffset(), up.received)
 	}
 	data := req.GetData()
+	if max := up.s.limits.Limits().MaxBlobChunkBytes; int64(len(data)) > max {
+		return rpcerr.New(codes.ResourceExhausted, "chunk at offset %d has %d bytes; the chunk limit advertised in the handshake is %d", req.GetOffset(), len(data), max)
+	}
 	if up.received+int64(len(data)) > up.total {
 		return rpcerr.New(codes.InvalidArgument, "chunk at offset %d runs past blob_bytes (%d)", req.GetOffset(), up.total)
 	}

@@ -41,8 +41,9 @@ func checkRunTag(kind, name string) string {
 }
 
 // seriesOf builds the series a tag's points go to, from its metadata.
-// want is the class of the RPC; a metadata naming another class is bad.
-func seriesOf(run, tag string, md *tbpb.SummaryMetadata, want store.DataClass) (store.TimeSeries, string) {
+// want is the class of the RPC; a metadata naming another class, or
+// larger than maxBytes serialized, is bad.
+func seriesOf(run, tag string, md *tbpb.SummaryMetadata, want store.DataClass, maxBytes int64) (store.TimeSeries, string) {
 	ts := store.TimeSeries{Run: run, Tag: tag, DataClass: want}
 	if md == nil {
 		return ts, ""
@@ -53,6 +54,9 @@ func seriesOf(run, tag string, md *tbpb.SummaryMetadata, want store.DataClass) (
 	raw, err := proto.Marshal(md)
 	if err != nil {
 		return ts, "summary metadata cannot be serialized"
+	}
+	if int64(len(raw)) > maxBytes {
+		return ts, fmt.Sprintf("summary metadata has %d bytes; the metadata limit is %d", len(raw), maxBytes)
 	}
 	ts.PluginName = md.GetPluginData().GetPluginName()
 	ts.SummaryMetadata = raw
@@ -91,7 +95,7 @@ type pointRun[P any, T pointTag[P]] interface {
 // pointBatch validates the runs of a point request and converts their good
 // points with convert (which reports a bad point by returning a reason),
 // returning one batch entry per good tag, built by entry.
-func pointBatch[P any, T pointTag[P], R pointRun[P, T], SP any, B any](runs []R, class store.DataClass, bad *violations,
+func pointBatch[P any, T pointTag[P], R pointRun[P, T], SP any, B any](runs []R, class store.DataClass, maxMetadata int64, bad *violations,
 	convert func(p P) (SP, int64, string), entry func(ts store.TimeSeries, points []SP) B) (batch []B, accepted int64) {
 	for i, r := range runs {
 		if reason := checkRunTag("run", r.GetName()); reason != "" {
@@ -104,7 +108,7 @@ func pointBatch[P any, T pointTag[P], R pointRun[P, T], SP any, B any](runs []R,
 				bad.add(field+".name", r.GetName(), t.GetName(), nil, reason)
 				continue
 			}
-			ts, reason := seriesOf(r.GetName(), t.GetName(), t.GetMetadata(), class)
+			ts, reason := seriesOf(r.GetName(), t.GetName(), t.GetMetadata(), class, maxMetadata)
 			if reason != "" {
 				bad.add(field+".metadata", r.GetName(), t.GetName(), nil, reason)
 				continue
@@ -173,8 +177,11 @@ func (w *writerService) WriteScalar(ctx context.Context, req *servicepb.WriteSca
 	if err != nil {
 		return nil, err
 	}
+	if err := requestBudget("WriteScalar", req, w.s.limits.Limits().MaxScalarRequestBytes); err != nil {
+		return nil, err
+	}
 	err = w.s.writePoints(ctx, countPoints(req.GetRuns()), func(bad *violations) (int64, func() error) {
-		batch, accepted := pointBatch(req.GetRuns(), store.DataClassScalar, bad,
+		batch, accepted := pointBatch(req.GetRuns(), store.DataClassScalar, w.s.limits.Limits().MaxMetadataBytes, bad,
 			func(pt *servicepb.ScalarPoint) (store.ScalarPoint, int64, string) {
 				wall, reason := walltime.Seconds(pt.GetWallTime())
 				return store.ScalarPoint{Step: pt.GetStep(), WallTime: wall, Value: pt.GetValue()}, pt.GetStep(), reason
@@ -199,9 +206,12 @@ func (w *writerService) WriteTensor(ctx context.Context, req *servicepb.WriteTen
 	if err != nil {
 		return nil, err
 	}
+	if err := requestBudget("WriteTensor", req, w.s.limits.Limits().MaxTensorRequestBytes); err != nil {
+		return nil, err
+	}
 	maxPoint := w.s.limits.Limits().MaxTensorPointBytes
 	err = w.s.writePoints(ctx, countPoints(req.GetRuns()), func(bad *violations) (int64, func() error) {
-		batch, accepted := pointBatch(req.GetRuns(), store.DataClassTensor, bad,
+		batch, accepted := pointBatch(req.GetRuns(), store.DataClassTensor, w.s.limits.Limits().MaxMetadataBytes, bad,
 			func(pt *servicepb.TensorPoint) (store.TensorPoint, int64, string) {
 				wall, reason := walltime.Seconds(pt.GetWallTime())
 				if reason != "" {
@@ -224,6 +234,15 @@ func (w *writerService) WriteTensor(ctx context.Context, req *servicepb.WriteTen
 		return nil, err
 	}
 	return &servicepb.WriteTensorResponse{}, nil
+}
+
+// requestBudget enforces the request size advertised in the handshake
+// (max_scalar_request_size, max_tensor_request_size).
+func requestBudget(method string, req proto.Message, max int64) error {
+	if n := int64(proto.Size(req)); n > max {
+		return rpcerr.New(codes.ResourceExhausted, "%s request has %d bytes; the limit advertised in the handshake is %d", method, n, max)
+	}
+	return nil
 }
 
 // tensorPoint serializes a tensor value and copies the fields the store
