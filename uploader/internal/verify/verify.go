@@ -70,6 +70,9 @@ type localSeries struct {
 	class  migrate.DataClass
 	points map[int64]*digest
 	found  bool // the server has the series
+	// pluginChecked: the server's metadata was compared (it may come with
+	// any of a series' responses).
+	pluginChecked bool
 }
 
 // digest is what is compared of one point.
@@ -240,9 +243,10 @@ func Compare(ctx context.Context, l *Logdir, runs []*experimentsv1.RunStart, api
 			continue
 		}
 		name := k.run + "/" + k.tag
-		if !ls.found {
-			ls.found = true
-			if p := resp.GetTagMetadata().GetPluginData().GetPluginName(); p != ls.plugin {
+		ls.found = true
+		if md := resp.GetTagMetadata(); md != nil && !ls.pluginChecked {
+			ls.pluginChecked = true
+			if p := md.GetPluginData().GetPluginName(); p != ls.plugin {
 				diff("%s: plugin %q on the server, %q in the logdir", name, p, ls.plugin)
 			}
 		}
