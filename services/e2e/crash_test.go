@@ -18,7 +18,6 @@ import (
 
 	"github.com/tbhub/tbhub/services/internal/blob/gcsblob"
 	"github.com/tbhub/tbhub/services/internal/store"
-	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 )
 
@@ -91,7 +90,7 @@ func TestCrashAnywhereLosesNothing(t *testing.T) {
 // official emulator) and GCS (fake-gcs-server).
 func TestCrashAnywhereLosesNothingOnSpannerAndGCS(t *testing.T) {
 	db := spanneremu.NewDatabase(t)
-	st := spannerstore.New(db.Client, spannerstore.Options{SerializeTransactions: true})
+	st := db.Store(t)
 	crashAnywhere(t, start(t, st, gcsblob.New(fakeGCS(t, "tbhub-e2e"), "tbhub-e2e", gcsblob.Options{Prefix: "e2e/"}), "127.0.0.1:0"), crashLogdir(t, 1, 2000))
 }
 

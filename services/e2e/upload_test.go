@@ -13,7 +13,6 @@ import (
 
 	"github.com/tbhub/tbhub/services/internal/blob/blobtest"
 	"github.com/tbhub/tbhub/services/internal/blob/gcsblob"
-	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/testenv/fakegcs"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 	"github.com/tbhub/tbhub/uploader/eventgen"
@@ -34,7 +33,7 @@ func TestUploadCorpusThenExport(t *testing.T) {
 // through the XML API as on a deployment against the emulator.
 func TestUploadCorpusThenExportOnSpannerAndGCS(t *testing.T) {
 	db := spanneremu.NewDatabase(t)
-	st := spannerstore.New(db.Client, spannerstore.Options{SerializeTransactions: true})
+	st := db.Store(t)
 	uploadCorpusThenExport(t, start(t, st, gcsblob.New(fakeGCS(t, "tbhub-e2e"), "tbhub-e2e", gcsblob.Options{Prefix: "e2e/"}), "127.0.0.1:0"))
 }
 
@@ -117,7 +116,7 @@ func TestUploadRunsWithHostileNames(t *testing.T) {
 
 func TestUploadRunsWithHostileNamesOnSpannerAndGCS(t *testing.T) {
 	db := spanneremu.NewDatabase(t)
-	st := spannerstore.New(db.Client, spannerstore.Options{SerializeTransactions: true})
+	st := db.Store(t)
 	// Two of the names: the emulator takes a second per few blobs.
 	uploadHostileRuns(t, start(t, st, gcsblob.New(fakeGCS(t, "hostile"), "hostile", gcsblob.Options{}), "127.0.0.1:0"), 2)
 }

@@ -32,7 +32,8 @@ type Spec struct {
 	Blobs   string
 	// SpannerEmulator says Store is on the Cloud Spanner emulator (the
 	// command wiring sets it when SPANNER_EMULATOR_HOST is), which runs one
-	// read-write transaction at a time: the store serializes them.
+	// transaction per session at a time: the store gets several clients
+	// (spannerstore.Options.SessionClients).
 	SpannerEmulator bool
 }
 
@@ -124,6 +125,10 @@ func openEmbedded(ctx context.Context, dir string) (*Backend, error) {
 		close: []func() error{st.Close, blobs.Close}}, nil
 }
 
+// emulatorSessions is how many store calls a process runs at once on the
+// Spanner emulator.
+const emulatorSessions = 4
+
 func openCloud(ctx context.Context, spec Spec) (*Backend, error) {
 	db, err := SpannerDatabase(spec.Store)
 	if err != nil {
@@ -137,15 +142,36 @@ func openCloud(ctx context.Context, spec Spec) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backend: spanner client: %w", err)
 	}
-	st := spannerstore.New(client, spannerstore.Options{SerializeTransactions: spec.SpannerEmulator})
+	clients := []*spanner.Client{client}
+	closeClients := func() error {
+		for _, c := range clients {
+			c.Close()
+		}
+		return nil
+	}
+	var opts spannerstore.Options
+	if spec.SpannerEmulator {
+		// The emulator runs one transaction per session at a time and
+		// each client has one session (see Options.SessionClients).
+		for range emulatorSessions - 1 {
+			c, err := spanner.NewClient(ctx, db)
+			if err != nil {
+				closeClients()
+				return nil, fmt.Errorf("backend: spanner client: %w", err)
+			}
+			clients = append(clients, c)
+		}
+		opts.SessionClients = clients[1:]
+	}
+	st := spannerstore.New(client, opts)
 	gcs, err := gcsblob.NewClient(ctx)
 	if err != nil {
-		client.Close()
+		closeClients()
 		return nil, err
 	}
 	return &Backend{
 		Store: st, Blobs: gcsblob.New(gcs, bucket, gcsblob.Options{Prefix: prefix}),
 		Description: fmt.Sprintf("Cloud Spanner %s, blobs in gs://%s/%s", db, bucket, prefix),
-		close:       []func() error{func() error { client.Close(); return nil }, gcs.Close},
+		close:       []func() error{closeClients, gcs.Close},
 	}, nil
 }

@@ -27,7 +27,6 @@ import (
 	"github.com/tbhub/tbhub/services/internal/readpath"
 	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/store"
-	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
 	"github.com/tbhub/tbhub/services/internal/testenv/corpus"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
@@ -270,7 +269,7 @@ func onBackends(t *testing.T, check func(t *testing.T, s *server, eid string)) {
 			if err != nil {
 				tb.Fatal(err)
 			}
-			return startOn(tb, spannerstore.New(db.Client, spannerstore.Options{SerializeTransactions: true}), blobs, readpath.Config{})
+			return startOn(tb, db.Store(tb), blobs, readpath.Config{})
 		})
 		check(t, s, eid)
 	})

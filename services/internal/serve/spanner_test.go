@@ -10,7 +10,6 @@ import (
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/blob/fileblob"
 	"github.com/tbhub/tbhub/services/internal/store"
-	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 )
 
@@ -51,7 +50,7 @@ func onSpanner(t testing.TB) (store.Store, blob.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { blobs.Close() })
-	return spannerstore.New(db.Client, spannerstore.Options{SerializeTransactions: true}), blobs
+	return db.Store(t), blobs
 }
 
 func TestTenancyMatrixSpanner(t *testing.T) {

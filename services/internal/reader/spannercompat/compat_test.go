@@ -10,7 +10,6 @@ import (
 	"github.com/tbhub/tbhub/services/internal/blob/fileblob"
 	"github.com/tbhub/tbhub/services/internal/reader"
 	"github.com/tbhub/tbhub/services/internal/reader/readertest"
-	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 )
 
@@ -19,7 +18,7 @@ func TestMain(m *testing.M) { os.Exit(spanneremu.Main(m)) }
 func TestCompatSpanner(t *testing.T) {
 	readertest.RunCompat(t, func(t *testing.T) *readertest.Env {
 		db := spanneremu.NewDatabase(t)
-		st := spannerstore.New(db.Client, spannerstore.Options{SerializeTransactions: true})
+		st := db.Store(t)
 		// Users and tokens live in SQLite: the authenticator is not what
 		// this test is about.
 		ids, _ := readertest.OpenEmbedded(t)

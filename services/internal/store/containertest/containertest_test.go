@@ -67,7 +67,7 @@ func TestStoreConformanceOnEmulatorImage(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = db.Drop(context.Background()) })
-		return spannerstore.New(db.Client, spannerstore.Options{SerializeTransactions: true})
+		return db.Store(t)
 	}
 	t.Run("store", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) store.Store { return newStore(t) })

@@ -20,7 +20,8 @@ WHERE e.State = 'LIVE' AND e.ExperimentId = @eid`
 
 // GetExperimentAccess implements store.AccessReader.
 func (s *Store) GetExperimentAccess(ctx context.Context, eid string) (store.Experiment, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	var e store.Experiment
 	found := false
 	err := s.client.Single().Query(ctx, spanner.Statement{SQL: accessSQL, Params: map[string]any{"eid": eid}}).

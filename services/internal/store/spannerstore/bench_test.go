@@ -14,7 +14,7 @@ import (
 // experiment, and the experiment's id.
 func benchStore(b *testing.B) (*spannerstore.Store, string) {
 	b.Helper()
-	s := spannerstore.New(spanneremu.NewDatabase(b).Client, spannerstore.Options{SerializeTransactions: true})
+	s := spanneremu.NewDatabase(b).Store(b)
 	ctx := b.Context()
 	if err := s.CreateUser(ctx, store.User{ID: "u", Name: "bench"}); err != nil {
 		b.Fatal(err)

@@ -12,7 +12,8 @@ import (
 
 // CreateUser implements store.Writer.
 func (s *Store) CreateUser(ctx context.Context, u store.User) error {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	if u.ID == "" || u.Name == "" {
 		return fail("CreateUser", fmt.Errorf("user id and name must be non-empty: %w", store.ErrInvalidArgument))
 	}
@@ -41,7 +42,8 @@ func userFromRow(row *spanner.Row) (store.User, error) {
 
 // GetUser implements store.Reader.
 func (s *Store) GetUser(ctx context.Context, id string) (store.User, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	row, err := s.client.Single().ReadRow(ctx, "Users", spanner.Key{id}, userColumns)
 	if err != nil {
 		return store.User{}, fail("GetUser", err)
@@ -52,7 +54,8 @@ func (s *Store) GetUser(ctx context.Context, id string) (store.User, error) {
 
 // GetUserByName implements store.Reader.
 func (s *Store) GetUserByName(ctx context.Context, name string) (store.User, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	tx := s.client.ReadOnlyTransaction()
 	defer tx.Close()
 	row, err := tx.ReadRowUsingIndex(ctx, "Users", "UsersByName", spanner.Key{name}, []string{"UserId"})
@@ -73,7 +76,8 @@ func (s *Store) GetUserByName(ctx context.Context, name string) (store.User, err
 
 // CreateExperiment implements store.Writer.
 func (s *Store) CreateExperiment(ctx context.Context, e store.Experiment) error {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	if err := store.ValidateExperimentID(e.ID); err != nil {
 		return fail("CreateExperiment", err)
 	}
@@ -140,7 +144,8 @@ func getExperiment(ctx context.Context, tx txReader, eid string) (store.Experime
 
 // GetExperiment implements store.Reader.
 func (s *Store) GetExperiment(ctx context.Context, eid string) (store.Experiment, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	tx := s.client.ReadOnlyTransaction()
 	defer tx.Close()
 	e, err := getExperiment(ctx, tx, eid)
@@ -149,7 +154,8 @@ func (s *Store) GetExperiment(ctx context.Context, eid string) (store.Experiment
 
 // ListExperiments implements store.Reader.
 func (s *Store) ListExperiments(ctx context.Context, f store.ExperimentFilter, fn func(store.Experiment) error) error {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	if f.Visibilities != nil && len(f.Visibilities) == 0 {
 		return nil
 	}
@@ -179,7 +185,8 @@ func (s *Store) ListExperiments(ctx context.Context, f store.ExperimentFilter, f
 
 // UpdateExperiment implements store.Writer.
 func (s *Store) UpdateExperiment(ctx context.Context, eid string, u store.ExperimentUpdate) (store.Experiment, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	if u.Visibility != nil && !u.Visibility.Valid() {
 		return store.Experiment{}, fail("UpdateExperiment", fmt.Errorf("visibility %q: %w", *u.Visibility, store.ErrInvalidArgument))
 	}
@@ -213,7 +220,8 @@ func (s *Store) UpdateExperiment(ctx context.Context, eid string, u store.Experi
 // after which every read and write of the experiment fails with
 // store.ErrNotFound.
 func (s *Store) DeleteExperiment(ctx context.Context, eid string) error {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
 		if err := checkLive(ctx, tx, eid); err != nil {
 			return err
@@ -226,7 +234,8 @@ func (s *Store) DeleteExperiment(ctx context.Context, eid string) error {
 
 // GrantRead implements store.Writer.
 func (s *Store) GrantRead(ctx context.Context, eid, userID string) error {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
 		if err := checkLive(ctx, tx, eid); err != nil {
 			return err
@@ -245,7 +254,8 @@ func (s *Store) GrantRead(ctx context.Context, eid, userID string) error {
 
 // RevokeRead implements store.Writer.
 func (s *Store) RevokeRead(ctx context.Context, eid, userID string) error {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
 		if err := checkLive(ctx, tx, eid); err != nil {
 			return err
@@ -258,7 +268,8 @@ func (s *Store) RevokeRead(ctx context.Context, eid, userID string) error {
 // ListDeletedExperiments implements store.Sweeper, oldest deletions first
 // is not promised; any order lets the sweep make progress.
 func (s *Store) ListDeletedExperiments(ctx context.Context, limit int) ([]string, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	var ids []string
 	err := s.client.Single().ReadWithOptions(ctx, "Experiments", spanner.Key{stateDeleted}.AsPrefix(),
 		[]string{"ExperimentId"}, &spanner.ReadOptions{Index: "ExperimentsByState", Limit: limit}).Do(func(row *spanner.Row) error {
@@ -287,7 +298,8 @@ func checkDeleted(ctx context.Context, tx txReader, eid string) (bool, error) {
 
 // ListObjectKeys implements store.Sweeper.
 func (s *Store) ListObjectKeys(ctx context.Context, eid string, fn func(objectKey string) error) error {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	tx := s.client.ReadOnlyTransaction()
 	defer tx.Close()
 	if _, err := checkDeleted(ctx, tx, eid); err != nil {
@@ -311,7 +323,8 @@ var purgeOrder = []string{"Blobs", "BlobSequences", "TensorPoints", "ScalarPoint
 // partitioned DML, which has no per-commit mutation limit; the experiment
 // row goes last, in a transaction that checks it is still deleted.
 func (s *Store) PurgeExperiment(ctx context.Context, eid string) error {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	exists, err := checkDeleted(ctx, s.client.Single(), eid)
 	if err != nil || !exists {
 		return fail("PurgeExperiment", err)

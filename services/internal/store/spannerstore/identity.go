@@ -19,7 +19,8 @@ var _ store.IdentityStore = (*Store)(nil)
 
 // GetOrCreateOIDCUser implements store.IdentityStore.
 func (s *Store) GetOrCreateOIDCUser(ctx context.Context, issuer, subject, email, newUserID string) (store.User, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	if issuer == "" || subject == "" || newUserID == "" {
 		return store.User{}, fail("GetOrCreateOIDCUser", fmt.Errorf("issuer, subject and user id must be non-empty: %w", store.ErrInvalidArgument))
 	}
@@ -110,7 +111,8 @@ func pendingGrantClaims(ctx context.Context, tx *spanner.ReadWriteTransaction, e
 
 // AddPendingGrant implements store.IdentityStore.
 func (s *Store) AddPendingGrant(ctx context.Context, eid, email string) error {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	if email == "" {
 		return fail("AddPendingGrant", fmt.Errorf("empty email: %w", store.ErrInvalidArgument))
 	}
@@ -126,14 +128,16 @@ func (s *Store) AddPendingGrant(ctx context.Context, eid, email string) error {
 
 // RemovePendingGrant implements store.IdentityStore.
 func (s *Store) RemovePendingGrant(ctx context.Context, eid, email string) error {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	_, err := s.client.Apply(ctx, []*spanner.Mutation{spanner.Delete("PendingGrants", spanner.Key{email, eid})})
 	return fail("RemovePendingGrant", err)
 }
 
 // ListPendingGrants implements store.IdentityStore.
 func (s *Store) ListPendingGrants(ctx context.Context, eid string) ([]string, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	tx := s.client.Single()
 	defer tx.Close()
 	var emails []string
@@ -157,7 +161,8 @@ func (s *Store) ListPendingGrants(ctx context.Context, eid string) ([]string, er
 
 // GetOIDCUser implements store.IdentityStore: two reads at one timestamp.
 func (s *Store) GetOIDCUser(ctx context.Context, issuer, subject string) (store.User, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	tx := s.client.ReadOnlyTransaction()
 	defer tx.Close()
 	row, err := tx.ReadRow(ctx, "OidcIdentities", spanner.Key{issuer, subject}, []string{"UserId"})
@@ -180,7 +185,8 @@ func (s *Store) GetOIDCUser(ctx context.Context, issuer, subject string) (store.
 
 // GetOIDCIdentity implements store.IdentityStore.
 func (s *Store) GetOIDCIdentity(ctx context.Context, userID string) (store.OIDCIdentity, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	tx := s.client.Single()
 	defer tx.Close()
 	row, err := tx.ReadRowUsingIndex(ctx, "OidcIdentities", "OidcIdentitiesByUser", spanner.Key{userID},
@@ -227,7 +233,8 @@ func nullTime(t time.Time) spanner.NullTime {
 
 // CreateAPIToken implements store.IdentityStore.
 func (s *Store) CreateAPIToken(ctx context.Context, t store.APIToken) (store.APIToken, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	if t.ID == "" || t.UserID == "" || t.Scopes == 0 || t.Hash == (store.TokenHash{}) {
 		return store.APIToken{}, fail("CreateAPIToken", fmt.Errorf("id, user, scopes and hash are required: %w", store.ErrInvalidArgument))
 	}
@@ -258,7 +265,8 @@ func (s *Store) CreateAPIToken(ctx context.Context, t store.APIToken) (store.API
 
 // GetAPITokenByHash implements store.IdentityStore.
 func (s *Store) GetAPITokenByHash(ctx context.Context, h store.TokenHash) (store.APIToken, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	tx := s.client.Single()
 	defer tx.Close()
 	row, err := tx.ReadRow(ctx, "ApiTokens", spanner.Key{h[:]}, tokenColumns)
@@ -271,7 +279,8 @@ func (s *Store) GetAPITokenByHash(ctx context.Context, h store.TokenHash) (store
 
 // ListAPITokens implements store.IdentityStore.
 func (s *Store) ListAPITokens(ctx context.Context, userID string) ([]store.APIToken, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	tx := s.client.Single()
 	defer tx.Close()
 	var out []store.APIToken
@@ -304,7 +313,8 @@ func tokenHashByID(ctx context.Context, tx *spanner.ReadWriteTransaction, tokenI
 
 // RevokeAPIToken implements store.IdentityStore.
 func (s *Store) RevokeAPIToken(ctx context.Context, userID, tokenID string, at time.Time) error {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
 		hash, owner, err := tokenHashByID(ctx, tx, tokenID)
 		if spanner.ErrCode(err) == codes.NotFound || (err == nil && owner != userID) {
@@ -329,7 +339,8 @@ func (s *Store) RevokeAPIToken(ctx context.Context, userID, tokenID string, at t
 
 // TouchAPIToken implements store.IdentityStore.
 func (s *Store) TouchAPIToken(ctx context.Context, tokenID string, at time.Time) error {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
 		hash, _, err := tokenHashByID(ctx, tx, tokenID)
 		if spanner.ErrCode(err) == codes.NotFound {
@@ -356,7 +367,8 @@ func (s *Store) TouchAPIToken(ctx context.Context, tokenID string, at time.Time)
 // TimeSeries rows, so it reads one row per series of the user's live
 // experiments.
 func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	tx := s.client.ReadOnlyTransaction()
 	defer tx.Close()
 	var u store.Usage
@@ -398,7 +410,8 @@ func singleRow(it *spanner.RowIterator) (*spanner.Row, error) {
 
 // ListGrantedExperiments implements store.IdentityStore.
 func (s *Store) ListGrantedExperiments(ctx context.Context, userID string) ([]string, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	tx := s.client.Single()
 	defer tx.Close()
 	var ids []string

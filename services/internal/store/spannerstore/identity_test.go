@@ -3,13 +3,12 @@ package spannerstore_test
 import (
 	"testing"
 
-	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/store/storetest"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 )
 
 func TestIdentityConformance(t *testing.T) {
 	storetest.RunIdentity(t, func(t *testing.T) storetest.IdentityBackend {
-		return spannerstore.New(spanneremu.NewDatabase(t).Client, spannerstore.Options{SerializeTransactions: true})
+		return spanneremu.NewDatabase(t).Store(t)
 	})
 }

@@ -17,7 +17,8 @@ import (
 
 // ListRuns implements store.Reader.
 func (s *Store) ListRuns(ctx context.Context, eid string) ([]store.Run, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	runs := []store.Run{}
 	err := s.readOnly(ctx, eid, func(tx *spanner.ReadOnlyTransaction) error {
 		return tx.Read(ctx, "Runs", spanner.Key{eid}.AsPrefix(), []string{"RunName", "StartTime", "FirstEventTime"}).Do(func(row *spanner.Row) error {
@@ -43,7 +44,8 @@ func (s *Store) ListRuns(ctx context.Context, eid string) ([]store.Run, error) {
 
 // ListPlugins implements store.Reader.
 func (s *Store) ListPlugins(ctx context.Context, eid string) ([]string, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	plugins := []string{}
 	err := s.readOnly(ctx, eid, func(tx *spanner.ReadOnlyTransaction) error {
 		return tx.Read(ctx, "TimeSeries", spanner.Key{eid}.AsPrefix(), []string{"PluginName"}).Do(func(row *spanner.Row) error {
@@ -115,7 +117,8 @@ func listSeries(ctx context.Context, tx txReader, eid string, c store.DataClass,
 
 // ListSeries implements store.Reader.
 func (s *Store) ListSeries(ctx context.Context, eid string, c store.DataClass, f store.Filter) ([]store.SeriesSummary, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	var out []store.SeriesSummary
 	err := s.readOnly(ctx, eid, func(tx *spanner.ReadOnlyTransaction) error {
 		var err error
@@ -405,7 +408,8 @@ func scalarFromRow(row *spanner.Row) (store.ScalarPoint, error) {
 
 // ReadScalars implements store.Reader.
 func (s *Store) ReadScalars(ctx context.Context, eid string, q store.Query, fn store.ScalarVisitor) error {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	return readClass(ctx, s, "ReadScalars", eid, q, scalarSpec, fn)
 }
 
@@ -458,7 +462,8 @@ func fillTensors(ctx context.Context, tx txReader, eid string, ts *store.TimeSer
 
 // ReadTensors implements store.Reader.
 func (s *Store) ReadTensors(ctx context.Context, eid string, q store.Query, fn store.TensorVisitor) error {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	return readClass(ctx, s, "ReadTensors", eid, q, tensorSpec, fn)
 }
 
@@ -534,13 +539,15 @@ func blobFromRow(row *spanner.Row, step *int64) (store.Blob, error) {
 
 // ReadBlobSequences implements store.Reader.
 func (s *Store) ReadBlobSequences(ctx context.Context, eid string, q store.Query, fn store.BlobSequenceVisitor) error {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	return readClass(ctx, s, "ReadBlobSequences", eid, q, blobSequenceSpec, fn)
 }
 
 // GetBlob implements store.Reader.
 func (s *Store) GetBlob(ctx context.Context, eid string, ref store.BlobRef) (store.Blob, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	var b store.Blob
 	err := s.readOnly(ctx, eid, func(tx *spanner.ReadOnlyTransaction) error {
 		row, err := tx.ReadRow(ctx, "Blobs", spanner.Key{eid, ref.Run, ref.Tag, ref.Step, ref.Index},

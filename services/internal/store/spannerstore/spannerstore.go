@@ -43,7 +43,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 
 	"cloud.google.com/go/spanner"
 	"google.golang.org/grpc/codes"
@@ -63,14 +62,27 @@ type Options struct {
 	// buffers. Zero means 60,000, leaving room under Spanner's 80,000 for
 	// the series and run rows a chunk also updates.
 	MaxMutationsPerCommit int
-	// SerializeTransactions runs one store call at a time. The Cloud
-	// Spanner emulator needs it: it allows a single read-write transaction
-	// at a time, and with the multiplexed sessions the Go client always
-	// uses, concurrent transactions fail with FailedPrecondition ("Invalid
-	// transaction ID") instead of being retried (see
-	// GoogleCloudPlatform/cloud-spanner-emulator#282). Never set it on
-	// Spanner. While it is set, visitors must not call back into the store.
-	SerializeTransactions bool
+	// SessionClients are more clients of the same database, for the Cloud
+	// Spanner emulator only; leave it empty on Spanner. With it, each store
+	// call runs alone on one client (of the one given to New and these) and
+	// calls beyond that number wait for a free client.
+	//
+	// The Go client gives each Client one multiplexed session and runs all
+	// its transactions on it. The emulator this project tests on (1.5.28,
+	// from the Cloud SDK) predates multiplexed sessions: it treats that
+	// session as an ordinary one, which holds one transaction at a time, so
+	// a transaction that begins invalidates the ones still running and
+	// these fail with FailedPrecondition "Invalid transaction ID", which no
+	// client retries (emulator 1.5.38 added multiplexed sessions; see
+	// GoogleCloudPlatform/cloud-spanner-emulator#264 and #282 for the bugs
+	// of that support since). One call per client is what the client did
+	// with its session pool before multiplexed sessions: calls on different
+	// clients run at once, and the emulator aborts all but one concurrent
+	// read-write transaction, which the client retries as it retries
+	// Cloud Spanner's aborts. So the store's own code runs unlocked, as
+	// on Spanner. While it is set, visitors must not call back into the
+	// store (that call could wait for a client forever).
+	SessionClients []*spanner.Client
 	// MaxBytesPerCommit caps the point payload (tensor bytes) of one write
 	// transaction. Zero means 32 MiB, under Spanner's 100 MB commit limit.
 	MaxBytesPerCommit int
@@ -81,7 +93,9 @@ type Store struct {
 	client       *spanner.Client
 	maxMutations int
 	maxBytes     int
-	serial       *sync.Mutex // non-nil with Options.SerializeTransactions
+	// free holds the clients not running a call, with
+	// Options.SessionClients; nil on Spanner.
+	free chan *spanner.Client
 }
 
 var _ store.Store = (*Store)(nil)
@@ -96,20 +110,32 @@ func New(client *spanner.Client, opts Options) *Store {
 	if s.maxBytes <= 0 {
 		s.maxBytes = 32 << 20
 	}
-	if opts.SerializeTransactions {
-		s.serial = new(sync.Mutex)
+	if len(opts.SessionClients) > 0 {
+		s.free = make(chan *spanner.Client, 1+len(opts.SessionClients))
+		s.free <- client
+		for _, c := range opts.SessionClients {
+			s.free <- c
+		}
 	}
 	return s
 }
 
-// serialize takes the store-wide lock when transactions are serialized and
-// returns its release: defer s.serialize()() in every exported method.
-func (s *Store) serialize() func() {
-	if s.serial == nil {
-		return func() {}
+// acquire returns the store to run one call on and its release; every
+// exported method begins with
+//
+//	s, release := s.acquire()
+//	defer release()
+//
+// On Spanner that is s itself. With Options.SessionClients it is a copy of
+// s bound to a client no other call is using, which release returns.
+func (s *Store) acquire() (*Store, func()) {
+	if s.free == nil {
+		return s, func() {}
 	}
-	s.serial.Lock()
-	return s.serial.Unlock
+	c := <-s.free
+	bound := *s
+	bound.client = c
+	return &bound, func() { s.free <- c }
 }
 
 // fail wraps err for the caller: store sentinels pass through, Spanner codes

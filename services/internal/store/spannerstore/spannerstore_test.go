@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/tbhub/tbhub/services/internal/store"
-	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/store/storetest"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 )
@@ -16,6 +15,6 @@ func TestMain(m *testing.M) { os.Exit(spanneremu.Main(m)) }
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
-		return spannerstore.New(spanneremu.NewDatabase(t).Client, spannerstore.Options{SerializeTransactions: true})
+		return spanneremu.NewDatabase(t).Store(t)
 	})
 }

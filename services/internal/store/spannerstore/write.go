@@ -56,7 +56,8 @@ var scalarColumns = []string{"ExperimentId", "RunName", "Tag", "Step", "SampleKe
 
 // WriteScalars implements store.Writer.
 func (s *Store) WriteScalars(ctx context.Context, eid string, batch []store.ScalarSeries) error {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	var writes []seriesWrite
 	for _, b := range batch {
 		ts := b.Series
@@ -77,7 +78,8 @@ var tensorColumns = []string{"ExperimentId", "RunName", "Tag", "Step", "SampleKe
 
 // WriteTensors implements store.Writer.
 func (s *Store) WriteTensors(ctx context.Context, eid string, batch []store.TensorSeries) error {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	var writes []seriesWrite
 	for _, b := range batch {
 		ts := b.Series
@@ -466,7 +468,8 @@ func (s *Store) PutRuns(ctx context.Context, eid string, runs []store.Run) error
 
 // GetOrCreateBlobSequence implements store.Writer.
 func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, series store.TimeSeries, step int64, wallTime float64, length int64) (store.BlobSequencePoint, []store.Blob, error) {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	if length < 0 {
 		return store.BlobSequencePoint{}, nil, fail("GetOrCreateBlobSequence", fmt.Errorf("length %d: %w", length, store.ErrInvalidArgument))
 	}
@@ -546,7 +549,8 @@ var blobColumns = []string{"ExperimentId", "RunName", "Tag", "Step", "BlobIndex"
 // PutBlob implements store.Writer. The series' BlobCount and BlobBytes
 // follow the row's state: only current blobs count.
 func (s *Store) PutBlob(ctx context.Context, eid string, ref store.BlobRef, b store.Blob) error {
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	if b.State != store.BlobStateUnfinalized && b.State != store.BlobStateCurrent {
 		return fail("PutBlob", fmt.Errorf("blob state %d: %w", b.State, store.ErrInvalidArgument))
 	}

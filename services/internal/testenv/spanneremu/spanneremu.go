@@ -351,6 +351,29 @@ func (e *Emulator) NewDatabase(ctx context.Context) (*Database, error) {
 	return db, nil
 }
 
+// Sessions is how many clients Store gives a store: how many of its calls
+// run at once.
+const Sessions = 4
+
+// Store returns a store on db as a server process runs it on the emulator:
+// Sessions clients, each running one call at a time, so that calls run
+// concurrently and conflicting transactions abort and retry (see
+// spannerstore.Options.SessionClients). The extra clients close when tb
+// ends.
+func (db *Database) Store(tb testing.TB) *spannerstore.Store {
+	tb.Helper()
+	clients := make([]*spanner.Client, Sessions-1)
+	for i := range clients {
+		c, err := spanner.NewClient(context.Background(), db.Name)
+		if err != nil {
+			tb.Fatalf("spanneremu: client for %s: %v", db.Name, err)
+		}
+		tb.Cleanup(c.Close)
+		clients[i] = c
+	}
+	return spannerstore.New(db.Client, spannerstore.Options{SessionClients: clients})
+}
+
 // Drop closes the client and drops the database.
 func (db *Database) Drop(ctx context.Context) error {
 	if db.Client != nil {
