@@ -53,6 +53,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"BigBatches", testBigBatches},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"ReadersDuringWrites", testReadersDuringWrites},
+		{"SameLogdirUploaders", testSameLogdirUploaders},
+		{"SeriesCounters", testSeriesCounters},
+		{"AppendsDuringDelete", testAppendsDuringDelete},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
