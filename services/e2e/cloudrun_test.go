@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health/grpc_health_v1"
@@ -41,30 +39,11 @@ import (
 func TestCloudRunShape(t *testing.T) {
 	bins := buildServerBinaries(t)
 	db := spanneremu.NewDatabase(t)
-	gcs, err := fakestorage.NewServerWithOptions(fakestorage.Options{Host: "127.0.0.1", Port: 0, Scheme: "http"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(gcs.Stop)
-	gcs.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: "tbhub"})
-
-	base := append(os.Environ(),
-		"STORAGE_EMULATOR_HOST="+strings.TrimPrefix(gcs.URL(), "http://"),
-		"TBHUB_STORE=spanner://"+db.Name,
-		"TBHUB_BLOBS=gs://tbhub/cloudrun",
-	)
+	base := cloudEnv(t, db)
 	writePort, readPort, frontPort := freePort(t), freePort(t), freePort(t)
 	frontURL := "http://127.0.0.1:" + frontPort
 	writeURL := "http://127.0.0.1:" + writePort
-
-	var tokenOut bytes.Buffer
-	tokenCmd := exec.Command(bins["tbhub"], "token", "create", "--user", "researcher",
-		"--store", "spanner://"+db.Name, "--blobs", "gs://tbhub/cloudrun")
-	tokenCmd.Env, tokenCmd.Stdout, tokenCmd.Stderr = base, &tokenOut, os.Stderr
-	if err := tokenCmd.Run(); err != nil {
-		t.Fatalf("tbhub token create: %v", err)
-	}
-	token := strings.TrimSpace(tokenOut.String())
+	token := createToken(t, bins, base, db, "researcher")
 
 	write := startProcess(t, bins["write-service"], append(base, "PORT="+writePort,
 		"TBHUB_PUBLIC_ORIGIN="+frontURL, "TBHUB_API_ENDPOINT=127.0.0.1:"+writePort))

@@ -190,12 +190,7 @@ func TestSeveralInstances(t *testing.T) {
 	t.Logf("write calls before the kill: %d and %d; after: %d", writeCalls[0].Load(), writeCalls[1].Load(), callsAfterKill.Load())
 	proxy.markDead(0)
 
-	out := t.TempDir()
-	c.run("export", "--experiment", sum.ExperimentID, "--outdir", out)
-	exported := filepath.Join(out, "experiment_"+sum.ExperimentID)
-	compareWithExpected(t, readExport(t, exported), filepath.Join(corpus, "EXPECTED.json"), 200)
-	total, _ := expectedBlobs(t, filepath.Join(corpus, "EXPECTED.json"))
-	compareBlobsWithLogdir(t, exported, corpus, total)
+	exportMatchesCorpus(t, c, sum.ExperimentID, corpus)
 
 	// Every acknowledged point, through each read instance.
 	series := expectedScalarSeries(t, filepath.Join(corpus, "EXPECTED.json"))

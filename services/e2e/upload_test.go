@@ -57,12 +57,7 @@ func uploadCorpusThenExport(t *testing.T, s *server) {
 	if first.Scalars == 0 || first.Tensors == 0 || first.Blobs == 0 {
 		t.Fatalf("upload sent %+v", first)
 	}
-	out := t.TempDir()
-	c.run("export", "--experiment", first.ExperimentID, "--outdir", out)
-	exported := filepath.Join(out, "experiment_"+first.ExperimentID)
-	compareWithExpected(t, readExport(t, exported), filepath.Join(corpus, "EXPECTED.json"), 200)
-	total, _ := expectedBlobs(t, filepath.Join(corpus, "EXPECTED.json"))
-	compareBlobsWithLogdir(t, exported, corpus, total)
+	exportMatchesCorpus(t, c, first.ExperimentID, corpus)
 
 	again := parseSummary(t, c.run("upload", "--one-shot", "--json", "--logdir", corpus))
 	if again.ExperimentID != first.ExperimentID {
@@ -71,6 +66,19 @@ func uploadCorpusThenExport(t *testing.T, s *server) {
 	if again.Scalars+again.Tensors+again.Blobs != 0 {
 		t.Errorf("second upload of an unchanged logdir sent %+v, want nothing", again)
 	}
+}
+
+// exportMatchesCorpus exports the experiment with tbup export and compares
+// it with the corpus: every series against EXPECTED.json, every blob byte
+// for byte against the logdir.
+func exportMatchesCorpus(t *testing.T, c *tbup, eid, corpus string) {
+	t.Helper()
+	out := t.TempDir()
+	c.run("export", "--experiment", eid, "--outdir", out)
+	exported := filepath.Join(out, "experiment_"+eid)
+	compareWithExpected(t, readExport(t, exported), filepath.Join(corpus, "EXPECTED.json"), 200)
+	total, _ := expectedBlobs(t, filepath.Join(corpus, "EXPECTED.json"))
+	compareBlobsWithLogdir(t, exported, corpus, total)
 }
 
 // TestUploadFromGCSLogdir uploads a logdir kept in a bucket (gs://bucket/prefix; a
