@@ -430,7 +430,8 @@ func (s *Store) PutRuns(ctx context.Context, eid string, runs []store.Run) error
 	if err != nil {
 		return fail("PutRuns", err)
 	}
-	defer s.serialize()()
+	s, release := s.acquire()
+	defer release()
 	_, err = s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
 		if err := checkLive(ctx, tx, eid); err != nil {
 			return err
