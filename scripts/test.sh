@@ -35,7 +35,7 @@ for m in $(go list -m -f '{{.Dir}}'); do
 done
 
 echo "== go mod tidy -diff (every module, and the tools modules outside go.work)"
-for m in $(go list -m -f '{{.Dir}}') "$PWD/scripts/tools" "$PWD/scripts/deploycheck"; do
+for m in $(go list -m -f '{{.Dir}}') "$PWD/scripts/tools" "$PWD/scripts/deploycheck" "$PWD/services/containertest"; do
   if ! (cd "$m" && GOWORK=off go mod tidy -diff); then
     echo "go mod tidy would change ${m#"$PWD"/} (run it there with GOWORK=off)"; exit 1
   fi
