@@ -3,6 +3,7 @@ package writer
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 
@@ -88,6 +89,12 @@ func (x *experimentService) PutRuns(ctx context.Context, req *experimentsv1.PutR
 	}
 	runs := make([]store.Run, len(req.GetRuns()))
 	for i, r := range req.GetRuns() {
+		if bad := checkRunTag("run", r.GetName()); bad != "" {
+			return nil, rpcerr.New(codes.InvalidArgument, "runs[%d]: %s", i, bad)
+		}
+		if st := r.GetStartTime(); math.IsInf(st, 0) {
+			return nil, rpcerr.New(codes.InvalidArgument, "runs[%d]: start time %v", i, st)
+		}
 		runs[i] = store.Run{Name: r.GetName(), StartTime: r.GetStartTime()}
 	}
 	if err := x.s.st.PutRuns(ctx, e.ID, runs); err != nil {

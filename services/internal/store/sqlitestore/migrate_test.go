@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/tbhub/tbhub/services/internal/downsample"
@@ -81,5 +82,18 @@ func TestMigrateScalarsToBlocks(t *testing.T) {
 	var n int
 	if err := s.r.QueryRowContext(c, "SELECT COUNT(*) FROM sqlite_schema WHERE name = 'scalar_points'").Scan(&n); err != nil || n != 0 {
 		t.Errorf("scalar_points still exists (%d, %v)", n, err)
+	}
+	// Version 5: a run keeps the start time its points gave it until an
+	// uploader records its first event's.
+	runs, err := s.ListRuns(c, eid)
+	if err != nil || !slices.Equal(runs, []store.Run{{Name: "r", StartTime: 1}}) {
+		t.Errorf("ListRuns after migration = %v, %v; want r starting at 1", runs, err)
+	}
+	if err := s.PutRuns(c, eid, []store.Run{{Name: "r", StartTime: 0.5}, {Name: "new"}}); err != nil {
+		t.Fatal(err)
+	}
+	runs, err = s.ListRuns(c, eid)
+	if err != nil || !slices.Equal(runs, []store.Run{{Name: "new"}, {Name: "r", StartTime: 0.5}}) {
+		t.Errorf("ListRuns after PutRuns = %v, %v", runs, err)
 	}
 }
