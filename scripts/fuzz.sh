@@ -15,15 +15,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-10s}
 
-go run ./uploader/internal/fuzzseed -corpus ../shared/corpus -out "$(go env GOCACHE)/fuzz"
-
-targets=()
+targets=()  # "DIR NAME"
+seeded=()   # "IMPORTPATH.NAME", for fuzzseed
 while IFS= read -r file; do
   dir=$(dirname "$file")
+  pkg=$(go list "./$dir")
   while IFS= read -r name; do
     targets+=("$dir $name")
+    seeded+=("$pkg.$name")
   done < <(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$file")
 done < <(git ls-files -co --exclude-standard -- '*_test.go' | xargs grep -l '^func Fuzz' | sort)
+
+go run ./uploader/internal/fuzzseed -corpus ../shared/corpus -out "$(go env GOCACHE)/fuzz" "${seeded[@]}"
 
 failed=()
 for t in "${targets[@]}"; do

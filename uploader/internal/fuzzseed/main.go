@@ -3,11 +3,14 @@
 // starts from real TensorBoard data rather than only the few seeds written
 // in the tests:
 //
-//	go run ./uploader/internal/fuzzseed -corpus ../shared/corpus -out "$(go env GOCACHE)/fuzz"
+//	go run ./uploader/internal/fuzzseed -corpus ../shared/corpus -out "$(go env GOCACHE)/fuzz" \
+//	    IMPORTPATH.FuzzTarget ...
 //
 // It writes files in Go's fuzz corpus format under
 // OUT/<package import path>/<FuzzTarget>/, which is where `go test -fuzz`
-// looks for its generated corpus (scripts/fuzz.sh runs it). Seeds are
+// looks for its generated corpus (scripts/fuzz.sh runs it, naming every
+// target it found). What a target gets depends on its name (seedKinds);
+// targets it has no seeds for are left to their own. Seeds are
 // inputs, not expectations: nothing here is committed. Inputs that crash a
 // target are kept by `go test` in the package's testdata/fuzz instead.
 package main
@@ -19,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,6 +42,28 @@ const (
 	// records, framing and all.
 	fileChunk = 16 << 10
 )
+
+// What the corpus gives, by the fuzz target's name: the target's
+// arguments must be of that kind's types.
+const (
+	kindFile   = "file"   // ([]byte, int): an event file's head and a buffer size
+	kindRecord = "record" // []byte: one event record
+	kindTensor = "tensor" // []byte: a serialized TensorProto
+	kindGraph  = "graph"  // []byte: a serialized GraphDef or RunMetadata
+	kindText   = "text"   // string: a text summary's contents
+)
+
+var seedKinds = map[string]string{
+	"FuzzReader":          kindFile,
+	"FuzzDecode":          kindRecord,
+	"FuzzMatchesProtobuf": kindRecord,
+	"FuzzDecodeTensor":    kindTensor,
+	"FuzzBuckets":         kindTensor,
+	"FuzzPRCurve":         kindTensor,
+	"FuzzTextToHTML":      kindTensor,
+	"FuzzMarshalGraphDef": kindGraph,
+	"FuzzToSafeHTML":      kindText,
+}
 
 // seedSet collects a target's seeds, without repeats.
 type seedSet struct {
@@ -65,6 +91,11 @@ func (s *seedSet) add(args ...any) bool {
 				return true
 			}
 			fmt.Fprintf(&b, "[]byte(%s)\n", strconv.Quote(string(v)))
+		case string:
+			if len(v) > maxSeedBytes {
+				return true
+			}
+			fmt.Fprintf(&b, "string(%s)\n", strconv.Quote(v))
 		case int:
 			fmt.Fprintf(&b, "int(%d)\n", v)
 		default:
@@ -102,13 +133,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fuzzseed: -out is required")
 		os.Exit(2)
 	}
-	if err := run(*corpus, *out); err != nil {
+	if err := run(*corpus, *out, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "fuzzseed:", err)
 		os.Exit(1)
 	}
 }
 
-func run(corpus, out string) error {
+func run(corpus, out string, targets []string) error {
 	var files []string
 	err := filepath.WalkDir(corpus, func(path string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.Contains(d.Name(), "tfevents") {
@@ -124,16 +155,22 @@ func run(corpus, out string) error {
 	}
 	slices.Sort(files)
 
-	const (
-		uploaderPkg = "github.com/tbhub/tbhub/uploader/internal/"
-		reader      = uploaderPkg + "eventfile"
-		event       = uploaderPkg + "event"
-	)
-	readerSeeds := newSeedSet(reader, "FuzzReader")
-	decode := newSeedSet(event, "FuzzDecode")
-	differential := newSeedSet(event, "FuzzMatchesProtobuf")
-	tensors := newSeedSet("github.com/tbhub/tbhub/frontend-api/httpapi", "FuzzDecodeTensor")
-	graphs := newSeedSet("github.com/tbhub/tbhub/schemas/pbtxt", "FuzzMarshalGraphDef")
+	sets := map[string][]*seedSet{} // seed kind -> the targets fed with it
+	for _, t := range targets {
+		pkg, name, ok := strings.Cut(t, ".Fuzz")
+		if !ok {
+			return fmt.Errorf("target %q: want IMPORTPATH.FuzzName", t)
+		}
+		name = "Fuzz" + name
+		if kind, ok := seedKinds[name]; ok {
+			sets[kind] = append(sets[kind], newSeedSet(pkg, name))
+		}
+	}
+	add := func(kind string, args ...any) {
+		for _, s := range sets[kind] {
+			s.add(args...)
+		}
+	}
 
 	perFile := max(2, maxSeedsPerTarget/len(files))
 	for _, path := range files {
@@ -143,7 +180,7 @@ func run(corpus, out string) error {
 		}
 		head := make([]byte, fileChunk)
 		n, _ := io.ReadFull(f, head)
-		readerSeeds.add(head[:n], 4096)
+		add(kindFile, head[:n], 4096)
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			f.Close()
 			return err
@@ -159,33 +196,37 @@ func run(corpus, out string) error {
 			}
 			if records < perFile {
 				records++
-				decode.add(rec.Data)
-				differential.add(rec.Data)
+				add(kindRecord, rec.Data)
 			}
 			var ev tbpb.Event
 			if proto.Unmarshal(rec.Data, &ev) != nil {
 				continue
 			}
 			if g := ev.GetGraphDef(); len(g) > 0 {
-				graphs.add(g)
+				add(kindGraph, g)
 			}
 			if m := ev.GetTaggedRunMetadata().GetRunMetadata(); len(m) > 0 {
-				graphs.add(m)
+				add(kindGraph, m)
 			}
 			for _, v := range ev.GetSummary().GetValue() {
 				if t := v.GetTensor(); t != nil && tensorsHere < perFile {
 					if b, err := proto.Marshal(t); err == nil {
 						tensorsHere++
-						tensors.add(b)
+						add(kindTensor, b)
+					}
+					for _, str := range t.GetStringVal() {
+						add(kindText, string(str)) // text summaries: markdown
 					}
 				}
 			}
 		}
 		f.Close()
 	}
-	for _, s := range []*seedSet{readerSeeds, decode, differential, tensors, graphs} {
-		if err := s.write(out); err != nil {
-			return err
+	for _, kind := range slices.Sorted(maps.Keys(sets)) {
+		for _, s := range sets[kind] {
+			if err := s.write(out); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
