@@ -187,14 +187,14 @@ type process struct {
 	log  string
 }
 
-func startProcess(t *testing.T, bin string, env []string) *process {
+func startProcess(t *testing.T, bin string, env []string, args ...string) *process {
 	t.Helper()
 	logf, err := os.CreateTemp(t.TempDir(), filepath.Base(bin)+"-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	p := &process{cmd: exec.Command(bin), done: make(chan error, 1), log: logf.Name()}
+	p := &process{cmd: exec.Command(bin, args...), done: make(chan error, 1), log: logf.Name()}
 	p.cmd.Env, p.cmd.Stdout, p.cmd.Stderr = env, logf, logf
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
