@@ -389,4 +389,3 @@ func (a *attackerConn) markdown(ctx context.Context, t *testing.T, url string, s
 	}
 	return fmt.Sprintf("%d reads answered (%d truncated or unformatted), %d failed", ok.Load(), truncated.Load(), failed.Load())
 }
-
