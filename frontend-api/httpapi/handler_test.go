@@ -224,6 +224,33 @@ func TestCredentialsHook(t *testing.T) {
 	}
 }
 
+// A request with Cache-Control: no-cache (a live page that saw the
+// experiment change) is answered from the services, and its answer serves
+// the next requests.
+func TestResponseCacheNoCache(t *testing.T) {
+	fake, srv := startWith(t, httpapi.Config{CacheTTL: time.Hour})
+	calls := func() int {
+		fake.mu.Lock()
+		defer fake.mu.Unlock()
+		return fake.calls
+	}
+	get(t, srv.URL+scalarsPath, "Authorization", "Bearer a")
+	for _, h := range []string{"no-cache", "max-age=0"} {
+		before := calls()
+		if resp, _ := get(t, srv.URL+scalarsPath, "Authorization", "Bearer a", "Cache-Control", h); resp.StatusCode != 200 {
+			t.Fatalf("Cache-Control: %s: %d", h, resp.StatusCode)
+		}
+		if n := calls(); n != before+1 {
+			t.Errorf("Cache-Control: %s was answered from the cache", h)
+		}
+	}
+	before := calls()
+	get(t, srv.URL+scalarsPath, "Authorization", "Bearer a")
+	if n := calls(); n != before {
+		t.Errorf("the request after no-cache made a call; want the fresh answer reused")
+	}
+}
+
 // Identical GETs with the same credential within the TTL cost one call;
 // another credential, an error, or a POST is never answered from it.
 func TestResponseCache(t *testing.T) {

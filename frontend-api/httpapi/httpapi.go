@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -155,7 +156,10 @@ func (h *Handler) handle(pattern string, fn route.Func) {
 		var key string
 		if h.cache != nil && r.Method == http.MethodGet {
 			key = cred + "\x00" + r.URL.RequestURI()
-			if e := h.cache.get(key, time.Now()); e != nil {
+			// A client that knows the data changed (a live page) asks
+			// past the cache with Cache-Control: no-cache; the answer it
+			// gets is kept for the others.
+			if e := h.cache.get(key, time.Now()); e != nil && !noCache(r) {
 				e.write(w)
 				return
 			}
@@ -176,6 +180,17 @@ func (h *Handler) handle(pattern string, fn route.Func) {
 			}
 		}
 	})
+}
+
+// noCache says whether a request asks not to be answered from a cache
+// (Cache-Control: no-cache or max-age=0, or Pragma: no-cache).
+func noCache(r *http.Request) bool {
+	for _, d := range strings.Split(r.Header.Get("Cache-Control"), ",") {
+		if d = strings.TrimSpace(strings.ToLower(d)); d == "no-cache" || d == "max-age=0" {
+			return true
+		}
+	}
+	return r.Header.Get("Pragma") == "no-cache"
 }
 
 func (h *Handler) cacheLimit() int {

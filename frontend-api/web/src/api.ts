@@ -60,6 +60,9 @@ export class ApiError extends Error {
  */
 function headers(extra?: Record<string, string>): Record<string, string> {
   const h: Record<string, string> = { ...extra };
+  // Reads just after the data changed must not get an answer the server
+  // kept from before the change (its response cache).
+  if (Date.now() < freshUntil) h["Cache-Control"] = "no-cache";
   let t = "";
   try {
     t = localStorage.getItem("tbhub.token") ?? "";
@@ -110,9 +113,17 @@ export async function getFresh<T>(path: string): Promise<{ body: T; serverNow: n
 const cache = new Map<string, Promise<unknown>>();
 const blobs = new Map<string, Promise<string>>();
 
-/** Forgets cached answers, so that the next reads see new data. */
+// Until when reads ask the server past its response cache (see refresh).
+let freshUntil = 0;
+
+/**
+ * Forgets cached answers, so that the next reads see new data; for the
+ * next few seconds (the reads a change starts) they also ask the server
+ * past its short-lived response cache.
+ */
 export function refresh() {
   cache.clear();
+  freshUntil = Date.now() + 3000;
 }
 
 /** GETs path and decodes JSON; identical calls share one request. */
