@@ -1,14 +1,44 @@
-// Run colors: a fixed palette indexed by a run's position in the
-// experiment's run list, so a run keeps its color under any filter.
+// Run colours: a palette safe for colour-blind readers (Okabe and Ito's,
+// with Paul Tol's dark and muted colours after it), ordered so that
+// neighbours differ in hue and lightness. A run's colour follows from its
+// name (a hash picks a slot), so it is the same in every experiment and
+// under any filter; runs whose slots collide take the next free one, in
+// natural order, while the palette lasts.
 
-const PALETTE = [
-  "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-  "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#3366cc", "#dc3912",
-  "#0f9d58", "#ab47bc", "#00acc1", "#ff7043", "#9e9d24", "#5c6bc0",
+export const PALETTE = [
+  "#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00",
+  "#332288", "#999933", "#882255", "#44aa99", "#555555", "#ddaa33",
 ];
 
-export function runColor(index: number): string {
-  return PALETTE[index % PALETTE.length];
+/** FNV-1a of a string: the palette slot a name prefers. */
+function slot(name: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < name.length; i++) {
+    h ^= name.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0) % PALETTE.length;
+}
+
+/** Natural order of run names: run-2 before run-10. */
+export const naturalCompare = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" }).compare;
+
+/**
+ * Assigns colours to runs: each keeps the one it has in `taken` (runs
+ * already shown), the others take their name's slot or, if another run
+ * holds it, the next free slot (all taken: the name's slot).
+ */
+export function assignColors(names: string[], taken: Map<string, string> = new Map()): Map<string, string> {
+  const out = new Map(taken);
+  const used = new Set(out.values());
+  for (const name of [...names].sort(naturalCompare)) {
+    if (out.has(name)) continue;
+    let k = slot(name);
+    for (let i = 0; i < PALETTE.length && used.has(PALETTE[k]); i++) k = (k + 1) % PALETTE.length;
+    out.set(name, PALETTE[k]);
+    used.add(PALETTE[k]);
+  }
+  return out;
 }
 
 /** color with alpha (0..1) as #rrggbbaa. */

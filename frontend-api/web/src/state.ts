@@ -3,6 +3,7 @@
 //
 //   tab=scalars        the dashboard
 //   runFilter=RE       runs shown (case-insensitive regex)
+//   color=RUN~RRGGBB (repeated)  a run's colour chosen with its picker
 //   off=RUN (repeated) runs toggled off (all runs are on by default, so
 //                      runs added later by a live upload show up)
 //   tagFilter=RE       tags shown
@@ -39,6 +40,8 @@ export interface ViewState {
   tab: string;
   runFilter: string;
   off: string[];
+  /** Run colours chosen by the reader, "#rrggbb" by run name. */
+  colors: Record<string, string>;
   tagFilter: string;
   smoothing: number;
   x: XAxis;
@@ -67,6 +70,17 @@ export interface ViewState {
 
 export const DEFAULT_SMOOTHING = 0.6;
 
+/** color=RUN~RRGGBB values (the run name may hold "~": the last one splits). */
+function parseColors(values: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const v of values) {
+    const i = v.lastIndexOf("~");
+    const hex = v.slice(i + 1);
+    if (i > 0 && /^[0-9a-fA-F]{6}$/.test(hex)) out[v.slice(0, i)] = `#${hex.toLowerCase()}`;
+  }
+  return out;
+}
+
 export function parseState(search: string): ViewState {
   const q = new URLSearchParams(search);
   const sm = q.has("smoothing") ? Number(q.get("smoothing")) : DEFAULT_SMOOTHING;
@@ -75,6 +89,7 @@ export function parseState(search: string): ViewState {
     tab: q.get("tab") ?? "",
     runFilter: q.get("runFilter") ?? "",
     off: q.getAll("off"),
+    colors: parseColors(q.getAll("color")),
     tagFilter: q.get("tagFilter") ?? "",
     smoothing: Number.isFinite(sm) ? Math.min(Math.max(sm, 0), 0.999) : DEFAULT_SMOOTHING,
     x: x === "relative" || x === "wall" ? x : "step",
@@ -118,6 +133,7 @@ export function formatState(s: ViewState): string {
   if (s.tab) q.set("tab", s.tab);
   if (s.runFilter) q.set("runFilter", s.runFilter);
   for (const r of s.off) q.append("off", r);
+  for (const [r, c] of Object.entries(s.colors)) q.append("color", `${r}~${c.slice(1)}`);
   if (s.tagFilter) q.set("tagFilter", s.tagFilter);
   if (s.smoothing !== DEFAULT_SMOOTHING) q.set("smoothing", String(s.smoothing));
   if (s.x !== "step") q.set("x", s.x);

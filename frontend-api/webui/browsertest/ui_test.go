@@ -32,7 +32,7 @@ func TestScalarsDrawAndViewStateSurvivesReload(t *testing.T) {
 	)
 	// Toggle one run off.
 	run(t, ctx,
-		chromedp.Click(`li[data-run="generated/scalars/eval"] input`, chromedp.ByQuery),
+		chromedp.Click(`li[data-run="generated/scalars/eval"] input[type=checkbox]`, chromedp.ByQuery),
 		waitFor(`new URLSearchParams(location.search).getAll("off").includes("generated/scalars/eval")`),
 	)
 	var loc string
@@ -47,7 +47,7 @@ func TestScalarsDrawAndViewStateSurvivesReload(t *testing.T) {
 		waitFor(paintedCanvases(".scalar-card canvas", 200)+" >= 3"),
 		chromedp.Value(".smoothing-num", &smoothing, chromedp.ByQuery),
 		chromedp.Value(".run-filter", &runFilter, chromedp.ByQuery),
-		chromedp.Evaluate(`document.querySelector('li[data-run="generated/scalars/eval"] input').checked`, &offChecked),
+		chromedp.Evaluate(`document.querySelector('li[data-run="generated/scalars/eval"] input[type=checkbox]').checked`, &offChecked),
 		chromedp.Evaluate(`[...document.querySelectorAll(".scalar-card")].map(c => c.dataset.tag).sort()`, &cardTags),
 	)
 	if smoothing != "0.9" || runFilter != "generated/scalars" || offChecked {

@@ -3,7 +3,7 @@
 
 import { ApiError, ExperimentAPI, getJSON, getSession, refresh, send, type Experiment, type PluginsListing } from "../api";
 import { ACTIVE_MS, ago, follow, type Freshness } from "../live";
-import { runColor } from "../colors";
+import { assignColors, naturalCompare } from "../colors";
 import { compileFilter, debounce, h, setChildren } from "../dom";
 import { Store, type ViewState } from "../state";
 import type { Dashboard, DashboardContext, DashboardFactory, Run } from "../dashboards/dashboard";
@@ -25,20 +25,25 @@ interface Tab {
   /** Entries of data/plugins_listing that enable the tab. */
   plugins: string[];
   make: DashboardFactory;
+  /**
+   * The plugin route whose answer is keyed by run (its tag index), so the
+   * runs list shows only the runs with data for the tab; absent: all runs.
+   */
+  runIndex?: [plugin: string, route: string];
 }
 
 const TABS: Tab[] = [
-  { id: "scalars", label: "Scalars", plugins: ["scalars"], make: scalarsDashboard },
-  { id: "images", label: "Images", plugins: ["images"], make: imagesDashboard },
-  { id: "audio", label: "Audio", plugins: ["audio"], make: audioDashboard },
-  { id: "histograms", label: "Histograms", plugins: ["histograms"], make: histogramsDashboard },
-  { id: "distributions", label: "Distributions", plugins: ["distributions"], make: distributionsDashboard },
-  { id: "text", label: "Text", plugins: ["text"], make: textDashboard },
-  { id: "pr_curves", label: "PR curves", plugins: ["pr_curves"], make: prCurvesDashboard },
+  { id: "scalars", label: "Scalars", plugins: ["scalars"], make: scalarsDashboard, runIndex: ["scalars", "tags"] },
+  { id: "images", label: "Images", plugins: ["images"], make: imagesDashboard, runIndex: ["images", "tags"] },
+  { id: "audio", label: "Audio", plugins: ["audio"], make: audioDashboard, runIndex: ["audio", "tags"] },
+  { id: "histograms", label: "Histograms", plugins: ["histograms"], make: histogramsDashboard, runIndex: ["histograms", "tags"] },
+  { id: "distributions", label: "Distributions", plugins: ["distributions"], make: distributionsDashboard, runIndex: ["distributions", "tags"] },
+  { id: "text", label: "Text", plugins: ["text"], make: textDashboard, runIndex: ["text", "tags"] },
+  { id: "pr_curves", label: "PR curves", plugins: ["pr_curves"], make: prCurvesDashboard, runIndex: ["pr_curves", "tags"] },
   { id: "custom_scalars", label: "Custom scalars", plugins: ["custom_scalars"], make: customScalarsDashboard },
   { id: "hparams", label: "HParams", plugins: ["hparams"], make: hparamsDashboard },
-  { id: "graphs", label: "Graphs", plugins: ["graphs"], make: graphsDashboard },
-  { id: "mesh", label: "Mesh", plugins: ["mesh"], make: meshDashboard },
+  { id: "graphs", label: "Graphs", plugins: ["graphs"], make: graphsDashboard, runIndex: ["graphs", "info"] },
+  { id: "mesh", label: "Mesh", plugins: ["mesh"], make: meshDashboard, runIndex: ["mesh", "tags"] },
 ];
 
 /** Renders the page; returns what stops it (before the next page renders). */
@@ -65,10 +70,11 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
     throw e;
   }
   document.title = `${meta.name || eid} – tbhub`;
-  const runs: Run[] = runNames.map((name, i) => ({ name, color: runColor(i) }));
-  const colors = new Map(runs.map((r) => [r.name, r.color]));
+  const colors = assignColors(runNames);
+  const runs: Run[] = [...runNames].sort(naturalCompare).map((name) => ({ name, color: colors.get(name)! }));
   const store = new Store();
-  const ctx: DashboardContext = { api, runs, store, colorOf: (r) => colors.get(r) ?? "#888" };
+  // A colour the reader picked (in the URL) wins over the run's own.
+  const ctx: DashboardContext = { api, runs, store, colorOf: (r) => store.get().colors[r] ?? colors.get(r) ?? "#888" };
   let tabs = TABS.filter((t) => t.plugins.some((p) => listing[p]?.enabled));
 
   const tabBar = h("nav.tabs", { role: "tablist" });
@@ -125,6 +131,18 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
     const host = h("div", { className: `dash dash-${tab.id}` });
     setChildren(main, host);
     current = { id: tab.id, dash: tab.make(host, ctx) };
+    showRunsOf(tab);
+  }
+  /** Lists only the runs with data for tab (all until its index arrives). */
+  function showRunsOf(tab: Tab) {
+    sidebar.setAvailable(null);
+    if (!tab.runIndex) return;
+    const [plugin, route] = tab.runIndex;
+    getJSON<Record<string, unknown>>(api.plugin(plugin, route))
+      .then((idx) => {
+        if (current?.id === tab.id) sidebar.setAvailable(new Set(Object.keys(idx)));
+      })
+      .catch(() => {});
   }
   /**
    * Mounts the current dashboard again where the reader is: the page keeps
@@ -152,10 +170,11 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
       getJSON<string[]>(api.data("runs", { format: "list" })),
     ]);
     const added = newRuns.filter((r) => !colors.has(r));
-    for (const name of added) {
-      const run = { name, color: runColor(runs.length) };
-      runs.push(run);
-      colors.set(name, run.color);
+    for (const [name, color] of assignColors(added, colors)) colors.set(name, color);
+    for (const name of added.sort(naturalCompare)) {
+      const run = { name, color: colors.get(name)! };
+      const at = runs.findIndex((r) => naturalCompare(r.name, name) > 0);
+      runs.splice(at < 0 ? runs.length : at, 0, run);
       sidebar.add(run);
     }
     const before = activeTab(store.get());
@@ -166,11 +185,13 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
     if (full || !current || before?.id !== after?.id) remountInPlace();
     else if (!current.dash.refresh) {
       if (tabsChanged) drawTabs(after);
+      if (after) showRunsOf(after);
       remountDue = true;
       remountSoon();
     } else {
       if (tabsChanged) drawTabs(after);
       current.dash.refresh({ runsAdded: added });
+      if (after) showRunsOf(after);
     }
   }
 
@@ -207,6 +228,10 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
 
   store.subscribe((s, prev) => {
     sidebar.update(s);
+    if (current && activeTab(s)?.id === current.id && JSON.stringify(s.colors) !== JSON.stringify(prev.colors)) {
+      remountInPlace(); // every chart's colours
+      return;
+    }
     if (!current || activeTab(s)?.id !== current.id) {
       main.style.minHeight = "";
       lastMount = Date.now();
@@ -262,18 +287,30 @@ function ownerControls(meta: Experiment): HTMLElement {
   return el;
 }
 
-/** The runs list: color, toggle, and the run regex. */
-function runsSidebar(ctx: DashboardContext): { el: HTMLElement; update: (s: ViewState) => void; add: (r: Run) => void } {
+/**
+ * The runs list: colour (a picker, kept in the URL), toggle, the run
+ * regex. Runs are in natural order (run-2 before run-10); a long name is
+ * cut in the middle, where runs differ least (prefixes and trial hashes
+ * tell them apart), and shown whole on hover. The sidebar can be
+ * resized by its edge.
+ */
+function runsSidebar(ctx: DashboardContext): {
+  el: HTMLElement;
+  update: (s: ViewState) => void;
+  add: (r: Run) => void;
+  setAvailable: (runs: Set<string> | null) => void;
+} {
   const { store } = ctx;
   const filter = h("input", { type: "search", placeholder: "Filter runs (regex)", "aria-label": "run filter", className: "run-filter" });
   const error = h("div.error");
   const list = h("ul.runs");
   const all = h("button", { title: "Show every matching run" }, "All");
   const none = h("button", { title: "Hide every matching run" }, "None");
+  let available: Set<string> | null = null;
   filter.addEventListener("input", debounce(() => store.set({ runFilter: filter.value }), 200));
   const matching = () => {
     const f = compileFilter(store.get().runFilter);
-    return ctx.runs.filter((r) => f.test(r.name)).map((r) => r.name);
+    return ctx.runs.filter((r) => f.test(r.name) && (!available || available.has(r.name))).map((r) => r.name);
   };
   all.addEventListener("click", () => {
     const m = new Set(matching());
@@ -284,7 +321,7 @@ function runsSidebar(ctx: DashboardContext): { el: HTMLElement; update: (s: View
     for (const r of matching()) off.add(r);
     store.set({ off: ctx.runs.map((r) => r.name).filter((r) => off.has(r)) });
   });
-  const boxes = new Map<string, { li: HTMLElement; box: HTMLInputElement }>();
+  const rows = new Map<string, { li: HTMLElement; box: HTMLInputElement; picker: HTMLInputElement; run: Run }>();
   const heading = h("h2");
   const add = (r: Run) => {
     const box = h("input", {
@@ -296,9 +333,30 @@ function runsSidebar(ctx: DashboardContext): { el: HTMLElement; update: (s: View
         store.set({ off: ctx.runs.map((x) => x.name).filter((x) => off.has(x)) });
       },
     });
-    const li = h("li", { "data-run": r.name }, h("label", { title: r.name }, box, h("span.swatch", { style: { background: r.color } }), h("span.run-name", null, r.name)));
-    boxes.set(r.name, { li, box });
-    list.appendChild(li);
+    const picker = h("input", {
+      type: "color",
+      className: "swatch",
+      value: r.color,
+      title: `Colour of ${r.name}`,
+      "aria-label": `colour of ${r.name}`,
+      onchange: () => {
+        const colors = { ...store.get().colors };
+        if (picker.value === r.color) delete colors[r.name];
+        else colors[r.name] = picker.value;
+        store.set({ colors });
+      },
+    });
+    // Middle truncation: the head shrinks with an ellipsis, the tail stays.
+    const cut = Math.max(r.name.length - Math.max(8, Math.ceil(r.name.length * 0.4)), 0);
+    const li = h(
+      "li",
+      { "data-run": r.name, title: r.name },
+      picker,
+      h("label", null, box, h("span.run-name", null, h("span.run-head", null, r.name.slice(0, cut)), h("span.run-tail", null, r.name.slice(cut)))),
+    );
+    rows.set(r.name, { li, box, picker, run: r });
+    const next = [...rows.values()].find((x) => x.run !== r && naturalCompare(x.run.name, r.name) > 0 && x.li.parentNode === list);
+    list.insertBefore(li, next ? next.li : null);
   };
   for (const r of ctx.runs) add(r);
   const el = h("aside.sidebar", null, heading, filter, error, h("div.run-buttons", null, all, none), list);
@@ -307,13 +365,17 @@ function runsSidebar(ctx: DashboardContext): { el: HTMLElement; update: (s: View
     const f = compileFilter(s.runFilter);
     error.textContent = f.error ?? "";
     const off = new Set(s.off);
-    let shown = 0;
-    for (const [name, { li, box }] of boxes) {
-      li.hidden = !f.test(name);
+    let shown = 0, total = 0;
+    for (const [name, { li, box, picker, run }] of rows) {
+      const here = !available || available.has(name);
+      if (here) total++;
+      li.hidden = !here || !f.test(name);
       if (!li.hidden) shown++;
       box.checked = !off.has(name);
+      const color = s.colors[name] ?? run.color;
+      if (picker.value !== color) picker.value = color;
     }
-    heading.textContent = shown === boxes.size ? `Runs (${shown})` : `Runs (${shown} of ${boxes.size})`;
+    heading.textContent = shown === total ? `Runs (${shown})` : `Runs (${shown} of ${total})`;
   };
   update(store.get());
   return {
@@ -321,6 +383,10 @@ function runsSidebar(ctx: DashboardContext): { el: HTMLElement; update: (s: View
     update,
     add: (r) => {
       add(r);
+      update(store.get());
+    },
+    setAvailable: (runs) => {
+      available = runs;
       update(store.get());
     },
   };
