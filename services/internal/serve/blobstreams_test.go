@@ -2,6 +2,10 @@ package serve_test
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,3 +112,48 @@ func TestIdleBlobStreamIsClosed(t *testing.T) {
 // safetyTimeout bounds a test's wait for the server to act; the limits
 // under test are far shorter, so reaching it means a limit did nothing.
 const safetyTimeout = time.Minute
+
+// Invalid credentials are logged sampled, not one line each (issue 14 #9):
+// 3,000 bad tokens leave a few lines, which together count every
+// rejection made while they were written.
+func TestBadCredentialsAreSampledInTheLog(t *testing.T) {
+	st, blobs := embedded(t)
+	var log syncBuffer
+	h := newHarness(t, st, blobs, func(c *serve.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&log, nil))
+	})
+	const n = 3000
+	for i := range n {
+		_, err := h.writer.CreateExperiment(as(t.Context(), bearer(fmt.Sprintf("tbh_bad%d", i))), &servicepb.CreateExperimentRequest{})
+		if status.Code(err) != codes.Unauthenticated {
+			t.Fatalf("bad token %d: %v, want UNAUTHENTICATED", i, err)
+		}
+	}
+	lines := 0
+	for _, l := range strings.Split(log.String(), "\n") {
+		if strings.Contains(l, "rejected credentials") {
+			lines++
+		}
+	}
+	if lines == 0 || lines > n/10 {
+		t.Errorf("%d bad tokens wrote %d log lines; want a sample (at least one, at most %d)", n, lines, n/10)
+	}
+}
+
+// syncBuffer is a log destination safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

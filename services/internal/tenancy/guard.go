@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 
 	"github.com/tbhub/tbhub/services/internal/auth"
+	"github.com/tbhub/tbhub/services/internal/limits"
 	"github.com/tbhub/tbhub/services/internal/rpcerr"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
@@ -30,6 +33,7 @@ type Guard struct {
 	getExperiment func(ctx context.Context, eid string) (store.Experiment, error)
 	methods       map[string]Method
 	logger        *slog.Logger
+	bad           *limits.BadCredentials
 }
 
 // NewGuard returns a guard using Methods.
@@ -37,7 +41,7 @@ func NewGuard(a *auth.Authenticator, experiments ExperimentGetter, logger *slog.
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	g := &Guard{auth: a, methods: Methods, logger: logger, getExperiment: experiments.GetExperiment}
+	g := &Guard{auth: a, methods: Methods, logger: logger, getExperiment: experiments.GetExperiment, bad: limits.NewBadCredentials(nil)}
 	if ar, ok := experiments.(store.AccessReader); ok {
 		g.getExperiment = ar.GetExperimentAccess
 	}
@@ -115,6 +119,18 @@ func (g *Guard) Stream() grpc.StreamServerInterceptor {
 	}
 }
 
+// clientAddr is the IP address a call came from ("" if unknown).
+func clientAddr(ctx context.Context) string {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return ""
+	}
+	if host, _, err := net.SplitHostPort(p.Addr.String()); err == nil {
+		return host
+	}
+	return p.Addr.String()
+}
+
 // authenticate finds the method's rule and the caller.
 func (g *Guard) authenticate(ctx context.Context, method string) (context.Context, Method, error) {
 	m, ok := g.methods[method]
@@ -126,7 +142,9 @@ func (g *Guard) authenticate(ctx context.Context, method string) (context.Contex
 	case errors.Is(err, auth.ErrNoCredentials):
 		return ctx, m, nil
 	case errors.Is(err, auth.ErrInvalidCredentials):
-		g.logger.InfoContext(ctx, "rejected credentials", "method", method, "reason", err.Error())
+		if log, stood := g.bad.Failed(); log {
+			g.logger.InfoContext(ctx, "rejected credentials", "method", method, "reason", err.Error(), "client", clientAddr(ctx), "rejections", stood)
+		}
 		return ctx, m, rpcerr.New(codes.Unauthenticated, "invalid credentials: malformed, unknown, expired or revoked")
 	case errors.Is(err, auth.ErrIssuerUnavailable):
 		g.logger.WarnContext(ctx, "identity provider unavailable", "error", err.Error())
