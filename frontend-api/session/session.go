@@ -275,7 +275,12 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request, credential strin
 	if err != nil {
 		return nil, err
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: tok.GetSecret(), Path: "/", Expires: expire, MaxAge: int(h.cfg.Lifetime.Seconds()),
+	// The server ends the session's token with the credential it was made
+	// with, if that expires first; the cookie ends with the token.
+	if te := tok.GetToken().GetExpireTime(); te != nil && te.AsTime().Before(expire) {
+		expire = te.AsTime()
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: tok.GetSecret(), Path: "/", Expires: expire, MaxAge: max(1, int(expire.Sub(h.cfg.Now()).Seconds())),
 		HttpOnly: true, Secure: h.secure(r), SameSite: http.SameSiteLaxMode})
 	return who, nil
 }

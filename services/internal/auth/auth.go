@@ -65,6 +65,10 @@ type Principal struct {
 	// for API tokens.
 	Scopes  store.TokenScopes
 	TokenID string // API tokens only
+	// ExpireTime is when the credential stops working; zero for API
+	// tokens without expiry and for OIDC callers (whose sign-in, not the
+	// ID token's hour, is the credential).
+	ExpireTime time.Time
 }
 
 // TokenPrefix starts every API token secret, so that a token is
@@ -186,7 +190,7 @@ func (a *Authenticator) apiToken(ctx context.Context, secret string) (*Principal
 		return nil, fmt.Errorf("%w: API token %s is revoked or expired", ErrInvalidCredentials, t.ID)
 	}
 	a.touch(ctx, t.ID, now)
-	p := &Principal{UserID: t.UserID, Kind: KindAPIToken, Scopes: t.Scopes, TokenID: t.ID}
+	p := &Principal{UserID: t.UserID, Kind: KindAPIToken, Scopes: t.Scopes, TokenID: t.ID, ExpireTime: t.ExpireTime}
 	if id, err := a.ids.GetOIDCIdentity(ctx, t.UserID); err == nil {
 		p.Email, p.Issuer, p.Subject = id.Email, id.Issuer, id.Subject
 	}

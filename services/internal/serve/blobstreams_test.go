@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 	"github.com/tbhub/tbhub/services/internal/serve"
 )
@@ -156,4 +157,35 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// A token made with an expiring token expires with it at the latest
+// (issue 14 #7): asking for no expiry, or a later one, gets the
+// credential's.
+func TestTokenCannotOutliveItsCredential(t *testing.T) {
+	st, blobs := embedded(t)
+	h := newHarness(t, st, blobs, nil)
+	ctx := newUserContext(t, h, "ada")
+	expire := time.Now().Add(time.Hour).Truncate(time.Second)
+	short, err := h.account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: "short", Scopes: []authv1.Scope{authv1.Scope_SCOPE_UPLOAD, authv1.Scope_SCOPE_READ},
+		ExpireTime: timestamppb.New(expire)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withShort := as(t.Context(), bearer(short.GetSecret()))
+	for _, asked := range []*timestamppb.Timestamp{nil, timestamppb.New(expire.Add(30 * 24 * time.Hour))} {
+		minted, err := h.account.CreateToken(withShort, &authv1.CreateTokenRequest{Name: "minted", Scopes: []authv1.Scope{authv1.Scope_SCOPE_UPLOAD}, ExpireTime: asked})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := minted.GetToken().GetExpireTime(); got == nil || !got.AsTime().Equal(expire) {
+			t.Errorf("asked for expiry %v with a token expiring %v: got %v", asked.AsTime(), expire, got.AsTime())
+		}
+	}
+	// An earlier expiry than the credential's is kept.
+	earlier := expire.Add(-30 * time.Minute)
+	minted, err := h.account.CreateToken(withShort, &authv1.CreateTokenRequest{Name: "minted", Scopes: []authv1.Scope{authv1.Scope_SCOPE_READ}, ExpireTime: timestamppb.New(earlier)})
+	if err != nil || !minted.GetToken().GetExpireTime().AsTime().Equal(earlier) {
+		t.Errorf("earlier expiry: %v, %v; want %v", minted.GetToken().GetExpireTime().AsTime(), err, earlier)
+	}
 }

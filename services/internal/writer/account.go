@@ -102,6 +102,12 @@ func (a *authService) CreateToken(ctx context.Context, req *authv1.CreateTokenRe
 			return nil, rpcerr.New(codes.InvalidArgument, "expire_time is in the past")
 		}
 	}
+	// A token made with an expiring credential expires with it at the
+	// latest: an expiring token cannot mint a lasting one (nor a session
+	// that outlives it, which the web UI makes this way).
+	if !p.ExpireTime.IsZero() && (expire.IsZero() || expire.After(p.ExpireTime)) {
+		expire = p.ExpireTime
+	}
 	t, secret, err := a.s.auth.IssueToken(ctx, p.UserID, req.GetName(), scopes, expire)
 	if err != nil {
 		return nil, err
