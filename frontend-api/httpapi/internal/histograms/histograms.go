@@ -59,7 +59,7 @@ func Buckets(t *tbpb.TensorProto) ([][]float64, error) {
 		if len(vals) == 0 {
 			return [][]float64{}, nil
 		}
-		return nil, fmt.Errorf("histogram tensor of shape %v, want [k, 3]", shape)
+		return nil, route.Errorf(http.StatusBadRequest, "stored tensor cannot be shown: histogram tensor of shape %v, want [k, 3]", shape)
 	}
 	return route.Rows(vals, 3), nil
 }

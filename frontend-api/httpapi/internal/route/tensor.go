@@ -2,11 +2,18 @@ package route
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
+	"net/http"
 
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 )
+
+// badTensor is a stored tensor the API cannot show: the client's 400 (the
+// data was stored by an uploader; the server is fine), and in a
+// timeSeries batch an error of its entry only.
+func badTensor(format string, args ...any) error {
+	return Errorf(http.StatusBadRequest, "stored tensor cannot be shown: "+format, args...)
+}
 
 // shapeOf returns a tensor's dimension sizes.
 func ShapeOf(t *tbpb.TensorProto) []int64 {
@@ -30,12 +37,12 @@ func elementCount(t *tbpb.TensorProto) (int64, error) {
 	n := int64(1)
 	for _, d := range ShapeOf(t) {
 		if d < 0 || (d > 0 && n > maxElements/d) {
-			return 0, fmt.Errorf("tensor shape %v: unsupported size", ShapeOf(t))
+			return 0, badTensor("tensor shape %v: unsupported size", ShapeOf(t))
 		}
 		n *= d
 	}
 	if n > maxElements {
-		return 0, fmt.Errorf("tensor shape %v: unsupported size", ShapeOf(t))
+		return 0, badTensor("tensor shape %v: unsupported size", ShapeOf(t))
 	}
 	return n, nil
 }
@@ -89,7 +96,7 @@ func TensorFloats(t *tbpb.TensorProto) ([]float64, error) {
 			}
 		}
 	default:
-		return nil, fmt.Errorf("tensor of type %v is not numeric", t.GetDtype())
+		return nil, badTensor("tensor of type %v is not numeric", t.GetDtype())
 	}
 	return fill(vals, n)
 }
@@ -98,7 +105,7 @@ func TensorFloats(t *tbpb.TensorProto) ([]float64, error) {
 // shortened typed fields); zeros when there is none.
 func fill(vals []float64, n int64) ([]float64, error) {
 	if int64(len(vals)) > n {
-		return nil, fmt.Errorf("tensor holds %d values for %d elements", len(vals), n)
+		return nil, badTensor("tensor holds %d values for %d elements", len(vals), n)
 	}
 	last := 0.0
 	if len(vals) > 0 {
@@ -118,10 +125,10 @@ func decodeContent(dt tbpb.DataType, c []byte, n int64) ([]float64, error) {
 		tbpb.DataType_DT_BOOL: 1,
 	}[dt]
 	if width == 0 {
-		return nil, fmt.Errorf("tensor of type %v is not numeric", dt)
+		return nil, badTensor("tensor of type %v is not numeric", dt)
 	}
 	if int64(len(c)) != n*int64(width) {
-		return nil, fmt.Errorf("tensor_content has %d bytes for %d elements of %d", len(c), n, width)
+		return nil, badTensor("tensor_content has %d bytes for %d elements of %d", len(c), n, width)
 	}
 	out := make([]float64, n)
 	le := binary.LittleEndian
@@ -181,7 +188,7 @@ func halfToFloat(dt tbpb.DataType, h uint16) float64 {
 // tensorStrings returns a string tensor's elements in row-major order.
 func TensorStrings(t *tbpb.TensorProto) ([][]byte, error) {
 	if t.GetDtype() != tbpb.DataType_DT_STRING {
-		return nil, fmt.Errorf("tensor of type %v is not a string tensor", t.GetDtype())
+		return nil, badTensor("tensor of type %v is not a string tensor", t.GetDtype())
 	}
 	n, err := elementCount(t)
 	if err != nil {
@@ -189,7 +196,7 @@ func TensorStrings(t *tbpb.TensorProto) ([][]byte, error) {
 	}
 	vals := t.GetStringVal()
 	if int64(len(vals)) > n {
-		return nil, fmt.Errorf("tensor holds %d strings for %d elements", len(vals), n)
+		return nil, badTensor("tensor holds %d strings for %d elements", len(vals), n)
 	}
 	for int64(len(vals)) < n {
 		var last []byte

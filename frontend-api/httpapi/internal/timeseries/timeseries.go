@@ -5,6 +5,7 @@ package timeseries
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -123,8 +124,8 @@ func (h Plugin) TimeSeries(w http.ResponseWriter, r *route.Request) error {
 			series, err := h.oneTimeSeries(r, req)
 			out[i] = timeSeriesResponse{timeSeriesRequest: req, RunToSeries: series}
 			if err != nil {
-				he, ok := err.(*httperr.Error)
-				if !ok {
+				var he *httperr.Error
+				if !errors.As(err, &he) {
 					return err
 				}
 				out[i].RunToSeries, out[i].Error = nil, he.Msg
