@@ -97,7 +97,7 @@ func (t *APIToken) Usable(now time.Time) bool {
 type Usage struct {
 	Experiments int64 // experiments owned
 	Points      int64 // scalar and tensor points stored
-	BlobBytes   int64 // bytes of current blobs
+	BlobBytes   int64 // bytes of blobs, current and unfinished
 }
 
 // IdentityStore keeps users' outside identities, API tokens and usage.

@@ -396,6 +396,23 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 	if err != nil {
 		return store.Usage{}, fail("UserUsage", err)
 	}
+	// Unfinished blobs hold stored bytes too; the series' totals count
+	// current blobs only. This reads the user's blob rows (a prefix scan
+	// of Blobs per experiment).
+	row, err = singleRow(tx.Query(ctx, spanner.Statement{
+		SQL: `SELECT COALESCE(SUM(b.Size), 0)
+			FROM Experiments e JOIN Blobs b ON b.ExperimentId = e.ExperimentId
+			WHERE e.OwnerId = @user AND e.State = @live AND b.State = @unfinished`,
+		Params: map[string]any{"user": userID, "live": stateLive, "unfinished": int64(store.BlobStateUnfinalized)},
+	}))
+	var unfinished int64
+	if err == nil {
+		err = row.Columns(&unfinished)
+	}
+	if err != nil {
+		return store.Usage{}, fail("UserUsage", err)
+	}
+	u.BlobBytes += unfinished
 	return u, nil
 }
 

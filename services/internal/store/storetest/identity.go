@@ -222,8 +222,9 @@ func testUsage(t *testing.T, s IdentityBackend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Two live experiments, 2+2 scalars and 1 tensor; one current blob.
-	if want := (store.Usage{Experiments: 2, Points: 5, BlobBytes: 100}); u != want {
+	// Two live experiments, 2+2 scalars and 1 tensor; one current blob
+	// and one unfinished: both hold stored bytes, so both count.
+	if want := (store.Usage{Experiments: 2, Points: 5, BlobBytes: 200}); u != want {
 		t.Errorf("UserUsage = %+v, want %+v", u, want)
 	}
 	if u, _ := s.UserUsage(ctx, reader); u != (store.Usage{}) {
