@@ -38,8 +38,11 @@ export async function signInWithToken(token: string): Promise<Session> {
 
 /** Ends the session (the server revokes its token). */
 export async function signOut() {
-  await send("DELETE", "/api/session");
-  session = null;
+  try {
+    await send("DELETE", "/api/session");
+  } finally {
+    session = null; // asked again, whether or not the server still knew it
+  }
 }
 
 export class ApiError extends Error {

@@ -16,7 +16,7 @@ import { customScalarsDashboard } from "../dashboards/customscalars";
 import { hparamsDashboard } from "../dashboards/hparams";
 import { graphsDashboard } from "../dashboards/graphs";
 import { meshDashboard } from "../dashboards/mesh";
-import { shareDialog } from "./experiments";
+import { copyLinkButton, shareDialog } from "./experiments";
 import { renderSignIn } from "./signin";
 
 interface Tab {
@@ -91,6 +91,7 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
       meta.description ? h("p.desc", null, meta.description) : null,
       h("span.badge", null, (meta.visibility ?? "").replace("VISIBILITY_", "").toLowerCase()),
       ownerControls(meta),
+      copyLinkButton(eid),
       liveEl,
       reloadButton,
     ),

@@ -5,7 +5,7 @@
 // tbhub's /api/ routes (frontend-api/httpapi/manage.go); the server decides
 // who may do what.
 
-import { ApiError, getJSON, getSession, send, type ApiToken, type Experiment, type ExperimentList, type Grant } from "../api";
+import { ApiError, getFresh, getJSON, getSession, send, signOut, type ApiToken, type Experiment, type ExperimentList, type Grant } from "../api";
 import { h, setChildren } from "../dom";
 import { renderSignIn } from "./signin";
 
@@ -64,7 +64,7 @@ export function shareDialog(e: Experiment) {
       return;
     }
     if (!grants.length) {
-      setChildren(list, h("li.hint", null, "Only you can see it" + (e.visibility === "VISIBILITY_PRIVATE" ? "." : " listed; anyone with the link can read it.")));
+      setChildren(list, h("li.hint", null, whoCanRead(e.visibility)));
       return;
     }
     setChildren(
@@ -124,7 +124,7 @@ export function shareDialog(e: Experiment) {
         who,
         h("button", { type: "submit", className: "primary" }, "Share"),
       ),
-      h("div.buttons", null, h("button", { type: "button", onclick: close }, "Done")),
+      h("div.buttons", null, copyLinkButton(e.experimentId), h("button", { type: "button", onclick: close }, "Done")),
     ];
   });
   load();
@@ -253,7 +253,45 @@ export async function renderExperiments(el: HTMLElement, reroute: () => void) {
     sharedList.length ? [h("h2", null, "Shared with me"), h("div.table-scroll", null, table(sharedList, false))] : null,
     tokens,
   );
-  renderTokens(tokens);
+  renderTokens(tokens, reroute);
+}
+
+/** Who may read an experiment of this visibility besides those it is shared with. */
+function whoCanRead(v?: string): string {
+  switch (v) {
+    case "VISIBILITY_PUBLIC":
+      return "Public: anyone can read it, signed in or not.";
+    case "VISIBILITY_UNLISTED":
+      return "Unlisted: anyone with the link can read it; it is not listed anywhere.";
+  }
+  return "Private: only you can see it.";
+}
+
+/**
+ * A "Copy link" button for an experiment's page; says "Copied" (or how
+ * to copy it by hand) beside it.
+ */
+export function copyLinkButton(eid: string): HTMLElement {
+  const url = `${location.origin}/experiment/${encodeURIComponent(eid)}/`;
+  const status = h("span.hint.copy-status", { role: "status" });
+  const button = h(
+    "button.copy-link",
+    {
+      type: "button",
+      title: url,
+      onclick: async () => {
+        try {
+          await navigator.clipboard.writeText(url);
+          status.textContent = "Copied";
+        } catch {
+          status.textContent = url; // no clipboard (http, permissions): shown to copy by hand
+        }
+        button.dataset.copied = url;
+      },
+    },
+    "Copy link",
+  );
+  return h("span.copy-link-wrap", null, button, status);
 }
 
 function fmtTime(t?: string): string {
@@ -261,22 +299,96 @@ function fmtTime(t?: string): string {
 }
 
 /** The API tokens section: the caller's tokens, a form to create one. */
-async function renderTokens(el: HTMLElement) {
+/** The name the server gives the tokens browser sign-ins mint (package session). */
+const SESSION_TOKEN = "web session";
+
+/**
+ * The API tokens section, and apart from it the browser sessions (the
+ * tokens sign-ins mint) with sign-out-everywhere.
+ */
+async function renderTokens(el: HTMLElement, reroute: () => void) {
   const error = h("p.error", { role: "alert" });
   const created = h("div.created");
   const name = h("input", { type: "text", name: "token-name", placeholder: "e.g. laptop, ci", "aria-label": "token name", maxLength: 100, required: true });
   const upload = h("input", { type: "checkbox", name: "scope-upload", checked: true });
   const read = h("input", { type: "checkbox", name: "scope-read", checked: true });
   const list = h("tbody");
+  const sessionList = h("tbody");
+  const revoke = async (t: ApiToken) => {
+    await send("DELETE", `/api/tokens/${encodeURIComponent(t.tokenId)}`);
+  };
+  let liveSessions: ApiToken[] = [];
+  const everywhere = h(
+    "button.signout-everywhere",
+    {
+      type: "button",
+      onclick: async () => {
+        error.textContent = "";
+        try {
+          // This browser's own session last: its cookie stands for it.
+          for (const t of liveSessions) await revoke(t);
+        } catch (e) {
+          error.textContent = errorText(e);
+          return;
+        }
+        await signOut().catch(() => {});
+        reroute();
+      },
+    },
+    "Sign out everywhere",
+  );
   async function load() {
-    let tokens: ApiToken[];
+    let all: ApiToken[];
     try {
-      tokens = (await getJSON<{ tokens?: ApiToken[] }>("/api/tokens")).tokens ?? [];
+      all = (await getJSON<{ tokens?: ApiToken[] }>("/api/tokens")).tokens ?? [];
     } catch (e) {
       error.textContent = errorText(e);
       return;
     }
     const now = Date.now();
+    const live = (t: ApiToken) => !t.revokeTime && !(t.expireTime && Date.parse(t.expireTime) < now);
+    // Ended sessions are left out: every sign-in makes one.
+    liveSessions = all.filter((t) => t.name === SESSION_TOKEN && live(t));
+    const tokens = all.filter((t) => t.name !== SESSION_TOKEN);
+    everywhere.disabled = !liveSessions.length;
+    setChildren(
+      sessionList,
+      liveSessions.map((t) =>
+        h(
+          "tr",
+          { "data-session": t.tokenId },
+          h("td", null, fmtTime(t.createTime)),
+          h("td", null, t.lastUseTime ? fmtTime(t.lastUseTime) : "never"),
+          h("td", null, t.expireTime ? fmtTime(t.expireTime) : "never"),
+          h(
+            "td",
+            null,
+            h(
+              "button.end-session",
+              {
+                type: "button",
+                onclick: async () => {
+                  error.textContent = "";
+                  try {
+                    await revoke(t);
+                  } catch (e) {
+                    error.textContent = errorText(e);
+                  }
+                  // Ending this browser's own session signs it out.
+                  const still = await getFresh<{ signedIn: boolean }>("/api/session").then((r) => r.body.signedIn, () => false);
+                  if (still) await load();
+                  else {
+                    await signOut().catch(() => {});
+                    reroute();
+                  }
+                },
+              },
+              "Sign out",
+            ),
+          ),
+        ),
+      ),
+    );
     setChildren(
       list,
       tokens.map((t) => {
@@ -366,11 +478,15 @@ async function renderTokens(el: HTMLElement) {
   setChildren(
     el,
     h("h2", null, "API tokens"),
-    h("p.hint", null, "For `tbup` and scripts. Web sessions appear here too (\"web session\"); signing out revokes them."),
+    h("p.hint", null, "For `tbup` and scripts."),
     form,
     created,
     error,
     h("div.table-scroll", null, h("table.tokens", null, h("thead", null, h("tr", null, ["Name", "Token", "Scopes", "Created", "Last used", "Expires", ""].map((c) => h("th", null, c)))), list)),
+    h("h2", null, "Signed-in browsers"),
+    h("p.hint", null, "Each browser sign-in is a session until it signs out or expires (30 days)."),
+    everywhere,
+    h("div.table-scroll", null, h("table.tokens.sessions", null, h("thead", null, h("tr", null, ["Signed in", "Last used", "Expires", ""].map((c) => h("th", null, c)))), sessionList)),
   );
   await load();
 }
