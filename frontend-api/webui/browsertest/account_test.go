@@ -108,7 +108,7 @@ func TestMyExperimentsRenameShareDelete(t *testing.T) {
 	run(t, ctx,
 		chromedp.Click(`dialog.share-dialog li[data-grantee="carol@example.com"] button.revoke`, chromedp.ByQuery),
 		waitFor(`document.querySelector('dialog.share-dialog li[data-grantee="carol@example.com"]') === null`),
-		chromedp.Click(`dialog.share-dialog .buttons button`, chromedp.ByQuery),
+		chromedp.Click(`dialog.share-dialog .buttons button.done`, chromedp.ByQuery),
 		waitFor(`document.querySelector("dialog.share-dialog") === null`),
 	)
 	if _, body := api(t, http.MethodGet, "/api/experiments/"+eid+"/grants", env.token, ""); strings.Contains(body, "carol@example.com") {

@@ -124,7 +124,7 @@ export function shareDialog(e: Experiment) {
         who,
         h("button", { type: "submit", className: "primary" }, "Share"),
       ),
-      h("div.buttons", null, copyLinkButton(e.experimentId), h("button", { type: "button", onclick: close }, "Done")),
+      h("div.buttons", null, copyLinkButton(e.experimentId), h("button.done", { type: "button", onclick: close }, "Done")),
     ];
   });
   load();
