@@ -98,6 +98,12 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
     h("div.exp-body", null, sidebar.el, h("div.exp-main", null, tabBar, main)),
   );
 
+  // A tab bar wider than the screen (a phone) fades out where more tabs
+  // are, until scrolled to its end.
+  const hintTabs = () => tabBar.classList.toggle("more", tabBar.scrollLeft + tabBar.clientWidth < tabBar.scrollWidth - 1);
+  tabBar.addEventListener("scroll", hintTabs, { passive: true });
+  addEventListener("resize", hintTabs);
+
   let current: { id: string; dash: Dashboard } | null = null;
   // Dashboards without a refresh of their own are mounted again for new
   // data at most every REMOUNT_MS (a live upload changes the experiment
@@ -109,6 +115,7 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
     return tabs.find((t) => t.id === s.tab) ?? tabs[0];
   }
   function drawTabs(tab: Tab | undefined) {
+    requestAnimationFrame(hintTabs);
     setChildren(
       tabBar,
       tabs.map((t) =>
@@ -242,6 +249,7 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
   });
   mount(store.get());
   return () => {
+    removeEventListener("resize", hintTabs);
     stopFollowing();
     clearInterval(clock);
     store.close();
@@ -323,7 +331,11 @@ function runsSidebar(ctx: DashboardContext): {
     store.set({ off: ctx.runs.map((r) => r.name).filter((r) => off.has(r)) });
   });
   const rows = new Map<string, { li: HTMLElement; box: HTMLInputElement; picker: HTMLInputElement; run: Run }>();
-  const heading = h("h2");
+  // On a phone the list folds under its heading (style.css), which opens it.
+  const heading = h("h2", { role: "button", tabIndex: 0, "aria-expanded": "false" });
+  const toggle = () => heading.setAttribute("aria-expanded", String(el.classList.toggle("open")));
+  heading.addEventListener("click", toggle);
+  heading.addEventListener("keydown", (e) => (e.key === "Enter" || e.key === " ") && toggle());
   const add = (r: Run) => {
     const box = h("input", {
       type: "checkbox",

@@ -223,11 +223,12 @@ export async function renderExperiments(el: HTMLElement, reroute: () => void) {
             { "data-eid": e.experimentId },
             h("td.name", null, h("a", { href: `/experiment/${encodeURIComponent(e.experimentId)}/` }, e.name || e.experimentId)),
             h("td.desc", null, e.description ?? ""),
-            h("td.num", null, count(e, "numRuns")),
-            h("td.num", null, count(e, "numTags")),
-            h("td.num", null, count(e, "numScalarPoints")),
-            h("td.num", null, count(e, "numBlobs")),
-            h("td", null, e.updateTime ? new Date(e.updateTime).toLocaleString() : ""),
+            // data-label names a cell where a phone shows rows as cards.
+            h("td.num", { "data-label": "runs" }, count(e, "numRuns")),
+            h("td.num", { "data-label": "tags" }, count(e, "numTags")),
+            h("td.num", { "data-label": "scalar points" }, count(e, "numScalarPoints")),
+            h("td.num", { "data-label": "blobs" }, count(e, "numBlobs")),
+            h("td.updated", { "data-label": "updated" }, e.updateTime ? new Date(e.updateTime).toLocaleString() : ""),
             h("td", null, mine ? visibilitySelect(e) : visibility(e.visibility)),
             mine
               ? h(

@@ -1,0 +1,53 @@
+package browsertest
+
+import (
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// At a phone's width (390 × 844): the runs list folds under its heading
+// instead of filling half the page and opens when tapped; the tab bar says
+// there are more tabs to scroll to; My experiments' buttons are on screen;
+// no page scrolls sideways.
+func TestPhoneLayout(t *testing.T) {
+	ctx := tab(t, true)
+	run(t, ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	var sidebar, height float64
+	run(t, ctx,
+		navigate(experimentURL(env.eid, nil)),
+		waitFor(`document.querySelectorAll("nav.tabs .tab").length > 5`),
+		waitFor(`document.querySelector("nav.tabs").classList.contains("more")`),
+		chromedp.Evaluate(`document.querySelector(".sidebar").getBoundingClientRect().height`, &sidebar),
+		chromedp.Evaluate(`innerHeight`, &height),
+	)
+	if sidebar > height/8 {
+		t.Errorf("folded runs list is %.0f px of a %.0f px screen", sidebar, height)
+	}
+	screenshot(t, ctx, "phone-experiment")
+	run(t, ctx,
+		chromedp.Click(`.sidebar h2`, chromedp.ByQuery),
+		waitFor(`document.querySelector(".sidebar ul.runs").getBoundingClientRect().height > 50`),
+		waitFor(`document.documentElement.scrollWidth <= innerWidth`),
+		// Scrolled to its end, the tab bar no longer hints at more.
+		chromedp.Evaluate(`(() => { const n = document.querySelector("nav.tabs"); n.scrollLeft = n.scrollWidth; return 0; })()`, nil),
+		waitFor(`!document.querySelector("nav.tabs").classList.contains("more")`),
+	)
+
+	var offscreen []string
+	run(t, ctx,
+		navigate(env.origin+"/"),
+		waitFor(`document.querySelectorAll("table.experiments.owned td.actions button").length > 0`),
+		chromedp.Evaluate(`[...document.querySelectorAll("table.experiments.owned td.actions button, table.experiments.owned select")]
+			.filter(b => { const r = b.getBoundingClientRect(); return r.left < 0 || r.right > innerWidth; }).map(b => b.textContent || b.getAttribute("aria-label"))`, &offscreen),
+	)
+	if len(offscreen) > 0 {
+		t.Errorf("My experiments at phone width: %d controls off screen: %q", len(offscreen), offscreen)
+	}
+	var wide bool
+	run(t, ctx, chromedp.Evaluate(`document.documentElement.scrollWidth > innerWidth`, &wide))
+	if wide {
+		t.Error("My experiments scrolls sideways at phone width")
+	}
+	screenshot(t, ctx, "phone-my-experiments")
+}
