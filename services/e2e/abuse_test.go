@@ -329,7 +329,7 @@ func slowBodies(ctx context.Context, addr string, n int, ready chan<- struct{}) 
 		}
 		c.Close()
 	}
-	return fmt.Sprintf("%d of %d connections held open by the server, the rest closed at once", open, n)
+	return fmt.Sprintf("%d of %d connections held open by the server, the rest answered 429 and closed", open, n)
 }
 
 // markdown stores steps hostile text summaries (">" × 900,000) in a public

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -92,6 +93,9 @@ func isGRPC(r *http.Request) bool {
 	return r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc")
 }
 
+const tooManyConns = "HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n" +
+	"Content-Length: 46\r\n\r\ntoo many connections from this client address\n"
+
 // perIPListener closes accepted connections beyond max per client IP.
 type perIPListener struct {
 	net.Listener
@@ -126,8 +130,11 @@ func (l *perIPListener) Accept() (net.Conn, error) {
 		}
 		l.mu.Unlock()
 		if full {
-			// Closed before anything is read: the client sees a reset
-			// connection, the server spends no descriptor on it.
+			// Answered and closed before anything is read: an HTTP/1
+			// client reads a 429, any other one a closed connection; the
+			// server keeps no descriptor for it.
+			c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+			io.WriteString(c, tooManyConns)
 			c.Close()
 			continue
 		}
