@@ -30,7 +30,7 @@ func main() {
 	if err == nil {
 		cfg, err = flags.Config()
 	}
-	// The emulator runs one read-write transaction at a time (package backend).
+	// The emulator runs one transaction per session at a time (package backend).
 	cfg.Backend.SpannerEmulator = os.Getenv("SPANNER_EMULATOR_HOST") != ""
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "read-service:", err)
