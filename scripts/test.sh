@@ -53,8 +53,11 @@ echo "== deployment files: shellcheck, image builds, compose, terraform"
 scripts/check-deploy.sh
 
 echo "== go test"
+# The e2e package runs several minutes of multi-process tests on the
+# emulators (several instances, the many-tenants load test): past go
+# test's default 10 min per package on a busy machine.
 # shellcheck disable=SC2086
-go test -count=1 "$@" $mods
+go test -count=1 -timeout 30m "$@" $mods
 
 short=false
 for a in "$@"; do [ "$a" = -short ] && short=true; done
