@@ -117,7 +117,10 @@ func Render(ctx context.Context, md string) string {
 	}
 	rendered.Unlock()
 	if !running {
-		go renderInBackground(key, md, call)
+		// The background render keeps only the part it renders: a copy,
+		// so the caller's (up to 1 MiB) string is not held by it.
+		head, note := truncate(md)
+		go renderInBackground(key, strings.Clone(head), note, call)
 	}
 	timer := time.NewTimer(Timeout)
 	defer timer.Stop()
@@ -132,9 +135,9 @@ func Render(ctx context.Context, md string) string {
 	return plainText(md)
 }
 
-// renderInBackground renders md once a slot is free, caches the result and
+// renderInBackground renders head (the note appended) once a slot is free, caches the result and
 // wakes the callers waiting for it.
-func renderInBackground(key [sha256.Size]byte, md string, call *renderCall) {
+func renderInBackground(key [sha256.Size]byte, head, note string, call *renderCall) {
 	defer func() {
 		rendered.Lock()
 		delete(rendered.inflight, key)
@@ -156,7 +159,6 @@ func renderInBackground(key [sha256.Size]byte, md string, call *renderCall) {
 		return // every slot busy all along: the callers have their plain text
 	}
 	defer func() { <-renderSlots }()
-	head, note := truncate(md)
 	call.html, call.ok = renderMarkdown(head)+note, true
 }
 
@@ -179,7 +181,8 @@ func truncate(md string) (head, note string) {
 // plainText is md escaped in a <pre> (at most MaxInputBytes of it), for a
 // caller that could not wait for its rendering.
 func plainText(md string) string {
-	head, note := truncate(strings.ReplaceAll(md, "\x00", ""))
+	head, note := truncate(md)
+	head = strings.ReplaceAll(head, "\x00", "")
 	return "<pre>" + escapeText(head) + "</pre>\n<p><em>This text is shown unformatted: rendering it took too long.</em></p>" + note
 }
 
