@@ -33,13 +33,12 @@ type roundRobin struct {
 	next     atomic.Uint64
 	mu       sync.Mutex
 	dead     map[int]bool
-	served   []atomic.Int64 // requests sent to each backend
 	onCall   func(backend int, r *http.Request)
 }
 
 func newRoundRobin(t *testing.T, backends ...string) *roundRobin {
 	t.Helper()
-	p := &roundRobin{dead: map[int]bool{}, served: make([]atomic.Int64, len(backends))}
+	p := &roundRobin{dead: map[int]bool{}}
 	for _, b := range backends {
 		p.backends = append(p.backends, &url.URL{Scheme: "http", Host: b})
 	}
@@ -76,7 +75,6 @@ func newRoundRobin(t *testing.T, backends ...string) *roundRobin {
 		Protocols: &serverProtocols,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			i := p.pick()
-			p.served[i].Add(1)
 			if p.onCall != nil {
 				p.onCall(i, r)
 			}
