@@ -21,6 +21,23 @@ interface Histogram {
 
 const MAX_RIDGES = 40;
 
+/**
+ * About n round ticks over [lo, hi] (steps of 1, 2 or 5 × 10^k), and their
+ * labels with no more decimals than the step needs.
+ */
+export function niceTicks(lo: number, hi: number, n = 5): { values: number[]; labels: string[] } {
+  if (!(hi > lo) || !Number.isFinite(lo) || !Number.isFinite(hi)) return { values: [lo], labels: [fmtNum(lo)] };
+  const raw = (hi - lo) / Math.max(n - 1, 1);
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  // The round step nearest to an even split (by ratio).
+  const step = [1, 2, 5, 10].map((m) => m * mag).reduce((a, b) => (Math.abs(Math.log(b / raw)) < Math.abs(Math.log(a / raw)) ? b : a));
+  const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+  const values: number[] = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) values.push(Number(v.toFixed(decimals)));
+  const big = Math.max(Math.abs(lo), Math.abs(hi)) >= 1e6 || (step < 1e-3 && Math.max(Math.abs(lo), Math.abs(hi)) < 1e-3);
+  return { values, labels: values.map((v) => (big ? fmtNum(v) : v.toFixed(decimals))) };
+}
+
 /** Draws histograms over steps: ridges offset by step, or overlaid. */
 export function drawHistograms(canvas: HTMLCanvasElement, hists: Histogram[], color: string, mode: ViewState["hmode"]) {
   const dpr = window.devicePixelRatio || 1;
@@ -53,6 +70,7 @@ export function drawHistograms(canvas: HTMLCanvasElement, hists: Histogram[], co
   const xs = (v: number) => pad.l + ((v - lo) / (hi - lo)) * W;
   const ridge = mode === "offset" ? H * 0.4 : H;
   const n = pick.length;
+  let lastLabel = { y: -Infinity, text: "" };
   pick.forEach((hg, i) => {
     const base = mode === "offset" ? pad.t + ridge + (n > 1 ? (i / (n - 1)) * (H - ridge) : H - ridge) : pad.t + H;
     const t = n > 1 ? i / (n - 1) : 1;
@@ -82,20 +100,23 @@ export function drawHistograms(canvas: HTMLCanvasElement, hists: Histogram[], co
       g.lineWidth = 1;
     }
     g.stroke();
-    if (mode === "offset" && (i === 0 || i === n - 1 || i % Math.ceil(n / 5) === 0)) {
+    // Step labels: a few, never one on top of another or twice the same.
+    const text = String(hg.step);
+    if (mode === "offset" && (i === 0 || i === n - 1 || i % Math.ceil(n / 5) === 0) && base - lastLabel.y >= 11 && text !== lastLabel.text) {
       g.fillStyle = fg;
       g.font = "10px system-ui, sans-serif";
-      g.fillText(String(hg.step), pad.l + W + 4, base);
+      g.fillText(text, pad.l + W + 4, base);
+      lastLabel = { y: base, text };
     }
   });
   g.fillStyle = fg;
   g.font = "10px system-ui, sans-serif";
-  for (let k = 0; k <= 4; k++) {
-    const v = lo + ((hi - lo) * k) / 4;
-    const label = fmtNum(v);
+  const ticks = niceTicks(lo, hi);
+  ticks.values.forEach((v, k) => {
+    const label = ticks.labels[k];
     const x = Math.min(Math.max(xs(v) - g.measureText(label).width / 2, 0), width - g.measureText(label).width);
     g.fillText(label, x, height - 6);
-  }
+  });
 }
 
 export function histogramsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboard {
