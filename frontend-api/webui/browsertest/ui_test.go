@@ -112,6 +112,28 @@ func TestImagesDecode(t *testing.T) {
 	}
 	screenshot(t, ctx, "images")
 
+	// Click for full size: larger than the thumbnail, centred, crisp.
+	var full []float64
+	var thumb float64
+	run(t, ctx,
+		chromedp.Evaluate(`document.querySelector(".image-card img.sample").getBoundingClientRect().width`, &thumb),
+		chromedp.Evaluate(`document.querySelector(".image-card img.sample").click()`, nil),
+		waitFor(`(() => { const i = document.querySelector(".overlay img"); return i && i.complete && i.getBoundingClientRect().width > 0; })()`),
+		chromedp.Evaluate(`(() => { const i = document.querySelector(".overlay img"); const r = i.getBoundingClientRect(); const o = document.querySelector(".overlay").getBoundingClientRect();
+			return [r.width, (r.left + r.width / 2) - (o.left + o.width / 2), (r.top + r.height / 2) - (o.top + o.height / 2), i.naturalWidth, getComputedStyle(i).imageRendering === "pixelated" ? 1 : 0]; })()`, &full),
+	)
+	if full[0] < thumb || full[0] < full[3] {
+		t.Errorf("full size is %.0f px wide (thumbnail %.0f px, image %.0f px); want larger than both", full[0], thumb, full[3])
+	}
+	if full[1] < -2 || full[1] > 2 || full[2] < -2 || full[2] > 2 {
+		t.Errorf("full-size image is off centre by (%.0f, %.0f) px", full[1], full[2])
+	}
+	if full[0] > full[3] && full[4] != 1 {
+		t.Error("a small image scaled up is not drawn crisp (image-rendering: pixelated)")
+	}
+	screenshot(t, ctx, "image-full-size")
+	run(t, ctx, chromedp.Evaluate(`document.querySelector(".overlay").click()`, nil), waitFor(`document.querySelector(".overlay") === null`))
+
 	// The step slider shows another step's image (a different blob).
 	const card = `.image-card[data-tag="gradient/image_summary"]`
 	var before string

@@ -19,7 +19,20 @@ function fullSize(src: string, alt: string) {
     document.removeEventListener("keydown", onKey);
   };
   const onKey = (e: KeyboardEvent) => e.key === "Escape" && close();
-  const overlay = h("div.overlay", { onclick: close, role: "dialog", "aria-label": alt }, h("img", { src, alt }));
+  const img = h("img", { src, alt });
+  // Large and centred: a small image scaled up by a whole factor (crisp,
+  // nearest-neighbour), a large one scaled down to fit.
+  const fit = () => {
+    const k = Math.min((innerWidth * 0.9) / img.naturalWidth, (innerHeight * 0.9) / img.naturalHeight);
+    if (!Number.isFinite(k) || k <= 0) return;
+    const scale = k >= 2 ? Math.floor(k) : Math.min(k, 1);
+    img.style.width = `${Math.round(img.naturalWidth * scale)}px`;
+    img.style.height = `${Math.round(img.naturalHeight * scale)}px`;
+    img.style.imageRendering = scale > 1 ? "pixelated" : "auto";
+  };
+  if (img.complete && img.naturalWidth) fit();
+  else img.addEventListener("load", fit);
+  const overlay = h("div.overlay", { onclick: close, role: "dialog", "aria-label": alt }, img);
   document.addEventListener("keydown", onKey);
   document.body.appendChild(overlay);
 }
