@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/cdproto/input"
@@ -164,5 +165,29 @@ func TestHParamsParallelCoordinatesAndScatterInURL(t *testing.T) {
 	)
 	if xAfter != xCol || yAfter != "accuracy" {
 		t.Errorf("after reload the scatter plots %q against %q, want accuracy against %q", yAfter, xAfter, xCol)
+	}
+}
+
+// Each session group lists its runs, linked to Scalars showing them.
+func TestHParamsGroupsLinkToTheirRuns(t *testing.T) {
+	ctx := tab(t, true)
+	var runs string
+	run(t, ctx,
+		navigate(experimentURL(env.eid, url.Values{"tab": {"hparams"}, "hfilter": {"^trial-0$"}})),
+		waitFor(`document.querySelectorAll("table.hparams-table tbody tr").length === 1`),
+		chromedp.Text(`table.hparams-table tbody td.runs a.group-runs`, &runs, chromedp.ByQuery),
+		chromedp.Click(`table.hparams-table tbody td.runs a.group-runs`, chromedp.ByQuery),
+		waitFor(`new URLSearchParams(location.search).get("tab") === "scalars"`),
+		waitFor(`document.querySelectorAll(".scalar-card").length > 0`),
+	)
+	var shown []string
+	run(t, ctx, chromedp.Evaluate(`[...document.querySelectorAll(".sidebar ul.runs li")].filter(li => !li.hidden).map(li => li.dataset.run)`, &shown))
+	if len(shown) == 0 || runs == "" {
+		t.Fatalf("group runs %q; runs shown in Scalars %q", runs, shown)
+	}
+	for _, r := range shown {
+		if !strings.HasPrefix(r, strings.Split(runs, ", ")[0]) {
+			t.Errorf("Scalars of the group's runs (%q) shows run %q", runs, r)
+		}
 	}
 }

@@ -16,6 +16,8 @@ export interface Column {
 export interface Row {
   name: string;
   cells: Cell[];
+  /** The runs (sessions) of the group. */
+  runs?: string[];
 }
 
 /** Maps a column's values to [0, 1] (bottom to top, left to right). */

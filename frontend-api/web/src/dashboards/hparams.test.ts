@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { brushOf, inBrush, parseBrush } from "./hparams";
+import { brushOf, inBrush, parseBrush, runsFilter } from "./hparams";
 import { makeAxis } from "./hparams-plots";
 
 describe("brushes", () => {
@@ -21,5 +21,13 @@ describe("brushes", () => {
   it("ignore malformed URL values", () => {
     for (const v of ["", "nope", "[]", '["a", 1]', '[1, 2, 3]', '{"col": "a"}']) expect(parseBrush(v)).toBeNull();
     expect(parseBrush('["a", 3, 1]')).toEqual({ col: "a", lo: 1, hi: 3 });
+  });
+});
+
+describe("runsFilter", () => {
+  it("matches a group's runs and the runs under them, names taken literally", () => {
+    const re = new RegExp(runsFilter(["exp_1/1771.32", "a+b"]));
+    for (const r of ["exp_1/1771.32", "exp_1/1771.32/train", "a+b"]) expect(re.test(r)).toBe(true);
+    for (const r of ["exp_1/1771x32", "exp_1/1771.321", "aab", "x/a+b"]) expect(re.test(r)).toBe(false);
   });
 });

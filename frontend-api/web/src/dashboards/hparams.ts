@@ -53,6 +53,17 @@ function cellOf(v: unknown): Cell {
   return JSON.stringify(v);
 }
 
+/** A regex matching these runs and the runs under them (run/train, run/eval). */
+export function runsFilter(runs: string[]): string {
+  const esc = runs.map((r) => r.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&"));
+  return `^(?:${esc.join("|")})(?:/|$)`;
+}
+
+/** The runs the view state shows in Scalars: the group's runs. */
+function scalarsOfRuns(runs: string[]): { tab: string; runFilter: string } {
+  return { tab: "scalars", runFilter: runsFilter(runs) };
+}
+
 /** The table of session groups: columns and one row per group. */
 function tableOf(groups: SessionGroup[]): { columns: Column[]; rows: Row[] } {
   const hp = [...new Set(groups.flatMap((g) => Object.keys(g.hparams ?? {})))].sort();
@@ -68,6 +79,7 @@ function tableOf(groups: SessionGroup[]): { columns: Column[]; rows: Row[] } {
     const byMetric = new Map((g.metricValues ?? []).map((m) => [metricKey(m.name), m.value]));
     return {
       name: g.name,
+      runs: (g.sessions ?? []).map((x) => x.name),
       cells: [g.name, ...hp.map((k) => cellOf(g.hparams?.[k])), ...metrics.map((k) => (byMetric.has(k) ? Number(byMetric.get(k)) : undefined))],
     };
   });
@@ -170,6 +182,30 @@ export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       return desc ? -r : r;
     });
     const fmt = (v: Cell) => (v === undefined ? "" : typeof v === "number" ? fmtNum(v) : v);
+    // The group's runs (its name is often a hash), a link to Scalars
+    // showing them, beside its name.
+    const runsCell = (r: Row) => {
+      const runs = r.runs?.length ? r.runs : [r.name];
+      const view = scalarsOfRuns(runs);
+      const q = new URLSearchParams({ tab: view.tab, runFilter: view.runFilter });
+      return h(
+        "td.runs",
+        null,
+        h(
+          "a.group-runs",
+          {
+            href: `?${q}`,
+            title: `Scalars of ${runs.join(", ")}`,
+            onclick: (e: MouseEvent) => {
+              if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return; // a new tab or window
+              e.preventDefault();
+              store.set(view);
+            },
+          },
+          runs.join(", "),
+        ),
+      );
+    };
     return h(
       "table.hparams-table",
       null,
@@ -179,7 +215,7 @@ export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
         h(
           "tr",
           null,
-          columns.map((c, i) =>
+          columns.map((c, i) => [
             h(
               "th",
               { className: c.kind, "aria-sort": i === sortCol ? (desc ? "descending" : "ascending") : "none" },
@@ -190,10 +226,11 @@ export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
                 i === sortCol ? (desc ? " ▼" : " ▲") : "",
               ),
             ),
-          ),
+            c.kind === "name" ? h("th.runs", null, "Runs") : null,
+          ]),
         ),
       ),
-      h("tbody", null, sorted.map((r) => h("tr", null, columns.map((c, i) => h(c.kind === "name" ? "td.name" : "td.num", null, fmt(r.cells[i])))))),
+      h("tbody", null, sorted.map((r) => h("tr", null, columns.map((c, i) => (c.kind === "name" ? [h("td.name", null, fmt(r.cells[i])), runsCell(r)] : h("td.num", null, fmt(r.cells[i]))))))),
     );
   }
 
