@@ -9,6 +9,6 @@ import (
 
 func TestIdentityConformance(t *testing.T) {
 	storetest.RunIdentity(t, func(t *testing.T) storetest.IdentityBackend {
-		return spanneremu.NewDatabase(t).Store(t)
+		return spanneremu.NewDatabase(t).ConcurrentStore(t)
 	})
 }

@@ -81,7 +81,8 @@ type Options struct {
 	// read-write transaction, which the client retries as it retries
 	// Cloud Spanner's aborts. So the store's own code runs unlocked, as
 	// on Spanner. While it is set, visitors must not call back into the
-	// store (that call could wait for a client forever).
+	// store (that call could wait for a client forever). A non-nil empty
+	// slice runs one call at a time on the one client.
 	SessionClients []*spanner.Client
 	// MaxBytesPerCommit caps the point payload (tensor bytes) of one write
 	// transaction. Zero means 32 MiB, under Spanner's 100 MB commit limit.
@@ -110,7 +111,7 @@ func New(client *spanner.Client, opts Options) *Store {
 	if s.maxBytes <= 0 {
 		s.maxBytes = 32 << 20
 	}
-	if len(opts.SessionClients) > 0 {
+	if opts.SessionClients != nil {
 		s.free = make(chan *spanner.Client, 1+len(opts.SessionClients))
 		s.free <- client
 		for _, c := range opts.SessionClients {

@@ -15,6 +15,6 @@ func TestMain(m *testing.M) { os.Exit(spanneremu.Main(m)) }
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
-		return spanneremu.NewDatabase(t).Store(t)
+		return spanneremu.NewDatabase(t).ConcurrentStore(t)
 	})
 }

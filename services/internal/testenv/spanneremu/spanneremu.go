@@ -351,18 +351,34 @@ func (e *Emulator) NewDatabase(ctx context.Context) (*Database, error) {
 	return db, nil
 }
 
-// Sessions is how many clients Store gives a store: how many of its calls
-// run at once.
+// Sessions is how many clients ConcurrentStore gives a store: how many of
+// its calls run at once.
 const Sessions = 4
 
-// Store returns a store on db as a server process runs it on the emulator:
-// Sessions clients, each running one call at a time, so that calls run
-// concurrently and conflicting transactions abort and retry (see
-// spannerstore.Options.SessionClients). The extra clients close when tb
-// ends.
+// Store returns a store on db as a server process runs it on the emulator
+// (backend.emulatorSessions): one call at a time. The emulator keeps one
+// read-write transaction at a time and can stay stuck behind one that a
+// client abandoned (GoogleCloudPlatform/cloud-spanner-emulator#137); whole
+// uploads under many concurrent calls hung CI that way (a strong read
+// never answered). The store's concurrent path is tested by the
+// conformance suite through ConcurrentStore.
 func (db *Database) Store(tb testing.TB) *spannerstore.Store {
 	tb.Helper()
-	clients := make([]*spanner.Client, Sessions-1)
+	return db.store(tb, 1)
+}
+
+// ConcurrentStore returns a store on db that runs Sessions calls at once,
+// each alone on its own client, so that conflicting transactions abort and
+// retry as on Cloud Spanner (see spannerstore.Options.SessionClients). The
+// extra clients close when tb ends.
+func (db *Database) ConcurrentStore(tb testing.TB) *spannerstore.Store {
+	tb.Helper()
+	return db.store(tb, Sessions)
+}
+
+func (db *Database) store(tb testing.TB, sessions int) *spannerstore.Store {
+	tb.Helper()
+	clients := make([]*spanner.Client, sessions-1)
 	for i := range clients {
 		c, err := spanner.NewClient(context.Background(), db.Name)
 		if err != nil {
