@@ -53,6 +53,11 @@ func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("fileblob.Open: %w", err)
 	}
+	// A folder made by an older release is 0755: closed to others, so
+	// the 0644 blobs inside cannot be reached.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("fileblob.Open: %w", err)
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("fileblob.Open: %w", err)

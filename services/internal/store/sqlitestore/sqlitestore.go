@@ -65,6 +65,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlitestore.Open: %w", err)
 	}
 	f.Close()
+	// A database made by an older release is 0644: made private too.
+	for _, name := range []string{path, path + "-wal", path + "-shm"} {
+		if err := ownerOnly(name); err != nil {
+			return nil, fmt.Errorf("sqlitestore.Open: %w", err)
+		}
+	}
 	common := "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
 		"&_pragma=cache_size(-8192)&_pragma=temp_store(MEMORY)"
 	w, err := sql.Open("sqlite", path+common+"&_txlock=immediate")
@@ -229,3 +235,15 @@ func wallTimeOf(w sql.NullFloat64) float64 {
 func nanos(t time.Time) int64 { return t.UnixNano() }
 
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// ownerOnly takes away the group's and others' access to name, if it exists.
+func ownerOnly(name string) error {
+	info, err := os.Stat(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil || info.Mode().Perm()&0o077 == 0 {
+		return err
+	}
+	return os.Chmod(name, info.Mode().Perm()&^0o077)
+}
