@@ -145,6 +145,16 @@ func TestLocalPath(t *testing.T) {
 		"/\x00/evil.example": "/",
 		"/ok\\..\\evil":      "/",
 		"///evil.example":    "/",
+		// Other known bypasses of a check of next.
+		"https:evil.example":   "/",
+		"http:/evil.example":   "/",
+		"%2F%2Fevil.example":   "/",
+		"/%2F%2Fevil.example":  "/%2F%2Fevil.example", // escaped: a path of this site
+		"/\r/evil.example":     "/",
+		"/\\/evil.example":     "/",
+		" //evil.example":      "/",
+		"/x@evil.example":      "/x@evil.example",
+		"//user@evil.example/": "/",
 	} {
 		if got := localPath(in); got != want {
 			t.Errorf("localPath(%q) = %q, want %q", in, got, want)
