@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -34,6 +35,8 @@ func TestViewServesStockTensorBoard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +50,8 @@ func TestViewServesStockTensorBoard(t *testing.T) {
 		}
 	}
 	if addr == "" {
-		t.Fatal("tbup view printed no tensorboard command")
+		cmd.Wait()
+		t.Fatalf("tbup view printed no tensorboard command; stderr:\n%s", stderr.String())
 	}
 	go io.Copy(io.Discard, stdout)
 
