@@ -39,8 +39,16 @@ func ParseBlobSequenceID(id string) (eid string, ref BlobRef, err error) {
 	if err == nil && len(rest) != 0 {
 		err = fmt.Errorf("blob sequence id %q: trailing bytes: %w", id, ErrInvalidArgument)
 	}
+	if err == nil && BlobSequenceID(eid, ref.Run, ref.Tag, ref.Step) != id {
+		err = fmt.Errorf("blob sequence id %q: %w", id, errNotCanonical)
+	}
 	return eid, ref, err
 }
+
+// errNotCanonical refuses an ID that decodes but is not the one its key
+// encodes to (line breaks inside the base64, which the decoder skips, or
+// over-long varints): one key, one ID, so IDs can be compared as strings.
+var errNotCanonical = fmt.Errorf("not in canonical form: %w", ErrInvalidArgument)
 
 // ParseBlobID is the inverse of BlobID. Errors wrap ErrInvalidArgument.
 func ParseBlobID(id string) (eid string, ref BlobRef, err error) {
@@ -53,6 +61,9 @@ func ParseBlobID(id string) (eid string, ref BlobRef, err error) {
 		return "", BlobRef{}, fmt.Errorf("blob id %q: bad index: %w", id, ErrInvalidArgument)
 	}
 	ref.Index = index
+	if BlobID(eid, ref) != id {
+		return "", BlobRef{}, fmt.Errorf("blob id %q: %w", id, errNotCanonical)
+	}
 	return eid, ref, nil
 }
 

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"encoding/base64"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -34,7 +36,16 @@ func TestBlobIDsRoundTrip(t *testing.T) {
 			t.Errorf("ParseBlobSequenceID(blob id) = %v", err)
 		}
 	}
-	for _, bad := range []string{"", "nodot", eid + ".", eid + ".!!", "short.AAAA", eid + ".AQ"} {
+	good := BlobID(eid, BlobRef{Run: "run", Tag: "tag", Step: 1, Index: 2})
+	goodSeq := BlobSequenceID(eid, "run", "tag", 1)
+	for _, bad := range []string{"", "nodot", eid + ".", eid + ".!!", "short.AAAA", eid + ".AQ",
+		// The decoder skips line breaks; an ID with one names the same key
+		// under a second spelling (found by FuzzParseBlobID in CI).
+		good[:len(good)-3] + "\n" + good[len(good)-3:],
+		good[:len(good)-3] + "\r" + good[len(good)-3:],
+		// An over-long varint for the index (0x80 0x00 is 0 in two bytes).
+		eid + "." + base64.RawURLEncoding.EncodeToString(append(mustDecode(t, goodSeq), 0x80, 0x00)),
+	} {
 		if _, _, err := ParseBlobID(bad); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("ParseBlobID(%q) = %v, want ErrInvalidArgument", bad, err)
 		}
@@ -43,13 +54,27 @@ func TestBlobIDsRoundTrip(t *testing.T) {
 
 func FuzzParseBlobID(f *testing.F) {
 	f.Add(BlobID(NewExperimentID(), BlobRef{Run: "r", Tag: "t", Step: 3, Index: 1}))
+	f.Add(BlobSequenceID(NewExperimentID(), "r", "t", 3))
 	f.Fuzz(func(t *testing.T, id string) {
-		eid, ref, err := ParseBlobID(id)
-		if err != nil {
-			return
+		if eid, ref, err := ParseBlobID(id); err == nil {
+			if again := BlobID(eid, ref); again != id {
+				t.Errorf("BlobID(ParseBlobID(%q)) = %q", id, again)
+			}
 		}
-		if again := BlobID(eid, ref); again != id {
-			t.Errorf("BlobID(ParseBlobID(%q)) = %q", id, again)
+		if eid, ref, err := ParseBlobSequenceID(id); err == nil {
+			if again := BlobSequenceID(eid, ref.Run, ref.Tag, ref.Step); again != id {
+				t.Errorf("BlobSequenceID(ParseBlobSequenceID(%q)) = %q", id, again)
+			}
 		}
 	})
+}
+
+func mustDecode(t *testing.T, id string) []byte {
+	t.Helper()
+	_, enc, _ := strings.Cut(id, ".")
+	b, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
