@@ -8,8 +8,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -23,11 +25,9 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var cfg frontend.Config
-	fs := flag.NewFlagSet("frontend", flag.ContinueOnError)
-	err := config.Parse(fs, os.Args[1:], os.LookupEnv, cfg.RegisterFlags(fs)...)
-	if err == nil {
-		err = cfg.Validate()
+	cfg, err := parseFlags(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "frontend:", err)
@@ -37,6 +37,23 @@ func main() {
 		telemetry.NewLogger(os.Stderr, cfg.Telemetry.Project).Error("frontend failed", "error", err.Error())
 		os.Exit(1)
 	}
+}
+
+// parseFlags turns the command line and environment into the frontend's
+// configuration. Asked for usage (-h, --help), it prints it to stdout and
+// returns flag.ErrHelp; flag mistakes are reported on stderr.
+func parseFlags(args []string, env config.Env, stdout, stderr io.Writer) (frontend.Config, error) {
+	var cfg frontend.Config
+	fs := flag.NewFlagSet("frontend", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config.SetUsage(fs, "frontend [flags]\n\nServes the web UI and the HTTP API, calling the read and write services over gRPC.")
+	if err := config.Parse(fs, args, env, cfg.RegisterFlags(fs)...); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			config.PrintUsage(fs, stdout)
+		}
+		return cfg, err
+	}
+	return cfg, cfg.Validate()
 }
 
 func run(ctx context.Context, cfg frontend.Config) error {

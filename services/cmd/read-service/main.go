@@ -9,8 +9,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -23,15 +25,10 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fs := flag.NewFlagSet("read-service", flag.ContinueOnError)
-	flags := readservice.NewFlags(fs)
-	err := config.Parse(fs, os.Args[1:], os.LookupEnv, flags.Aliases()...)
-	var cfg readservice.Config
-	if err == nil {
-		cfg, err = flags.Config()
+	cfg, flags, err := parseFlags(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
 	}
-	// The emulator runs one transaction per session at a time (package backend).
-	cfg.Backend.SpannerEmulator = os.Getenv("SPANNER_EMULATOR_HOST") != ""
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "read-service:", err)
 		os.Exit(2)
@@ -40,6 +37,27 @@ func main() {
 		telemetry.NewLogger(os.Stderr, flags.Telemetry.Project).Error("read-service failed", "error", err.Error())
 		os.Exit(1)
 	}
+}
+
+// parseFlags turns the command line and environment into the service's
+// configuration. Asked for usage (-h, --help), it prints it to stdout and
+// returns flag.ErrHelp; flag mistakes are reported on stderr.
+func parseFlags(args []string, env config.Env, stdout, stderr io.Writer) (readservice.Config, *readservice.Flags, error) {
+	fs := flag.NewFlagSet("read-service", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config.SetUsage(fs, "read-service [flags]\n\nServes TensorBoard's data provider (gRPC) for every experiment, behind tbhub's token checks.")
+	flags := readservice.NewFlags(fs)
+	if err := config.Parse(fs, args, env, flags.Aliases()...); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			config.PrintUsage(fs, stdout)
+		}
+		return readservice.Config{}, flags, err
+	}
+	cfg, err := flags.Config()
+	// The emulator runs one transaction per session at a time (package backend).
+	emu, _ := env("SPANNER_EMULATOR_HOST")
+	cfg.Backend.SpannerEmulator = emu != ""
+	return cfg, flags, err
 }
 
 func run(ctx context.Context, cfg readservice.Config, tcfg telemetry.Config) error {

@@ -18,6 +18,6 @@ import (
 
 func main() {
 	tbhubcmd.Main("write-service", func(ctx context.Context) error {
-		return tbhubcmd.RunWriteService(ctx, os.Args[1:], os.LookupEnv, os.Stderr)
+		return tbhubcmd.RunWriteService(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
 	})
 }

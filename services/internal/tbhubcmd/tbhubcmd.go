@@ -75,9 +75,9 @@ var ErrUsage = errors.New("usage")
 var ErrHelp = errors.New("help requested")
 
 // Run runs one tbhub command. stdout gets what scripts read (a token) and
-// the usage asked for with tbhub -h; the banner, logs and a command's
-// flags (tbhub serve -h) go to stderr. A command asked for its usage
-// returns nil.
+// usage asked for (tbhub -h, tbhub serve --help, tbhub help serve); the
+// banner, logs and usage errors go to stderr. A command asked for its
+// usage returns nil without running.
 func Run(ctx context.Context, args []string, env config.Env, stdout, stderr io.Writer) error {
 	if err := run(ctx, args, env, stdout, stderr); !errors.Is(err, ErrHelp) {
 		return err
@@ -90,11 +90,14 @@ func run(ctx context.Context, args []string, env config.Env, stdout, stderr io.W
 		fmt.Fprint(stderr, usage)
 		return ErrUsage
 	}
+	if len(args) >= 2 && args[0] == "help" { // tbhub help CMD: its -h
+		args = append(args[1:], "-h")
+	}
 	switch args[0] {
 	case "serve":
-		return runServe(ctx, args[1:], env, stderr)
+		return serveProcess(ctx, serveCommand, args[1:], env, stdout, stderr)
 	case "token":
-		if len(args) >= 2 && (args[1] == "-h" || args[1] == "--help" || args[1] == "-help") {
+		if len(args) >= 2 && config.WantsHelp(args[1:2]) {
 			fmt.Fprintf(stdout, "Usage: tbhub token create --user NAME [flags]\n\nRun 'tbhub token create -h' for its flags.\n")
 			return nil
 		}
@@ -104,8 +107,8 @@ func run(ctx context.Context, args []string, env config.Env, stdout, stderr io.W
 		}
 		return runTokenCreate(ctx, args[2:], env, stdout, stderr)
 	case "migrate":
-		return runMigrate(ctx, args[1:], env, stderr)
-	case "help", "-h", "--help":
+		return runMigrate(ctx, args[1:], env, stdout, stderr)
+	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
@@ -123,19 +126,18 @@ func storageFlags(fs *flag.FlagSet) *backend.Spec {
 }
 
 // parse sets fs from env and args (package config: every flag also from
-// TBHUB_<FLAG>); a mistake is ErrUsage.
-func parse(fs *flag.FlagSet, args []string, env config.Env, stderr io.Writer, aliases ...config.Alias) error {
+// TBHUB_<FLAG>); a mistake is ErrUsage. Asked for usage, it prints it to
+// stdout and returns ErrHelp.
+func parse(fs *flag.FlagSet, args []string, env config.Env, stdout, stderr io.Writer, aliases ...config.Alias) error {
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		syn, ok := synopses[fs.Name()]
-		if !ok {
-			syn = fs.Name() + " [flags]"
-		}
-		fmt.Fprintf(fs.Output(), "Usage: %s\n\nFlags:\n", syn)
-		fs.PrintDefaults()
+	syn, ok := synopses[fs.Name()]
+	if !ok {
+		syn = fs.Name() + " [flags]"
 	}
+	config.SetUsage(fs, syn)
 	if err := config.Parse(fs, args, env, aliases...); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			config.PrintUsage(fs, stdout)
 			return ErrHelp
 		}
 		fmt.Fprintf(stderr, "tbhub %s: %v\n", fs.Name(), err)
@@ -202,16 +204,13 @@ var (
 	writeServiceCommand = process{name: "write-service", service: "tbhub-write", defaultAddr: ":8080"}
 )
 
-func runServe(ctx context.Context, args []string, env config.Env, stderr io.Writer) error {
-	return serveProcess(ctx, serveCommand, args, env, stderr)
-}
-
 // RunWriteService runs the write service alone, as Cloud Run runs it: the
 // writer, exporter, experiments and auth gRPC services and the uploader
 // handshake on one port ($PORT, default 8080), configured by flags, each
-// also from TBHUB_<FLAG> (package config).
-func RunWriteService(ctx context.Context, args []string, env config.Env, stderr io.Writer) error {
-	if err := serveProcess(ctx, writeServiceCommand, args, env, stderr); !errors.Is(err, ErrHelp) {
+// also from TBHUB_<FLAG> (package config). Asked for its usage, it prints
+// it to stdout and returns nil.
+func RunWriteService(ctx context.Context, args []string, env config.Env, stdout, stderr io.Writer) error {
+	if err := serveProcess(ctx, writeServiceCommand, args, env, stdout, stderr); !errors.Is(err, ErrHelp) {
 		return err
 	}
 	return nil
@@ -270,10 +269,10 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 	return f
 }
 
-func serveProcess(ctx context.Context, proc process, args []string, env config.Env, stderr io.Writer) error {
+func serveProcess(ctx context.Context, proc process, args []string, env config.Env, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet(proc.name, flag.ContinueOnError)
 	f := newServeFlags(fs, proc)
-	if err := parse(fs, args, env, stderr, f.aliases...); err != nil {
+	if err := parse(fs, args, env, stdout, stderr, f.aliases...); err != nil {
 		return err
 	}
 	if err := f.tcfg.Validate(); err != nil {
@@ -411,7 +410,7 @@ func runTokenCreate(ctx context.Context, args []string, env config.Env, stdout, 
 	fs := flag.NewFlagSet("token create", flag.ContinueOnError)
 	spec := storageFlags(fs)
 	user, label := tokenFlags(fs)
-	if err := parse(fs, args, env, stderr); err != nil {
+	if err := parse(fs, args, env, stdout, stderr); err != nil {
 		return err
 	}
 	if *user == "" {
@@ -438,10 +437,10 @@ func runTokenCreate(ctx context.Context, args []string, env config.Env, stdout, 
 	return nil
 }
 
-func runMigrate(ctx context.Context, args []string, env config.Env, stderr io.Writer) error {
+func runMigrate(ctx context.Context, args []string, env config.Env, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	spec := storageFlags(fs)
-	if err := parse(fs, args, env, stderr); err != nil {
+	if err := parse(fs, args, env, stdout, stderr); err != nil {
 		return err
 	}
 	if err := completeSpec(spec, env); err != nil {

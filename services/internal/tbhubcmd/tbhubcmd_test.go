@@ -13,6 +13,7 @@ import (
 
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/backend"
+	"github.com/tbhub/tbhub/services/serverkit/config"
 )
 
 func TestTokenCreateAndMigrate(t *testing.T) {
@@ -91,7 +92,7 @@ func TestWriteServiceFromEnvironment(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- RunWriteService(ctx, []string{"--addr", "127.0.0.1:0"}, os.LookupEnv, pw)
+		done <- RunWriteService(ctx, []string{"--addr", "127.0.0.1:0"}, os.LookupEnv, io.Discard, pw)
 		pw.Close()
 	}()
 	sc := bufio.NewScanner(pr)
@@ -120,53 +121,70 @@ func TestWriteServiceFromEnvironment(t *testing.T) {
 	if strings.Contains(text, auth.TokenPrefix) {
 		t.Errorf("write-service printed a first-start token:\n%s", text)
 	}
-	if err := RunWriteService(context.Background(), []string{"--nope"}, os.LookupEnv, io.Discard); !errors.Is(err, ErrUsage) {
+	if err := RunWriteService(context.Background(), []string{"--nope"}, os.LookupEnv, io.Discard, io.Discard); !errors.Is(err, ErrUsage) {
 		t.Errorf("bad flag: %v", err)
 	}
 	t.Setenv("TBHUB_MAX_BLOB_BYTES", "lots")
-	if err := RunWriteService(context.Background(), nil, os.LookupEnv, io.Discard); err == nil || !strings.Contains(err.Error(), "TBHUB_MAX_BLOB_BYTES") {
+	if err := RunWriteService(context.Background(), nil, os.LookupEnv, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "TBHUB_MAX_BLOB_BYTES") {
 		t.Errorf("bad environment value: %v", err)
 	}
 }
 
-// Every command answers -h and --help with its usage, once, and success,
-// without running (tbhub serve would otherwise start serving).
+// Every command answers -h and --help (anywhere among its flags, or as
+// tbhub help CMD) with its usage, once, on stdout, and success, without
+// running (tbhub serve would otherwise start serving). A bad environment
+// value does not stand in the way of help.
 func TestHelpOfEveryCommand(t *testing.T) {
-	for _, tc := range []struct {
+	type helpCase struct {
 		args []string
 		want string
-	}{
-		{[]string{"-h"}, "Commands:"},
-		{[]string{"--help"}, "Commands:"},
-		{[]string{"help"}, "Commands:"},
-		{[]string{"serve", "-h"}, "Usage: tbhub serve [flags]"},
-		{[]string{"serve", "--help"}, "Usage: tbhub serve [flags]"},
-		{[]string{"serve", "--addr", "127.0.0.1:0", "--help"}, "Usage: tbhub serve [flags]"},
-		{[]string{"token", "-h"}, "Usage: tbhub token create --user NAME"},
-		{[]string{"token", "create", "-h"}, "Usage: tbhub token create --user NAME [flags]"},
-		{[]string{"token", "create", "--help"}, "Usage: tbhub token create --user NAME [flags]"},
-		{[]string{"migrate", "-h"}, "Usage: tbhub migrate [flags]"},
-		{[]string{"migrate", "--help"}, "Usage: tbhub migrate [flags]"},
-	} {
+	}
+	var cases []helpCase
+	for _, h := range []string{"-h", "-help", "--help"} {
+		cases = append(cases,
+			helpCase{[]string{h}, "Commands:"},
+			helpCase{[]string{"token", h}, "Usage: tbhub token create --user NAME"})
+		for _, cmd := range [][]string{{"serve"}, {"token", "create"}, {"migrate"}} {
+			want := "Usage: tbhub " + strings.Join(cmd, " ") + " "
+			cases = append(cases,
+				helpCase{append(cmd[:len(cmd):len(cmd)], h), want},
+				helpCase{append(cmd[:len(cmd):len(cmd)], "--data", t.TempDir(), h), want})
+		}
+	}
+	cases = append(cases,
+		helpCase{[]string{"help"}, "Commands:"},
+		helpCase{[]string{"help", "serve"}, "Usage: tbhub serve [flags]"},
+		helpCase{[]string{"help", "migrate"}, "Usage: tbhub migrate [flags]"},
+		helpCase{[]string{"help", "token", "create"}, "Usage: tbhub token create --user NAME [flags]"},
+		helpCase{[]string{"help", "token"}, "Usage: tbhub token create --user NAME"})
+	env := config.MapEnv(map[string]string{"TBHUB_MAX_BLOB_BYTES": "lots"})
+	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			if err := Run(context.Background(), tc.args, func(string) (string, bool) { return "", false }, &out, &errOut); err != nil {
+			if err := Run(context.Background(), tc.args, env, &out, &errOut); err != nil {
 				t.Fatalf("Run(%q) = %v, want nil\n%s", tc.args, err, errOut.String())
 			}
-			all := out.String() + errOut.String()
-			if !strings.Contains(all, tc.want) {
-				t.Errorf("output lacks %q:\n%s", tc.want, all)
+			if errOut.Len() > 0 {
+				t.Errorf("stderr = %q, want nothing", errOut.String())
 			}
-			if n := strings.Count(all, "Usage"); n != 1 {
-				t.Errorf("usage printed %d times:\n%s", n, all)
+			if !strings.Contains(out.String(), tc.want) {
+				t.Errorf("stdout lacks %q:\n%s", tc.want, out.String())
+			}
+			if n := strings.Count(out.String(), "Usage"); n != 1 {
+				t.Errorf("usage printed %d times:\n%s", n, out.String())
 			}
 		})
 	}
-	var errOut bytes.Buffer
-	if err := RunWriteService(context.Background(), []string{"--help"}, func(string) (string, bool) { return "", false }, &errOut); err != nil {
-		t.Errorf("write-service --help = %v, want nil", err)
-	}
-	if !strings.Contains(errOut.String(), "Usage: write-service [flags]") {
-		t.Errorf("write-service --help printed:\n%s", errOut.String())
+	for _, h := range []string{"-h", "-help", "--help"} {
+		var out, errOut bytes.Buffer
+		if err := RunWriteService(context.Background(), []string{h}, env, &out, &errOut); err != nil {
+			t.Errorf("write-service %s = %v, want nil", h, err)
+		}
+		if errOut.Len() > 0 {
+			t.Errorf("write-service %s: stderr = %q, want nothing", h, errOut.String())
+		}
+		if !strings.HasPrefix(out.String(), "Usage: write-service [flags]") || !strings.Contains(out.String(), "-max-blob-bytes") {
+			t.Errorf("write-service %s printed:\n%s", h, out.String())
+		}
 	}
 }

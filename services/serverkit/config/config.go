@@ -15,6 +15,7 @@ package config
 import (
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -66,12 +67,19 @@ func EnvName(flagName string) string {
 // Warnings about deprecated variables, like flag's own messages, go to
 // fs.Output(). A value that does not parse is an error naming the variable.
 // Positional arguments are refused.
+//
+// Args asking for usage (WantsHelp) make it return flag.ErrHelp at once,
+// having printed nothing and set nothing: the caller prints the usage
+// where asked-for output goes (PrintUsage to stdout) and exits 0.
 func Parse(fs *flag.FlagSet, args []string, env Env, aliases ...Alias) error {
+	fs.VisitAll(func(f *flag.Flag) { f.Usage += " [$" + EnvName(f.Name) + "]" })
+	if WantsHelp(args) {
+		return flag.ErrHelp
+	}
 	fromEnv := map[string]bool{}
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		name := EnvName(f.Name)
-		f.Usage += " [$" + name + "]"
 		if v, ok := env(name); ok && err == nil {
 			if serr := f.Value.Set(v); serr != nil {
 				err = fmt.Errorf("%s=%q: %w", name, v, serr)
@@ -113,6 +121,38 @@ func Parse(fs *flag.FlagSet, args []string, env Env, aliases ...Alias) error {
 		return fmt.Errorf("%s: unexpected arguments %q", fs.Name(), fs.Args())
 	}
 	return nil
+}
+
+// WantsHelp reports whether args ask for usage: -h, -help or --help
+// anywhere before a "--".
+func WantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// SetUsage makes fs's usage "Usage: " and synopsis (which may go on with
+// lines saying what the command does), then every flag with its default.
+func SetUsage(fs *flag.FlagSet, synopsis string) {
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+}
+
+// PrintUsage prints fs's usage to w (stdout, when it was asked for),
+// leaving fs's output where it was.
+func PrintUsage(fs *flag.FlagSet, w io.Writer) {
+	out := fs.Output()
+	fs.SetOutput(w)
+	fs.Usage()
+	fs.SetOutput(out)
 }
 
 // Names lists every flag of fs with the variable that sets it, in flag

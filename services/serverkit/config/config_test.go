@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"strings"
 	"testing"
@@ -102,5 +103,38 @@ func TestPortFlag(t *testing.T) {
 	}
 	if *addr != ":9" || !strings.Contains(out.String(), "--port is deprecated") {
 		t.Errorf("--port 9: addr %q, output %q", *addr, out.String())
+	}
+}
+
+// Asked for usage (-h, -help, --help, anywhere before "--"), Parse returns
+// flag.ErrHelp having printed nothing, even with a bad environment value,
+// and PrintUsage writes the usage, every flag with its variable, where told.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"-help"}, {"--help"}, {"--addr", ":1", "--help"}} {
+		var out bytes.Buffer
+		fs, _, _, _ := newFlags(&out)
+		SetUsage(fs, "svc [flags]\n\nDoes things.")
+		err := Parse(fs, args, MapEnv(map[string]string{"TBHUB_MAX_THINGS": "many"}))
+		if !errors.Is(err, flag.ErrHelp) {
+			t.Errorf("Parse(%q) = %v, want flag.ErrHelp", args, err)
+		}
+		if out.Len() > 0 {
+			t.Errorf("Parse(%q) printed %q", args, out.String())
+		}
+		var usage bytes.Buffer
+		PrintUsage(fs, &usage)
+		for _, want := range []string{"Usage: svc [flags]\n\nDoes things.\n\nFlags:\n", "-addr", "$TBHUB_ADDR", "-max-things", "-read-service"} {
+			if !strings.Contains(usage.String(), want) {
+				t.Errorf("usage lacks %q:\n%s", want, usage.String())
+			}
+		}
+		if fs.Output() != &out {
+			t.Error("PrintUsage left the flag set's output changed")
+		}
+	}
+	var out bytes.Buffer
+	fs, _, _, _ := newFlags(&out)
+	if err := Parse(fs, []string{"--", "-h"}, MapEnv(nil)); errors.Is(err, flag.ErrHelp) {
+		t.Error("-h after -- asked for help")
 	}
 }

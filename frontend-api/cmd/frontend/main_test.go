@@ -1,0 +1,23 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"testing"
+
+	"github.com/tbhub/tbhub/frontend-api/frontend"
+	"github.com/tbhub/tbhub/services/serverkit/config"
+	"github.com/tbhub/tbhub/services/serverkit/config/configtest"
+)
+
+// frontend -h and --help print the usage with every flag and its variable
+// on stdout and end without serving; --nope is a usage error.
+func TestHelp(t *testing.T) {
+	all := flag.NewFlagSet("all", flag.ContinueOnError)
+	var cfg frontend.Config
+	cfg.RegisterFlags(all)
+	configtest.CheckHelp(t, "frontend", all, func(args []string, stdout, stderr io.Writer) error {
+		_, err := parseFlags(args, config.MapEnv(nil), stdout, stderr)
+		return err
+	})
+}
