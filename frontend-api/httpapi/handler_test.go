@@ -69,6 +69,15 @@ func (f *fakeProvider) ReadScalars(ctx context.Context, req *datapb.ReadScalarsR
 	}}}}}, nil
 }
 
+func (f *fakeProvider) ListScalars(ctx context.Context, req *datapb.ListScalarsRequest) (*datapb.ListScalarsResponse, error) {
+	if err := f.check(ctx); err != nil {
+		return nil, err
+	}
+	return &datapb.ListScalarsResponse{Runs: []*datapb.ListScalarsResponse_RunEntry{{RunName: "train", Tags: []*datapb.ListScalarsResponse_TagEntry{{
+		TagName: "loss", Metadata: &datapb.ScalarMetadata{MaxStep: 2, MaxWallTime: 11},
+	}}}}}, nil
+}
+
 func (f *fakeProvider) ReadBlob(req *datapb.ReadBlobRequest, s grpc.ServerStreamingServer[datapb.ReadBlobResponse]) error {
 	if err := f.check(s.Context()); err != nil {
 		return err
@@ -360,7 +369,7 @@ func TestScalarsMultirunSamples(t *testing.T) {
 		t.Errorf("format=columns of the long series: %d %.80s", code, body)
 	}
 	code, body = post(url.Values{"tag": {"loss"}, "runs": {"train"}, "format": {"columns"}})
-	if want := `{"train":{"wall_time_base":10.5,"wall_time":[0,0.5],"step":[1,2],"value":["NaN",0.25]}}`; code != 200 || body != want {
+	if want := `{"train":{"wall_time_base":10.5,"max_wall_time":11.0,"wall_time":[0,0.5],"step":[1,2],"value":["NaN",0.25]}}`; code != 200 || body != want {
 		t.Errorf("format=columns: %d %s, want %s", code, body, want)
 	}
 	if code, body := post(url.Values{"tag": {"loss"}, "runs": {"train"}, "format": {"csv"}}); code != 400 {

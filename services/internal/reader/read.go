@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
@@ -59,11 +61,51 @@ func (b *budget) add(points, bytes int64) error {
 	return nil
 }
 
-// ReadScalars returns downsampled scalar points.
+// MinStepHeader is tbhub's extension of ReadScalars, a gRPC request
+// header (metadata) that TensorBoard never sends: with a decimal step S,
+// the call reads a tail instead of a downsampled series: every point of
+// each selected series from step S on (S included), in step order, at
+// full resolution, through the store's step index (a window read: the
+// points before S are never visited). downsample.num_points is then a
+// limit, not a sample size: a series with more points than that from S on
+// fails the call with OUT_OF_RANGE (read it downsampled instead). The
+// web UI's live scalar cards read what is new this way (frontend-api's
+// scalars_multirun "after" parameter).
+const MinStepHeader = "tbhub-min-step"
+
+// errTailOverLimit stops a tail read at the first series over its limit.
+var errTailOverLimit = rpcerr.New(codes.OutOfRange, "a series has more points from %s than downsample.num_points", MinStepHeader)
+
+// tailStep returns the step of the call's MinStepHeader, if it has one.
+func tailStep(ctx context.Context) (int64, bool, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	v := md.Get(MinStepHeader)
+	if len(v) == 0 {
+		return 0, false, nil
+	}
+	step, err := strconv.ParseInt(v[0], 10, 64)
+	if len(v) > 1 || err != nil {
+		return 0, false, rpcerr.New(codes.InvalidArgument, "%s %q: want one integer step", MinStepHeader, v)
+	}
+	return step, true, nil
+}
+
+// ReadScalars returns downsampled scalar points, or a tail of each series
+// (MinStepHeader).
 func (s *Server) ReadScalars(ctx context.Context, req *datapb.ReadScalarsRequest) (*datapb.ReadScalarsResponse, error) {
 	e, q, err := s.readQuery(ctx, req.GetExperimentId(), req.GetPluginFilter(), req.GetRunTagFilter(), req.GetDownsample())
 	if err != nil {
 		return nil, err
+	}
+	minStep, tail, err := tailStep(ctx)
+	if err != nil {
+		return nil, err
+	}
+	limit := q.MaxPoints
+	if tail {
+		// Streamed in step order from minStep: both stores read such a
+		// window by step (AllPoints never samples).
+		q.MinStep, q.MaxPoints = &minStep, store.AllPoints
 	}
 	resp := &datapb.ReadScalarsResponse{}
 	if q.Filter.Empty() {
@@ -93,6 +135,9 @@ func (s *Server) ReadScalars(ctx context.Context, req *datapb.ReadScalarsRequest
 			d.Step = append(d.Step, p.Step)
 			d.WallTime = append(d.WallTime, p.WallTime)
 			d.Value = append(d.Value, float32(p.Value))
+		}
+		if tail && int64(len(d.Step)) > limit {
+			return errTailOverLimit // the store stops reading
 		}
 		return nil
 	})

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
-	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 )
 
 func (h Plugin) ScalarTags(w http.ResponseWriter, r *route.Request) error {
@@ -69,19 +68,37 @@ func (h Plugin) ScalarsMultirun(w http.ResponseWriter, r *route.Request) error {
 	if err != nil {
 		return err
 	}
-	appendSeries := route.AppendScalarJSON
+	columns := false
 	switch f := form.Get("format"); f {
 	case "":
 	case "columns":
-		appendSeries = appendScalarColumns
+		columns = true
 	default:
 		return route.Errorf(http.StatusBadRequest, "format=%q: want columns or nothing", f)
+	}
+	var after map[string]heldSeries
+	if v := form.Get("after"); v != "" {
+		if !columns {
+			return route.Errorf(http.StatusBadRequest, "after is only read with format=columns")
+		}
+		if err := json.Unmarshal([]byte(v), &after); err != nil {
+			return route.Errorf(http.StatusBadRequest, "after: want {run: {\"step\": S, \"wall_time\": W, \"max_wall_time\": M}}: %v", err)
+		}
 	}
 	runs := form["runs"]
 	if len(runs) == 0 {
 		return route.WriteBody(w, "application/json", []byte("{}"))
 	}
-	series, err := h.ReadScalars(r, "scalars", route.Filter(runs, tags), k)
+	var answers []columnsAnswer
+	if columns {
+		answers, err = h.readColumns(r, runs, tags, k, after)
+	} else {
+		var series []route.ScalarSeries
+		series, err = h.ReadScalars(r, "scalars", route.Filter(runs, tags), k)
+		for _, s := range series {
+			answers = append(answers, columnsAnswer{ScalarSeries: s})
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -89,21 +106,25 @@ func (h Plugin) ScalarsMultirun(w http.ResponseWriter, r *route.Request) error {
 	// scalarJSON would be re-scanned and compacted, the larger part of
 	// this route's time on big answers. Runs in name order, once each, as
 	// encoding/json writes a map.
-	slices.SortStableFunc(series, func(a, b route.ScalarSeries) int { return strings.Compare(a.Run, b.Run) })
+	slices.SortStableFunc(answers, func(a, b columnsAnswer) int { return strings.Compare(a.Run, b.Run) })
 	b := []byte{'{'}
-	for i, s := range series {
-		if i+1 < len(series) && series[i+1].Run == s.Run {
+	for i, a := range answers {
+		if i+1 < len(answers) && answers[i+1].Run == a.Run {
 			continue // the map kept the last
 		}
 		if len(b) > 1 {
 			b = append(b, ',')
 		}
-		name, err := json.Marshal(s.Run)
+		name, err := json.Marshal(a.Run)
 		if err != nil {
 			return err
 		}
 		b = append(append(b, name...), ':')
-		b = appendSeries(b, s.Data)
+		if columns {
+			b = appendScalarColumns(b, a)
+		} else {
+			b = route.AppendScalarJSON(b, a.Data)
+		}
 	}
 	return route.WriteBody(w, "application/json", append(b, '}'))
 }
@@ -118,10 +139,24 @@ func (h Plugin) ScalarsMultirun(w http.ResponseWriter, r *route.Request) error {
 // float32 (ScalarData's type), so they are written with the fewest digits
 // that read back as the same float32, not as the float64 that holds it:
 // "0.1", not "0.10000000149011612".
-func appendScalarColumns(b []byte, d *datapb.ScalarData) []byte {
+//
+// tbhub's live reads (see readColumns) add "max_wall_time": the series'
+// largest wall time as listed before its points were read, and, for a
+// series answered as a tail, "after": the step after which its points
+// start.
+func appendScalarColumns(b []byte, a columnsAnswer) []byte {
+	d := a.Data
 	base := wallTimeBase(d.GetWallTime())
 	b = append(b, `{"wall_time_base":`...)
 	b = route.AppendFloat(b, base)
+	if a.listed {
+		b = append(b, `,"max_wall_time":`...)
+		b = route.AppendFloat(b, a.maxWallTime)
+	}
+	if a.tail {
+		b = append(b, `,"after":`...)
+		b = strconv.AppendInt(b, a.after, 10)
+	}
 	b = append(b, `,"wall_time":[`...)
 	for i, w := range d.GetWallTime() {
 		if i > 0 {
