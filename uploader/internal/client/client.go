@@ -220,8 +220,40 @@ func Dial(endpoint string, secure bool, token string) (*grpc.ClientConn, error) 
 			otelgrpc.WithMeterProvider(metricnoop.NewMeterProvider()),
 			otelgrpc.WithPropagators(propagation.TraceContext{}))),
 		grpc.WithStatsHandler(failureNoter{}),
+		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			return unreachableAt(invoker(ctx, method, req, reply, cc, opts...), endpoint)
+		}),
+		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			cs, err := streamer(ctx, desc, cc, method, opts...)
+			if err != nil {
+				return nil, unreachableAt(err, endpoint)
+			}
+			return addrStream{cs, endpoint}, nil
+		}),
 	)
 }
+
+// unreachableAt names the endpoint in a failure to connect to it (gRPC's
+// "connection error: ..."), which says where it tried only in the dialer's
+// details: "cannot reach the server at HOST:PORT (connection error: ...)".
+// The code stays Unavailable (retried as before); other errors are as they
+// came.
+func unreachableAt(err error, endpoint string) error {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.Unavailable || !strings.HasPrefix(st.Message(), "connection error") {
+		return err
+	}
+	return status.Error(codes.Unavailable, fmt.Sprintf("%s at %s (%s)", ErrUnreachable, strings.TrimPrefix(endpoint, "dns:///"), st.Message()))
+}
+
+// addrStream is a stream whose failures to connect name the endpoint.
+type addrStream struct {
+	grpc.ClientStream
+	endpoint string
+}
+
+func (s addrStream) SendMsg(m any) error { return unreachableAt(s.ClientStream.SendMsg(m), s.endpoint) }
+func (s addrStream) RecvMsg(m any) error { return unreachableAt(s.ClientStream.RecvMsg(m), s.endpoint) }
 
 // commandKey is the context key of a command's *commandState.
 type commandKey struct{}
@@ -343,6 +375,9 @@ func Describe(err error) string {
 	case codes.ResourceExhausted:
 		return "limit reached: " + st.Message()
 	case codes.Unavailable:
+		if strings.HasPrefix(st.Message(), ErrUnreachable.Error()) { // named by unreachableAt
+			return st.Message()
+		}
 		if strings.HasPrefix(st.Message(), "connection error") {
 			return "cannot reach the server (" + st.Message() + ")"
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -105,5 +107,43 @@ func TestRetry(t *testing.T) {
 	})
 	if status.Code(err) != codes.Unavailable || calls != 4 {
 		t.Errorf("gave up after %d calls (%v), want 4", calls, err)
+	}
+}
+
+// A gRPC endpoint nobody answers at is "cannot reach the server at
+// HOST:PORT", for unary calls and streams alike, still Unavailable (so
+// retried), and not a failure the server answered (no trace id to give).
+func TestUnreachableEndpointIsNamed(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close() // nothing listens there now
+	conn, err := Dial("dns:///"+addr, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := StartTrace(t.Context())
+	hc := grpc_health_v1.NewHealthClient(conn)
+	_, unary := hc.Check(ctx, &grpc_health_v1.HealthCheckRequest{})
+	var streamed error
+	if w, err := hc.Watch(ctx, &grpc_health_v1.HealthCheckRequest{}); err != nil {
+		streamed = err
+	} else {
+		_, streamed = w.Recv()
+	}
+	for name, err := range map[string]error{"unary": unary, "stream": streamed} {
+		want := "cannot reach the server at " + addr + " (connection error"
+		if got := Describe(err); !strings.HasPrefix(got, want) {
+			t.Errorf("%s call: Describe = %q, want it to start with %q", name, got, want)
+		}
+		if status.Code(err) != codes.Unavailable || !Retryable(err) {
+			t.Errorf("%s call: %v, want Unavailable and retryable", name, err)
+		}
+	}
+	if ServerFailed(ctx) {
+		t.Error("ServerFailed after calls that reached no server")
 	}
 }

@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+)
+
+// handshakeAt serves the upload handshake naming endpoint as the gRPC API.
+func handshakeAt(t *testing.T, endpoint string) string {
+	t.Helper()
+	body, err := proto.Marshal(&servicepb.ServerInfoResponse{ApiServer: &servicepb.ApiServer{Endpoint: endpoint}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// closedAddr is a local address nothing listens at.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	return addr
+}
+
+// A server that cannot be reached, at its URL or at the gRPC endpoint its
+// handshake names, reads "cannot reach the server at ADDR", never "server
+// error", and with no trace id (the server has no log of it). A failure the
+// server answered gives the trace id its logs carry.
+func TestUnreachableServerMessage(t *testing.T) {
+	down := "http://" + closedAddr(t)
+	grpcDown := closedAddr(t)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusing := grpc.NewServer() // answers every call: Unimplemented
+	go func() { _ = refusing.Serve(lis) }()
+	t.Cleanup(refusing.Stop)
+
+	for _, tc := range []struct {
+		name, server, want string
+		trace              bool
+	}{
+		{"refused at the URL", down, "cannot reach the server at " + down + " (", false},
+		{"refused at the gRPC endpoint", handshakeAt(t, "dns:///"+grpcDown), "cannot reach the server at " + grpcDown + " (", false},
+		{"answered with an error", handshakeAt(t, "dns:///"+lis.Addr().String()), "Unimplemented", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			env := Env{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }}
+			err := Run(context.Background(), env, []string{"list", "--server", tc.server, "--token", "T"})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "server error") {
+				t.Errorf("tbup list: %v; want it to say %q", err, tc.want)
+			}
+			if got := strings.Contains(errOut.String(), "trace id"); got != tc.trace {
+				t.Errorf("trace id printed: %v, want %v; stderr:\n%s", got, tc.trace, errOut.String())
+			}
+		})
+	}
+}
