@@ -73,7 +73,7 @@ func TestUnreachableServerMessage(t *testing.T) {
 				t.Errorf("tbup list: %v; want it to say %q", err, tc.want)
 			}
 			if got := strings.Contains(errOut.String(), "trace id"); got != tc.trace {
-				t.Errorf("trace id printed: %v, want %v; stderr:\n%s", got, tc.trace, errOut.String())
+				t.Errorf("trace id printed: %v, want %v; err %v; stderr:\n%s", got, tc.trace, err, errOut.String())
 			}
 		})
 	}

@@ -28,7 +28,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -219,70 +218,68 @@ func Dial(endpoint string, secure bool, token string) (*grpc.ClientConn, error) 
 			otelgrpc.WithTracerProvider(tracenoop.NewTracerProvider()),
 			otelgrpc.WithMeterProvider(metricnoop.NewMeterProvider()),
 			otelgrpc.WithPropagators(propagation.TraceContext{}))),
-		grpc.WithStatsHandler(failureNoter{}),
 		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			return unreachableAt(invoker(ctx, method, req, reply, cc, opts...), endpoint)
+			return noteFailure(ctx, invoker(ctx, method, req, reply, cc, opts...), endpoint)
 		}),
 		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 			cs, err := streamer(ctx, desc, cc, method, opts...)
 			if err != nil {
-				return nil, unreachableAt(err, endpoint)
+				return nil, noteFailure(ctx, err, endpoint)
 			}
-			return addrStream{cs, endpoint}, nil
+			return noteStream{cs, ctx, endpoint}, nil
 		}),
 	)
 }
 
-// unreachableAt names the endpoint in a failure to connect to it (gRPC's
-// "connection error: ..."), which says where it tried only in the dialer's
-// details: "cannot reach the server at HOST:PORT (connection error: ...)".
-// The code stays Unavailable (retried as before); other errors are as they
-// came.
-func unreachableAt(err error, endpoint string) error {
-	st, ok := status.FromError(err)
-	if !ok || st.Code() != codes.Unavailable || !strings.HasPrefix(st.Message(), "connection error") {
+// noteFailure returns what a call under ctx ended with, err, after noting
+// in the command's state (StartTrace) a failure the server answered: not
+// reaching it (Unavailable) or giving up (Canceled) leaves nothing in its
+// logs. A failure to connect (gRPC's "connection error: ...", which says
+// where it tried only in the dialer's details) becomes "cannot reach the
+// server at HOST:PORT (connection error: ...)", still Unavailable.
+func noteFailure(ctx context.Context, err error, endpoint string) error {
+	if err == nil || err == io.EOF {
 		return err
 	}
-	return status.Error(codes.Unavailable, fmt.Sprintf("%s at %s (%s)", ErrUnreachable, strings.TrimPrefix(endpoint, "dns:///"), st.Message()))
+	st, ok := status.FromError(err)
+	switch {
+	case !ok:
+		return err
+	case st.Code() == codes.Unavailable && strings.HasPrefix(st.Message(), "connection error"):
+		return status.Error(codes.Unavailable, fmt.Sprintf("%s at %s (%s)", ErrUnreachable, strings.TrimPrefix(endpoint, "dns:///"), st.Message()))
+	case st.Code() == codes.Unavailable, st.Code() == codes.Canceled:
+		return err
+	}
+	if cs, ok := ctx.Value(commandKey{}).(*commandState); ok {
+		cs.serverFailed.Store(true)
+	}
+	return err
 }
 
-// addrStream is a stream whose failures to connect name the endpoint.
-type addrStream struct {
+// noteStream is a stream whose failures noteFailure sees.
+type noteStream struct {
 	grpc.ClientStream
+	ctx      context.Context
 	endpoint string
 }
 
-func (s addrStream) SendMsg(m any) error { return unreachableAt(s.ClientStream.SendMsg(m), s.endpoint) }
-func (s addrStream) RecvMsg(m any) error { return unreachableAt(s.ClientStream.RecvMsg(m), s.endpoint) }
+func (s noteStream) SendMsg(m any) error {
+	return noteFailure(s.ctx, s.ClientStream.SendMsg(m), s.endpoint)
+}
+
+func (s noteStream) RecvMsg(m any) error {
+	return noteFailure(s.ctx, s.ClientStream.RecvMsg(m), s.endpoint)
+}
+
+func (s noteStream) CloseSend() error {
+	return noteFailure(s.ctx, s.ClientStream.CloseSend(), s.endpoint)
+}
 
 // commandKey is the context key of a command's *commandState.
 type commandKey struct{}
 
 // commandState is what the calls of one command (see StartTrace) noted.
 type commandState struct{ serverFailed atomic.Bool }
-
-// failureNoter notes, in the command's state, calls the server answered
-// with an error: not reaching it (Unavailable) or giving up (Canceled)
-// leaves nothing in its logs.
-type failureNoter struct{}
-
-func (failureNoter) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context   { return ctx }
-func (failureNoter) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
-func (failureNoter) HandleConn(context.Context, stats.ConnStats)                       {}
-
-func (failureNoter) HandleRPC(ctx context.Context, s stats.RPCStats) {
-	end, ok := s.(*stats.End)
-	if !ok || end.Error == nil {
-		return
-	}
-	switch status.Code(end.Error) {
-	case codes.Unavailable, codes.Canceled:
-		return
-	}
-	if st, ok := ctx.Value(commandKey{}).(*commandState); ok {
-		st.serverFailed.Store(true)
-	}
-}
 
 // ServerFailed reports whether a call made under ctx (from StartTrace) was
 // answered by the server with an error, whose logs then hold the trace.
