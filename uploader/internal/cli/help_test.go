@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
+	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 )
 
 // Every command and subcommand answers -h and --help (anywhere among its
@@ -113,6 +114,24 @@ func TestDescribeUserByName(t *testing.T) {
 	} {
 		if got := describeUser(tc.who); got != tc.want {
 			t.Errorf("describeUser(%v) = %q, want %q", tc.who, got, tc.want)
+		}
+	}
+}
+
+// tbup list names an unnamed experiment by its ID, as the web UI does
+// (`e.name || e.experimentId` in web/src/pages), and blanks control
+// characters in a name.
+func TestDisplayName(t *testing.T) {
+	for _, tc := range []struct {
+		e    *experimentsv1.Experiment
+		want string
+	}{
+		{&experimentsv1.Experiment{ExperimentId: "9YkG-6KEr", Name: "mnist"}, "mnist"},
+		{&experimentsv1.Experiment{ExperimentId: "9YkG-6KEr"}, "9YkG-6KEr"},
+		{&experimentsv1.Experiment{ExperimentId: "9YkG-6KEr", Name: "a\tb\x1b[2J"}, "a b [2J"},
+	} {
+		if got := displayName(tc.e); got != tc.want {
+			t.Errorf("displayName(%v) = %q, want %q", tc.e, got, tc.want)
 		}
 	}
 }

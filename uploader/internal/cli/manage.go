@@ -82,7 +82,7 @@ func runList(ctx context.Context, env Env, args []string) error {
 			url = c.info.ExperimentURL(e.GetExperimentId())
 		}
 		vis := strings.ToLower(strings.TrimPrefix(e.GetVisibility().String(), "VISIBILITY_"))
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", e.GetExperimentId(), printableName(e.GetName()), vis,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", e.GetExperimentId(), displayName(e), vis,
 			n.GetNumRuns(), n.GetNumTags(), n.GetNumScalarPoints(), n.GetNumBlobs(), updated, url)
 	}
 	if err := tw.Flush(); err != nil {
@@ -92,16 +92,18 @@ func runList(ctx context.Context, env Env, args []string) error {
 	return nil
 }
 
-func printableName(s string) string {
-	if s == "" {
-		return "(unnamed)"
+// displayName is how an experiment is named to people: its name, with
+// control characters blanked, or, unnamed, its ID, as the web UI names it.
+func displayName(e *experimentsv1.Experiment) string {
+	if e.GetName() == "" {
+		return e.GetExperimentId()
 	}
 	return strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
 			return ' '
 		}
 		return r
-	}, s)
+	}, e.GetName())
 }
 
 func runDelete(ctx context.Context, env Env, args []string) error {
