@@ -41,7 +41,8 @@ type Limits struct {
 	// MaxBlobsPerSequence bounds final_sequence_length.
 	MaxBlobsPerSequence int64
 	// MaxMetadataBytes bounds a series' serialized SummaryMetadata (its
-	// plugin_data.content included), which quotas do not count.
+	// plugin_data.content included); what is stored counts toward
+	// MaxBlobBytesPerUser.
 	MaxMetadataBytes int64
 	// Advertised minimum intervals between an uploader's requests.
 	MinScalarRequestInterval time.Duration
@@ -49,6 +50,8 @@ type Limits struct {
 	MinBlobRequestInterval   time.Duration
 
 	// Per-user quotas over live experiments; 0 = unlimited.
+	// MaxBlobBytesPerUser counts every stored byte that points do not:
+	// blobs, finished or not, and series metadata (store.Usage.StoredBytes).
 	MaxExperimentsPerUser int64
 	MaxPointsPerUser      int64
 	MaxBlobBytesPerUser   int64
@@ -226,20 +229,28 @@ func (e *Enforcer) refresh(ctx context.Context, u *userState, userID string, for
 	return nil
 }
 
-// quota names one per-user quota for messages and selects its counter.
+// quota names one per-user quota for messages, says what it counts and
+// selects its counter. u.mu is held when used and add are called.
 type quota struct {
-	name  string
-	limit func(Limits) int64
-	used  func(*store.Usage) *int64
+	name   string
+	counts string // appended to the name in messages
+	limit  func(Limits) int64
+	used   func(u *userState) int64
+	add    func(u *userState, n int64)
 }
 
 var (
-	experimentsQuota = quota{"experiments per user", func(l Limits) int64 { return l.MaxExperimentsPerUser },
-		func(u *store.Usage) *int64 { return &u.Experiments }}
-	pointsQuota = quota{"points per user", func(l Limits) int64 { return l.MaxPointsPerUser },
-		func(u *store.Usage) *int64 { return &u.Points }}
-	blobBytesQuota = quota{"blob bytes per user", func(l Limits) int64 { return l.MaxBlobBytesPerUser },
-		func(u *store.Usage) *int64 { return &u.BlobBytes }}
+	experimentsQuota = quota{name: "experiments per user", limit: func(l Limits) int64 { return l.MaxExperimentsPerUser },
+		used: func(u *userState) int64 { return u.usage.Experiments }, add: func(u *userState, n int64) { u.usage.Experiments += n }}
+	pointsQuota = quota{name: "points per user", limit: func(l Limits) int64 { return l.MaxPointsPerUser },
+		used: func(u *userState) int64 { return u.usage.Points }, add: func(u *userState, n int64) { u.usage.Points += n }}
+	// bytesQuota counts blob bytes stored and reserved by running streams,
+	// and series metadata; admitted metadata is added here, blob bytes by
+	// ReserveBlobBytes.
+	bytesQuota = quota{name: "blob bytes per user", counts: ", counting blobs (finished or not) and series metadata",
+		limit: func(l Limits) int64 { return l.MaxBlobBytesPerUser },
+		used:  func(u *userState) int64 { return u.usage.StoredBytes() + u.reserved },
+		add:   func(u *userState, n int64) { u.usage.MetadataBytes += n }}
 )
 
 // ReserveExperiment admits one more experiment for the user.
@@ -257,21 +268,14 @@ func (e *Enforcer) ReservePoints(ctx context.Context, userID string, n int64) er
 // when settle(stored) replaces them by the bytes it stored. settle must
 // be called exactly once, however the stream ended.
 func (e *Enforcer) ReserveBlobBytes(ctx context.Context, userID string, n int64) (settle func(stored int64), err error) {
-	limit := e.l.MaxBlobBytesPerUser
 	if n < 0 {
 		n = 0
 	}
 	u := e.user(userID)
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if limit > 0 {
-		if err := e.refresh(ctx, u, userID, false); err != nil {
-			return nil, err
-		}
-		if used := u.usage.BlobBytes + u.reserved; used+n > limit {
-			return nil, rpcerr.New(codes.ResourceExhausted, "quota exceeded: %s is %d (used %d, this request adds %d)",
-				blobBytesQuota.name, limit, used, n)
-		}
+	if err := e.admit(ctx, u, userID, bytesQuota, n); err != nil {
+		return nil, err
 	}
 	u.reserved += n
 	var once sync.Once
@@ -283,6 +287,15 @@ func (e *Enforcer) ReserveBlobBytes(ctx context.Context, userID string, n int64)
 			u.usage.BlobBytes += stored
 		})
 	}, nil
+}
+
+// ReserveMetadataBytes admits a write carrying n bytes of series
+// metadata under the byte quota. A series keeps the metadata of its first
+// write only, so n over-counts series that exist already (the stock
+// uploader repeats a tag's metadata in every request); the next refresh
+// of the usage from the store corrects it.
+func (e *Enforcer) ReserveMetadataBytes(ctx context.Context, userID string, n int64) error {
+	return e.reserve(ctx, userID, bytesQuota, n)
 }
 
 // AcquireBlobStream admits one more WriteBlob stream of the user over the
@@ -317,21 +330,32 @@ func (e *Enforcer) AcquireBlobStream(userID, conn string) (release func(), err e
 }
 
 func (e *Enforcer) reserve(ctx context.Context, userID string, q quota, n int64) error {
-	limit := q.limit(e.l)
-	if limit == 0 || n <= 0 {
+	if n <= 0 {
 		return nil
 	}
 	u := e.user(userID)
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if err := e.admit(ctx, u, userID, q, n); err != nil {
+		return err
+	}
+	q.add(u, n)
+	return nil
+}
+
+// admit reports whether n more fit quota q of the user, whose u.mu is
+// held, reading the usage again if it is stale.
+func (e *Enforcer) admit(ctx context.Context, u *userState, userID string, q quota, n int64) error {
+	limit := q.limit(e.l)
+	if limit == 0 {
+		return nil
+	}
 	if err := e.refresh(ctx, u, userID, false); err != nil {
 		return err
 	}
-	used := q.used(&u.usage)
-	if *used+n > limit {
-		return rpcerr.New(codes.ResourceExhausted, "quota exceeded: %s is %d (used %d, this request adds %d)",
-			q.name, limit, *used, n)
+	if used := q.used(u); used+n > limit {
+		return rpcerr.New(codes.ResourceExhausted, "quota exceeded: %s is %d%s (used %d, this request adds %d)",
+			q.name, limit, q.counts, used, n)
 	}
-	*used += n
 	return nil
 }

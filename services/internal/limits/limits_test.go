@@ -181,3 +181,47 @@ func TestBlobStreamSlots(t *testing.T) {
 	_, err = e.AcquireBlobStream("u", "c5")
 	wantExhausted(t, err, "per user", "3")
 }
+
+// Series metadata and blobs share the byte quota (issue 14 #4): metadata
+// the store holds, and metadata admitted since the last refresh, leave
+// that much less for blobs, and the reverse.
+func TestMetadataSharesTheByteQuota(t *testing.T) {
+	l := Default()
+	l.MaxBlobBytesPerUser = 1000
+	now := time.Unix(1000, 0)
+	src := &fixedUsage{u: store.Usage{BlobBytes: 300, MetadataBytes: 200}}
+	e, err := NewEnforcer(l, src, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	_, err = e.ReserveBlobBytes(ctx, "u", 501)
+	wantExhausted(t, err, "blob bytes per user is 1000", "metadata")
+	if err := e.ReserveMetadataBytes(ctx, "u", 400); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.ReserveBlobBytes(ctx, "u", 101)
+	wantExhausted(t, err, "blob bytes per user is 1000")
+	settle, err := e.ReserveBlobBytes(ctx, "u", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantExhausted(t, e.ReserveMetadataBytes(ctx, "u", 1), "blob bytes per user is 1000")
+	settle(0)
+	if err := e.ReserveMetadataBytes(ctx, "u", 100); err != nil {
+		t.Fatal(err)
+	}
+	// A refresh replaces what was admitted by what the store holds.
+	now = now.Add(usageRefresh + time.Second)
+	if err := e.ReserveMetadataBytes(ctx, "u", 500); err != nil {
+		t.Errorf("after a refresh to 500 bytes stored: %v", err)
+	}
+	// Unlimited: nothing is refused.
+	l.MaxBlobBytesPerUser = 0
+	if e, err = NewEnforcer(l, src, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ReserveMetadataBytes(ctx, "u", 1<<40); err != nil {
+		t.Errorf("unlimited quota: %v", err)
+	}
+}

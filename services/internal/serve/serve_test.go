@@ -90,8 +90,8 @@ func TestRequestAndBlobSizeLimits(t *testing.T) {
 }
 
 // The request sizes advertised in the handshake are enforced, and so is
-// the size of a series' metadata, which quotas do not count (issue 14 #4,
-// #8): a 5 MiB blob chunk, a 3 MB WriteScalar and a point carrying 100 KB
+// the size of a series' metadata (issue 14 #4, #8; what is stored of it
+// counts toward the byte quota, TestMetadataCountsTowardTheByteQuota): a 5 MiB blob chunk, a 3 MB WriteScalar and a point carrying 100 KB
 // of plugin_data.content are refused, and nothing of them is stored.
 func TestAdvertisedSizesAreEnforced(t *testing.T) {
 	st, blobs := embedded(t)

@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
@@ -162,8 +164,11 @@ func TestLimitsAreEnforced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The byte quota counts no blob (the one refused stored nothing) and
+	// the metadata of the series "loss".
 	want := map[experimentsv1.Quota][2]int64{
-		experimentsv1.Quota_QUOTA_EXPERIMENTS: {2, 2}, experimentsv1.Quota_QUOTA_POINTS: {8, 10}, experimentsv1.Quota_QUOTA_BLOB_BYTES: {0, 100},
+		experimentsv1.Quota_QUOTA_EXPERIMENTS: {2, 2}, experimentsv1.Quota_QUOTA_POINTS: {8, 10},
+		experimentsv1.Quota_QUOTA_BLOB_BYTES: {int64(proto.Size(scalarMetadata())), 100},
 	}
 	for _, u := range usage.GetUsages() {
 		if w := want[u.GetQuota()]; u.GetUsed() != w[0] || u.GetLimit() != w[1] {
@@ -316,5 +321,56 @@ func TestSharingAndContinuing(t *testing.T) {
 	}
 	if _, err := h.account.RevokeToken(owner, &authv1.RevokeTokenRequest{TokenId: mint.GetToken().GetTokenId()}); status.Code(err) != codes.NotFound {
 		t.Errorf("revoking another user's token: %v, want NOT_FOUND", err)
+	}
+}
+
+// Summary metadata counts toward the per-user byte quota (issue 14 #4):
+// 20 WriteScalar calls, each one point of a new series carrying 60 KB of
+// plugin_data.content (under the 64 KiB metadata limit), stored 1.2 MB
+// while the quota counted nothing. Under a 200 KiB quota the fourth is
+// refused, a blob sequence's metadata is refused the same way, and
+// GetQuotaUsage counts what was stored.
+func TestMetadataCountsTowardTheByteQuota(t *testing.T) {
+	st, blobs := embedded(t)
+	const quota = 200 << 10
+	h := newHarness(t, st, blobs, func(c *serve.Config) {
+		c.Limits.MaxBlobBytesPerUser = quota
+	})
+	ctx, eid := adaExperiment(t, h, st, "metadata")
+	var stored int64
+	for i := range 20 {
+		req := scalarRequest(eid, 1)
+		tag := req.Runs[0].Tags[0]
+		tag.Name = fmt.Sprintf("fat%d", i)
+		tag.Metadata.PluginData.Content = make([]byte, 60_000)
+		_, err := h.writer.WriteScalar(ctx, req)
+		if size := int64(proto.Size(tag.Metadata)); stored+size <= quota {
+			if err != nil {
+				t.Fatalf("series %d, %d bytes of metadata stored: %v", i, stored, err)
+			}
+			stored += size
+			continue
+		}
+		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), fmt.Sprintf("blob bytes per user is %d", quota)) {
+			t.Fatalf("series %d past the quota (%d bytes of metadata stored): %v, want RESOURCE_EXHAUSTED naming the quota", i, stored, err)
+		}
+	}
+	if stored == 0 || stored > quota {
+		t.Fatalf("%d bytes of metadata stored under a quota of %d", stored, quota)
+	}
+	big := &tbpb.SummaryMetadata{PluginData: &tbpb.SummaryMetadata_PluginData{PluginName: "images", Content: make([]byte, 60_000)}}
+	_, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+		ExperimentId: eid, Run: "r", Tag: "b", WallTime: timestamppb.Now(), FinalSequenceLength: 1, Metadata: big})
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("blob sequence with 60 KB of metadata past the quota: %v, want RESOURCE_EXHAUSTED", err)
+	}
+	usage, err := h.exps.GetQuotaUsage(ctx, &experimentsv1.GetQuotaUsageRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range usage.GetUsages() {
+		if u.GetQuota() == experimentsv1.Quota_QUOTA_BLOB_BYTES && (u.GetUsed() != stored || u.GetLimit() != quota) {
+			t.Errorf("blob bytes quota: used %d of %d, want %d of %d", u.GetUsed(), u.GetLimit(), stored, quota)
+		}
 	}
 }

@@ -98,7 +98,14 @@ type Usage struct {
 	Experiments int64 // experiments owned
 	Points      int64 // scalar and tensor points stored
 	BlobBytes   int64 // bytes of blobs, current and unfinished
+	// MetadataBytes is the bytes of the series' serialized summary
+	// metadata (TimeSeries.SummaryMetadata), stored once per series.
+	MetadataBytes int64
 }
+
+// StoredBytes is what the per-user byte quota counts: blobs, finished or
+// not, and series metadata.
+func (u Usage) StoredBytes() int64 { return u.BlobBytes + u.MetadataBytes }
 
 // IdentityStore keeps users' outside identities, API tokens and usage.
 // Methods wrap the sentinel errors of this package.

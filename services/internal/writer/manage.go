@@ -330,6 +330,6 @@ func (x *experimentService) GetQuotaUsage(ctx context.Context, _ *experimentsv1.
 	return &experimentsv1.GetQuotaUsageResponse{Usages: []*experimentsv1.QuotaUsage{
 		{Quota: experimentsv1.Quota_QUOTA_EXPERIMENTS, Used: u.Experiments, Limit: l.MaxExperimentsPerUser},
 		{Quota: experimentsv1.Quota_QUOTA_POINTS, Used: u.Points, Limit: l.MaxPointsPerUser},
-		{Quota: experimentsv1.Quota_QUOTA_BLOB_BYTES, Used: u.BlobBytes, Limit: l.MaxBlobBytesPerUser},
+		{Quota: experimentsv1.Quota_QUOTA_BLOB_BYTES, Used: u.StoredBytes(), Limit: l.MaxBlobBytesPerUser},
 	}}, nil
 }

@@ -94,9 +94,10 @@ type pointRun[P any, T pointTag[P]] interface {
 
 // pointBatch validates the runs of a point request and converts their good
 // points with convert (which reports a bad point by returning a reason),
-// returning one batch entry per good tag, built by entry.
+// returning one batch entry per good tag, built by entry, and what the
+// batch asks of the quotas.
 func pointBatch[P any, T pointTag[P], R pointRun[P, T], SP any, B any](runs []R, class store.DataClass, maxMetadata int64, bad *violations,
-	convert func(p P) (SP, int64, string), entry func(ts store.TimeSeries, points []SP) B) (batch []B, accepted int64) {
+	convert func(p P) (SP, int64, string), entry func(ts store.TimeSeries, points []SP) B) (batch []B, accepted admission) {
 	for i, r := range runs {
 		if reason := checkRunTag("run", r.GetName()); reason != "" {
 			bad.add(fmt.Sprintf("runs[%d].name", i), r.GetName(), "", nil, reason)
@@ -124,11 +125,18 @@ func pointBatch[P any, T pointTag[P], R pointRun[P, T], SP any, B any](runs []R,
 			}
 			if len(points) > 0 {
 				batch = append(batch, entry(ts, points))
-				accepted += int64(len(points))
+				accepted.points += int64(len(points))
+				accepted.metadataBytes += int64(len(ts.SummaryMetadata))
 			}
 		}
 	}
 	return batch, accepted
+}
+
+// admission is what a write asks of the quotas: its points, and the
+// bytes of the series metadata it carries (stored if the series is new).
+type admission struct {
+	points, metadataBytes int64
 }
 
 func countPoints[P any, T pointTag[P], R pointRun[P, T]](runs []R) int64 {
@@ -143,9 +151,9 @@ func countPoints[P any, T pointTag[P], R pointRun[P, T]](runs []R) int64 {
 
 // writePoints admits a request of n points (rate and per-request limits),
 // lets collect validate it into a batch, admits the accepted points under
-// the points quota and writes them. Bad points are reported after the good
-// ones are stored.
-func (s *Server) writePoints(ctx context.Context, n int64, collect func(*violations) (int64, func() error)) error {
+// the points quota and their series' metadata under the byte quota, and
+// writes them. Bad points are reported after the good ones are stored.
+func (s *Server) writePoints(ctx context.Context, n int64, collect func(*violations) (admission, func() error)) error {
 	p, err := tenancy.Caller(ctx)
 	if err != nil {
 		return err
@@ -158,8 +166,11 @@ func (s *Server) writePoints(ctx context.Context, n int64, collect func(*violati
 	}
 	var bad violations
 	accepted, write := collect(&bad)
-	if accepted > 0 {
-		if err := s.limits.ReservePoints(ctx, p.UserID, accepted); err != nil {
+	if accepted.points > 0 {
+		if err := s.limits.ReserveMetadataBytes(ctx, p.UserID, accepted.metadataBytes); err != nil {
+			return err
+		}
+		if err := s.limits.ReservePoints(ctx, p.UserID, accepted.points); err != nil {
 			return err
 		}
 		if err := write(); err != nil {
@@ -180,7 +191,7 @@ func (w *writerService) WriteScalar(ctx context.Context, req *servicepb.WriteSca
 	if err := requestBudget("WriteScalar", req, w.s.limits.Limits().MaxScalarRequestBytes); err != nil {
 		return nil, err
 	}
-	err = w.s.writePoints(ctx, countPoints(req.GetRuns()), func(bad *violations) (int64, func() error) {
+	err = w.s.writePoints(ctx, countPoints(req.GetRuns()), func(bad *violations) (admission, func() error) {
 		batch, accepted := pointBatch(req.GetRuns(), store.DataClassScalar, w.s.limits.Limits().MaxMetadataBytes, bad,
 			func(pt *servicepb.ScalarPoint) (store.ScalarPoint, int64, string) {
 				wall, reason := walltime.Seconds(pt.GetWallTime())
@@ -210,7 +221,7 @@ func (w *writerService) WriteTensor(ctx context.Context, req *servicepb.WriteTen
 		return nil, err
 	}
 	maxPoint := w.s.limits.Limits().MaxTensorPointBytes
-	err = w.s.writePoints(ctx, countPoints(req.GetRuns()), func(bad *violations) (int64, func() error) {
+	err = w.s.writePoints(ctx, countPoints(req.GetRuns()), func(bad *violations) (admission, func() error) {
 		batch, accepted := pointBatch(req.GetRuns(), store.DataClassTensor, w.s.limits.Limits().MaxMetadataBytes, bad,
 			func(pt *servicepb.TensorPoint) (store.TensorPoint, int64, string) {
 				wall, reason := walltime.Seconds(pt.GetWallTime())

@@ -385,13 +385,14 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 	row, err = singleRow(tx.Query(ctx, spanner.Statement{
 		SQL: `SELECT
 				COALESCE(SUM(CASE WHEN ts.DataClass IN (1, 2) THEN ts.PointCount ELSE 0 END), 0),
-				COALESCE(SUM(ts.BlobBytes), 0)
+				COALESCE(SUM(ts.BlobBytes), 0),
+				COALESCE(SUM(BYTE_LENGTH(ts.SummaryMetadata)), 0)
 			FROM Experiments e JOIN TimeSeries ts ON ts.ExperimentId = e.ExperimentId
 			WHERE e.OwnerId = @user AND e.State = @live`,
 		Params: map[string]any{"user": userID, "live": stateLive},
 	}))
 	if err == nil {
-		err = row.Columns(&u.Points, &u.BlobBytes)
+		err = row.Columns(&u.Points, &u.BlobBytes, &u.MetadataBytes)
 	}
 	if err != nil {
 		return store.Usage{}, fail("UserUsage", err)

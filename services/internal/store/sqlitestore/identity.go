@@ -338,9 +338,10 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 		}
 		if err := tx.QueryRowContext(ctx, `SELECT
 				COALESCE(SUM(CASE WHEN s.data_class IN (1, 2) THEN s.point_count END), 0),
-				COALESCE(SUM(CASE WHEN s.data_class = 3 THEN s.total_bytes END), 0)
+				COALESCE(SUM(CASE WHEN s.data_class = 3 THEN s.total_bytes END), 0),
+				COALESCE(SUM(LENGTH(s.metadata)), 0)
 			FROM experiments e JOIN series s ON s.experiment_id = e.id
-			WHERE e.owner = ? AND e.deleted = 0`, userID).Scan(&u.Points, &u.BlobBytes); err != nil {
+			WHERE e.owner = ? AND e.deleted = 0`, userID).Scan(&u.Points, &u.BlobBytes, &u.MetadataBytes); err != nil {
 			return err
 		}
 		// Unfinished blobs hold stored bytes too; the series' totals count

@@ -189,17 +189,22 @@ func testUsage(t *testing.T, s IdentityBackend) {
 		}
 		eids = append(eids, eid)
 	}
+	// Summary metadata is stored once per series (the first write's), and
+	// its bytes count: a later write's larger metadata is not stored.
+	metadata := make([]byte, 1000)
 	points := []store.ScalarPoint{{Step: 1, Value: 1}, {Step: 2, Value: 2}}
 	for _, eid := range eids {
-		if err := s.WriteScalars(ctx, eid, []store.ScalarSeries{{Series: store.TimeSeries{Run: "r", Tag: "t"}, Points: points}}); err != nil {
-			t.Fatal(err)
+		for _, md := range [][]byte{metadata, make([]byte, 5000)} {
+			if err := s.WriteScalars(ctx, eid, []store.ScalarSeries{{Series: store.TimeSeries{Run: "r", Tag: "t", SummaryMetadata: md}, Points: points}}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	if err := s.WriteTensors(ctx, eids[0], []store.TensorSeries{{Series: store.TimeSeries{Run: "r", Tag: "x"},
+	if err := s.WriteTensors(ctx, eids[0], []store.TensorSeries{{Series: store.TimeSeries{Run: "r", Tag: "x", SummaryMetadata: metadata[:10]},
 		Points: []store.TensorPoint{{Step: 1, Tensor: []byte{1, 2, 3}}}}}); err != nil {
 		t.Fatal(err)
 	}
-	ts := store.TimeSeries{Run: "r", Tag: "img"}
+	ts := store.TimeSeries{Run: "r", Tag: "img", SummaryMetadata: metadata[:20]}
 	if _, _, err := s.GetOrCreateBlobSequence(ctx, eids[0], ts, 1, 0, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -223,8 +228,10 @@ func testUsage(t *testing.T, s IdentityBackend) {
 		t.Fatal(err)
 	}
 	// Two live experiments, 2+2 scalars and 1 tensor; one current blob
-	// and one unfinished: both hold stored bytes, so both count.
-	if want := (store.Usage{Experiments: 2, Points: 5, BlobBytes: 200}); u != want {
+	// and one unfinished: both hold stored bytes, so both count; the
+	// metadata of 2 scalar series (1000 bytes each), a tensor series (10)
+	// and a blob sequence (20).
+	if want := (store.Usage{Experiments: 2, Points: 5, BlobBytes: 200, MetadataBytes: 2030}); u != want {
 		t.Errorf("UserUsage = %+v, want %+v", u, want)
 	}
 	if u, _ := s.UserUsage(ctx, reader); u != (store.Usage{}) {
