@@ -173,6 +173,30 @@ type ExperimentFilter struct {
 	Visibilities []Visibility
 }
 
+// MaxPublicPage bounds PublicQuery.Limit.
+const MaxPublicPage = 100
+
+// PublicQuery selects one page of the public gallery for
+// ListPublicExperiments.
+type PublicQuery struct {
+	// Search, if non-empty, keeps the experiments whose name, description
+	// or owner's user name contains it, ignoring case (Unicode simple case
+	// folding: both backends compare lower-cased text).
+	Search string
+	// Limit is the page size, 1 to MaxPublicPage (ErrInvalidArgument
+	// otherwise).
+	Limit int
+	// After, if its ID is non-empty, continues after that position: the
+	// UpdateTime and ID of the last experiment of the previous page.
+	After PublicCursor
+}
+
+// PublicCursor is a position in the public gallery's order.
+type PublicCursor struct {
+	UpdateTime time.Time
+	ID         string
+}
+
 // Run is one run of an experiment. Runs come into being with the first
 // point written to one of their series, or with PutRuns (a run whose event
 // files hold no data yet, which TensorBoard lists all the same).
@@ -343,6 +367,11 @@ type Reader interface {
 	// ListExperiments calls fn for each live experiment matching f, newest
 	// first (CreateTime descending, then ID).
 	ListExperiments(ctx context.Context, f ExperimentFilter, fn func(Experiment) error) error
+	// ListPublicExperiments returns up to q.Limit live public experiments
+	// matching q.Search, most recently updated first (UpdateTime
+	// descending, then ID), after q.After; with their counts. Unlisted
+	// and private experiments are never returned.
+	ListPublicExperiments(ctx context.Context, q PublicQuery) ([]Experiment, error)
 
 	// ListRuns returns the experiment's runs sorted by name.
 	ListRuns(ctx context.Context, eid string) ([]Run, error)

@@ -88,6 +88,10 @@ func (s *Store) ListExperiments(ctx context.Context, f store.ExperimentFilter, f
 	return s.call(ctx, "ListExperiments", func(ctx context.Context) error { return s.st.ListExperiments(ctx, f, fn) })
 }
 
+func (s *Store) ListPublicExperiments(ctx context.Context, q store.PublicQuery) ([]store.Experiment, error) {
+	return value(s, ctx, "ListPublicExperiments", func(ctx context.Context) ([]store.Experiment, error) { return s.st.ListPublicExperiments(ctx, q) })
+}
+
 func (s *Store) ListRuns(ctx context.Context, eid string) ([]store.Run, error) {
 	return value(s, ctx, "ListRuns", func(ctx context.Context) ([]store.Run, error) { return s.st.ListRuns(ctx, eid) })
 }

@@ -3,6 +3,7 @@ package spannerstore
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"cloud.google.com/go/spanner"
 	"google.golang.org/grpc/codes"
@@ -181,6 +182,66 @@ func (s *Store) ListExperiments(ctx context.Context, f store.ExperimentFilter, f
 		return fn(e)
 	})
 	return fail("ListExperiments", err)
+}
+
+// publicSQL finds one page of the public gallery: public live experiments
+// (index ExperimentsByVisibility) ordered by their update time, the same
+// expression as experimentSQL's.
+const publicSQL = `SELECT p.ExperimentId, p.Updated FROM (
+  SELECT e.ExperimentId,
+    GREATEST(e.UpdateTime, IFNULL((SELECT MAX(s.UpdateTime) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId), e.UpdateTime)) AS Updated
+  FROM Experiments@{FORCE_INDEX=ExperimentsByVisibility} e
+  WHERE e.Visibility = 'public' AND e.State = 'LIVE' AND (@search = ''
+    OR STRPOS(LOWER(e.Name), @search) > 0 OR STRPOS(LOWER(e.Description), @search) > 0
+    OR STRPOS(LOWER((SELECT u.Name FROM Users u WHERE u.UserId = e.OwnerId)), @search) > 0)
+) p
+WHERE @afterId = '' OR p.Updated < @afterTime OR (p.Updated = @afterTime AND p.ExperimentId > @afterId)
+ORDER BY p.Updated DESC, p.ExperimentId
+LIMIT @limit`
+
+// ListPublicExperiments implements store.Reader: one query for the page's
+// IDs, one for their rows, in one snapshot.
+func (s *Store) ListPublicExperiments(ctx context.Context, q store.PublicQuery) ([]store.Experiment, error) {
+	s, release := s.acquire()
+	defer release()
+	if q.Limit < 1 || q.Limit > store.MaxPublicPage {
+		return nil, fail("ListPublicExperiments", fmt.Errorf("limit %d not in [1, %d]: %w", q.Limit, store.MaxPublicPage, store.ErrInvalidArgument))
+	}
+	tx := s.client.ReadOnlyTransaction()
+	defer tx.Close()
+	var ids []string
+	err := tx.Query(ctx, spanner.Statement{SQL: publicSQL, Params: map[string]any{
+		"search": strings.ToLower(q.Search), "afterId": q.After.ID, "afterTime": q.After.UpdateTime, "limit": int64(q.Limit),
+	}}).Do(func(row *spanner.Row) error {
+		var id string
+		if err := row.Column(0, &id); err != nil {
+			return err
+		}
+		ids = append(ids, id)
+		return nil
+	})
+	if err != nil || len(ids) == 0 {
+		return nil, fail("ListPublicExperiments", err)
+	}
+	byID := make(map[string]store.Experiment, len(ids))
+	err = tx.Query(ctx, spanner.Statement{
+		SQL:    experimentSQL + " AND e.ExperimentId IN UNNEST(@ids)",
+		Params: map[string]any{"ids": ids},
+	}).Do(func(row *spanner.Row) error {
+		e, err := experimentFromRow(row)
+		byID[e.ID] = e
+		return err
+	})
+	if err != nil {
+		return nil, fail("ListPublicExperiments", err)
+	}
+	list := make([]store.Experiment, 0, len(ids))
+	for _, id := range ids {
+		if e, ok := byID[id]; ok {
+			list = append(list, e)
+		}
+	}
+	return list, nil
 }
 
 // UpdateExperiment implements store.Writer.

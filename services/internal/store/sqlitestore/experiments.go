@@ -3,9 +3,12 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
+
+	"modernc.org/sqlite"
 
 	"github.com/tbhub/tbhub/services/internal/store"
 )
@@ -209,6 +212,89 @@ func (s *Store) ListExperiments(ctx context.Context, f store.ExperimentFilter, f
 		}
 	}
 	return nil
+}
+
+// foldFunc is the SQL function ListPublicExperiments searches with:
+// strings.ToLower, so that a search ignores case beyond ASCII as
+// Spanner's LOWER does (SQLite's lower() folds ASCII only).
+const foldFunc = "tbhub_fold"
+
+func init() {
+	err := sqlite.RegisterDeterministicScalarFunction(foldFunc, 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		switch v := args[0].(type) {
+		case string:
+			return strings.ToLower(v), nil
+		case nil:
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%s: want text, got %T", foldFunc, args[0])
+	})
+	if err != nil {
+		panic(err)
+	}
+}
+
+// ListPublicExperiments implements store.Reader: a walk of the partial
+// index experiments_public from the cursor on, each row tested against
+// the search, until the page is full.
+func (s *Store) ListPublicExperiments(ctx context.Context, q store.PublicQuery) ([]store.Experiment, error) {
+	if q.Limit < 1 || q.Limit > store.MaxPublicPage {
+		return nil, fmt.Errorf("sqlitestore.ListPublicExperiments: limit %d not in [1, %d]: %w", q.Limit, store.MaxPublicPage, store.ErrInvalidArgument)
+	}
+	query := "SELECT " + prefixed("e.", experimentColumns) + ` FROM experiments e
+		WHERE e.visibility = 'public' AND e.deleted = 0`
+	var args []any
+	if q.After.ID != "" {
+		t := nanos(q.After.UpdateTime)
+		query += " AND (e.update_time < ? OR (e.update_time = ? AND e.id > ?))"
+		args = append(args, t, t, q.After.ID)
+	}
+	if q.Search != "" {
+		query += " AND (instr(" + foldFunc + "(e.name), ?) > 0 OR instr(" + foldFunc + "(e.description), ?) > 0" +
+			" OR instr(" + foldFunc + "((SELECT u.name FROM users u WHERE u.id = e.owner)), ?) > 0)"
+		needle := strings.ToLower(q.Search)
+		args = append(args, needle, needle, needle)
+	}
+	query += " ORDER BY e.update_time DESC, e.id LIMIT ?"
+	args = append(args, q.Limit)
+	var list []store.Experiment
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			e, err := scanExperiment(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			list = append(list, e)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i := range list {
+			if err := fillExperiment(ctx, tx, &list[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore.ListPublicExperiments: %w", err)
+	}
+	return list, nil
+}
+
+// prefixed qualifies each of a comma-separated list of columns.
+func prefixed(prefix, columns string) string {
+	cols := strings.Split(columns, ", ")
+	for i, c := range cols {
+		cols[i] = prefix + c
+	}
+	return strings.Join(cols, ", ")
 }
 
 // UpdateExperiment implements store.Writer.

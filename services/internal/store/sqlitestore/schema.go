@@ -181,6 +181,12 @@ CREATE TABLE scalar_samples (
 -- points written (all that TensorBoard's own uploader sends).
 ALTER TABLE runs ADD COLUMN first_event_time REAL;
 `,
+	// Version 6: the public gallery (ListPublicExperiments), newest update
+	// first.
+	`
+CREATE INDEX experiments_public ON experiments (update_time DESC, id)
+	WHERE visibility = 'public' AND deleted = 0;
+`,
 }
 
 // dataMigrations are Go steps that run, in the same transaction, after the

@@ -30,6 +30,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Users", testUsers},
 		{"Experiments", testExperiments},
 		{"ListExperiments", testListExperiments},
+		{"ListPublicExperiments", testListPublicExperiments},
 		{"ReadGrants", testReadGrants},
 		{"ScalarsRoundTrip", testScalarsRoundTrip},
 		{"IdempotentRewrites", testIdempotentRewrites},
