@@ -55,6 +55,7 @@ const (
 	kindRead                    // follows visibility
 	kindTestOnly                // disabled: UNIMPLEMENTED once authenticated
 	kindAccount                 // about the caller only: any valid credential
+	kindBrowse                  // the public gallery: anyone, signed in or not
 )
 
 func expectedCode(k rpcKind, c credential, v experimentsv1.Visibility) codes.Code {
@@ -63,6 +64,9 @@ func expectedCode(k rpcKind, c credential, v experimentsv1.Visibility) codes.Cod
 	case credMalformed, credExpired, credRevoked:
 		return codes.Unauthenticated
 	case credNone:
+		if k == kindBrowse {
+			return codes.OK
+		}
 		if k == kindRead {
 			if private {
 				return codes.NotFound
@@ -96,7 +100,7 @@ func expectedCode(k rpcKind, c credential, v experimentsv1.Visibility) codes.Cod
 		return codes.OK
 	case kindTestOnly:
 		return codes.Unimplemented
-	case kindAccount:
+	case kindAccount, kindBrowse:
 		return codes.OK
 	}
 	panic("unknown kind")
@@ -220,6 +224,10 @@ var rpcCases = []rpcCase{
 	}},
 	{"experiments.ListExperiments", kindList, func(ctx context.Context, h *harness, _ target) error {
 		_, err := h.exps.ListExperiments(ctx, &experimentsv1.ListExperimentsRequest{})
+		return err
+	}},
+	{"experiments.ListPublicExperiments", kindBrowse, func(ctx context.Context, h *harness, _ target) error {
+		_, err := h.exps.ListPublicExperiments(ctx, &experimentsv1.ListPublicExperimentsRequest{})
 		return err
 	}},
 	{"experiments.SetVisibility", kindWrite, func(ctx context.Context, h *harness, tg target) error {
@@ -399,6 +407,24 @@ func runTenancyMatrix(t *testing.T, h *harness) {
 			a, b := status.Convert(rc.call(ctx, h, priv)), status.Convert(rc.call(ctx, h, missing))
 			if a.Code() != b.Code() || a.Message() != b.Message() {
 				t.Errorf("%s by %s: private gives %v %q, missing gives %v %q", rc.name, c, a.Code(), a.Message(), b.Code(), b.Message())
+			}
+		}
+	}
+
+	// The public gallery lists the public experiment, never the unlisted
+	// or private one, to anyone.
+	for _, c := range []credential{credNone, credOther, credOwner} {
+		resp, err := h.exps.ListPublicExperiments(as(t.Context(), f.headers[c]), &experimentsv1.ListPublicExperimentsRequest{PageSize: 50})
+		if err != nil {
+			t.Fatalf("ListPublicExperiments as %s: %v", c, err)
+		}
+		listed := map[string]bool{}
+		for _, e := range resp.GetExperiments() {
+			listed[e.GetExperimentId()] = true
+		}
+		for v, tg := range f.exps {
+			if want := v == experimentsv1.Visibility_VISIBILITY_PUBLIC; listed[tg.eid] != want {
+				t.Errorf("public gallery as %s: %v experiment listed = %v, want %v", c, v, listed[tg.eid], want)
 			}
 		}
 	}

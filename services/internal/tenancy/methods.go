@@ -65,7 +65,8 @@ var Methods = map[string]Method{
 	experimentsv1.ExperimentService_GetExperiment_FullMethodName: {OpRead, func(r any) string {
 		return r.(*experimentsv1.GetExperimentRequest).GetExperimentId()
 	}},
-	experimentsv1.ExperimentService_ListExperiments_FullMethodName: {Op: OpList},
+	experimentsv1.ExperimentService_ListExperiments_FullMethodName:       {Op: OpList},
+	experimentsv1.ExperimentService_ListPublicExperiments_FullMethodName: {Op: OpBrowse},
 	experimentsv1.ExperimentService_SetVisibility_FullMethodName: {OpWrite, func(r any) string {
 		return r.(*experimentsv1.SetVisibilityRequest).GetExperimentId()
 	}},

@@ -44,10 +44,13 @@ const (
 	OpList
 	// OpAccount concerns only the caller: who am I, tokens, quota usage.
 	OpAccount
+	// OpBrowse lists the public gallery: anyone, signed in or not, with
+	// any scopes (what it shows is public).
+	OpBrowse
 )
 
 func (o Op) String() string {
-	names := [...]string{"invalid", "create", "write", "read", "list", "account"}
+	names := [...]string{"invalid", "create", "write", "read", "list", "account", "browse"}
 	if o < 0 || int(o) >= len(names) {
 		return "invalid"
 	}
@@ -115,6 +118,10 @@ var rules = map[Op]rule{
 	}},
 	OpAccount: {0, map[Relation][3]Outcome{
 		Anonymous: {U, U, U},
+		Other:     {A, A, A},
+	}},
+	OpBrowse: {0, map[Relation][3]Outcome{
+		Anonymous: {A, A, A},
 		Other:     {A, A, A},
 	}},
 }

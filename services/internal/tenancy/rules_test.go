@@ -67,6 +67,8 @@ func TestDecide(t *testing.T) {
 		{OpList, ownerRead, Allow},
 		{OpList, nil, Unauthenticated},
 		{OpAccount, &auth.Principal{UserID: "u", Scopes: store.ScopeRead}, Allow},
+		{OpBrowse, nil, Allow},
+		{OpBrowse, &auth.Principal{UserID: "u", Scopes: store.ScopeUpload}, Allow},
 		{Op(99), other, PermissionDenied},
 	} {
 		if got := Decide(tc.op, tc.p, nil); got != tc.want {

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -30,6 +32,14 @@ var visibilityToProto = map[store.Visibility]experimentsv1.Visibility{
 }
 
 func (s *Server) experimentV1(ctx context.Context, e *store.Experiment) *experimentsv1.Experiment {
+	return s.experimentV1With(ctx, e, owners{})
+}
+
+// owners keeps the owners one answer names: (user name, email) by user ID.
+type owners map[string][2]string
+
+// experimentV1With converts e, looking its owner up in o first.
+func (s *Server) experimentV1With(ctx context.Context, e *store.Experiment, o owners) *experimentsv1.Experiment {
 	out := &experimentsv1.Experiment{
 		ExperimentId: e.ID, Name: e.Name, Description: e.Description,
 		OwnerUserId: e.Owner, Visibility: visibilityToProto[e.Visibility],
@@ -40,9 +50,17 @@ func (s *Server) experimentV1(ctx context.Context, e *store.Experiment) *experim
 		},
 		Url: s.ExperimentURL(e.ID),
 	}
-	if id, err := s.st.GetOIDCIdentity(ctx, e.Owner); err == nil {
-		out.OwnerEmail = id.Email
+	who, ok := o[e.Owner]
+	if !ok {
+		if u, err := s.st.GetUser(ctx, e.Owner); err == nil {
+			who[0] = u.Name
+		}
+		if id, err := s.st.GetOIDCIdentity(ctx, e.Owner); err == nil {
+			who[1] = id.Email
+		}
+		o[e.Owner] = who
 	}
+	out.OwnerName, out.OwnerEmail = who[0], who[1]
 	return out
 }
 
@@ -171,13 +189,64 @@ func (x *experimentService) ListExperiments(ctx context.Context, req *experiment
 	}
 	resp := &experimentsv1.ListExperimentsResponse{}
 	end := min(len(list), offset+size)
+	o := owners{}
 	for i := min(offset, len(list)); i < end; i++ {
-		resp.Experiments = append(resp.Experiments, x.s.experimentV1(ctx, &list[i]))
+		resp.Experiments = append(resp.Experiments, x.s.experimentV1With(ctx, &list[i], o))
 	}
 	if end < len(list) {
 		resp.NextPageToken = strconv.Itoa(end)
 	}
 	return resp, nil
+}
+
+const (
+	defaultPublicPageSize = 20
+	maxPublicPageSize     = 50 // one more is read to tell the last page
+	maxPublicQuery        = 200
+)
+
+// ListPublicExperiments pages through the public gallery. The page token
+// is the position after the page's last experiment: its update time (Unix
+// nanoseconds) and ID.
+func (x *experimentService) ListPublicExperiments(ctx context.Context, req *experimentsv1.ListPublicExperimentsRequest) (*experimentsv1.ListPublicExperimentsResponse, error) {
+	size := int(req.GetPageSize())
+	if size <= 0 {
+		size = defaultPublicPageSize
+	}
+	size = min(size, maxPublicPageSize)
+	if n := utf8.RuneCountInString(req.GetQuery()); n > maxPublicQuery {
+		return nil, rpcerr.New(codes.InvalidArgument, "query has %d characters; at most %d", n, maxPublicQuery)
+	}
+	q := store.PublicQuery{Search: strings.TrimSpace(req.GetQuery()), Limit: size + 1}
+	if t := req.GetPageToken(); t != "" {
+		var err error
+		if q.After, err = parsePublicToken(t); err != nil {
+			return nil, err
+		}
+	}
+	list, err := x.s.st.ListPublicExperiments(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	resp := &experimentsv1.ListPublicExperimentsResponse{}
+	o := owners{}
+	for i := range list[:min(len(list), size)] {
+		resp.Experiments = append(resp.Experiments, x.s.experimentV1With(ctx, &list[i], o))
+	}
+	if len(list) > size {
+		last := list[size-1]
+		resp.NextPageToken = strconv.FormatInt(last.UpdateTime.UnixNano(), 10) + "." + last.ID
+	}
+	return resp, nil
+}
+
+func parsePublicToken(t string) (store.PublicCursor, error) {
+	nanos, id, ok := strings.Cut(t, ".")
+	n, err := strconv.ParseInt(nanos, 10, 64)
+	if !ok || err != nil || store.ValidateExperimentID(id) != nil {
+		return store.PublicCursor{}, rpcerr.New(codes.InvalidArgument, "malformed page_token")
+	}
+	return store.PublicCursor{UpdateTime: time.Unix(0, n), ID: id}, nil
 }
 
 func (x *experimentService) SetVisibility(ctx context.Context, req *experimentsv1.SetVisibilityRequest) (*experimentsv1.SetVisibilityResponse, error) {

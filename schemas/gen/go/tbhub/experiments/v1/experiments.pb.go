@@ -209,9 +209,16 @@ type Experiment struct {
 	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
 	Counts     *ExperimentCounts      `protobuf:"bytes,9,opt,name=counts,proto3" json:"counts,omitempty"`
 	// Where the experiment can be viewed.
-	Url           string `protobuf:"bytes,10,opt,name=url,proto3" json:"url,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Url string `protobuf:"bytes,10,opt,name=url,proto3" json:"url,omitempty"`
+	// Owner's user name (WhoAmIResponse.user_name), shown to people who may
+	// read the experiment.
+	OwnerName string `protobuf:"bytes,11,opt,name=owner_name,json=ownerName,proto3" json:"owner_name,omitempty"`
+	// The description (markdown) rendered to sanitized HTML. Set by the HTTP
+	// API (frontend-api), which holds the renderer; empty from the gRPC
+	// service.
+	DescriptionHtml string `protobuf:"bytes,12,opt,name=description_html,json=descriptionHtml,proto3" json:"description_html,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Experiment) Reset() {
@@ -310,6 +317,20 @@ func (x *Experiment) GetCounts() *ExperimentCounts {
 func (x *Experiment) GetUrl() string {
 	if x != nil {
 		return x.Url
+	}
+	return ""
+}
+
+func (x *Experiment) GetOwnerName() string {
+	if x != nil {
+		return x.OwnerName
+	}
+	return ""
+}
+
+func (x *Experiment) GetDescriptionHtml() string {
+	if x != nil {
+		return x.DescriptionHtml
 	}
 	return ""
 }
@@ -955,6 +976,125 @@ func (x *ListExperimentsResponse) GetNextPageToken() string {
 	return ""
 }
 
+type ListPublicExperimentsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Keeps the experiments whose name, description or owner's user name
+	// contains it, ignoring case. At most 200 characters.
+	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// Maximum experiments per page; 0 means 20, larger values are capped at
+	// 50.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// From a previous ListPublicExperimentsResponse with the same query;
+	// empty for the first page.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPublicExperimentsRequest) Reset() {
+	*x = ListPublicExperimentsRequest{}
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPublicExperimentsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPublicExperimentsRequest) ProtoMessage() {}
+
+func (x *ListPublicExperimentsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPublicExperimentsRequest.ProtoReflect.Descriptor instead.
+func (*ListPublicExperimentsRequest) Descriptor() ([]byte, []int) {
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ListPublicExperimentsRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *ListPublicExperimentsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListPublicExperimentsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListPublicExperimentsResponse struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Experiments []*Experiment          `protobuf:"bytes,1,rep,name=experiments,proto3" json:"experiments,omitempty"`
+	// Empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPublicExperimentsResponse) Reset() {
+	*x = ListPublicExperimentsResponse{}
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPublicExperimentsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPublicExperimentsResponse) ProtoMessage() {}
+
+func (x *ListPublicExperimentsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPublicExperimentsResponse.ProtoReflect.Descriptor instead.
+func (*ListPublicExperimentsResponse) Descriptor() ([]byte, []int) {
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ListPublicExperimentsResponse) GetExperiments() []*Experiment {
+	if x != nil {
+		return x.Experiments
+	}
+	return nil
+}
+
+func (x *ListPublicExperimentsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 type SetVisibilityRequest struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	ExperimentId string                 `protobuf:"bytes,1,opt,name=experiment_id,json=experimentId,proto3" json:"experiment_id,omitempty"`
@@ -966,7 +1106,7 @@ type SetVisibilityRequest struct {
 
 func (x *SetVisibilityRequest) Reset() {
 	*x = SetVisibilityRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[12]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -978,7 +1118,7 @@ func (x *SetVisibilityRequest) String() string {
 func (*SetVisibilityRequest) ProtoMessage() {}
 
 func (x *SetVisibilityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[12]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -991,7 +1131,7 @@ func (x *SetVisibilityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetVisibilityRequest.ProtoReflect.Descriptor instead.
 func (*SetVisibilityRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{12}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SetVisibilityRequest) GetExperimentId() string {
@@ -1017,7 +1157,7 @@ type SetVisibilityResponse struct {
 
 func (x *SetVisibilityResponse) Reset() {
 	*x = SetVisibilityResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[13]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1029,7 +1169,7 @@ func (x *SetVisibilityResponse) String() string {
 func (*SetVisibilityResponse) ProtoMessage() {}
 
 func (x *SetVisibilityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[13]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1042,7 +1182,7 @@ func (x *SetVisibilityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetVisibilityResponse.ProtoReflect.Descriptor instead.
 func (*SetVisibilityResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{13}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SetVisibilityResponse) GetExperiment() *Experiment {
@@ -1067,7 +1207,7 @@ type Grantee struct {
 
 func (x *Grantee) Reset() {
 	*x = Grantee{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[14]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1079,7 +1219,7 @@ func (x *Grantee) String() string {
 func (*Grantee) ProtoMessage() {}
 
 func (x *Grantee) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[14]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1092,7 +1232,7 @@ func (x *Grantee) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grantee.ProtoReflect.Descriptor instead.
 func (*Grantee) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{14}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Grantee) GetGrantee() isGrantee_Grantee {
@@ -1172,7 +1312,7 @@ type Grant struct {
 
 func (x *Grant) Reset() {
 	*x = Grant{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[15]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1184,7 +1324,7 @@ func (x *Grant) String() string {
 func (*Grant) ProtoMessage() {}
 
 func (x *Grant) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[15]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1197,7 +1337,7 @@ func (x *Grant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grant.ProtoReflect.Descriptor instead.
 func (*Grant) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{15}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Grant) GetExperimentId() string {
@@ -1238,7 +1378,7 @@ type GrantAccessRequest struct {
 
 func (x *GrantAccessRequest) Reset() {
 	*x = GrantAccessRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[16]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1250,7 +1390,7 @@ func (x *GrantAccessRequest) String() string {
 func (*GrantAccessRequest) ProtoMessage() {}
 
 func (x *GrantAccessRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[16]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1263,7 +1403,7 @@ func (x *GrantAccessRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantAccessRequest.ProtoReflect.Descriptor instead.
 func (*GrantAccessRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{16}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GrantAccessRequest) GetExperimentId() string {
@@ -1289,7 +1429,7 @@ type GrantAccessResponse struct {
 
 func (x *GrantAccessResponse) Reset() {
 	*x = GrantAccessResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[17]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1301,7 +1441,7 @@ func (x *GrantAccessResponse) String() string {
 func (*GrantAccessResponse) ProtoMessage() {}
 
 func (x *GrantAccessResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[17]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1314,7 +1454,7 @@ func (x *GrantAccessResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantAccessResponse.ProtoReflect.Descriptor instead.
 func (*GrantAccessResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{17}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GrantAccessResponse) GetGrant() *Grant {
@@ -1334,7 +1474,7 @@ type RevokeAccessRequest struct {
 
 func (x *RevokeAccessRequest) Reset() {
 	*x = RevokeAccessRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[18]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1486,7 @@ func (x *RevokeAccessRequest) String() string {
 func (*RevokeAccessRequest) ProtoMessage() {}
 
 func (x *RevokeAccessRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[18]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1499,7 @@ func (x *RevokeAccessRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeAccessRequest.ProtoReflect.Descriptor instead.
 func (*RevokeAccessRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{18}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RevokeAccessRequest) GetExperimentId() string {
@@ -1384,7 +1524,7 @@ type RevokeAccessResponse struct {
 
 func (x *RevokeAccessResponse) Reset() {
 	*x = RevokeAccessResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[19]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1396,7 +1536,7 @@ func (x *RevokeAccessResponse) String() string {
 func (*RevokeAccessResponse) ProtoMessage() {}
 
 func (x *RevokeAccessResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[19]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1409,7 +1549,7 @@ func (x *RevokeAccessResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeAccessResponse.ProtoReflect.Descriptor instead.
 func (*RevokeAccessResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{19}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{21}
 }
 
 type ListGrantsRequest struct {
@@ -1421,7 +1561,7 @@ type ListGrantsRequest struct {
 
 func (x *ListGrantsRequest) Reset() {
 	*x = ListGrantsRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[20]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1433,7 +1573,7 @@ func (x *ListGrantsRequest) String() string {
 func (*ListGrantsRequest) ProtoMessage() {}
 
 func (x *ListGrantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[20]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1446,7 +1586,7 @@ func (x *ListGrantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGrantsRequest.ProtoReflect.Descriptor instead.
 func (*ListGrantsRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{20}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListGrantsRequest) GetExperimentId() string {
@@ -1465,7 +1605,7 @@ type ListGrantsResponse struct {
 
 func (x *ListGrantsResponse) Reset() {
 	*x = ListGrantsResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[21]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1477,7 +1617,7 @@ func (x *ListGrantsResponse) String() string {
 func (*ListGrantsResponse) ProtoMessage() {}
 
 func (x *ListGrantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[21]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1490,7 +1630,7 @@ func (x *ListGrantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGrantsResponse.ProtoReflect.Descriptor instead.
 func (*ListGrantsResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{21}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListGrantsResponse) GetGrants() []*Grant {
@@ -1508,7 +1648,7 @@ type GetQuotaUsageRequest struct {
 
 func (x *GetQuotaUsageRequest) Reset() {
 	*x = GetQuotaUsageRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[22]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1520,7 +1660,7 @@ func (x *GetQuotaUsageRequest) String() string {
 func (*GetQuotaUsageRequest) ProtoMessage() {}
 
 func (x *GetQuotaUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[22]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1533,7 +1673,7 @@ func (x *GetQuotaUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetQuotaUsageRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{22}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{24}
 }
 
 type GetQuotaUsageResponse struct {
@@ -1545,7 +1685,7 @@ type GetQuotaUsageResponse struct {
 
 func (x *GetQuotaUsageResponse) Reset() {
 	*x = GetQuotaUsageResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[23]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1557,7 +1697,7 @@ func (x *GetQuotaUsageResponse) String() string {
 func (*GetQuotaUsageResponse) ProtoMessage() {}
 
 func (x *GetQuotaUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[23]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1570,7 +1710,7 @@ func (x *GetQuotaUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetQuotaUsageResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{23}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetQuotaUsageResponse) GetUsages() []*QuotaUsage {
@@ -1592,7 +1732,7 @@ type QuotaUsage struct {
 
 func (x *QuotaUsage) Reset() {
 	*x = QuotaUsage{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[24]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1744,7 @@ func (x *QuotaUsage) String() string {
 func (*QuotaUsage) ProtoMessage() {}
 
 func (x *QuotaUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[24]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1757,7 @@ func (x *QuotaUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaUsage.ProtoReflect.Descriptor instead.
 func (*QuotaUsage) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{24}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *QuotaUsage) GetQuota() Quota {
@@ -1645,7 +1785,7 @@ var File_tbhub_experiments_v1_experiments_proto protoreflect.FileDescriptor
 
 const file_tbhub_experiments_v1_experiments_proto_rawDesc = "" +
 	"\n" +
-	"&tbhub/experiments/v1/experiments.proto\x12\x14tbhub.experiments.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xba\x03\n" +
+	"&tbhub/experiments/v1/experiments.proto\x12\x14tbhub.experiments.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x84\x04\n" +
 	"\n" +
 	"Experiment\x12#\n" +
 	"\rexperiment_id\x18\x01 \x01(\tR\fexperimentId\x12\x12\n" +
@@ -1663,7 +1803,10 @@ const file_tbhub_experiments_v1_experiments_proto_rawDesc = "" +
 	"updateTime\x12>\n" +
 	"\x06counts\x18\t \x01(\v2&.tbhub.experiments.v1.ExperimentCountsR\x06counts\x12\x10\n" +
 	"\x03url\x18\n" +
-	" \x01(\tR\x03url\"\x95\x02\n" +
+	" \x01(\tR\x03url\x12\x1d\n" +
+	"\n" +
+	"owner_name\x18\v \x01(\tR\townerName\x12)\n" +
+	"\x10description_html\x18\f \x01(\tR\x0fdescriptionHtml\"\x95\x02\n" +
 	"\x10ExperimentCounts\x12\x19\n" +
 	"\bnum_runs\x18\x01 \x01(\x03R\anumRuns\x12\x19\n" +
 	"\bnum_tags\x18\x02 \x01(\x03R\anumTags\x12*\n" +
@@ -1713,6 +1856,14 @@ const file_tbhub_experiments_v1_experiments_proto_rawDesc = "" +
 	"\vSCOPE_OWNED\x10\x01\x12\x18\n" +
 	"\x14SCOPE_SHARED_WITH_ME\x10\x02\"\x85\x01\n" +
 	"\x17ListExperimentsResponse\x12B\n" +
+	"\vexperiments\x18\x01 \x03(\v2 .tbhub.experiments.v1.ExperimentR\vexperiments\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"p\n" +
+	"\x1cListPublicExperimentsRequest\x12\x14\n" +
+	"\x05query\x18\x01 \x01(\tR\x05query\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\x8b\x01\n" +
+	"\x1dListPublicExperimentsResponse\x12B\n" +
 	"\vexperiments\x18\x01 \x03(\v2 .tbhub.experiments.v1.ExperimentR\vexperiments\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"}\n" +
 	"\x14SetVisibilityRequest\x12#\n" +
@@ -1766,12 +1917,13 @@ const file_tbhub_experiments_v1_experiments_proto_rawDesc = "" +
 	"\x11QUOTA_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11QUOTA_EXPERIMENTS\x10\x01\x12\x10\n" +
 	"\fQUOTA_POINTS\x10\x02\x12\x14\n" +
-	"\x10QUOTA_BLOB_BYTES\x10\x032\xbe\a\n" +
+	"\x10QUOTA_BLOB_BYTES\x10\x032\xc1\b\n" +
 	"\x11ExperimentService\x12w\n" +
 	"\x12ContinueExperiment\x12/.tbhub.experiments.v1.ContinueExperimentRequest\x1a0.tbhub.experiments.v1.ContinueExperimentResponse\x12V\n" +
 	"\aPutRuns\x12$.tbhub.experiments.v1.PutRunsRequest\x1a%.tbhub.experiments.v1.PutRunsResponse\x12h\n" +
 	"\rGetExperiment\x12*.tbhub.experiments.v1.GetExperimentRequest\x1a+.tbhub.experiments.v1.GetExperimentResponse\x12n\n" +
-	"\x0fListExperiments\x12,.tbhub.experiments.v1.ListExperimentsRequest\x1a-.tbhub.experiments.v1.ListExperimentsResponse\x12h\n" +
+	"\x0fListExperiments\x12,.tbhub.experiments.v1.ListExperimentsRequest\x1a-.tbhub.experiments.v1.ListExperimentsResponse\x12\x80\x01\n" +
+	"\x15ListPublicExperiments\x122.tbhub.experiments.v1.ListPublicExperimentsRequest\x1a3.tbhub.experiments.v1.ListPublicExperimentsResponse\x12h\n" +
 	"\rSetVisibility\x12*.tbhub.experiments.v1.SetVisibilityRequest\x1a+.tbhub.experiments.v1.SetVisibilityResponse\x12b\n" +
 	"\vGrantAccess\x12(.tbhub.experiments.v1.GrantAccessRequest\x1a).tbhub.experiments.v1.GrantAccessResponse\x12e\n" +
 	"\fRevokeAccess\x12).tbhub.experiments.v1.RevokeAccessRequest\x1a*.tbhub.experiments.v1.RevokeAccessResponse\x12_\n" +
@@ -1792,84 +1944,89 @@ func file_tbhub_experiments_v1_experiments_proto_rawDescGZIP() []byte {
 }
 
 var file_tbhub_experiments_v1_experiments_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_tbhub_experiments_v1_experiments_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_tbhub_experiments_v1_experiments_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_tbhub_experiments_v1_experiments_proto_goTypes = []any{
-	(Visibility)(0),                    // 0: tbhub.experiments.v1.Visibility
-	(Quota)(0),                         // 1: tbhub.experiments.v1.Quota
-	(ListExperimentsRequest_Scope)(0),  // 2: tbhub.experiments.v1.ListExperimentsRequest.Scope
-	(*Experiment)(nil),                 // 3: tbhub.experiments.v1.Experiment
-	(*ExperimentCounts)(nil),           // 4: tbhub.experiments.v1.ExperimentCounts
-	(*ContinueExperimentRequest)(nil),  // 5: tbhub.experiments.v1.ContinueExperimentRequest
-	(*ContinueExperimentResponse)(nil), // 6: tbhub.experiments.v1.ContinueExperimentResponse
-	(*SeriesProgress)(nil),             // 7: tbhub.experiments.v1.SeriesProgress
-	(*PutRunsRequest)(nil),             // 8: tbhub.experiments.v1.PutRunsRequest
-	(*PutRunsResponse)(nil),            // 9: tbhub.experiments.v1.PutRunsResponse
-	(*RunStart)(nil),                   // 10: tbhub.experiments.v1.RunStart
-	(*GetExperimentRequest)(nil),       // 11: tbhub.experiments.v1.GetExperimentRequest
-	(*GetExperimentResponse)(nil),      // 12: tbhub.experiments.v1.GetExperimentResponse
-	(*ListExperimentsRequest)(nil),     // 13: tbhub.experiments.v1.ListExperimentsRequest
-	(*ListExperimentsResponse)(nil),    // 14: tbhub.experiments.v1.ListExperimentsResponse
-	(*SetVisibilityRequest)(nil),       // 15: tbhub.experiments.v1.SetVisibilityRequest
-	(*SetVisibilityResponse)(nil),      // 16: tbhub.experiments.v1.SetVisibilityResponse
-	(*Grantee)(nil),                    // 17: tbhub.experiments.v1.Grantee
-	(*Grant)(nil),                      // 18: tbhub.experiments.v1.Grant
-	(*GrantAccessRequest)(nil),         // 19: tbhub.experiments.v1.GrantAccessRequest
-	(*GrantAccessResponse)(nil),        // 20: tbhub.experiments.v1.GrantAccessResponse
-	(*RevokeAccessRequest)(nil),        // 21: tbhub.experiments.v1.RevokeAccessRequest
-	(*RevokeAccessResponse)(nil),       // 22: tbhub.experiments.v1.RevokeAccessResponse
-	(*ListGrantsRequest)(nil),          // 23: tbhub.experiments.v1.ListGrantsRequest
-	(*ListGrantsResponse)(nil),         // 24: tbhub.experiments.v1.ListGrantsResponse
-	(*GetQuotaUsageRequest)(nil),       // 25: tbhub.experiments.v1.GetQuotaUsageRequest
-	(*GetQuotaUsageResponse)(nil),      // 26: tbhub.experiments.v1.GetQuotaUsageResponse
-	(*QuotaUsage)(nil),                 // 27: tbhub.experiments.v1.QuotaUsage
-	(*timestamppb.Timestamp)(nil),      // 28: google.protobuf.Timestamp
+	(Visibility)(0),                       // 0: tbhub.experiments.v1.Visibility
+	(Quota)(0),                            // 1: tbhub.experiments.v1.Quota
+	(ListExperimentsRequest_Scope)(0),     // 2: tbhub.experiments.v1.ListExperimentsRequest.Scope
+	(*Experiment)(nil),                    // 3: tbhub.experiments.v1.Experiment
+	(*ExperimentCounts)(nil),              // 4: tbhub.experiments.v1.ExperimentCounts
+	(*ContinueExperimentRequest)(nil),     // 5: tbhub.experiments.v1.ContinueExperimentRequest
+	(*ContinueExperimentResponse)(nil),    // 6: tbhub.experiments.v1.ContinueExperimentResponse
+	(*SeriesProgress)(nil),                // 7: tbhub.experiments.v1.SeriesProgress
+	(*PutRunsRequest)(nil),                // 8: tbhub.experiments.v1.PutRunsRequest
+	(*PutRunsResponse)(nil),               // 9: tbhub.experiments.v1.PutRunsResponse
+	(*RunStart)(nil),                      // 10: tbhub.experiments.v1.RunStart
+	(*GetExperimentRequest)(nil),          // 11: tbhub.experiments.v1.GetExperimentRequest
+	(*GetExperimentResponse)(nil),         // 12: tbhub.experiments.v1.GetExperimentResponse
+	(*ListExperimentsRequest)(nil),        // 13: tbhub.experiments.v1.ListExperimentsRequest
+	(*ListExperimentsResponse)(nil),       // 14: tbhub.experiments.v1.ListExperimentsResponse
+	(*ListPublicExperimentsRequest)(nil),  // 15: tbhub.experiments.v1.ListPublicExperimentsRequest
+	(*ListPublicExperimentsResponse)(nil), // 16: tbhub.experiments.v1.ListPublicExperimentsResponse
+	(*SetVisibilityRequest)(nil),          // 17: tbhub.experiments.v1.SetVisibilityRequest
+	(*SetVisibilityResponse)(nil),         // 18: tbhub.experiments.v1.SetVisibilityResponse
+	(*Grantee)(nil),                       // 19: tbhub.experiments.v1.Grantee
+	(*Grant)(nil),                         // 20: tbhub.experiments.v1.Grant
+	(*GrantAccessRequest)(nil),            // 21: tbhub.experiments.v1.GrantAccessRequest
+	(*GrantAccessResponse)(nil),           // 22: tbhub.experiments.v1.GrantAccessResponse
+	(*RevokeAccessRequest)(nil),           // 23: tbhub.experiments.v1.RevokeAccessRequest
+	(*RevokeAccessResponse)(nil),          // 24: tbhub.experiments.v1.RevokeAccessResponse
+	(*ListGrantsRequest)(nil),             // 25: tbhub.experiments.v1.ListGrantsRequest
+	(*ListGrantsResponse)(nil),            // 26: tbhub.experiments.v1.ListGrantsResponse
+	(*GetQuotaUsageRequest)(nil),          // 27: tbhub.experiments.v1.GetQuotaUsageRequest
+	(*GetQuotaUsageResponse)(nil),         // 28: tbhub.experiments.v1.GetQuotaUsageResponse
+	(*QuotaUsage)(nil),                    // 29: tbhub.experiments.v1.QuotaUsage
+	(*timestamppb.Timestamp)(nil),         // 30: google.protobuf.Timestamp
 }
 var file_tbhub_experiments_v1_experiments_proto_depIdxs = []int32{
 	0,  // 0: tbhub.experiments.v1.Experiment.visibility:type_name -> tbhub.experiments.v1.Visibility
-	28, // 1: tbhub.experiments.v1.Experiment.create_time:type_name -> google.protobuf.Timestamp
-	28, // 2: tbhub.experiments.v1.Experiment.update_time:type_name -> google.protobuf.Timestamp
+	30, // 1: tbhub.experiments.v1.Experiment.create_time:type_name -> google.protobuf.Timestamp
+	30, // 2: tbhub.experiments.v1.Experiment.update_time:type_name -> google.protobuf.Timestamp
 	4,  // 3: tbhub.experiments.v1.Experiment.counts:type_name -> tbhub.experiments.v1.ExperimentCounts
 	3,  // 4: tbhub.experiments.v1.ContinueExperimentResponse.experiment:type_name -> tbhub.experiments.v1.Experiment
 	7,  // 5: tbhub.experiments.v1.ContinueExperimentResponse.series:type_name -> tbhub.experiments.v1.SeriesProgress
-	28, // 6: tbhub.experiments.v1.SeriesProgress.max_wall_time:type_name -> google.protobuf.Timestamp
+	30, // 6: tbhub.experiments.v1.SeriesProgress.max_wall_time:type_name -> google.protobuf.Timestamp
 	10, // 7: tbhub.experiments.v1.PutRunsRequest.runs:type_name -> tbhub.experiments.v1.RunStart
 	3,  // 8: tbhub.experiments.v1.GetExperimentResponse.experiment:type_name -> tbhub.experiments.v1.Experiment
 	10, // 9: tbhub.experiments.v1.GetExperimentResponse.runs:type_name -> tbhub.experiments.v1.RunStart
 	2,  // 10: tbhub.experiments.v1.ListExperimentsRequest.scope:type_name -> tbhub.experiments.v1.ListExperimentsRequest.Scope
 	3,  // 11: tbhub.experiments.v1.ListExperimentsResponse.experiments:type_name -> tbhub.experiments.v1.Experiment
-	0,  // 12: tbhub.experiments.v1.SetVisibilityRequest.visibility:type_name -> tbhub.experiments.v1.Visibility
-	3,  // 13: tbhub.experiments.v1.SetVisibilityResponse.experiment:type_name -> tbhub.experiments.v1.Experiment
-	17, // 14: tbhub.experiments.v1.Grant.grantee:type_name -> tbhub.experiments.v1.Grantee
-	28, // 15: tbhub.experiments.v1.Grant.create_time:type_name -> google.protobuf.Timestamp
-	17, // 16: tbhub.experiments.v1.GrantAccessRequest.grantee:type_name -> tbhub.experiments.v1.Grantee
-	18, // 17: tbhub.experiments.v1.GrantAccessResponse.grant:type_name -> tbhub.experiments.v1.Grant
-	17, // 18: tbhub.experiments.v1.RevokeAccessRequest.grantee:type_name -> tbhub.experiments.v1.Grantee
-	18, // 19: tbhub.experiments.v1.ListGrantsResponse.grants:type_name -> tbhub.experiments.v1.Grant
-	27, // 20: tbhub.experiments.v1.GetQuotaUsageResponse.usages:type_name -> tbhub.experiments.v1.QuotaUsage
-	1,  // 21: tbhub.experiments.v1.QuotaUsage.quota:type_name -> tbhub.experiments.v1.Quota
-	5,  // 22: tbhub.experiments.v1.ExperimentService.ContinueExperiment:input_type -> tbhub.experiments.v1.ContinueExperimentRequest
-	8,  // 23: tbhub.experiments.v1.ExperimentService.PutRuns:input_type -> tbhub.experiments.v1.PutRunsRequest
-	11, // 24: tbhub.experiments.v1.ExperimentService.GetExperiment:input_type -> tbhub.experiments.v1.GetExperimentRequest
-	13, // 25: tbhub.experiments.v1.ExperimentService.ListExperiments:input_type -> tbhub.experiments.v1.ListExperimentsRequest
-	15, // 26: tbhub.experiments.v1.ExperimentService.SetVisibility:input_type -> tbhub.experiments.v1.SetVisibilityRequest
-	19, // 27: tbhub.experiments.v1.ExperimentService.GrantAccess:input_type -> tbhub.experiments.v1.GrantAccessRequest
-	21, // 28: tbhub.experiments.v1.ExperimentService.RevokeAccess:input_type -> tbhub.experiments.v1.RevokeAccessRequest
-	23, // 29: tbhub.experiments.v1.ExperimentService.ListGrants:input_type -> tbhub.experiments.v1.ListGrantsRequest
-	25, // 30: tbhub.experiments.v1.ExperimentService.GetQuotaUsage:input_type -> tbhub.experiments.v1.GetQuotaUsageRequest
-	6,  // 31: tbhub.experiments.v1.ExperimentService.ContinueExperiment:output_type -> tbhub.experiments.v1.ContinueExperimentResponse
-	9,  // 32: tbhub.experiments.v1.ExperimentService.PutRuns:output_type -> tbhub.experiments.v1.PutRunsResponse
-	12, // 33: tbhub.experiments.v1.ExperimentService.GetExperiment:output_type -> tbhub.experiments.v1.GetExperimentResponse
-	14, // 34: tbhub.experiments.v1.ExperimentService.ListExperiments:output_type -> tbhub.experiments.v1.ListExperimentsResponse
-	16, // 35: tbhub.experiments.v1.ExperimentService.SetVisibility:output_type -> tbhub.experiments.v1.SetVisibilityResponse
-	20, // 36: tbhub.experiments.v1.ExperimentService.GrantAccess:output_type -> tbhub.experiments.v1.GrantAccessResponse
-	22, // 37: tbhub.experiments.v1.ExperimentService.RevokeAccess:output_type -> tbhub.experiments.v1.RevokeAccessResponse
-	24, // 38: tbhub.experiments.v1.ExperimentService.ListGrants:output_type -> tbhub.experiments.v1.ListGrantsResponse
-	26, // 39: tbhub.experiments.v1.ExperimentService.GetQuotaUsage:output_type -> tbhub.experiments.v1.GetQuotaUsageResponse
-	31, // [31:40] is the sub-list for method output_type
-	22, // [22:31] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	3,  // 12: tbhub.experiments.v1.ListPublicExperimentsResponse.experiments:type_name -> tbhub.experiments.v1.Experiment
+	0,  // 13: tbhub.experiments.v1.SetVisibilityRequest.visibility:type_name -> tbhub.experiments.v1.Visibility
+	3,  // 14: tbhub.experiments.v1.SetVisibilityResponse.experiment:type_name -> tbhub.experiments.v1.Experiment
+	19, // 15: tbhub.experiments.v1.Grant.grantee:type_name -> tbhub.experiments.v1.Grantee
+	30, // 16: tbhub.experiments.v1.Grant.create_time:type_name -> google.protobuf.Timestamp
+	19, // 17: tbhub.experiments.v1.GrantAccessRequest.grantee:type_name -> tbhub.experiments.v1.Grantee
+	20, // 18: tbhub.experiments.v1.GrantAccessResponse.grant:type_name -> tbhub.experiments.v1.Grant
+	19, // 19: tbhub.experiments.v1.RevokeAccessRequest.grantee:type_name -> tbhub.experiments.v1.Grantee
+	20, // 20: tbhub.experiments.v1.ListGrantsResponse.grants:type_name -> tbhub.experiments.v1.Grant
+	29, // 21: tbhub.experiments.v1.GetQuotaUsageResponse.usages:type_name -> tbhub.experiments.v1.QuotaUsage
+	1,  // 22: tbhub.experiments.v1.QuotaUsage.quota:type_name -> tbhub.experiments.v1.Quota
+	5,  // 23: tbhub.experiments.v1.ExperimentService.ContinueExperiment:input_type -> tbhub.experiments.v1.ContinueExperimentRequest
+	8,  // 24: tbhub.experiments.v1.ExperimentService.PutRuns:input_type -> tbhub.experiments.v1.PutRunsRequest
+	11, // 25: tbhub.experiments.v1.ExperimentService.GetExperiment:input_type -> tbhub.experiments.v1.GetExperimentRequest
+	13, // 26: tbhub.experiments.v1.ExperimentService.ListExperiments:input_type -> tbhub.experiments.v1.ListExperimentsRequest
+	15, // 27: tbhub.experiments.v1.ExperimentService.ListPublicExperiments:input_type -> tbhub.experiments.v1.ListPublicExperimentsRequest
+	17, // 28: tbhub.experiments.v1.ExperimentService.SetVisibility:input_type -> tbhub.experiments.v1.SetVisibilityRequest
+	21, // 29: tbhub.experiments.v1.ExperimentService.GrantAccess:input_type -> tbhub.experiments.v1.GrantAccessRequest
+	23, // 30: tbhub.experiments.v1.ExperimentService.RevokeAccess:input_type -> tbhub.experiments.v1.RevokeAccessRequest
+	25, // 31: tbhub.experiments.v1.ExperimentService.ListGrants:input_type -> tbhub.experiments.v1.ListGrantsRequest
+	27, // 32: tbhub.experiments.v1.ExperimentService.GetQuotaUsage:input_type -> tbhub.experiments.v1.GetQuotaUsageRequest
+	6,  // 33: tbhub.experiments.v1.ExperimentService.ContinueExperiment:output_type -> tbhub.experiments.v1.ContinueExperimentResponse
+	9,  // 34: tbhub.experiments.v1.ExperimentService.PutRuns:output_type -> tbhub.experiments.v1.PutRunsResponse
+	12, // 35: tbhub.experiments.v1.ExperimentService.GetExperiment:output_type -> tbhub.experiments.v1.GetExperimentResponse
+	14, // 36: tbhub.experiments.v1.ExperimentService.ListExperiments:output_type -> tbhub.experiments.v1.ListExperimentsResponse
+	16, // 37: tbhub.experiments.v1.ExperimentService.ListPublicExperiments:output_type -> tbhub.experiments.v1.ListPublicExperimentsResponse
+	18, // 38: tbhub.experiments.v1.ExperimentService.SetVisibility:output_type -> tbhub.experiments.v1.SetVisibilityResponse
+	22, // 39: tbhub.experiments.v1.ExperimentService.GrantAccess:output_type -> tbhub.experiments.v1.GrantAccessResponse
+	24, // 40: tbhub.experiments.v1.ExperimentService.RevokeAccess:output_type -> tbhub.experiments.v1.RevokeAccessResponse
+	26, // 41: tbhub.experiments.v1.ExperimentService.ListGrants:output_type -> tbhub.experiments.v1.ListGrantsResponse
+	28, // 42: tbhub.experiments.v1.ExperimentService.GetQuotaUsage:output_type -> tbhub.experiments.v1.GetQuotaUsageResponse
+	33, // [33:43] is the sub-list for method output_type
+	23, // [23:33] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_tbhub_experiments_v1_experiments_proto_init() }
@@ -1877,7 +2034,7 @@ func file_tbhub_experiments_v1_experiments_proto_init() {
 	if File_tbhub_experiments_v1_experiments_proto != nil {
 		return
 	}
-	file_tbhub_experiments_v1_experiments_proto_msgTypes[14].OneofWrappers = []any{
+	file_tbhub_experiments_v1_experiments_proto_msgTypes[16].OneofWrappers = []any{
 		(*Grantee_Email)(nil),
 		(*Grantee_UserId)(nil),
 		(*Grantee_UserName)(nil),
@@ -1888,7 +2045,7 @@ func file_tbhub_experiments_v1_experiments_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tbhub_experiments_v1_experiments_proto_rawDesc), len(file_tbhub_experiments_v1_experiments_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   25,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

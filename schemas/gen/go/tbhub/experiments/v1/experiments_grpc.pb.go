@@ -26,15 +26,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ExperimentService_ContinueExperiment_FullMethodName = "/tbhub.experiments.v1.ExperimentService/ContinueExperiment"
-	ExperimentService_PutRuns_FullMethodName            = "/tbhub.experiments.v1.ExperimentService/PutRuns"
-	ExperimentService_GetExperiment_FullMethodName      = "/tbhub.experiments.v1.ExperimentService/GetExperiment"
-	ExperimentService_ListExperiments_FullMethodName    = "/tbhub.experiments.v1.ExperimentService/ListExperiments"
-	ExperimentService_SetVisibility_FullMethodName      = "/tbhub.experiments.v1.ExperimentService/SetVisibility"
-	ExperimentService_GrantAccess_FullMethodName        = "/tbhub.experiments.v1.ExperimentService/GrantAccess"
-	ExperimentService_RevokeAccess_FullMethodName       = "/tbhub.experiments.v1.ExperimentService/RevokeAccess"
-	ExperimentService_ListGrants_FullMethodName         = "/tbhub.experiments.v1.ExperimentService/ListGrants"
-	ExperimentService_GetQuotaUsage_FullMethodName      = "/tbhub.experiments.v1.ExperimentService/GetQuotaUsage"
+	ExperimentService_ContinueExperiment_FullMethodName    = "/tbhub.experiments.v1.ExperimentService/ContinueExperiment"
+	ExperimentService_PutRuns_FullMethodName               = "/tbhub.experiments.v1.ExperimentService/PutRuns"
+	ExperimentService_GetExperiment_FullMethodName         = "/tbhub.experiments.v1.ExperimentService/GetExperiment"
+	ExperimentService_ListExperiments_FullMethodName       = "/tbhub.experiments.v1.ExperimentService/ListExperiments"
+	ExperimentService_ListPublicExperiments_FullMethodName = "/tbhub.experiments.v1.ExperimentService/ListPublicExperiments"
+	ExperimentService_SetVisibility_FullMethodName         = "/tbhub.experiments.v1.ExperimentService/SetVisibility"
+	ExperimentService_GrantAccess_FullMethodName           = "/tbhub.experiments.v1.ExperimentService/GrantAccess"
+	ExperimentService_RevokeAccess_FullMethodName          = "/tbhub.experiments.v1.ExperimentService/RevokeAccess"
+	ExperimentService_ListGrants_FullMethodName            = "/tbhub.experiments.v1.ExperimentService/ListGrants"
+	ExperimentService_GetQuotaUsage_FullMethodName         = "/tbhub.experiments.v1.ExperimentService/GetQuotaUsage"
 )
 
 // ExperimentServiceClient is the client API for ExperimentService service.
@@ -58,6 +59,10 @@ type ExperimentServiceClient interface {
 	GetExperiment(ctx context.Context, in *GetExperimentRequest, opts ...grpc.CallOption) (*GetExperimentResponse, error)
 	// Experiments the caller owns or may read, newest first, in pages.
 	ListExperiments(ctx context.Context, in *ListExperimentsRequest, opts ...grpc.CallOption) (*ListExperimentsResponse, error)
+	// The public gallery: PUBLIC experiments, for anyone (no credentials
+	// needed), most recently updated first, in pages, optionally searched.
+	// UNLISTED and PRIVATE experiments are never listed.
+	ListPublicExperiments(ctx context.Context, in *ListPublicExperimentsRequest, opts ...grpc.CallOption) (*ListPublicExperimentsResponse, error)
 	// Changes who may read an experiment without a grant. Owner only.
 	SetVisibility(ctx context.Context, in *SetVisibilityRequest, opts ...grpc.CallOption) (*SetVisibilityResponse, error)
 	// Lets one user read a private experiment. Owner only. Granting twice is
@@ -114,6 +119,16 @@ func (c *experimentServiceClient) ListExperiments(ctx context.Context, in *ListE
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListExperimentsResponse)
 	err := c.cc.Invoke(ctx, ExperimentService_ListExperiments_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *experimentServiceClient) ListPublicExperiments(ctx context.Context, in *ListPublicExperimentsRequest, opts ...grpc.CallOption) (*ListPublicExperimentsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPublicExperimentsResponse)
+	err := c.cc.Invoke(ctx, ExperimentService_ListPublicExperiments_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -191,6 +206,10 @@ type ExperimentServiceServer interface {
 	GetExperiment(context.Context, *GetExperimentRequest) (*GetExperimentResponse, error)
 	// Experiments the caller owns or may read, newest first, in pages.
 	ListExperiments(context.Context, *ListExperimentsRequest) (*ListExperimentsResponse, error)
+	// The public gallery: PUBLIC experiments, for anyone (no credentials
+	// needed), most recently updated first, in pages, optionally searched.
+	// UNLISTED and PRIVATE experiments are never listed.
+	ListPublicExperiments(context.Context, *ListPublicExperimentsRequest) (*ListPublicExperimentsResponse, error)
 	// Changes who may read an experiment without a grant. Owner only.
 	SetVisibility(context.Context, *SetVisibilityRequest) (*SetVisibilityResponse, error)
 	// Lets one user read a private experiment. Owner only. Granting twice is
@@ -224,6 +243,9 @@ func (UnimplementedExperimentServiceServer) GetExperiment(context.Context, *GetE
 }
 func (UnimplementedExperimentServiceServer) ListExperiments(context.Context, *ListExperimentsRequest) (*ListExperimentsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListExperiments not implemented")
+}
+func (UnimplementedExperimentServiceServer) ListPublicExperiments(context.Context, *ListPublicExperimentsRequest) (*ListPublicExperimentsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPublicExperiments not implemented")
 }
 func (UnimplementedExperimentServiceServer) SetVisibility(context.Context, *SetVisibilityRequest) (*SetVisibilityResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetVisibility not implemented")
@@ -329,6 +351,24 @@ func _ExperimentService_ListExperiments_Handler(srv interface{}, ctx context.Con
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ExperimentServiceServer).ListExperiments(ctx, req.(*ListExperimentsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ExperimentService_ListPublicExperiments_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPublicExperimentsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ExperimentServiceServer).ListPublicExperiments(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ExperimentService_ListPublicExperiments_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ExperimentServiceServer).ListPublicExperiments(ctx, req.(*ListPublicExperimentsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -445,6 +485,10 @@ var ExperimentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListExperiments",
 			Handler:    _ExperimentService_ListExperiments_Handler,
+		},
+		{
+			MethodName: "ListPublicExperiments",
+			Handler:    _ExperimentService_ListPublicExperiments_Handler,
 		},
 		{
 			MethodName: "SetVisibility",
