@@ -10,6 +10,7 @@ import (
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 
 	"bufio"
+	"context"
 	"encoding/json"
 	"math"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/markdown"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
@@ -40,33 +42,57 @@ func (h API) needExperiments() error {
 }
 
 // apiListExperiments lists the caller's experiments (?scope=owned, the
-// default, or shared), one page at a time (?page_size, ?page_token).
+// default, or shared), or the public gallery (?scope=public, for anyone,
+// searched with ?q=), one page at a time (?page_size, ?page_token).
 func (h API) ListExperiments(w http.ResponseWriter, r *route.Request) error {
 	if err := h.needExperiments(); err != nil {
 		return err
 	}
 	q := r.URL.Query()
-	req := &experimentsv1.ListExperimentsRequest{PageToken: q.Get("page_token")}
+	var size int32
+	if s := q.Get("page_size"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 32)
+		if err != nil || n < 0 {
+			return route.Errorf(http.StatusBadRequest, "page_size=%q: want a non-negative integer", s)
+		}
+		size = int32(n)
+	}
+	if q.Get("scope") == "public" {
+		resp, err := h.Experiments.ListPublicExperiments(r.Ctx, &experimentsv1.ListPublicExperimentsRequest{
+			Query: q.Get("q"), PageSize: size, PageToken: q.Get("page_token")}, h.CallOpts...)
+		if err != nil {
+			return err
+		}
+		withHTML(r, resp.GetExperiments()...)
+		return route.WriteProtoJSON(w, resp)
+	}
+	req := &experimentsv1.ListExperimentsRequest{PageToken: q.Get("page_token"), PageSize: size}
 	switch q.Get("scope") {
 	case "", "owned":
 		req.Scope = experimentsv1.ListExperimentsRequest_SCOPE_OWNED
 	case "shared":
 		req.Scope = experimentsv1.ListExperimentsRequest_SCOPE_SHARED_WITH_ME
 	default:
-		return route.Errorf(http.StatusBadRequest, "scope=%q: want owned or shared", q.Get("scope"))
-	}
-	if s := q.Get("page_size"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 32)
-		if err != nil || n < 0 {
-			return route.Errorf(http.StatusBadRequest, "page_size=%q: want a non-negative integer", s)
-		}
-		req.PageSize = int32(n)
+		return route.Errorf(http.StatusBadRequest, "scope=%q: want owned, shared or public", q.Get("scope"))
 	}
 	resp, err := h.Experiments.ListExperiments(r.Ctx, req, h.CallOpts...)
 	if err != nil {
 		return err
 	}
+	withHTML(r, resp.GetExperiments()...)
 	return route.WriteProtoJSON(w, resp)
+}
+
+// withHTML sets each experiment's description_html: its description
+// rendered and sanitized by the HTTP API's one markdown renderer, within
+// one time budget for the request (a description that misses it is shown
+// as escaped text).
+func withHTML(r *route.Request, exps ...*experimentsv1.Experiment) {
+	ctx, cancel := context.WithTimeout(r.Ctx, markdown.Timeout)
+	defer cancel()
+	for _, e := range exps {
+		e.DescriptionHtml = markdown.Render(ctx, e.GetDescription())
+	}
 }
 
 // apiGetExperiment is one experiment's metadata and counts.
@@ -78,6 +104,7 @@ func (h API) GetExperiment(w http.ResponseWriter, r *route.Request) error {
 	if err != nil {
 		return err
 	}
+	withHTML(r, resp.GetExperiment())
 	return route.WriteProtoJSON(w, resp.GetExperiment())
 }
 
