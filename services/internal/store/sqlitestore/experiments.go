@@ -175,32 +175,7 @@ func (s *Store) ListExperiments(ctx context.Context, f store.ExperimentFilter, f
 		}
 	}
 	query += " ORDER BY create_time DESC, id"
-	var list []store.Experiment
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		// Collect first: fillExperiment queries the same transaction.
-		for rows.Next() {
-			e, err := scanExperiment(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			list = append(list, e)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for i := range list {
-			if err := fillExperiment(ctx, tx, &list[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	list, err := s.queryExperiments(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("sqlitestore.ListExperiments: %w", err)
 	}
@@ -257,12 +232,23 @@ func (s *Store) ListPublicExperiments(ctx context.Context, q store.PublicQuery) 
 	}
 	query += " ORDER BY e.update_time DESC, e.id LIMIT ?"
 	args = append(args, q.Limit)
+	list, err := s.queryExperiments(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore.ListPublicExperiments: %w", err)
+	}
+	return list, nil
+}
+
+// queryExperiments runs query (selecting experimentColumns) in one read
+// and returns its experiments with their grants and counts.
+func (s *Store) queryExperiments(ctx context.Context, query string, args ...any) ([]store.Experiment, error) {
 	var list []store.Experiment
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
+		// Collect first: fillExperiment queries the same transaction.
 		for rows.Next() {
 			e, err := scanExperiment(rows)
 			if err != nil {
@@ -282,10 +268,7 @@ func (s *Store) ListPublicExperiments(ctx context.Context, q store.PublicQuery) 
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("sqlitestore.ListPublicExperiments: %w", err)
-	}
-	return list, nil
+	return list, err
 }
 
 // prefixed qualifies each of a comma-separated list of columns.
