@@ -3,6 +3,7 @@ package browsertest
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -189,5 +190,121 @@ func TestHParamsGroupsLinkToTheirRuns(t *testing.T) {
 		if !strings.HasPrefix(r, strings.Split(runs, ", ")[0]) {
 			t.Errorf("Scalars of the group's runs (%q) shows run %q", runs, r)
 		}
+	}
+}
+
+// Session groups that miss a value (the corpus's study_tb groups and g0
+// record no accuracy, the trials no lr) keep their lines: each reaches every axis,
+// a missing value on the axis's "missing" band, which brushing selects.
+func TestHParamsParallelCoordinatesMissingValues(t *testing.T) {
+	ctx := tab(t, true)
+	run(t, ctx,
+		navigate(experimentURL(env.eid, url.Values{"tab": {"hparams"}, "hview": {"parallel"}})),
+		waitFor(`document.querySelectorAll("svg.hparams-parallel path.pc-line").length >= 8`),
+	)
+	// Every line has one point per axis, at the axis's x; a group without
+	// accuracy ends in the middle of the accuracy axis's missing band.
+	var lines []struct {
+		Group    string
+		Points   [][2]float64
+		Accuracy bool
+	}
+	var axes []struct {
+		Col  string
+		X    float64
+		Band []float64 // the missing band's top and bottom, if drawn
+		Text string    // its label
+	}
+	run(t, ctx,
+		chromedp.Evaluate(`[...document.querySelectorAll("svg.hparams-parallel .pc-axis")].map(a => {
+			const line = a.querySelector("line");
+			const band = a.ownerSVGElement.querySelector('.pc-missing[data-col="' + CSS.escape(a.dataset.col) + '"]');
+			return {col: a.dataset.col, x: +line.getAttribute("x1"),
+				band: band ? [+band.getAttribute("y"), +band.getAttribute("y") + +band.getAttribute("height")] : null,
+				text: a.querySelector(".pc-missing-label")?.textContent ?? ""};
+		})`, &axes),
+		chromedp.Evaluate(`[...document.querySelectorAll("svg.hparams-parallel path.pc-line")].map(p => ({
+			group: p.dataset.group,
+			points: [...p.getAttribute("d").matchAll(/[ML]([-\d.]+),([-\d.]+)/g)].map(m => [+m[1], +m[2]]),
+			accuracy: !/\naccuracy: –/.test(p.querySelector("title").textContent),
+		}))`, &lines),
+	)
+	var accuracy = -1
+	for k, a := range axes {
+		if a.Col == "accuracy" {
+			accuracy = k
+		}
+	}
+	if accuracy < 0 || len(axes[accuracy].Band) != 2 || axes[accuracy].Text != "missing" {
+		t.Fatalf("axes %+v: want an accuracy axis with a band labelled missing", axes)
+	}
+	band := axes[accuracy].Band
+	missing := 0
+	for _, l := range lines {
+		if len(l.Points) != len(axes) {
+			t.Errorf("group %s: %d points on %d axes", l.Group, len(l.Points), len(axes))
+			continue
+		}
+		for k, p := range l.Points {
+			if math.Abs(p[0]-axes[k].X) > 0.1 {
+				t.Errorf("group %s: point %d at x %v, axis %s at %v", l.Group, k, p[0], axes[k].Col, axes[k].X)
+			}
+		}
+		y := l.Points[accuracy][1]
+		if inBand := y > band[0] && y < band[1]; inBand == l.Accuracy {
+			t.Errorf("group %s (has accuracy: %v) meets the accuracy axis at y %v; its missing band is %v", l.Group, l.Accuracy, y, band)
+		}
+		if !l.Accuracy {
+			missing++
+		}
+	}
+	if missing == 0 {
+		t.Fatal("no group misses accuracy: the corpus no longer tests missing values")
+	}
+	screenshot(t, ctx, "hparams-missing")
+
+	// Dragging along the band alone keeps the groups without accuracy.
+	var rect []float64
+	run(t, ctx, chromedp.Evaluate(`(() => { const r = document.querySelector('.pc-missing[data-col="accuracy"]').getBoundingClientRect(); return [r.left + r.width / 2, r.top, r.bottom, document.querySelector('.pc-axis[data-col="accuracy"] line').getBoundingClientRect().top]; })()`, &rect))
+	x, top, bottom, axisTop := rect[0], rect[1], rect[2], rect[3]
+	drag := func(y0, y1 float64) chromedp.Action {
+		return chromedp.Tasks{
+			chromedp.MouseEvent(input.MouseMoved, x, y0),
+			chromedp.MouseEvent(input.MousePressed, x, y0, chromedp.ButtonLeft),
+			chromedp.MouseEvent(input.MouseMoved, x, (y0+y1)/2, chromedp.ButtonLeft),
+			chromedp.MouseEvent(input.MouseMoved, x, y1, chromedp.ButtonLeft),
+			chromedp.MouseEvent(input.MouseReleased, x, y1, chromedp.ButtonLeft),
+		}
+	}
+	run(t, ctx,
+		drag(top+1, bottom-1),
+		urlParam("hbrush", `["accuracy","missing"]`),
+		waitFor(fmt.Sprintf(`document.querySelectorAll("svg.hparams-parallel path.pc-line:not(.out)").length === %d`, missing)),
+	)
+	var kept []string
+	run(t, ctx, chromedp.Evaluate(`[...document.querySelectorAll("svg.hparams-parallel path.pc-line:not(.out)")].map(p => p.dataset.group)`, &kept))
+	for _, l := range lines {
+		if slices.Contains(kept, l.Group) == l.Accuracy {
+			t.Errorf("brushing the missing band: group %s (has accuracy: %v) kept: %v", l.Group, l.Accuracy, !l.Accuracy)
+		}
+	}
+	screenshot(t, ctx, "hparams-missing-brushed")
+	run(t, ctx,
+		choose(".hparams-view", "table"),
+		waitFor(fmt.Sprintf(`document.querySelectorAll("table.hparams-table tbody tr").length === %d`, missing)),
+		choose(".hparams-view", "parallel"),
+		waitFor(`document.querySelector("svg.hparams-parallel") !== null`),
+	)
+
+	// From the top of the axis down into the band: every group.
+	var brush string
+	run(t, ctx,
+		drag(axisTop-2, bottom-1),
+		waitFor(fmt.Sprintf(`document.querySelectorAll("svg.hparams-parallel path.pc-line:not(.out)").length === %d`, len(lines))),
+		chromedp.Evaluate(`new URLSearchParams(location.search).get("hbrush")`, &brush),
+	)
+	var b []any
+	if err := json.Unmarshal([]byte(brush), &b); err != nil || len(b) != 4 || b[0] != "accuracy" || b[3] != "missing" {
+		t.Errorf("hbrush=%s, want [accuracy, LO, HI, missing]", brush)
 	}
 }

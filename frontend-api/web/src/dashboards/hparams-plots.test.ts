@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { makeAxis, niceTicks, rampColor } from "./hparams-plots";
+import { linePoints, makeAxis, MISSING, niceTicks, parallelScale, rampColor, type Row } from "./hparams-plots";
 
 describe("niceTicks", () => {
   it("steps by 1, 2 or 5 times a power of ten, inside the range", () => {
@@ -51,5 +51,39 @@ describe("rampColor", () => {
     expect(rampColor(1)).toBe("hsl(25, 75%, 50%)");
     expect(rampColor(2)).toBe(rampColor(1));
     expect(rampColor(undefined)).toBe("#8888");
+  });
+});
+
+describe("missing values in parallel coordinates", () => {
+  // Two hyperparameters and a metric; group b never reached the metric,
+  // group c has no optimizer.
+  const rows: Row[] = [
+    { name: "a", cells: ["a", 1, "adam", 0.9] },
+    { name: "b", cells: ["b", 3, "sgd", undefined] },
+    { name: "c", cells: ["c", 2, undefined, 0.7] },
+  ];
+  const cols = [1, 2, 3];
+  const axes = cols.map((i) => makeAxis(rows.map((r) => r.cells[i])));
+  it("put a line on every axis, a missing value on the missing band", () => {
+    expect(linePoints(rows[0], cols, axes)).toEqual([0, 0, 1]);
+    expect(linePoints(rows[1], cols, axes)).toEqual([1, 1, MISSING]);
+    expect(linePoints(rows[2], cols, axes)).toEqual([0.5, MISSING, 0]);
+  });
+  it("draw the band below the axis and map the pointer back to it", () => {
+    const s = parallelScale(40, 300, true);
+    const [bandTop, bandBottom] = s.band!;
+    expect(bandTop).toBeGreaterThan(s.y(0));
+    expect(s.y(MISSING)).toBeGreaterThan(bandTop);
+    expect(s.y(MISSING)).toBeLessThan(bandBottom);
+    expect(s.t(s.y(MISSING))).toBe(MISSING);
+    expect(s.t(bandBottom + 30)).toBe(MISSING); // below the band still means it
+    expect(s.t(s.y(0.25))).toBeCloseTo(0.25);
+    expect(s.t((s.y(0) + bandTop) / 2)).toBe(0); // the gap is the axis's end
+    expect(s.t(0)).toBe(1);
+  });
+  it("have no band when nothing is missing", () => {
+    const s = parallelScale(40, 300, false);
+    expect(s.band).toBeNull();
+    expect(s.t(1000)).toBe(0);
   });
 });

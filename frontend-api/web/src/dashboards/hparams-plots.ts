@@ -111,6 +111,12 @@ function show(v: Cell): string {
   return v === undefined ? "–" : typeof v === "number" ? fmtNum(v) : v;
 }
 
+/**
+ * The position of a missing value on a parallel-coordinates axis: a band
+ * below the axis's values (which sit in 0..1), labelled "missing".
+ */
+export const MISSING = -1; // below every value, so a range [MISSING, t] holds the band
+
 /** What parallelCoordinates draws besides the rows. */
 export interface ParallelOptions {
   /** Index of the column colouring the lines, or -1. */
@@ -118,56 +124,91 @@ export interface ParallelOptions {
   width: number;
   /** Rows to draw in full; the others are drawn faint (they are brushed out). */
   selected: (r: Row) => boolean;
-  /** Brushed ranges by column index, in axis positions (0 bottom, 1 top). */
+  /**
+   * Brushed ranges by column index, in axis positions (0 bottom, 1 top;
+   * MISSING for the missing band).
+   */
   brushes: Map<number, [number, number]>;
   /**
-   * A range was brushed on column col (positions t0 < t1), or cleared
+   * A range was brushed on column col (positions t0 < t1, t0 MISSING when
+   * it holds the missing band, both when it is only that), or cleared
    * (null) by a click on its axis.
    */
   onBrush: (col: number, range: [number, number] | null) => void;
 }
 
+/** Geometry of the parallel coordinates' vertical scale. */
+export interface ParallelScale {
+  /** The y of an axis position (MISSING: the missing band's middle). */
+  y(t: number): number;
+  /**
+   * The axis position under y: 0..1 along the axis (clamped), MISSING
+   * within or below the missing band (when there is one); the gap between
+   * the axis and the band counts as the axis's end.
+   */
+  t(y: number): number;
+  /** The missing band's top and bottom, or null when no value is missing. */
+  band: [number, number] | null;
+}
+
+/** The vertical scale of an axis drawn from top to top + plotH, with or without a missing band. */
+export function parallelScale(top: number, plotH: number, withBand: boolean): ParallelScale {
+  const gap = 10;
+  const bandH = 20;
+  const band: [number, number] | null = withBand ? [top + plotH + gap, top + plotH + gap + bandH] : null;
+  return {
+    band,
+    y: (t) => (t === MISSING && band ? (band[0] + band[1]) / 2 : top + (1 - t) * plotH),
+    t: (y) => (band && y >= band[0] ? MISSING : Math.min(Math.max(1 - (y - top) / plotH, 0), 1)),
+  };
+}
+
+/**
+ * A row's line: its position on each axis (columns cols, scales axes), a
+ * missing value at MISSING, so that the line reaches every axis.
+ */
+export function linePoints(r: Row, cols: number[], axes: Axis[]): number[] {
+  return cols.map((i, k) => axes[k].pos(r.cells[i]) ?? MISSING);
+}
+
 /**
  * Parallel coordinates of rows over columns (the name column excluded):
- * an axis per column holding a value, a line per row. Dragging along an
- * axis brushes a range of it.
+ * an axis per column holding a value, a line per row reaching every axis
+ * (a missing value on the axis's "missing" band, drawn when some row
+ * misses it). Dragging along an axis brushes a range of it, which may
+ * take in the missing band.
  */
 export function parallelCoordinates(columns: Column[], rows: Row[], o: ParallelOptions): SVGElement {
   const { colorBy, width } = o;
   const axes = columns.map((c, i) => ({ c, i })).filter(({ c, i }) => c.kind !== "name" && rows.some((r) => r.cells[i] !== undefined));
-  const height = 380;
+  const anyMissing = axes.some(({ i }) => rows.some((r) => r.cells[i] === undefined));
   const top = 46;
-  const bottom = 24;
+  const plotH = 310;
+  const scale = parallelScale(top, plotH, anyMissing);
+  const height = (scale.band ? scale.band[1] : top + plotH) + 24;
   const left = 60;
   const right = 60;
-  const plotH = height - top - bottom;
   const step = axes.length > 1 ? (width - left - right) / (axes.length - 1) : 0;
   const xOf = (k: number) => (axes.length > 1 ? left + k * step : width / 2);
-  const yOf = (t: number) => top + (1 - t) * plotH;
-  const tOf = (y: number) => Math.min(Math.max(1 - (y - top) / plotH, 0), 1);
   const scales = axes.map(({ i }) => makeAxis(rows.map((r) => r.cells[i])));
+  const hasMissing = axes.map(({ i }) => rows.some((r) => r.cells[i] === undefined));
   const colorAxis = colorBy >= 0 ? makeAxis(rows.map((r) => r.cells[colorBy])) : null;
 
   const faint = svg("g", { class: "pc-lines faint" });
   const lines = svg("g", { class: "pc-lines" });
   for (const r of rows) {
-    let d = "";
-    let pen = false;
-    axes.forEach(({ i }, k) => {
-      const t = scales[k].pos(r.cells[i]);
-      if (t === undefined) {
-        pen = false;
-        return;
-      }
-      d += `${pen ? "L" : "M"}${xOf(k).toFixed(1)},${yOf(t).toFixed(1)}`;
-      pen = true;
-    });
+    const d = linePoints(r, axes.map(({ i }) => i), scales)
+      .map((t, k) => `${k ? "L" : "M"}${xOf(k).toFixed(1)},${scale.y(t).toFixed(1)}`)
+      .join("");
     if (!d) continue;
     const tip = [r.name, ...axes.map(({ c, i }) => `${c.label}: ${show(r.cells[i])}`)].join("\n");
     if (o.selected(r)) lines.append(svg("path", { class: "pc-line", d, stroke: rampColor(colorAxis?.pos(r.cells[colorBy])), "data-group": r.name }, svg("title", {}, tip)));
     else faint.append(svg("path", { class: "pc-line out", d, "data-group": r.name }, svg("title", {}, tip)));
   }
-  const root = svg("svg", { class: "hparams-parallel", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "parallel coordinates" }, faint, lines);
+  const root = svg("svg", { class: "hparams-parallel", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "parallel coordinates" });
+  // The missing bands sit behind the lines.
+  const bands = svg("g", { class: "pc-missing-bands" });
+  root.append(bands, faint, lines);
   /** The pointer's y in the SVG's coordinates. */
   const yIn = (e: PointerEvent) => {
     const box = root.getBoundingClientRect();
@@ -178,23 +219,36 @@ export function parallelCoordinates(columns: Column[], rows: Row[], o: ParallelO
     const g = svg("g", { class: `pc-axis ${c.kind}`, "data-col": c.label }, svg("line", { x1: x, x2: x, y1: top, y2: top + plotH }));
     g.append(svg("text", { x, y: top - 24, "text-anchor": "middle", class: "pc-label" }, label(c.label), svg("title", {}, c.label)));
     for (const [t, text] of scales[k].ticks().slice(0, 12)) {
-      g.append(svg("text", { x: x - 4, y: yOf(t) + 3, "text-anchor": "end", class: "pc-tick" }, label(text, 10)));
+      g.append(svg("text", { x: x - 4, y: scale.y(t) + 3, "text-anchor": "end", class: "pc-tick" }, label(text, 10)));
+    }
+    const band = hasMissing[k] ? scale.band : null;
+    if (band) {
+      bands.append(
+        svg("rect", { class: "pc-missing", "data-col": c.label, x: x - 9, width: 18, y: band[0], height: band[1] - band[0], rx: 3 }),
+      );
+      g.append(svg("text", { x: x - 12, y: (band[0] + band[1]) / 2 + 3, "text-anchor": "end", class: "pc-tick pc-missing-label" }, "missing"));
     }
     const brush = svg("rect", { class: "pc-brush", x: x - 7, width: 14, y: 0, height: 0 });
     const place = (t0: number, t1: number) => {
-      brush.setAttribute("y", yOf(t1).toFixed(1));
-      brush.setAttribute("height", Math.max(yOf(t0) - yOf(t1), 1).toFixed(1));
+      // A brush holding the missing band covers all of it (the axis's end
+      // when no shown row misses a value here).
+      const y0 = t0 === MISSING ? (band ? band[1] : scale.y(0)) : scale.y(t0);
+      const y1 = t1 === MISSING ? (band ? band[0] : scale.y(0)) : scale.y(t1);
+      brush.setAttribute("y", y1.toFixed(1));
+      brush.setAttribute("height", Math.max(y0 - y1, 1).toFixed(1));
       brush.setAttribute("visibility", "visible");
     };
     const b = o.brushes.get(i);
     if (b) place(b[0], b[1]);
     else brush.setAttribute("visibility", "hidden");
-    // A wide, invisible strip along the axis takes the drag.
-    const hit = svg("rect", { class: "pc-hit", x: x - 12, width: 24, y: top - 6, height: plotH + 12 });
+    // A wide, invisible strip along the axis (and its missing band) takes the drag.
+    const hitBottom = band ? band[1] + 4 : top + plotH + 6;
+    const hit = svg("rect", { class: "pc-hit", x: x - 12, width: 24, y: top - 6, height: hitBottom - (top - 6) });
+    const tOf = (y: number) => (band ? scale.t(y) : Math.max(scale.t(y), 0));
     let from: number | null = null;
     hit.addEventListener("pointerdown", (e) => {
       const pe = e as PointerEvent;
-      from = tOf(yIn(pe));
+      from = yIn(pe);
       try {
         (hit as Element).setPointerCapture(pe.pointerId); // keep the drag when the pointer leaves the strip
       } catch {
@@ -204,15 +258,16 @@ export function parallelCoordinates(columns: Column[], rows: Row[], o: ParallelO
     });
     hit.addEventListener("pointermove", (e) => {
       if (from === null) return;
-      const t = tOf(yIn(e as PointerEvent));
-      place(Math.min(from, t), Math.max(from, t));
+      const [a, b] = [tOf(from), tOf(yIn(e as PointerEvent))];
+      place(Math.min(a, b), Math.max(a, b));
     });
     hit.addEventListener("pointerup", (e) => {
       if (from === null) return;
-      const t = tOf(yIn(e as PointerEvent));
-      const [t0, t1] = [Math.min(from, t), Math.max(from, t)];
+      const y = yIn(e as PointerEvent);
+      const [a, b] = [tOf(from), tOf(y)];
+      const click = Math.abs(y - from) < 3;
       from = null;
-      o.onBrush(i, t1 - t0 < 0.01 ? null : [t0, t1]);
+      o.onBrush(i, click ? null : [Math.min(a, b), Math.max(a, b)]);
     });
     g.append(brush, hit);
     root.append(g);

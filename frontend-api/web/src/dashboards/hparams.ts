@@ -13,7 +13,7 @@ import { getJSON } from "../api";
 import { compileFilter, debounce, fmtNum, h, setChildren } from "../dom";
 import type { ViewState } from "../state";
 import { notice, type Dashboard, type DashboardContext } from "./dashboard";
-import { makeAxis, parallelCoordinates, scatterPlot, type Axis, type Cell, type Column, type Row } from "./hparams-plots";
+import { makeAxis, MISSING, parallelCoordinates, scatterPlot, type Axis, type Cell, type Column, type Row } from "./hparams-plots";
 
 interface MetricName {
   group?: string;
@@ -86,41 +86,66 @@ function tableOf(groups: SessionGroup[]): { columns: Column[]; rows: Row[] } {
   return { columns, rows };
 }
 
-/** A brushed axis: a range of numbers, or a set of categories. */
-type Brush = { col: string; lo: number; hi: number } | { col: string; values: string[] };
+/**
+ * A brushed axis: a range of numbers or a set of categories, and whether
+ * it holds the missing band (a brush of only the band has neither).
+ */
+export interface Brush {
+  col: string;
+  range?: [number, number];
+  values?: string[];
+  missing: boolean;
+}
 
-/** Parses an hbrush URL value ([COL, LO, HI] or [COL, [VALUES]]); null if malformed. */
+/**
+ * Parses an hbrush URL value, null if malformed: [COL, LO, HI] or
+ * [COL, [VALUES]], either followed by "missing" when the brush holds the
+ * missing band, or [COL, "missing"] for the band alone.
+ */
 export function parseBrush(v: string): Brush | null {
   try {
     const b = JSON.parse(v);
     if (!Array.isArray(b) || typeof b[0] !== "string") return null;
-    if (b.length === 3 && typeof b[1] === "number" && typeof b[2] === "number") return { col: b[0], lo: Math.min(b[1], b[2]), hi: Math.max(b[1], b[2]) };
-    if (b.length === 2 && Array.isArray(b[1])) return { col: b[0], values: b[1].map(String) };
+    const missing = b.length > 1 && b[b.length - 1] === "missing";
+    const rest = missing ? b.slice(1, -1) : b.slice(1);
+    if (rest.length === 0 && missing) return { col: b[0], missing };
+    if (rest.length === 2 && typeof rest[0] === "number" && typeof rest[1] === "number") return { col: b[0], range: [Math.min(rest[0], rest[1]), Math.max(rest[0], rest[1])], missing };
+    if (rest.length === 1 && Array.isArray(rest[0])) return { col: b[0], values: rest[0].map(String), missing };
   } catch {
     // Not JSON: ignored, like any other unknown URL value.
   }
   return null;
 }
 
-/** The brush of positions t0 < t1 on an axis, as stored in the URL. */
+/**
+ * The brush of positions t0 < t1 on an axis (t0 MISSING when it holds the
+ * missing band), as stored in the URL.
+ */
 export function brushOf(col: string, axis: Axis, t0: number, t1: number): string {
-  if (axis.numeric) {
-    const at = (t: number) => Number((axis.min + t * (axis.max - axis.min)).toPrecision(6));
-    return JSON.stringify([col, at(t0), at(t1)]);
+  const missing = t0 === MISSING;
+  const out: unknown[] = [col];
+  if (t1 !== MISSING) {
+    const lo = missing ? 0 : t0;
+    if (axis.numeric) {
+      const at = (t: number) => Number((axis.min + t * (axis.max - axis.min)).toPrecision(6));
+      out.push(at(lo), at(t1));
+    } else out.push(axis.categories.filter((c) => { const t = axis.pos(c)!; return t >= lo && t <= t1; }));
   }
-  return JSON.stringify([col, axis.categories.filter((c) => { const t = axis.pos(c)!; return t >= t0 && t <= t1; })]);
+  if (missing) out.push("missing");
+  return JSON.stringify(out);
 }
 
-/** Whether a cell passes a brush (a missing value never does). */
+/** Whether a cell passes a brush (a missing value when it holds the missing band). */
 export function inBrush(b: Brush, v: Cell): boolean {
-  if (v === undefined) return false;
-  if ("values" in b) return b.values.includes(String(v));
-  return typeof v === "number" && v >= b.lo && v <= b.hi;
+  if (v === undefined) return b.missing;
+  if (b.values) return b.values.includes(String(v));
+  return b.range !== undefined && typeof v === "number" && v >= b.range[0] && v <= b.range[1];
 }
 
-/** Where a brush sits on an axis, in positions. */
-function brushRange(b: Brush, axis: Axis): [number, number] | null {
-  const ts = "values" in b ? b.values.map((v) => axis.pos(v)).filter((t): t is number => t !== undefined) : [axis.pos(b.lo), axis.pos(b.hi)].filter((t): t is number => t !== undefined);
+/** Where a brush sits on an axis, in positions (MISSING for the missing band). */
+export function brushRange(b: Brush, axis: Axis): [number, number] | null {
+  const ts = (b.values ? b.values.map((v) => axis.pos(v)) : b.range ? b.range.map((v) => axis.pos(v)) : []).filter((t): t is number => t !== undefined);
+  if (b.missing) ts.push(MISSING);
   return ts.length ? [Math.min(...ts), Math.max(...ts)] : null;
 }
 
