@@ -23,6 +23,7 @@ type columnsSeries struct {
 	After        *int64    `json:"after"`
 	WallTime     []float64 `json:"wall_time"`
 	Step         []int64   `json:"step"`
+	Value        []float64 `json:"value"`
 }
 
 // scalars_multirun's "after" (a live page's read of what is new) answers,
@@ -44,11 +45,12 @@ func TestScalarsMultirunAfter(t *testing.T) {
 		}
 		eid := created.GetExperimentId()
 		series := store.TimeSeries{Run: "a", Tag: "loss", PluginName: "scalars", DataClass: store.DataClassScalar}
+		value := func(st int64) float64 { return float64(st) / 8 }
 		write := func(steps []int64, wall func(int64) float64) {
 			t.Helper()
 			var pts []store.ScalarPoint
 			for _, st := range steps {
-				pts = append(pts, store.ScalarPoint{Step: st, WallTime: wall(st), Value: float64(st) / 7})
+				pts = append(pts, store.ScalarPoint{Step: st, WallTime: wall(st), Value: value(st)})
 			}
 			if err := s.st.WriteScalars(t.Context(), eid, []store.ScalarSeries{{Series: series, Points: pts}}); err != nil {
 				t.Fatal(err)
@@ -72,7 +74,7 @@ func TestScalarsMultirunAfter(t *testing.T) {
 			if held != nil {
 				last := len(held.Step) - 1
 				after, _ := json.Marshal(map[string]any{"a": map[string]float64{
-					"step": float64(held.Step[last]), "wall_time": held.WallTimeBase + held.WallTime[last], "max_wall_time": held.MaxWallTime}})
+					"step": float64(held.Step[last]), "wall_time": held.WallTimeBase + held.WallTime[last], "value": held.Value[last], "max_wall_time": held.MaxWallTime}})
 				form.Set("after", string(after))
 			}
 			r := s.do(t, http.MethodPost, "/experiment/"+eid+"/data/plugin/scalars/scalars_multirun", s.token, form)
@@ -90,6 +92,7 @@ func TestScalarsMultirunAfter(t *testing.T) {
 			for i := range got.Step {
 				held.Step = append(held.Step, got.Step[i])
 				held.WallTime = append(held.WallTime, got.WallTimeBase+got.WallTime[i]-held.WallTimeBase)
+				held.Value = append(held.Value, got.Value[i])
 			}
 			held.MaxWallTime = got.MaxWallTime
 			return held
@@ -136,6 +139,16 @@ func TestScalarsMultirunAfter(t *testing.T) {
 		write([]int64{10}, func(int64) float64 { return 3e9 })
 		if got := read(&held); got.After != nil || got.MaxWallTime != 3e9 {
 			t.Errorf("after a rewrite of step 10: %s; want the whole series, no after", describe(got))
+		} else {
+			held = merge(held, got)
+		}
+
+		// The last step rewritten with another value and the same wall time
+		// (an event file written again): the whole series.
+		value = func(st int64) float64 { return float64(st) / 4 }
+		write([]int64{3005}, later)
+		if got := read(&held); got.After != nil || len(got.Step) != 100 || got.Value[99] != value(3005) {
+			t.Errorf("after step 3005 rewritten with another value: %s; want the whole series, no after", describe(got))
 		} else {
 			held = merge(held, got)
 		}

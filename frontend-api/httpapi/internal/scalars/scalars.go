@@ -82,7 +82,7 @@ func (h Plugin) ScalarsMultirun(w http.ResponseWriter, r *route.Request) error {
 			return route.Errorf(http.StatusBadRequest, "after is only read with format=columns")
 		}
 		if err := json.Unmarshal([]byte(v), &after); err != nil {
-			return route.Errorf(http.StatusBadRequest, "after: want {run: {\"step\": S, \"wall_time\": W, \"max_wall_time\": M}}: %v", err)
+			return route.Errorf(http.StatusBadRequest, "after: want {run: {\"step\": S, \"wall_time\": W, \"value\": V, \"max_wall_time\": M}}: %v", err)
 		}
 	}
 	runs := form["runs"]

@@ -15,17 +15,18 @@ import (
 // "after" parameter (format=columns only), lets the route answer with the
 // points after it instead of the whole series again:
 //
-//	after={"RUN": {"step": S, "wall_time": W, "max_wall_time": M}, ...}
+//	after={"RUN": {"step": S, "wall_time": W, "value": V, "max_wall_time": M}, ...}
 //
-// S is the last step the page holds of RUN's series, W that point's wall
-// time, M the series' "max_wall_time" of the answer the page read it from.
+// S is the last step the page holds of RUN's series, W and V that point's
+// wall time and value (null for a value JSON cannot hold: NaN, ±Inf), M the
+// series' "max_wall_time" of the answer the page read it from.
 // A run so named is answered with "after": S and only its points past S, at
 // full resolution, when all of these hold (checked on the read service's
 // answer to a tail read from S, which walks the step index from S, and
 // on the series' listed largest wall time, listed after that read):
 //
-//   - the point at S is still there with wall time W (a step rewritten by
-//     a restarted job takes a new wall time);
+//   - the point at S is still there with wall time W and value V (a step
+//     rewritten by a restarted job takes a new wall time, or value);
 //   - no point of the series has a wall time above both M and the wall
 //     times of the points read past S: nothing at or before S was written
 //     since the page's read (a rewrite or a backfill there), as far as wall
@@ -35,17 +36,18 @@ import (
 //
 // Otherwise the run is answered as without "after": its whole series
 // downsampled to `samples` points, with no "after" key, which the page
-// takes in place of what it held. What this cannot see: a step at or
-// before S rewritten with a wall time no later than M (a clock set back,
-// an old event file uploaded again with other values) while S itself is
-// left alone; the page's periodic full read (web/src/dashboards/scalars.ts)
+// takes in place of what it held. What this cannot see: a step before S
+// rewritten with a wall time no later than M (a clock set back, an old
+// event file uploaded again with other values) while S itself is left
+// alone; the page's periodic full read (web/src/dashboards/scalars.ts)
 // bounds how long that shows.
 
 // heldSeries is one run's entry of "after".
 type heldSeries struct {
-	Step        int64   `json:"step"`
-	WallTime    float64 `json:"wall_time"`
-	MaxWallTime float64 `json:"max_wall_time"`
+	Step        int64    `json:"step"`
+	WallTime    float64  `json:"wall_time"`
+	Value       *float64 `json:"value"` // nil: NaN or ±Inf
+	MaxWallTime float64  `json:"max_wall_time"`
 }
 
 // columnsAnswer is one run's series as scalars_multirun answers it.
@@ -127,9 +129,12 @@ func (h Plugin) readColumns(r *route.Request, runs, tags []string, k int64, afte
 // continues what the page holds (see the checks above); maxWall is the
 // series' largest wall time, listed after d was read.
 func tailContinues(held heldSeries, d *datapb.ScalarData, maxWall float64) bool {
-	steps, walls := d.GetStep(), d.GetWallTime()
+	steps, walls, values := d.GetStep(), d.GetWallTime(), d.GetValue()
 	if len(steps) == 0 || steps[0] != held.Step || !sameWall(walls[0], held.WallTime) {
 		return false
+	}
+	if v := float64(values[0]); held.Value == nil && !math.IsNaN(v) && !math.IsInf(v, 0) || held.Value != nil && float32(*held.Value) != values[0] {
+		return false // NaN and ±Inf kept only when the page held one of them
 	}
 	seen := held.MaxWallTime
 	for _, w := range walls[1:] {

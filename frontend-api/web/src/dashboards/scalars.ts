@@ -22,11 +22,25 @@ export interface Points {
  * A series as scalars_multirun answers it with format=columns: wall times
  * as offsets from wall_time_base.
  */
-interface ScalarColumns {
+export interface ScalarColumns {
   wall_time_base?: number;
+  /** The series' largest wall time, as the server listed it (live reads). */
+  max_wall_time?: number | string;
+  /** Present on a tail: the points are those past this step only. */
+  after?: number;
   wall_time: (number | string)[];
   step: number[];
   value: (number | string)[];
+}
+
+/**
+ * What a live card knows of a run's series beyond its points: the
+ * series' max_wall_time from the answer it came from, and how many points
+ * were appended from tails since its last full (downsampled) read.
+ */
+export interface Held {
+  maxWall: number;
+  appended: number;
 }
 
 /** Numbers as they are; any "NaN"/"Infinity" string turned into a number. */
@@ -174,6 +188,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   );
 
   const data = new Map<string, Record<string, Points>>();
+  const held = new Map<string, Record<string, Held>>();
   // Tags whose data predates the experiment's last change (a live page).
   const stale = new Set<string>();
   // Two card reads at a time, in page order (see api.limiter); the first
@@ -213,6 +228,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     // last step of any shown run, and how many runs have points.
     c.body.dataset.lastStep = String(Math.max(...c.runs.map((r) => d[r]?.step.at(-1) ?? -Infinity)));
     c.body.dataset.runs = String(c.runs.filter((r) => d[r]?.step.length).length);
+    c.body.dataset.points = String(c.runs.reduce((n, r) => n + (d[r]?.step.length ?? 0), 0));
     if (!lines.length) {
       c.body.appendChild(notice("No data for the shown runs."));
       c.chart = undefined;
@@ -253,23 +269,49 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
 
   /**
    * Reads a card's series (all its runs) into data; false, with the error
-   * shown in the card, if that failed.
+   * shown in the card, if that failed. With tail (a live page's read after
+   * a change) it asks only for the points past the last step it holds of
+   * each run (scalars_multirun's "after"), and appends them; the server
+   * answers a run in full instead when its series was rewritten at or
+   * before that step, or has more new points than samples, and the card
+   * takes that in place of what it held. A run is read in full again, too,
+   * once its appended points reach samples (so a card holds at most twice
+   * the points it draws at full resolution, and picks the downsampled
+   * points afresh).
    */
-  async function read(tag: string, runs: string[], body: HTMLElement): Promise<boolean> {
+  async function read(tag: string, runs: string[], body: HTMLElement, tail = false): Promise<boolean> {
     // As many points per run as the chart has pixel columns: more cost the
     // server, the network and the drawing and show nothing more (every
     // point is in the card's download).
-    const form = new URLSearchParams({ tag, samples: String(samplesFor(body.clientWidth)), format: "columns" });
+    const samples = samplesFor(body.clientWidth);
+    const form = new URLSearchParams({ tag, samples: String(samples), format: "columns" });
     for (const r of runs) form.append("runs", r);
+    const had = data.get(tag) ?? {};
+    const hadLive = held.get(tag) ?? {};
+    if (tail) {
+      // A value JSON cannot hold (NaN, ±Inf) goes as null.
+      const after: Record<string, { step: number; wall_time: number; value: number | null; max_wall_time: number }> = {};
+      for (const r of runs) {
+        const p = had[r];
+        const h = hadLive[r];
+        const n = p?.step.length ?? 0;
+        if (n && h && h.appended < samples && Number.isFinite(h.maxWall)) {
+          const v = p.value[n - 1];
+          after[r] = { step: p.step[n - 1], wall_time: p.wall[n - 1], value: Number.isFinite(v) ? v : null, max_wall_time: h.maxWall };
+        }
+      }
+      if (Object.keys(after).length) form.set("after", JSON.stringify(after));
+    }
     stale.delete(tag);
     try {
-      const read = () => postForm<Record<string, ScalarColumns>>(api.plugin("scalars", "scalars_multirun"), form);
+      const ask = () => postForm<Record<string, ScalarColumns>>(api.plugin("scalars", "scalars_multirun"), form);
       let answer: Record<string, ScalarColumns>;
-      if (!firstRead) answer = await (firstRead = heavy(read));
-      else answer = await firstRead.then(() => heavy(read), () => heavy(read));
-      const byRun: Record<string, Points> = {};
-      for (const [run, c] of Object.entries(answer)) byRun[run] = fromColumns(c);
+      if (!firstRead) answer = await (firstRead = heavy(ask));
+      else answer = await firstRead.then(() => heavy(ask), () => heavy(ask));
+      const { byRun, live, broken } = mergeColumns(had, hadLive, answer);
+      if (broken) return read(tag, runs, body);
       data.set(tag, byRun);
+      held.set(tag, live);
       return true;
     } catch (e) {
       body.replaceChildren(notice(String((e as Error).message), "error"));
@@ -323,7 +365,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
         drawSoon(tag);
         if (!stale.has(tag)) return;
       }
-      if (await read(tag, runs, body)) drawSoon(tag);
+      if (await read(tag, runs, body, data.has(tag))) drawSoon(tag);
     };
     stops.push(whenVisible(el, load));
     pending.push({ el, load });
@@ -397,9 +439,10 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   const indexKey = (m: Map<string, string[]> | null) => (m ? [...m].map(([t, rs]) => `${t}\n${rs.join("\n")}`).join("\n\n") : "");
 
   /**
-   * New data: every series read so far is out of date. Cards drawn are
-   * read again and redrawn where they are (the zoom is the URL's, the
-   * page does not move); the others read when they come into view. New
+   * New data: every series read so far is out of date. Cards drawn read
+   * what is new (read's tail) and are redrawn where they are (the zoom is
+   * the URL's, the page does not move); the others read when they come
+   * into view, the same way. New
    * tags, or new runs of a tag, lay the cards out again, drawn at once
    * from what they had.
    */
@@ -422,7 +465,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       [...charts]
         .filter(([tag]) => data.has(tag)) // the others read when they come into view
         .map(async ([tag, c]) => {
-          if (await read(tag, c.runs, c.body)) drawSoon(tag);
+          if (await read(tag, c.runs, c.body, true)) drawSoon(tag);
         }),
     );
   }
@@ -444,6 +487,40 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       for (const c of charts.values()) c.chart?.destroy();
     },
   };
+}
+
+/**
+ * A card's series after a scalars_multirun answer in columns: a run
+ * answered as a tail ("after" = the last step held) has its new points
+ * appended; any other is taken as the answer has it (a full read, or a
+ * series the server says was rewritten); runs missing from the answer
+ * (their series gone) are dropped. A tail past another step than the last
+ * one held (the card's data changed while it was asked for) is not
+ * merged: broken is then true, and the card reads in full.
+ */
+export function mergeColumns(
+  had: Record<string, Points>,
+  hadLive: Record<string, Held>,
+  answer: Record<string, ScalarColumns>,
+): { byRun: Record<string, Points>; live: Record<string, Held>; broken: boolean } {
+  const byRun: Record<string, Points> = {};
+  const live: Record<string, Held> = {};
+  let broken = false;
+  for (const [run, c] of Object.entries(answer)) {
+    const got = fromColumns(c);
+    const p = had[run];
+    const maxWall = num(c.max_wall_time ?? NaN);
+    if (c.after !== undefined && !(p?.step.length && p.step[p.step.length - 1] === c.after)) {
+      broken = true;
+    } else if (c.after !== undefined) {
+      byRun[run] = got.step.length ? { step: p.step.concat(got.step), wall: p.wall.concat(got.wall), value: p.value.concat(got.value) } : p;
+      live[run] = { maxWall, appended: (hadLive[run]?.appended ?? 0) + got.step.length };
+    } else {
+      byRun[run] = got;
+      live[run] = { maxWall, appended: 0 };
+    }
+  }
+  return { byRun, live, broken };
 }
 
 /**
