@@ -442,11 +442,25 @@ type Writer interface {
 	// PutBlob upserts the row of blob ref. The blob sequence must exist
 	// (ErrNotFound) and 0 <= ref.Index < its Length (ErrInvalidArgument).
 	// Write the object to the blob store first and the row last: a
-	// BlobStateCurrent row is the proof that the object is complete.
+	// BlobStateCurrent row is the proof that the object is complete. The
+	// store records when an unfinished row was last written
+	// (ListAbandonedBlobs); writing the same row again refreshes it.
 	PutBlob(ctx context.Context, eid string, ref BlobRef, b Blob) error
 }
 
-// Sweeper is the background half of DeleteExperiment; see Sweep.
+// AbandonedBlob is an unfinished blob whose row was last written before
+// some time, as ListAbandonedBlobs finds it.
+type AbandonedBlob struct {
+	Experiment string
+	Ref        BlobRef
+	ObjectKey  string
+	Size       int64
+	// WriteTime is when its row was last written.
+	WriteTime time.Time
+}
+
+// Sweeper is the background half of DeleteExperiment (see Sweep) and the
+// remover of abandoned unfinished blobs (see SweepAbandonedBlobs).
 type Sweeper interface {
 	// ListDeletedExperiments returns up to limit IDs of experiments that are
 	// deleted and not yet purged.
@@ -458,6 +472,18 @@ type Sweeper interface {
 	// experiment row last; ErrFailedPrecondition if it is live. Purging an
 	// unknown ID succeeds.
 	PurgeExperiment(ctx context.Context, eid string) error
+
+	// ListAbandonedBlobs returns up to limit blobs of live experiments
+	// that are unfinished (BlobStateUnfinalized) and whose row was last
+	// written (PutBlob) before the given time, oldest first. A row
+	// written by an older release that kept no write time is never
+	// listed.
+	ListAbandonedBlobs(ctx context.Context, before time.Time, limit int) ([]AbandonedBlob, error)
+	// DeleteAbandonedBlob removes the row of blob ref if it is still
+	// unfinished and was last written before the given time, and reports
+	// whether it did: a row written since (a stream resumed the upload) or
+	// finished stays. A missing row or experiment is not an error.
+	DeleteAbandonedBlob(ctx context.Context, eid string, ref BlobRef, before time.Time) (bool, error)
 }
 
 // Store is everything a backend implements: what the write service, the

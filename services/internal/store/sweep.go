@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Sweep finishes the deletion of up to limit deleted experiments and returns
@@ -28,4 +29,40 @@ func Sweep(ctx context.Context, s Sweeper, deleteObject func(ctx context.Context
 		}
 	}
 	return len(eids), nil
+}
+
+// SweepAbandonedBlobs removes up to limit unfinished blobs whose row was
+// last written before the given time: uploads started and never finished,
+// whose client is gone. It returns how many it removed. For each, the row
+// goes first, and only if it is still unfinished and still that old
+// (DeleteAbandonedBlob), then the object through deleteObject (which must
+// treat a missing object as success). So a blob a stream resumed since it
+// was listed keeps its row and object; an interrupted sweep leaves at
+// worst an object no row names, which the experiment's purge removes with
+// its key prefix.
+//
+// The caller picks a time far enough back that no stream still writing
+// can have written its row before it: a stream that resumes a blob
+// rewrites its row when it starts (package writer), and a stream lasts at
+// most the blob stream timeout.
+func SweepAbandonedBlobs(ctx context.Context, s Sweeper, deleteObject func(ctx context.Context, key string) error, before time.Time, limit int) (int, error) {
+	blobs, err := s.ListAbandonedBlobs(ctx, before, limit)
+	if err != nil {
+		return 0, fmt.Errorf("store.SweepAbandonedBlobs: %w", err)
+	}
+	n := 0
+	for _, b := range blobs {
+		deleted, err := s.DeleteAbandonedBlob(ctx, b.Experiment, b.Ref, before)
+		if err != nil {
+			return n, fmt.Errorf("store.SweepAbandonedBlobs: row of %s: %w", b.ObjectKey, err)
+		}
+		if !deleted {
+			continue
+		}
+		if err := deleteObject(ctx, b.ObjectKey); err != nil {
+			return n, fmt.Errorf("store.SweepAbandonedBlobs: object %s: %w", b.ObjectKey, err)
+		}
+		n++
+	}
+	return n, nil
 }

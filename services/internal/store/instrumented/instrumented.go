@@ -183,6 +183,18 @@ func (s *Store) PurgeExperiment(ctx context.Context, eid string) error {
 	return s.call(ctx, "PurgeExperiment", func(ctx context.Context) error { return s.st.PurgeExperiment(ctx, eid) })
 }
 
+func (s *Store) ListAbandonedBlobs(ctx context.Context, before time.Time, limit int) ([]store.AbandonedBlob, error) {
+	return value(s, ctx, "ListAbandonedBlobs", func(ctx context.Context) ([]store.AbandonedBlob, error) {
+		return s.st.ListAbandonedBlobs(ctx, before, limit)
+	})
+}
+
+func (s *Store) DeleteAbandonedBlob(ctx context.Context, eid string, ref store.BlobRef, before time.Time) (bool, error) {
+	return value(s, ctx, "DeleteAbandonedBlob", func(ctx context.Context) (bool, error) {
+		return s.st.DeleteAbandonedBlob(ctx, eid, ref, before)
+	})
+}
+
 func (s *Store) GetOrCreateOIDCUser(ctx context.Context, issuer, subject, email, newUserID string) (store.User, error) {
 	return value(s, ctx, "GetOrCreateOIDCUser", func(ctx context.Context) (store.User, error) {
 		return s.st.GetOrCreateOIDCUser(ctx, issuer, subject, email, newUserID)

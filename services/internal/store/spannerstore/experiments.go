@@ -2,8 +2,10 @@ package spannerstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"cloud.google.com/go/spanner"
 	"google.golang.org/grpc/codes"
@@ -406,4 +408,78 @@ func (s *Store) PurgeExperiment(ctx context.Context, eid string) error {
 		return tx.BufferWrite([]*spanner.Mutation{spanner.Delete("Experiments", spanner.Key{eid})})
 	})
 	return fail("PurgeExperiment", err)
+}
+
+// ListAbandonedBlobs implements store.Sweeper from the index
+// BlobsByUnfinishedWriteTime, which holds unfinished blobs only. The
+// condition on UnfinishedWriteTime keeps only rows the null-filtered index
+// holds; the emulator cannot tell, and its hint says so (Cloud Spanner
+// ignores it).
+func (s *Store) ListAbandonedBlobs(ctx context.Context, before time.Time, limit int) ([]store.AbandonedBlob, error) {
+	s, release := s.acquire()
+	defer release()
+	var out []store.AbandonedBlob
+	err := s.client.Single().Query(ctx, spanner.Statement{
+		SQL: `SELECT b.ExperimentId, b.RunName, b.Tag, b.Step, b.BlobIndex, b.ObjectKey, b.Size, b.UnfinishedWriteTime
+			FROM Blobs@{FORCE_INDEX=BlobsByUnfinishedWriteTime, spanner_emulator.disable_query_null_filtered_index_check=true} b JOIN Experiments e ON e.ExperimentId = b.ExperimentId
+			WHERE b.UnfinishedWriteTime < @before AND b.State = @unfinished AND e.State = @live
+			ORDER BY b.UnfinishedWriteTime LIMIT @limit`,
+		Params: map[string]any{"before": before, "unfinished": int64(store.BlobStateUnfinalized), "live": stateLive, "limit": int64(limit)},
+	}).Do(func(row *spanner.Row) error {
+		var b store.AbandonedBlob
+		if err := row.Columns(&b.Experiment, &b.Ref.Run, &b.Ref.Tag, &b.Ref.Step, &b.Ref.Index, &b.ObjectKey, &b.Size, &b.WriteTime); err != nil {
+			return err
+		}
+		out = append(out, b)
+		return nil
+	})
+	if err != nil {
+		return nil, fail("ListAbandonedBlobs", err)
+	}
+	return out, nil
+}
+
+// DeleteAbandonedBlob implements store.Sweeper: the row is read and
+// deleted in one transaction, so a stream that rewrites it meanwhile
+// either commits first (and the row stays) or after (and recreates it).
+func (s *Store) DeleteAbandonedBlob(ctx context.Context, eid string, ref store.BlobRef, before time.Time) (bool, error) {
+	s, release := s.acquire()
+	defer release()
+	var deleted bool
+	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		deleted = false
+		if err := checkLive(ctx, tx, eid); err != nil {
+			return err
+		}
+		key := spanner.Key{eid, ref.Run, ref.Tag, ref.Step, ref.Index}
+		row, err := tx.ReadRow(ctx, "Blobs", key, []string{"State", "UnfinishedWriteTime"})
+		if spanner.ErrCode(err) == codes.NotFound {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var state int64
+		var written spanner.NullTime
+		if err := row.Columns(&state, &written); err != nil {
+			return err
+		}
+		if store.BlobState(state) != store.BlobStateUnfinalized || !written.Valid || !written.Time.Before(before) {
+			return nil
+		}
+		deleted = true
+		// The experiment's UpdateTime is its series' latest.
+		return tx.BufferWrite([]*spanner.Mutation{
+			spanner.Delete("Blobs", key),
+			spanner.Update("TimeSeries", []string{"ExperimentId", "RunName", "Tag", "UpdateTime"},
+				[]any{eid, ref.Run, ref.Tag, spanner.CommitTimestamp}),
+		})
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fail("DeleteAbandonedBlob", err)
+	}
+	return deleted, nil
 }

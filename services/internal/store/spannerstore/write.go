@@ -545,10 +545,11 @@ func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, series 
 	return point, replaced, nil
 }
 
-var blobColumns = []string{"ExperimentId", "RunName", "Tag", "Step", "BlobIndex", "ObjectKey", "Size", "Crc32c", "State"}
+var blobColumns = []string{"ExperimentId", "RunName", "Tag", "Step", "BlobIndex", "ObjectKey", "Size", "Crc32c", "State", "UnfinishedWriteTime"}
 
 // PutBlob implements store.Writer. The series' BlobCount and BlobBytes
-// follow the row's state: only current blobs count.
+// follow the row's state: only current blobs count. An unfinished row
+// records its commit time (UnfinishedWriteTime); a current one none.
 func (s *Store) PutBlob(ctx context.Context, eid string, ref store.BlobRef, b store.Blob) error {
 	s, release := s.acquire()
 	defer release()
@@ -601,9 +602,13 @@ func (s *Store) PutBlob(ctx context.Context, eid string, ref store.BlobRef, b st
 			st.blobBytes += b.Size
 		}
 		ts := store.TimeSeries{Run: ref.Run, Tag: ref.Tag}
+		var unfinishedWrite any = spanner.NullTime{}
+		if b.State == store.BlobStateUnfinalized {
+			unfinishedWrite = spanner.CommitTimestamp
+		}
 		return tx.BufferWrite([]*spanner.Mutation{
 			spanner.InsertOrUpdate("Blobs", blobColumns,
-				[]any{eid, ref.Run, ref.Tag, ref.Step, ref.Index, b.ObjectKey, b.Size, int64(b.CRC32C), int64(b.State)}),
+				[]any{eid, ref.Run, ref.Tag, ref.Step, ref.Index, b.ObjectKey, b.Size, int64(b.CRC32C), int64(b.State), unfinishedWrite}),
 			st.mutation(eid, &ts),
 		})
 	})

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"modernc.org/sqlite"
 
@@ -446,4 +447,67 @@ func (s *Store) PurgeExperiment(ctx context.Context, eid string) error {
 		return fmt.Errorf("sqlitestore.PurgeExperiment: %w", err)
 	}
 	return nil
+}
+
+// ListAbandonedBlobs implements store.Sweeper, by the partial index on
+// blobs.unfinished_write_time.
+func (s *Store) ListAbandonedBlobs(ctx context.Context, before time.Time, limit int) ([]store.AbandonedBlob, error) {
+	var out []store.AbandonedBlob
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT s.experiment_id, s.run, s.tag, b.step, b.idx, b.object_key, b.size, b.unfinished_write_time
+			FROM blobs b JOIN series s ON s.id = b.series_id JOIN experiments e ON e.id = s.experiment_id
+			WHERE b.unfinished_write_time < ? AND b.state = ? AND e.deleted = 0
+			ORDER BY b.unfinished_write_time LIMIT ?`, nanos(before), int(store.BlobStateUnfinalized), limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var b store.AbandonedBlob
+			var written int64
+			if err := rows.Scan(&b.Experiment, &b.Ref.Run, &b.Ref.Tag, &b.Ref.Step, &b.Ref.Index, &b.ObjectKey, &b.Size, &written); err != nil {
+				return err
+			}
+			b.WriteTime = fromNanos(written)
+			out = append(out, b)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore.ListAbandonedBlobs: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteAbandonedBlob implements store.Sweeper.
+func (s *Store) DeleteAbandonedBlob(ctx context.Context, eid string, ref store.BlobRef, before time.Time) (bool, error) {
+	deleted := false
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		deleted = false
+		if err := liveExperiment(ctx, tx, eid); err != nil {
+			return err
+		}
+		r, err := findBlobSeries(ctx, tx, eid, ref)
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM blobs WHERE series_id = ? AND step = ? AND idx = ?
+			AND state = ? AND unfinished_write_time < ?`, r.id, ref.Step, ref.Index, int(store.BlobStateUnfinalized), nanos(before))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		deleted = true
+		_, err = tx.ExecContext(ctx, "UPDATE experiments SET update_time = ? WHERE id = ?", nanos(s.now()), eid)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("sqlitestore.DeleteAbandonedBlob: %w", err)
+	}
+	return deleted, nil
 }

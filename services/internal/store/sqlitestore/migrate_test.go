@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/tbhub/tbhub/services/internal/downsample"
 	"github.com/tbhub/tbhub/services/internal/store"
@@ -29,6 +30,10 @@ func TestMigrateScalarsToBlocks(t *testing.T) {
 		fmt.Sprintf("INSERT INTO experiments (id, name, description, owner, visibility, create_time, update_time) VALUES ('%s', '', '', 'u', 'private', 0, 0)", eid),
 		fmt.Sprintf("INSERT INTO runs VALUES ('%s', 'r', 1)", eid),
 		fmt.Sprintf("INSERT INTO series (id, experiment_id, run, tag, plugin, data_class, display_name, description, point_count, max_step) VALUES (7, '%s', 'r', 'x', 'scalars', 1, '', '', 300, 299)", eid),
+		// A blob sequence with an unfinished and a current blob.
+		fmt.Sprintf("INSERT INTO series (id, experiment_id, run, tag, plugin, data_class, display_name, description, point_count, max_step, blob_count, total_bytes) VALUES (8, '%s', 'r', 'img', 'images', 3, '', '', 1, 1, 1, 5)", eid),
+		"INSERT INTO blob_sequences VALUES (8, 1, 0, 1.5, 2)",
+		"INSERT INTO blobs VALUES (8, 1, 0, 'k0', 3, 0, 1), (8, 1, 1, 'k1', 5, 0, 2)",
 	}
 	for _, q := range stmts {
 		if _, err := old.ExecContext(c, q); err != nil {
@@ -48,6 +53,7 @@ func TestMigrateScalarsToBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	beforeMigrate := time.Now()
 	from, to, err := Migrate(c, path)
 	if err != nil {
 		t.Fatal(err)
@@ -95,5 +101,15 @@ func TestMigrateScalarsToBlocks(t *testing.T) {
 	runs, err = s.ListRuns(c, eid)
 	if err != nil || !slices.Equal(runs, []store.Run{{Name: "new"}, {Name: "r", StartTime: 0.5}}) {
 		t.Errorf("ListRuns after PutRuns = %v, %v", runs, err)
+	}
+	// Version 7: an unfinished blob is stamped with the upgrade's time, so
+	// the sweeper removes it once that is old enough; a current one never.
+	if got, err := s.ListAbandonedBlobs(c, beforeMigrate.Add(-time.Second), 10); err != nil || len(got) != 0 {
+		t.Errorf("blobs abandoned before the upgrade: %+v, %v; want none", got, err)
+	}
+	got2, err := s.ListAbandonedBlobs(c, time.Now().Add(time.Minute), 10)
+	if err != nil || len(got2) != 1 || got2[0].ObjectKey != "k0" || got2[0].Size != 3 ||
+		got2[0].Ref != (store.BlobRef{Run: "r", Tag: "img", Step: 1, Index: 0}) || got2[0].WriteTime.Before(beforeMigrate.Add(-time.Second)) {
+		t.Errorf("blobs abandoned before now: %+v, %v; want k0, stamped at the upgrade (after %v)", got2, err, beforeMigrate)
 	}
 }

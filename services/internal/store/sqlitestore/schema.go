@@ -187,6 +187,19 @@ ALTER TABLE runs ADD COLUMN first_event_time REAL;
 CREATE INDEX experiments_public ON experiments (update_time DESC, id)
 	WHERE visibility = 'public' AND deleted = 0;
 `,
+	// Version 7: when an unfinished blob's row was last written.
+	`
+-- unfinished_write_time is when the row of an unfinished blob (state 1)
+-- was last written, in Unix nanoseconds; NULL once the blob is current.
+-- The sweeper of abandoned uploads finds blobs by it
+-- (store.Sweeper.ListAbandonedBlobs). Rows unfinished before this version
+-- are stamped with the upgrade's time: the store is closed for an upgrade,
+-- so no upload is still writing them.
+ALTER TABLE blobs ADD COLUMN unfinished_write_time INTEGER;
+UPDATE blobs SET unfinished_write_time = CAST((julianday('now') - 2440587.5) * 86400000000000.0 AS INTEGER)
+	WHERE state = 1;
+CREATE INDEX blobs_unfinished ON blobs (unfinished_write_time) WHERE unfinished_write_time IS NOT NULL;
+`,
 }
 
 // dataMigrations are Go steps that run, in the same transaction, after the

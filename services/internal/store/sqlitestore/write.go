@@ -458,10 +458,15 @@ func (s *Store) PutBlob(ctx context.Context, eid string, ref store.BlobRef, b st
 		case oldState == store.BlobStateCurrent:
 			count, bytes = count-1, bytes-oldSize
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (series_id, step, idx, object_key, size, crc32c, state)
-			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (series_id, step, idx) DO UPDATE SET
-			object_key = excluded.object_key, size = excluded.size, crc32c = excluded.crc32c, state = excluded.state`,
-			r.id, ref.Step, ref.Index, b.ObjectKey, b.Size, int64(b.CRC32C), b.State); err != nil {
+		var unfinishedWrite any // NULL for a current blob
+		if b.State == store.BlobStateUnfinalized {
+			unfinishedWrite = nanos(s.now())
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (series_id, step, idx, object_key, size, crc32c, state, unfinished_write_time)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (series_id, step, idx) DO UPDATE SET
+			object_key = excluded.object_key, size = excluded.size, crc32c = excluded.crc32c, state = excluded.state,
+			unfinished_write_time = excluded.unfinished_write_time`,
+			r.id, ref.Step, ref.Index, b.ObjectKey, b.Size, int64(b.CRC32C), b.State, unfinishedWrite); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE series SET blob_count = blob_count + ?, total_bytes = total_bytes + ? WHERE id = ?",

@@ -2,9 +2,11 @@ package storetest
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/tbhub/tbhub/services/internal/store"
 )
@@ -285,5 +287,121 @@ func testSweep(t *testing.T, s store.Store) {
 	must(t, "GetExperiment other", err)
 	if e.NumScalars != 2 || e.NumTensors != 1 || e.NumBlobs != 2 || e.TotalBlobBytes != 6 {
 		t.Errorf("other experiment's counts changed: %+v", e)
+	}
+}
+
+// afterNow returns a time a little after now and waits until the clock
+// has passed it: every row written before the call was written before
+// it, every row written after the call after it.
+func afterNow(t *testing.T) time.Time {
+	t.Helper()
+	at := time.Now().Add(time.Millisecond)
+	for deadline := time.Now().Add(time.Minute); !time.Now().After(at); {
+		if time.Now().After(deadline) {
+			t.Fatal("the clock did not move")
+		}
+		runtime.Gosched()
+	}
+	return at
+}
+
+// testAbandonedBlobs: unfinished blobs whose row was last written before a
+// time are listed oldest first and removed, rows and objects, releasing
+// their bytes from the owner's usage; a blob rewritten since (a resumed
+// upload), finished, or of a deleted experiment is kept.
+func testAbandonedBlobs(t *testing.T, s store.Store) {
+	c := ctx(t)
+	owner := newUser(t, s, "abandoner")
+	eids := ownedExperiments(t, s, owner, 3)
+	a, b, gone := eids[0], eids[1], eids[2]
+	before := time.Now().Add(-time.Minute)
+	ref := func(i int64) store.BlobRef { return store.BlobRef{Run: "r", Tag: "img", Step: 1, Index: i} }
+	put := func(eid string, i int64, size int64, state store.BlobState) {
+		t.Helper()
+		must(t, "PutBlob", s.PutBlob(c, eid, ref(i), store.Blob{Index: i, ObjectKey: eid + "/" + string(rune('0'+i)), Size: size, State: state}))
+	}
+	for _, eid := range eids {
+		_, _, err := s.GetOrCreateBlobSequence(c, eid, store.TimeSeries{Run: "r", Tag: "img"}, 1, 1, 3)
+		must(t, "GetOrCreateBlobSequence", err)
+	}
+	put(a, 0, 100, store.BlobStateCurrent)
+	put(a, 1, 10, store.BlobStateUnfinalized)
+	put(a, 2, 20, store.BlobStateUnfinalized)
+	put(b, 0, 30, store.BlobStateUnfinalized)
+	put(gone, 0, 40, store.BlobStateUnfinalized)
+	must(t, "DeleteExperiment", s.DeleteExperiment(c, gone))
+	cutoff := afterNow(t)
+
+	if got, err := s.ListAbandonedBlobs(c, before, 10); err != nil || len(got) != 0 {
+		t.Errorf("ListAbandonedBlobs before the writes = %+v, %v; want none", got, err)
+	}
+	got, err := s.ListAbandonedBlobs(c, cutoff, 10)
+	must(t, "ListAbandonedBlobs", err)
+	var keys []string
+	for i, g := range got {
+		keys = append(keys, g.ObjectKey)
+		if g.ObjectKey != g.Experiment+"/"+string(rune('0'+g.Ref.Index)) || g.Ref.Run != "r" || g.Ref.Tag != "img" || g.Ref.Step != 1 {
+			t.Errorf("abandoned blob %+v: experiment or key wrong", g)
+		}
+		if g.WriteTime.Before(before) || !g.WriteTime.Before(cutoff) || (i > 0 && g.WriteTime.Before(got[i-1].WriteTime)) {
+			t.Errorf("abandoned blob %d written %v: want between %v and %v, oldest first", i, g.WriteTime, before, cutoff)
+		}
+	}
+	if want := []string{a + "/1", a + "/2", b + "/0"}; !slices.Equal(keys, want) {
+		t.Errorf("ListAbandonedBlobs = %v, want %v (oldest first)", keys, want)
+	}
+	if got, err := s.ListAbandonedBlobs(c, cutoff, 1); err != nil || len(got) != 1 {
+		t.Errorf("ListAbandonedBlobs limited to 1 = %+v, %v", got, err)
+	}
+	usage, err := s.UserUsage(c, owner)
+	must(t, "UserUsage", err)
+	if usage.BlobBytes != 160 {
+		t.Errorf("UserUsage.BlobBytes = %d, want 160 (a current blob and three unfinished)", usage.BlobBytes)
+	}
+
+	// A stream resumed a's blob 2 after the cutoff: it rewrote the row.
+	// b's blob was finished. Neither is removed.
+	put(a, 2, 25, store.BlobStateUnfinalized)
+	put(b, 0, 30, store.BlobStateCurrent)
+	for _, r := range []struct {
+		eid string
+		i   int64
+	}{{a, 2}, {b, 0}, {a, 0}, {gone, 0}, {store.NewExperimentID(), 0}} {
+		if deleted, err := s.DeleteAbandonedBlob(c, r.eid, ref(r.i), cutoff); err != nil || deleted {
+			t.Errorf("DeleteAbandonedBlob(blob %d, rewritten, finished, of a deleted or unknown experiment) = %v, %v; want false, nil", r.i, deleted, err)
+		}
+	}
+	if deleted, err := s.DeleteAbandonedBlob(c, a, store.BlobRef{Run: "r", Tag: "none", Step: 1}, cutoff); err != nil || deleted {
+		t.Errorf("DeleteAbandonedBlob of a missing series = %v, %v; want false, nil", deleted, err)
+	}
+
+	var removed []string
+	n, err := store.SweepAbandonedBlobs(c, s, func(_ context.Context, key string) error {
+		removed = append(removed, key)
+		return nil
+	}, cutoff, 10)
+	must(t, "SweepAbandonedBlobs", err)
+	if n != 1 || !slices.Equal(removed, []string{a + "/1"}) {
+		t.Errorf("SweepAbandonedBlobs removed %d, objects %v; want 1, [%s/1]", n, removed, a)
+	}
+	_, err = s.GetBlob(c, a, ref(1))
+	wantErr(t, "GetBlob of the swept blob", err, store.ErrNotFound)
+	for _, r := range []struct {
+		eid   string
+		i     int64
+		state store.BlobState
+		size  int64
+	}{{a, 0, store.BlobStateCurrent, 100}, {a, 2, store.BlobStateUnfinalized, 25}, {b, 0, store.BlobStateCurrent, 30}} {
+		if bl, err := s.GetBlob(c, r.eid, ref(r.i)); err != nil || bl.State != r.state || bl.Size != r.size {
+			t.Errorf("GetBlob(%s/%d) after the sweep = %+v, %v; want state %v, %d bytes", r.eid, r.i, bl, err, r.state, r.size)
+		}
+	}
+	usage, err = s.UserUsage(c, owner)
+	must(t, "UserUsage", err)
+	if usage.BlobBytes != 155 {
+		t.Errorf("UserUsage.BlobBytes after the sweep = %d, want 155: the swept blob's 10 bytes released", usage.BlobBytes)
+	}
+	if n, err := store.SweepAbandonedBlobs(c, s, func(context.Context, string) error { return nil }, cutoff, 10); err != nil || n != 0 {
+		t.Errorf("second SweepAbandonedBlobs = %d, %v; want 0, nil", n, err)
 	}
 }

@@ -181,14 +181,7 @@ func testAPITokens(t *testing.T, s IdentityBackend) {
 func testUsage(t *testing.T, s IdentityBackend) {
 	ctx := t.Context()
 	owner, reader := newUser(t, s, "owner"), newUser(t, s, "reader")
-	var eids []string
-	for range 3 {
-		eid := store.NewExperimentID()
-		if err := s.CreateExperiment(ctx, store.Experiment{ID: eid, Owner: owner, Visibility: store.VisibilityPrivate}); err != nil {
-			t.Fatal(err)
-		}
-		eids = append(eids, eid)
-	}
+	eids := ownedExperiments(t, s, owner, 3)
 	// Summary metadata is stored once per series (the first write's), and
 	// its bytes count: a later write's larger metadata is not stored.
 	metadata := make([]byte, 1000)
@@ -249,12 +242,7 @@ func testUsage(t *testing.T, s IdentityBackend) {
 func testPendingGrants(t *testing.T, s IdentityBackend) {
 	ctx := t.Context()
 	owner := newUser(t, s, "owner")
-	var eids []string
-	for range 3 {
-		eid := store.NewExperimentID()
-		must(t, "CreateExperiment", s.CreateExperiment(ctx, store.Experiment{ID: eid, Owner: owner, Visibility: store.VisibilityPrivate}))
-		eids = append(eids, eid)
-	}
+	eids := ownedExperiments(t, s, owner, 3)
 	const email = "dana@example.com"
 	for _, eid := range eids {
 		must(t, "AddPendingGrant", s.AddPendingGrant(ctx, eid, email))

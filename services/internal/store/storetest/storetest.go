@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"PutRuns", testPutRuns},
 		{"Delete", testDelete},
 		{"Sweep", testSweep},
+		{"AbandonedBlobs", testAbandonedBlobs},
 		{"BigBatches", testBigBatches},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"ReadersDuringWrites", testReadersDuringWrites},
@@ -102,6 +103,19 @@ func newExperiment(t *testing.T, s store.Store) string {
 		ID: eid, Name: "exp", Owner: owner, Visibility: store.VisibilityPrivate,
 	}))
 	return eid
+}
+
+// ownedExperiments creates n private experiments owned by owner and
+// returns their IDs.
+func ownedExperiments(t *testing.T, s store.Writer, owner string, n int) []string {
+	t.Helper()
+	var eids []string
+	for range n {
+		eid := store.NewExperimentID()
+		must(t, "CreateExperiment", s.CreateExperiment(ctx(t), store.Experiment{ID: eid, Owner: owner, Visibility: store.VisibilityPrivate}))
+		eids = append(eids, eid)
+	}
+	return eids
 }
 
 // series is a read result: one series and all the points the visitor got.
