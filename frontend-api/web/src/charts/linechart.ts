@@ -3,12 +3,14 @@
 // points per frame on a plain 2D canvas with a ~50 kB bundle (see
 // docs/benchmarks.md, "Web UI"). Drag to zoom on x, double-click to reset
 // (uPlot's own cursor behaviour); a tooltip lists every line at the
-// cursor.
+// cursor, ordered as chosen, inside the window; a click pins it (its rows
+// then scroll, and offer "show only this run").
 
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
-import { h, fmtNum, fmtDuration } from "../dom";
+import { h, fmtDuration } from "../dom";
 import { themeColor, withAlpha } from "../colors";
+import { fmtSI, fmtTicks, placeBox, sortRows, type TooltipSort } from "./format";
 
 export type XKind = "step" | "relative" | "wall" | "value";
 
@@ -26,6 +28,10 @@ export interface Line {
   /** Another line's label: fill the band between this line and that. */
   bandTo?: string;
   width?: number;
+  /** The run the line is of (the pinned tooltip offers to show only it). */
+  run?: string;
+  /** Draw a marker at every point (a line of one point, or all at one place, always has them). */
+  markers?: boolean;
 }
 
 export interface ChartOptions {
@@ -39,6 +45,35 @@ export interface ChartOptions {
   xRange?: [number, number];
   /** Called with the x range the user dragged out, or null on double-click. */
   onZoom?: (range: [number, number] | null) => void;
+  /** The order of the tooltip's rows (default: value, descending). */
+  tooltipSort?: TooltipSort;
+  /** "Show only this run", offered by the pinned tooltip for lines with a run. */
+  onOnly?: (run: string) => void;
+  /** A legend under the chart (a swatch and label per line drawn bold). */
+  legend?: boolean;
+}
+
+const FONT = "11px system-ui, sans-serif";
+let measurer: CanvasRenderingContext2D | null = null;
+
+/** The width of text in the axes' font, in CSS pixels. */
+function textWidth(text: string): number {
+  measurer ??= document.createElement("canvas").getContext("2d");
+  if (!measurer) return 7 * text.length;
+  measurer.font = FONT;
+  return measurer.measureText(text).width;
+}
+
+/** Whether a line's drawable points all lie at one place (nothing to stroke). */
+function onePlace(l: Line): boolean {
+  let x0 = NaN;
+  let y0 = NaN;
+  for (let i = 0; i < l.x.length; i++) {
+    if (!Number.isFinite(l.x[i]) || !Number.isFinite(l.y[i])) continue;
+    if (Number.isNaN(x0)) [x0, y0] = [l.x[i], l.y[i]];
+    else if (l.x[i] !== x0 || l.y[i] !== y0) return false;
+  }
+  return true;
 }
 
 function xFormatter(kind: XKind): (v: number) => string {
@@ -48,7 +83,7 @@ function xFormatter(kind: XKind): (v: number) => string {
     case "wall":
       return (v) => new Date(v * 1000).toLocaleString();
     default:
-      return fmtNum;
+      return (v) => fmtSI(v);
   }
 }
 
@@ -99,11 +134,18 @@ function nearest(xs: ArrayLike<number>, x: number): number {
  * SNAP_COLUMNS columns across the shown range (xRange, or all the data),
  * a few per pixel, keeping each line's last point per column. Tooltips
  * still read the lines' own points.
+ *
+ * A point a line has no value for is undefined (the line joins its
+ * neighbours); a value that cannot be drawn (NaN, ±∞, or not above zero
+ * on a log y axis) is null: a gap in the line, not a straight line drawn
+ * across it.
  */
 export function align(lines: Line[], logx: boolean, logy: boolean, xRange?: [number, number]): uPlot.AlignedData {
   const okX = (x: number) => Number.isFinite(x) && (!logx || x > 0);
   const okY = (y: number) => Number.isFinite(y) && (!logy || y > 0);
   const yOf = (l: Line) => (l.y.every(okY) ? l.y : l.y.map((y) => (okY(y) ? y : null)));
+  // Points at a drawable x: their x joins the shared array (a bad y as a gap).
+  const okPoint = (l: Line, i: number) => okX(l.x[i]);
   const first = lines.length ? lines[0].x : [];
   if (lines.every((l) => sameValues(l.x, first)) && ascending(first) && first.every(okX)) {
     return [first, ...lines.map(yOf)] as uPlot.AlignedData;
@@ -113,7 +155,7 @@ export function align(lines: Line[], logx: boolean, logy: boolean, xRange?: [num
   let hi = -Infinity;
   for (const l of lines)
     for (let i = 0; i < l.x.length; i++)
-      if (okX(l.x[i]) && okY(l.y[i])) {
+      if (okPoint(l, i)) {
         total++;
         if (l.x[i] < lo) lo = l.x[i];
         if (l.x[i] > hi) hi = l.x[i];
@@ -127,23 +169,23 @@ export function align(lines: Line[], logx: boolean, logy: boolean, xRange?: [num
   // A typed array sorts numerically without a comparator: much faster.
   const all = new Float64Array(total);
   let n = 0;
-  for (const l of lines) for (let i = 0; i < l.x.length; i++) if (okX(l.x[i]) && okY(l.y[i])) all[n++] = snap(l.x[i]);
+  for (const l of lines) for (let i = 0; i < l.x.length; i++) if (okPoint(l, i)) all[n++] = snap(l.x[i]);
   all.sort();
   let m = 0;
   for (let i = 0; i < n; i++) if (m === 0 || all[m - 1] !== all[i]) all[m++] = all[i];
   const xs = all.subarray(0, m);
-  const data: ArrayLike<number | null>[] = [xs];
+  const data: ArrayLike<number | null | undefined>[] = [xs];
   for (const l of lines) {
-    const y = new Array<number | null>(m).fill(null);
+    const y = new Array<number | null | undefined>(m).fill(undefined);
     // Ascending lines (the usual) are merged in one walk; others by search.
     const walk = ascending(l.x);
     let j = 0;
     for (let i = 0; i < l.x.length; i++) {
-      if (!okX(l.x[i]) || !okY(l.y[i])) continue;
+      if (!okPoint(l, i)) continue;
       const sx = snap(l.x[i]);
       if (walk) while (xs[j] < sx) j++;
       else j = lowerBound(xs, sx);
-      y[j] = l.y[i];
+      y[j] = okY(l.y[i]) ? l.y[i] : null;
     }
     data.push(y);
   }
@@ -155,6 +197,17 @@ export class LineChart {
   private tooltip: HTMLDivElement;
   private resize: ResizeObserver;
   private opts: ChartOptions;
+  private extras: HTMLElement[] = [];
+  /** A pinned tooltip stays where it is, interactive, until unpinned. */
+  private pinned = false;
+  private last: { x: number; left: number; top: number } | null = null;
+  private fmtX: (v: number) => string = (v) => fmtSI(v);
+  private onDocKey = (e: KeyboardEvent) => e.key === "Escape" && this.unpin(true);
+  private onDocDown = (e: MouseEvent) => {
+    if (!this.plot.over.contains(e.target as Node)) this.unpin(true);
+  };
+  // A pinned tooltip is fixed in the window: the page scrolling leaves it.
+  private onScroll = () => this.unpin(true);
 
   constructor(
     readonly el: HTMLElement,
@@ -162,6 +215,9 @@ export class LineChart {
   ) {
     this.opts = opts;
     this.tooltip = h("div.tooltip", { hidden: true });
+    // Clicks and drags on the tooltip are not the chart's (zoom, pin).
+    this.tooltip.addEventListener("mousedown", (e) => e.stopPropagation());
+    this.tooltip.addEventListener("click", (e) => e.stopPropagation());
     this.plot = this.build();
     this.resize = new ResizeObserver(() => {
       const w = this.el.clientWidth;
@@ -182,9 +238,12 @@ export class LineChart {
         label: l.label,
         stroke: l.faint ? withAlpha(l.color, 0.28) : l.color,
         width: l.width ?? (l.faint ? 1 : 1.5),
-        spanGaps: true,
-        // A line of one point has nothing to stroke: show the point, as TensorBoard does.
-        points: l.x.length === 1 ? { show: true, size: 7, fill: l.color, stroke: l.color } : { show: false },
+        // Missing points (another line's x) are joined over; values that
+        // cannot be drawn leave a gap (see align).
+        spanGaps: false,
+        // A line of one point, or of points all at one place, has nothing
+        // to stroke: show its points, as TensorBoard does.
+        points: l.markers || (!l.faint && onePlace(l)) ? { show: true, size: 7, fill: l.color, stroke: l.color } : { show: false },
       });
       if (l.bandTo) {
         const j = lines.findIndex((o) => o.label === l.bandTo);
@@ -193,12 +252,14 @@ export class LineChart {
     });
     const axis = (values?: uPlot.Axis["values"], vertical = false): uPlot.Axis => ({
       stroke: fg,
-      // A y axis as wide as its longest label (uPlot's default otherwise).
-      ...(vertical ? { size: (_u: uPlot, vals: string[]) => 14 + 6.5 * Math.max(3, ...(vals ?? []).map((v) => String(v).length)) } : {}),
+      // A y axis as wide as its widest label, measured in its font (a
+      // width per character cut the first digit of 20000 in wide fonts),
+      // plus its ticks (10 px) and the gap to them (5 px).
+      ...(vertical ? { size: (_u: uPlot, vals: string[]) => Math.ceil(18 + Math.max(textWidth("0.0"), ...(vals ?? []).map((v) => textWidth(String(v))))) } : {}),
       grid: { stroke: grid, width: 1 },
       ticks: { stroke: grid, width: 1 },
       values,
-      font: "11px system-ui, sans-serif",
+      font: FONT,
     });
     const opts: uPlot.Options = {
       width: Math.max(this.el.clientWidth, 200),
@@ -218,8 +279,13 @@ export class LineChart {
         y: { distr: this.opts.logy ? 3 : 1, ...(this.opts.yRange ? { auto: false, range: this.opts.yRange } : {}) },
       },
       axes: [
-        axis(xKind === "wall" ? undefined : (_u, splits) => splits.map((v) => (v === null ? "" : fmtX(v)))),
-        axis((_u, splits) => splits.map((v) => (v === null ? "" : fmtNum(v))), true),
+        axis(xKind === "wall" ? undefined : xKind === "relative" ? (_u, splits) => splits.map((v) => (v === null ? "" : fmtX(v))) : (_u, splits) => fmtTicks(splits)),
+        axis((_u, splits) => {
+          const labels = fmtTicks(splits);
+          // The y labels, for tests and for reading the view from the page.
+          this.el.dataset.yticks = labels.join("|");
+          return labels;
+        }, true),
       ],
       series,
       hooks: {
@@ -259,45 +325,136 @@ export class LineChart {
     this.el.dataset.yhi = String(hi);
     const plot = new uPlot(opts, data, this.el);
     plot.over.appendChild(this.tooltip);
-    plot.over.addEventListener("mouseleave", () => (this.tooltip.hidden = true));
-    plot.over.addEventListener("dblclick", () => this.opts.onZoom?.(null));
+    plot.over.addEventListener("mouseleave", () => {
+      if (!this.pinned) this.tooltip.hidden = true;
+    });
+    plot.over.addEventListener("dblclick", () => {
+      this.unpin(true);
+      this.opts.onZoom?.(null);
+    });
+    // A click (not a drag) pins the tooltip, or unpins it.
+    let down: [number, number] | null = null;
+    plot.over.addEventListener("mousedown", (e) => (down = [e.clientX, e.clientY]));
+    plot.over.addEventListener("click", (e) => {
+      if (!down || Math.hypot(e.clientX - down[0], e.clientY - down[1]) > 3) return;
+      if (this.pinned) this.unpin(false);
+      else if (!this.tooltip.hidden) this.pin();
+    });
+    this.notes(plot);
     return plot;
   }
 
+  /** What the chart cannot show says so under it; a legend, when asked for. */
+  private notes(plot: uPlot) {
+    const { lines } = this.opts;
+    if (this.opts.logy) {
+      let n = 0;
+      for (const l of lines) if (!l.faint) for (const y of l.y) if (y <= 0) n++;
+      if (n) {
+        const note = h("div.chart-note", { className: "chart-note log-gaps" }, `${n} value${n > 1 ? "s" : ""} ≤ 0 not drawn on the log y axis (gaps in the lines)`);
+        this.extras.push(note);
+      }
+    }
+    if (this.opts.legend) {
+      const shown = lines.filter((l) => !l.faint);
+      this.extras.push(
+        h(
+          "div.legend",
+          null,
+          shown.map((l) => h("span.legend-item", { title: l.label }, h("span.swatch", { style: { background: l.color } }), l.label)),
+        ),
+      );
+    }
+    plot.root.after(...this.extras);
+  }
+
+  private pin() {
+    this.pinned = true;
+    this.tooltip.classList.add("pinned");
+    if (this.last) this.render(this.plot, this.last);
+    document.addEventListener("keydown", this.onDocKey);
+    document.addEventListener("mousedown", this.onDocDown);
+    addEventListener("scroll", this.onScroll, { passive: true });
+  }
+
+  private unpin(hide: boolean) {
+    if (!this.pinned) return;
+    this.pinned = false;
+    this.tooltip.classList.remove("pinned");
+    document.removeEventListener("keydown", this.onDocKey);
+    document.removeEventListener("mousedown", this.onDocDown);
+    removeEventListener("scroll", this.onScroll);
+    if (hide) this.tooltip.hidden = true;
+    else this.showTooltip(this.plot, xFormatter(this.opts.xKind));
+  }
+
   private showTooltip(u: uPlot, fmtX: (v: number) => string) {
+    if (this.pinned) return;
     const left = u.cursor.left ?? -1;
     if (left < 0) {
       this.tooltip.hidden = true;
       return;
     }
-    const x = u.posToVal(left, "x");
-    const rows: { color: string; label: string; y: number; extra: string }[] = [];
+    this.fmtX = fmtX;
+    this.render(u, { x: u.posToVal(left, "x"), left, top: u.cursor.top ?? 0 });
+  }
+
+  /**
+   * The tooltip for the cursor at x: a row per line, ordered as chosen.
+   * Unpinned it shows the rows that fit in the window and "+N more";
+   * pinned, all of them, scrolling, each line of a run with a button
+   * showing only that run. It never leaves the window.
+   */
+  private render(u: uPlot, at: { x: number; left: number; top: number }) {
+    this.last = at;
+    const fmtX = this.fmtX;
+    const logy = !!this.opts.logy;
+    const rows: { color: string; label: string; y: number; extra: string; dist: number; run?: string }[] = [];
     for (const l of this.opts.lines) {
       if (l.noTooltip || l.faint || l.x.length === 0) continue;
-      const i = nearest(l.x, x);
-      rows.push({ color: l.color, label: l.label, y: l.y[i], extra: l.detail ? l.detail(i) : `x ${fmtX(l.x[i])}` });
+      const i = nearest(l.x, at.x);
+      const y = l.y[i];
+      const drawn = Number.isFinite(y) && (!logy || y > 0);
+      const dist = drawn ? Math.abs(u.valToPos(y, "y") - at.top) : Infinity;
+      rows.push({ color: l.color, label: l.label, y, extra: l.detail ? l.detail(i) : `x ${fmtX(l.x[i])}`, dist, run: l.run });
     }
     if (rows.length === 0) {
       this.tooltip.hidden = true;
       return;
     }
-    rows.sort((a, b) => (b.y || 0) - (a.y || 0));
+    const sorted = sortRows(rows, this.opts.tooltipSort ?? "descending");
+    // Rows of about 17 px, below a head and above a "more" row.
+    const fit = Math.max(3, Math.floor((innerHeight - 60) / 17));
+    const shown = this.pinned ? sorted : sorted.slice(0, fit);
+    const only = this.pinned ? this.opts.onOnly : undefined;
     this.tooltip.replaceChildren(
-      h("div.tt-head", null, fmtX(x)),
+      h("div.tt-head", null, fmtX(at.x), this.pinned ? null : h("span.tt-hint", null, " · click to pin")),
       h(
         "table",
         null,
-        rows.slice(0, 40).map((r) =>
-          h("tr", null, h("td", null, h("span.swatch", { style: { background: r.color } })), h("td.tt-run", null, r.label), h("td.num", null, fmtNum(r.y)), h("td.tt-extra", null, r.extra)),
+        shown.map((r) =>
+          h(
+            "tr",
+            null,
+            h("td", null, h("span.swatch", { style: { background: r.color } })),
+            h("td.tt-run", { title: r.label }, r.label),
+            h("td.num", null, fmtSI(r.y) + (logy && r.y <= 0 ? " (not drawn)" : "")),
+            h("td.tt-extra", null, r.extra),
+            only && r.run ? h("td", null, h("button.tt-only", { title: `Show only ${r.run}`, onclick: () => only(r.run!) }, "only")) : null,
+          ),
         ),
-        rows.length > 40 ? h("tr", null, h("td", { colSpan: 4 }, `… ${rows.length - 40} more`)) : null,
+        sorted.length > shown.length ? h("tr.tt-more", null, h("td", { colSpan: 4 }, `+${sorted.length - shown.length} more (click to pin and scroll)`)) : null,
       ),
     );
     this.tooltip.hidden = false;
-    const w = u.over.clientWidth;
-    const tw = this.tooltip.offsetWidth;
-    this.tooltip.style.left = `${left + 12 + tw > w ? Math.max(0, left - tw - 12) : left + 12}px`;
-    this.tooltip.style.top = `${Math.max(0, (u.cursor.top ?? 0) - 10)}px`;
+    const t = this.tooltip.style;
+    t.position = "fixed";
+    t.maxHeight = `${innerHeight - 8}px`;
+    t.overflowY = this.pinned ? "auto" : "hidden";
+    const over = u.over.getBoundingClientRect();
+    const { left, top } = placeBox(over.left + at.left, over.top + at.top, this.tooltip.offsetWidth, this.tooltip.offsetHeight, document.documentElement.clientWidth, innerHeight);
+    t.left = `${left}px`;
+    t.top = `${top}px`;
   }
 
   /** The canvas uPlot draws on (for tests and benchmarks). */
@@ -306,7 +463,9 @@ export class LineChart {
   }
 
   destroy() {
+    this.unpin(true);
     this.resize.disconnect();
     this.plot.destroy();
+    for (const e of this.extras) e.remove();
   }
 }
