@@ -247,7 +247,18 @@ export function blobURL(path: string): Promise<string> {
 /** Fetches path with the token and saves it as filename. */
 export async function download(path: string, filename: string) {
   const r = await check(await fetch(path, { headers: headers() }), path);
-  const url = URL.createObjectURL(await r.blob());
+  saveBlob(await r.blob(), filename);
+}
+
+/** GETs path and decodes JSON, without keeping the answer (a large download read once). */
+export async function getOnce<T>(path: string): Promise<T> {
+  const r = await check(await fetch(path, { headers: headers() }), path);
+  return (await r.json()) as T;
+}
+
+/** Hands blob to the browser as a file download. */
+export function saveBlob(blob: Blob, filename: string) {
+  const url = URL.createObjectURL(blob);
   const a = document.createElement("a");
   a.href = url;
   a.download = filename;

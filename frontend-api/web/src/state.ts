@@ -18,6 +18,11 @@
 //   group=RE           group runs by this regex's first capture (or whole
 //                      match) and plot each group's mean with a min–max band
 //   band=std           ... with a ±1 standard deviation band instead
+//   ttsort=ascending|alphabetical|nearest|default  order of the scalar
+//                      tooltip's rows (default descending by value)
+//   slide=JSON (repeated)  a media or PR curve card's sliders:
+//                      [PLUGIN, TAG, RUN, STEP, SAMPLE] (RUN "" for the
+//                      per-tag PR cards)
 //   hmode=offset|overlay  histogram mode
 //   hview=table|parallel|scatter  the HParams view (default table)
 //   hsort=COL, hsort=-COL  HParams table sort column (- for descending)
@@ -33,6 +38,8 @@
 //   gnode              the selected graph node
 //   gstats=TAG         run metadata whose compute time and memory the graph shows
 //   gcolor=op|device|time|memory  what colours graph nodes (default: structure)
+
+import type { TooltipSort } from "./charts/format";
 
 export type XAxis = "step" | "relative" | "wall";
 
@@ -52,6 +59,9 @@ export interface ViewState {
   pin: string[];
   group: string;
   band: "minmax" | "std";
+  ttsort: TooltipSort;
+  /** Slider positions of cards, by slideKey: the step and sample shown. */
+  slides: Record<string, Slide>;
   hmode: "offset" | "overlay";
   hview: "table" | "parallel" | "scatter";
   hsort: string;
@@ -69,6 +79,37 @@ export interface ViewState {
 }
 
 export const DEFAULT_SMOOTHING = 0.6;
+
+/** A card's sliders: the step shown (a step number, not an index) and the sample. */
+export interface Slide {
+  step: number;
+  sample: number;
+}
+
+/** The key of a card's sliders in ViewState.slides. */
+export function slideKey(plugin: string, tag: string, run: string): string {
+  return JSON.stringify([plugin, tag, run]);
+}
+
+/** slide=[PLUGIN, TAG, RUN, STEP, SAMPLE] values; malformed ones are dropped. */
+function parseSlides(values: string[]): Record<string, Slide> {
+  const out: Record<string, Slide> = {};
+  for (const v of values) {
+    try {
+      const a = JSON.parse(v);
+      if (!Array.isArray(a) || a.length !== 5) continue;
+      const [plugin, tag, run, step, sample] = a;
+      if (typeof plugin !== "string" || typeof tag !== "string" || typeof run !== "string") continue;
+      if (!Number.isInteger(step) || !Number.isInteger(sample) || sample < 0) continue;
+      out[slideKey(plugin, tag, run)] = { step, sample };
+    } catch {
+      // not JSON: ignored
+    }
+  }
+  return out;
+}
+
+const TOOLTIP_SORTS: TooltipSort[] = ["descending", "ascending", "alphabetical", "nearest", "default"];
 
 /** color=RUN~RRGGBB values (the run name may hold "~": the last one splits). */
 function parseColors(values: string[]): Record<string, string> {
@@ -100,6 +141,8 @@ export function parseState(search: string): ViewState {
     pin: q.getAll("pin"),
     group: q.get("group") ?? "",
     band: q.get("band") === "std" ? "std" : "minmax",
+    ttsort: (TOOLTIP_SORTS as string[]).includes(q.get("ttsort") ?? "") ? (q.get("ttsort") as TooltipSort) : "descending",
+    slides: parseSlides(q.getAll("slide")),
     hmode: q.get("hmode") === "overlay" ? "overlay" : "offset",
     hview: q.get("hview") === "parallel" || q.get("hview") === "scatter" ? (q.get("hview") as "parallel" | "scatter") : "table",
     hsort: q.get("hsort") ?? "",
@@ -144,6 +187,8 @@ export function formatState(s: ViewState): string {
   for (const p of s.pin) q.append("pin", p);
   if (s.group) q.set("group", s.group);
   if (s.band !== "minmax") q.set("band", s.band);
+  if (s.ttsort !== "descending") q.set("ttsort", s.ttsort);
+  for (const [k, v] of Object.entries(s.slides)) q.append("slide", JSON.stringify([...JSON.parse(k), v.step, v.sample]));
   if (s.hmode !== "offset") q.set("hmode", s.hmode);
   if (s.hview !== "table") q.set("hview", s.hview);
   for (const k of ["hsort", "hfilter", "hx", "hy", "hcolor"] as const) if (s[k]) q.set(k, s[k]);

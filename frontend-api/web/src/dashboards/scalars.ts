@@ -4,11 +4,13 @@
 // all runs of a tag in one scalars_multirun request for about one point
 // per pixel column.
 
-import { download, getJSON, limiter, num, postForm, type RunTagIndex, type ScalarDatum } from "../api";
+import { download, getJSON, getOnce, limiter, num, postForm, saveBlob, type RunTagIndex, type ScalarDatum } from "../api";
+import { fmtSI, TOOLTIP_SORTS, type TooltipSort } from "../charts/format";
 import { LineChart, type Line } from "../charts/linechart";
-import { compileFilter, debounce, fmtNum, h, setChildren } from "../dom";
+import { compileFilter, debounce, h, setChildren } from "../dom";
 import type { ViewState } from "../state";
 import { emaDebiased, groupStats, robustRange } from "../smoothing";
+import { cardDownload, type RunPoints } from "./carddownload";
 import { groupByPrefix, notice, shownRuns, whenVisible, type Dashboard, type DashboardContext } from "./dashboard";
 
 /** A series' points as columns. */
@@ -121,10 +123,11 @@ export function scalarLines(data: Record<string, ScalarDatum[] | Points>, runs: 
     if (s.smoothing > 0) lines.push({ label: `${r.run} raw`, color, x: r.x, y: r.value, faint: true });
     lines.push({
       label: r.run,
+      run: r.run,
       color,
       x: r.x,
       y: r.smooth,
-      detail: (i) => (s.smoothing > 0 ? `raw ${fmtNum(r.value[i])} · step ${r.step[i]}` : `step ${r.step[i]}`),
+      detail: (i) => (s.smoothing > 0 ? `raw ${fmtSI(r.value[i])} · step ${r.step[i]}` : `step ${r.step[i]}`),
     });
   }
   return lines;
@@ -152,6 +155,11 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     h("option", { value: "minmax" }, "min–max"),
     h("option", { value: "std" }, "±std"),
   );
+  const ttsort = h(
+    "select",
+    { "aria-label": "tooltip order", className: "ttsort-select", title: "The order of the runs in the tooltip" },
+    TOOLTIP_SORTS.map((o) => h("option", { value: o.value }, o.label)),
+  );
   const filterError = h("span.error");
   const content = h("div.cards");
 
@@ -159,6 +167,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   tagFilter.addEventListener("input", debounce(() => store.set({ tagFilter: tagFilter.value }), 200));
   group.addEventListener("input", debounce(() => store.set({ group: group.value }), 300));
   band.addEventListener("change", () => store.set({ band: band.value as ViewState["band"] }));
+  ttsort.addEventListener("change", () => store.set({ ttsort: ttsort.value as TooltipSort }));
   smoothRange.addEventListener("input", () => {
     smoothNum.value = smoothRange.value;
     setSmoothing(Number(smoothRange.value));
@@ -183,6 +192,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       h("label", null, logx, " log x"),
       h("label", { title: "Fit the y axis to the 2nd–98th percentiles" }, outliers, " ignore outliers"),
       h("label", { title: "Runs whose names give the same first capture group (or whole match) are plotted as one mean line with a band: min–max, or ±1 sample standard deviation" }, "Group ", group, " ", band),
+      h("label", null, "Tooltip ", ttsort),
     ),
     content,
   );
@@ -205,6 +215,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     if (document.activeElement !== tagFilter) tagFilter.value = s.tagFilter;
     if (document.activeElement !== group) group.value = s.group;
     band.value = s.band;
+    ttsort.value = s.ttsort;
     band.disabled = !s.group;
     smoothRange.value = String(s.smoothing);
     if (document.activeElement !== smoothNum) smoothNum.value = String(s.smoothing);
@@ -245,6 +256,8 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       // One x zoom for every card, kept in the URL.
       xRange: s.zoom ?? undefined,
       onZoom: (zoom) => store.set({ zoom }),
+      tooltipSort: s.ttsort,
+      onOnly: (run) => store.set({ runFilter: exactRegex(run), off: [] }),
     });
   }
 
@@ -339,10 +352,26 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     // when it is first opened, not with the page.
     const menu = h("div.menu");
     const dl = h("details.download", null, h("summary", { title: "Download at full resolution" }, "⤓"), menu);
+    const saveAll = async (format: "csv" | "json", button: HTMLButtonElement) => {
+      button.disabled = true;
+      try {
+        const four = limiter(4);
+        const parts = await Promise.all(runs.map((run) => four(() => getOnce<RunPoints>(api.scalarDownload(run, tag, "json")))));
+        const type = format === "csv" ? "text/csv" : "application/json";
+        saveBlob(new Blob([cardDownload(tag, parts, format)], { type }), `${safeName("all_runs", tag)}.${format}`);
+      } finally {
+        button.disabled = false;
+      }
+    };
     dl.addEventListener("toggle", () => {
       if (!dl.open || menu.childElementCount) return;
+      const all = (format: "csv" | "json") => {
+        const b: HTMLButtonElement = h("button", { onclick: () => void saveAll(format, b) }, format.toUpperCase());
+        return b;
+      };
       setChildren(
         menu,
+        runs.length > 1 ? h("div.menu-row", { className: "menu-row menu-all" }, h("span.menu-run", null, `All ${runs.length} runs, one file`), all("csv"), all("json")) : null,
         runs.map((run) =>
           h(
             "div.menu-row",
@@ -392,7 +421,12 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     if (pinned.length) {
       sections.push(h("section.group.pinned", null, h("h3", null, "Pinned"), h("div.grid", null, pinned.map((t) => card(t.tag, t.runs, true)))));
     }
-    for (const [prefix, items] of groupByPrefix(withRuns, (t) => t.tag)) {
+    // Tags without a "/" (each its own prefix) share one grid, instead of
+    // a section and a row each.
+    const groups = [...groupByPrefix(withRuns, (t) => t.tag)];
+    const lone = groups.filter(([, items]) => items.length === 1 && !items[0].tag.includes("/")).flatMap(([, items]) => items);
+    const merged: [string, typeof withRuns][] = lone.length > 1 ? [["(no prefix)", lone], ...groups.filter(([, items]) => !lone.includes(items[0]))] : groups;
+    for (const [prefix, items] of merged) {
       const rest = items.filter((t) => !s.pin.includes(t.tag));
       if (!rest.length) continue;
       sections.push(
@@ -475,7 +509,8 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       syncControls(s);
       if (s.tagFilter !== prev.tagFilter || s.runFilter !== prev.runFilter || s.off.join("\n") !== prev.off.join("\n") || s.pin.join("\n") !== prev.pin.join("\n")) {
         layout();
-      } else if (s.smoothing !== prev.smoothing || s.x !== prev.x || s.logy !== prev.logy || s.logx !== prev.logx || s.group !== prev.group || s.band !== prev.band || s.ignoreOutliers !== prev.ignoreOutliers || String(s.zoom) !== String(prev.zoom)) {
+      } else if (s.ttsort !== prev.ttsort ||
+        s.smoothing !== prev.smoothing || s.x !== prev.x || s.logy !== prev.logy || s.logx !== prev.logx || s.group !== prev.group || s.band !== prev.band || s.ignoreOutliers !== prev.ignoreOutliers || String(s.zoom) !== String(prev.zoom)) {
         drawAll();
       }
     },
@@ -529,6 +564,11 @@ export function mergeColumns(
  */
 export function samplesFor(width: number): number {
   return Math.round(Math.min(Math.max(width, 200), 2000));
+}
+
+/** A regex matching just s (a run filter showing only one run). */
+export function exactRegex(s: string): string {
+  return `^${s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`;
 }
 
 function safeName(run: string, tag: string): string {

@@ -1,0 +1,19 @@
+import { describe, expect, it } from "vitest";
+import { formatState, parseState, slideKey } from "./state";
+
+describe("slides in the URL", () => {
+  it("round-trips a card's step and sample, and the tooltip order", () => {
+    const s = parseState("");
+    s.slides = { [slideKey("images", "a/b", "run~1")]: { step: 30, sample: 2 }, [slideKey("pr_curves", "pr", "")]: { step: 5, sample: 0 } };
+    s.ttsort = "nearest";
+    const back = parseState(formatState(s));
+    expect(back.slides).toEqual(s.slides);
+    expect(back.ttsort).toBe("nearest");
+  });
+  it("leaves defaults out and drops malformed values", () => {
+    expect(formatState(parseState(""))).toBe("");
+    const s = parseState("?slide=nope&slide=%5B%22images%22%2C%22t%22%2C%22r%22%2C1.5%2C0%5D&slide=%5B%22audio%22%2C%22t%22%2C%22r%22%2C7%2C1%5D&ttsort=sideways");
+    expect(s.slides).toEqual({ [slideKey("audio", "t", "r")]: { step: 7, sample: 1 } });
+    expect(s.ttsort).toBe("descending");
+  });
+});
