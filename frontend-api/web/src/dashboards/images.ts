@@ -4,6 +4,7 @@
 
 import { blobURL, getJSON, type RunTagIndex } from "../api";
 import { h } from "../dom";
+import { slideKey, type Store } from "../state";
 import { notice, rangeSlider, runTagDashboard, stepSlider, type Dashboard, type DashboardContext } from "./dashboard";
 
 interface MediaEntry {
@@ -42,16 +43,23 @@ function fullSize(src: string, alt: string) {
  * a step slider, starting at the last step, and for steps of several samples a
  * sample slider. A sample's list of steps is asked for when it is chosen (a step
  * may hold fewer samples than others); the shown step stays where it can.
+ * Both sliders are in the URL (slide), the latest step of sample 0 left out.
  */
 async function fillMedia(ctx: DashboardContext, plugin: "images" | "audio", body: HTMLElement, run: string, tag: string, samples: number | undefined, el: HTMLImageElement | HTMLAudioElement) {
   const load = (sample: number) => getJSON<MediaEntry[]>(ctx.api.plugin(plugin, plugin, { run, tag, sample }));
-  let list = await load(0);
+  const n = samples ?? 1;
+  const key = slideKey(plugin, tag, run);
+  const saved = ctx.store.get().slides[key];
+  let sample = saved && saved.sample < n ? saved.sample : 0;
+  let list = await load(sample);
+  if (!list.length && sample > 0) list = await load((sample = 0));
   if (!list.length) {
     body.appendChild(notice("No samples."));
     return;
   }
   const route = ctx.api.plugin(plugin, plugin === "images" ? "individualImage" : "individualAudio");
-  let index = list.length - 1;
+  let index = saved ? stepIndex(list.map((e) => e.step), saved.step) : list.length - 1;
+  const remember = () => saveSlide(ctx.store, key, index === list.length - 1 && sample === 0 ? null : { step: list[index].step, sample });
   let shown = 0; // the latest request wins when the sliders move quickly
   const show = async () => {
     const mine = ++shown;
@@ -60,26 +68,43 @@ async function fillMedia(ctx: DashboardContext, plugin: "images" | "audio", body
   };
   const steps = () => stepSlider(list.map((e) => e.step), (i) => {
     index = i;
+    remember();
     void show();
   }, index);
   let slider = steps();
   body.append(h("div.media", null, el), slider);
-  const n = samples ?? 1;
   if (n > 1) {
     body.appendChild(rangeSlider(n, "sample", (k) => `sample ${k + 1} of ${n}`, async (k) => {
       const step = list[index].step;
       const next = await load(k);
       if (!next.length) return;
       list = next;
+      sample = k;
       const same = list.findIndex((e) => e.step === step);
       index = same >= 0 ? same : list.length - 1;
       const fresh = steps();
       slider.replaceWith(fresh);
       slider = fresh;
+      remember();
       await show();
-    }));
+    }, sample));
   }
   await show();
+}
+
+/** The index of step in steps (ascending), or of the latest step before it (the first if none). */
+export function stepIndex(steps: number[], step: number): number {
+  let best = 0;
+  for (let i = 0; i < steps.length; i++) if (steps[i] <= step) best = i;
+  return best;
+}
+
+/** Keeps a card's sliders in the URL, or forgets them (null: the default view). */
+export function saveSlide(store: Store, key: string, slide: { step: number; sample: number } | null) {
+  const slides = { ...store.get().slides };
+  if (slide) slides[key] = slide;
+  else delete slides[key];
+  store.set({ slides });
 }
 
 /** A dashboard of media cards of plugin, each showing its samples in el(run, tag). */

@@ -6,6 +6,8 @@ import { getJSON, num, type RunTagIndex } from "../api";
 import { LineChart, type Line } from "../charts/linechart";
 import { fmtNum, h } from "../dom";
 import { notice, runTagDashboard, shownRuns, stepSlider, type Dashboard, type DashboardContext } from "./dashboard";
+import { saveSlide, stepIndex } from "./images";
+import { slideKey } from "../state";
 
 interface PRPoint {
   wall_time: number;
@@ -29,11 +31,16 @@ export function prCurveLines(byRun: Record<string, PRPoint[]>, step: number, col
     if (!e) continue;
     // Recall falls as the threshold rises; uPlot wants x ascending.
     const idx = e.recall.map((_, i) => i).sort((a, b) => num(e.recall[a]) - num(e.recall[b]) || num(e.precision[b]) - num(e.precision[a]));
+    const x = idx.map((i) => num(e.recall[i]));
+    const y = idx.map((i) => num(e.precision[i]));
     lines.push({
       label: run,
+      run,
       color: colorOf(run),
-      x: idx.map((i) => num(e.recall[i])),
-      y: idx.map((i) => num(e.precision[i])),
+      // A curve of a few distinct points (or one) is hard to see as a line.
+      markers: new Set(x.map((r, i) => `${r},${y[i]}`)).size < 3,
+      x,
+      y,
       detail: (k) => `recall ${fmtNum(num(e.recall[idx[k]]))} · threshold ${fmtNum(num(e.thresholds[idx[k]]))} · step ${e.step}`,
     });
   }
@@ -69,11 +76,21 @@ export function prCurvesDashboard(el: HTMLElement, ctx: DashboardContext): Dashb
       let chart: LineChart | undefined;
       const draw = (i: number) => {
         chart?.destroy();
-        chart = new LineChart(chartEl, { lines: prCurveLines(byRun, steps[i], ctx.colorOf), xKind: "value", xRange: [0, 1], yRange: [0, 1.02] });
+        // A little room around [0, 1], so that markers at 0 and 1 show whole.
+        chart = new LineChart(chartEl, { lines: prCurveLines(byRun, steps[i], ctx.colorOf), xKind: "value", xRange: [-0.02, 1.02], yRange: [-0.02, 1.04] });
         charts.push(chart);
       };
-      body.appendChild(stepSlider(steps, draw));
-      draw(steps.length - 1);
+      // The step is in the URL (slide), the latest left out.
+      const key = slideKey("pr_curves", tag, "");
+      const saved = ctx.store.get().slides[key];
+      const first = saved ? stepIndex(steps, saved.step) : steps.length - 1;
+      body.appendChild(
+        stepSlider(steps, (i) => {
+          saveSlide(ctx.store, key, i === steps.length - 1 ? null : { step: steps[i], sample: 0 });
+          draw(i);
+        }, first),
+      );
+      draw(first);
     },
   });
   return {
