@@ -6,10 +6,11 @@
 
 import { getJSON, type RunTagIndex, type ScalarDatum } from "../api";
 import { LineChart, type Line } from "../charts/linechart";
+import { assignColors } from "../colors";
 import { h, setChildren } from "../dom";
 import type { ViewState } from "../state";
 import { notice, shownRuns, whenVisible, type Dashboard, type DashboardContext } from "./dashboard";
-import { scalarLines } from "./scalars";
+import { exactRegex, scalarLines } from "./scalars";
 
 interface Layout {
   category?: {
@@ -68,21 +69,35 @@ export function customScalarsDashboard(el: HTMLElement, ctx: DashboardContext): 
       ),
     );
     const keys = [...runOf.keys()].sort();
-    return scalarLines(data, keys, (k) => ctx.colorOf(runOf.get(k) ?? k), { ...s, group: "" });
+    const color = lineColors(keys, runOf);
+    return scalarLines(data, keys, (k) => color(k), { ...s, group: "" });
+  }
+
+  /**
+   * Colours of a chart's lines (keyed "run: tag"): the run's when each run
+   * has one line, else one per line, so that a run's tags differ.
+   */
+  function lineColors(keys: string[], runOf: Map<string, string>): (key: string) => string {
+    const runs = keys.map((k) => runOf.get(k) ?? k);
+    if (new Set(runs).size === runs.length) return (k) => ctx.colorOf(runOf.get(k) ?? k);
+    const byKey = assignColors(keys);
+    return (k) => byKey.get(k) ?? ctx.colorOf(runOf.get(k) ?? k);
   }
 
   async function margin(series: { value: string; lower: string; upper: string }[]) {
     const s = store.get();
     const lines: Line[] = [];
     const tags = series.flatMap((m) => [m.value, m.lower, m.upper]);
-    const exact = (t: string) => `^${t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`;
-    for (const run of runsFor(tags.map(exact), s)) {
+    const runs = runsFor(tags.map(exactRegex), s);
+    const runOf = new Map(runs.flatMap((run) => series.map((m) => [`${run}: ${m.value}`, run] as [string, string])));
+    const colorOf = lineColors([...runOf.keys()], runOf);
+    for (const run of runs) {
       for (const m of series) {
-        const get = async (t: string) => (await getJSON<CustomScalarsAnswer>(api.plugin("custom_scalars", "scalars", { run, tag: exact(t) }))).tag_to_events?.[t] ?? [];
+        const get = async (t: string) => (await getJSON<CustomScalarsAnswer>(api.plugin("custom_scalars", "scalars", { run, tag: exactRegex(t) }))).tag_to_events?.[t] ?? [];
         const [v, lo, hi] = await Promise.all([get(m.value), get(m.lower), get(m.upper)]);
-        const color = ctx.colorOf(run);
-        const xy = (d: ScalarDatum[]) => ({ x: d.map((p) => (s.x === "step" ? p[1] : s.x === "wall" ? p[0] : p[0] - (d[0]?.[0] ?? 0))), y: d.map((p) => Number(p[2])) });
         const label = `${run}: ${m.value}`;
+        const color = colorOf(label);
+        const xy = (d: ScalarDatum[]) => ({ x: d.map((p) => (s.x === "step" ? p[1] : s.x === "wall" ? p[0] : p[0] - (d[0]?.[0] ?? 0))), y: d.map((p) => Number(p[2])) });
         lines.push({ label, color, ...xy(v) });
         lines.push({ label: `${label} upper`, color, ...xy(hi), faint: true, width: 0.5, bandTo: `${label} lower` });
         lines.push({ label: `${label} lower`, color, ...xy(lo), faint: true, width: 0.5 });
@@ -101,7 +116,7 @@ export function customScalarsDashboard(el: HTMLElement, ctx: DashboardContext): 
           body.replaceChildren();
           body.classList.remove("loading");
           if (!lines.length) body.appendChild(notice("No data for the shown runs."));
-          else charts.push(new LineChart(body, { lines, xKind: store.get().x }));
+          else charts.push(new LineChart(body, { lines, xKind: store.get().x, legend: true, tooltipSort: store.get().ttsort }));
         } catch (e) {
           body.replaceChildren(notice((e as Error).message, "error"));
         }
