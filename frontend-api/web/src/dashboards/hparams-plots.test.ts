@@ -50,7 +50,7 @@ describe("rampColor", () => {
     expect(rampColor(0)).toBe("hsl(220, 75%, 50%)");
     expect(rampColor(1)).toBe("hsl(25, 75%, 50%)");
     expect(rampColor(2)).toBe(rampColor(1));
-    expect(rampColor(undefined)).toBe("#8888");
+    expect(rampColor(undefined)).toBe("#888");
   });
 });
 

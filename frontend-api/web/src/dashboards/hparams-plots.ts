@@ -87,9 +87,9 @@ export function makeAxis(values: Cell[]): Axis {
   };
 }
 
-/** A colour from blue (t = 0) to orange (t = 1); grey when t is missing. */
+/** A colour from blue (t = 0) to orange (t = 1); solid grey when t is missing (a kept line without the colouring value must stand out from the faint brushed-out ones). */
 export function rampColor(t: number | undefined): string {
-  if (t === undefined || !Number.isFinite(t)) return "#8888";
+  if (t === undefined || !Number.isFinite(t)) return "#888";
   const hue = 220 - 195 * Math.min(Math.max(t, 0), 1);
   return `hsl(${hue.toFixed(0)}, 75%, 50%)`;
 }
