@@ -18,9 +18,10 @@ import (
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 )
 
-// sixtyRuns is an experiment of 60 runs (run00 … run59), each with four
-// tags without a "/": loss (positive), reward (five-digit values), signed
-// (crossing zero) and count (millions); written once for the tests here.
+// sixtyRuns is an experiment of 60 runs (run00 … run59), each with five
+// tags without a "/": loss (positive), reward (five-digit values), latency
+// (four-digit values), signed (crossing zero) and count (millions);
+// written once for the tests here.
 var sixtyRuns struct {
 	once sync.Once
 	eid  string
@@ -44,10 +45,11 @@ func sixtyRunsExperiment(t *testing.T) string {
 		}
 		meta := &tbpb.SummaryMetadata{PluginData: &tbpb.SummaryMetadata_PluginData{PluginName: "scalars"}, DataClass: tbpb.DataClass_DATA_CLASS_SCALAR}
 		values := map[string]func(r, s int) float64{
-			"loss":   func(r, s int) float64 { return 1/(1+float64(s)) + 0.01*float64(r) },
-			"reward": func(r, s int) float64 { return 20000 + 500*math.Sin(float64(s)/5) + float64(r) },
-			"signed": func(r, s int) float64 { return math.Sin(float64(s)/3 + float64(r)) },
-			"count":  func(r, s int) float64 { return 1e6 * (1 + float64(s)/10 + float64(r)/100) },
+			"loss":    func(r, s int) float64 { return 1/(1+float64(s)) + 0.01*float64(r) },
+			"reward":  func(r, s int) float64 { return 20000 + 500*math.Sin(float64(s)/5) + float64(r) },
+			"signed":  func(r, s int) float64 { return math.Sin(float64(s)/3 + float64(r)) },
+			"latency": func(r, s int) float64 { return 1000 + 200*float64(s) + float64(r) },
+			"count":   func(r, s int) float64 { return 1e6 * (1 + float64(s)/10 + float64(r)/100) },
 		}
 		req := &servicepb.WriteScalarRequest{ExperimentId: exp.GetExperimentId()}
 		for r := range 60 {
@@ -174,7 +176,7 @@ func TestScalarsAxesAndGrid(t *testing.T) {
 	ctx := tab(t, true)
 	run(t, ctx,
 		navigate(experimentURL(eid, url.Values{"runFilter": {"^run0[0-2]$"}})),
-		waitFor(paintedCanvases(".scalar-card canvas", 200)+" === 4"),
+		waitFor(paintedCanvases(".scalar-card canvas", 200)+" === 5"),
 	)
 	screenshot(t, ctx, "scalars-no-prefix-grid")
 	var layout struct {
@@ -183,8 +185,8 @@ func TestScalarsAxesAndGrid(t *testing.T) {
 	}
 	run(t, ctx, chromedp.Evaluate(`({Sections: document.querySelectorAll(".cards .group").length,
 		Rows: new Set([...document.querySelectorAll(".scalar-card")].map(c => Math.round(c.getBoundingClientRect().top))).size})`, &layout))
-	if layout.Sections != 1 || layout.Rows > 2 {
-		t.Errorf("4 tags without a prefix: %d sections, %d rows of cards; want one section, cards side by side", layout.Sections, layout.Rows)
+	if layout.Sections != 1 || layout.Rows > 3 {
+		t.Errorf("5 tags without a prefix: %d sections, %d rows of cards; want one section, cards side by side", layout.Sections, layout.Rows)
 	}
 
 	ticks := func(tag string) string {
@@ -195,17 +197,19 @@ func TestScalarsAxesAndGrid(t *testing.T) {
 	if r, c := ticks("reward"), ticks("count"); strings.Contains(r+c, "e+") || !strings.Contains(c, "M") {
 		t.Errorf("y labels: reward %q, count %q; want SI suffixes (20k, 1.5M), no exponents", r, c)
 	}
-	// A clipped label paints the canvas's first pixel columns; a whole one
-	// leaves them empty.
-	var leftmost int
-	run(t, ctx, chromedp.Evaluate(`(() => {
-		const c = document.querySelector('.scalar-card[data-tag="reward"] canvas');
-		const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
-		for (let x = 0; x < c.width; x++)
-			for (let y = 0; y < c.height; y++) if (d[(y * c.width + x) * 4 + 3] > 40) return x;
-		return -1; })()`, &leftmost))
-	if leftmost < 1 {
-		t.Errorf("the reward card's leftmost painted pixel column is %d: its y labels are cut", leftmost)
+	// A clipped label paints the canvas's first pixel column; a whole one
+	// leaves it empty.
+	for _, tag := range []string{"reward", "latency", "count", "signed", "loss"} {
+		var leftmost int
+		run(t, ctx, chromedp.Evaluate(`(() => {
+			const c = document.querySelector('.scalar-card[data-tag="`+tag+`"] canvas');
+			const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+			for (let x = 0; x < c.width; x++)
+				for (let y = 0; y < c.height; y++) if (d[(y * c.width + x) * 4 + 3] > 40) return x;
+			return -1; })()`, &leftmost))
+		if leftmost < 1 {
+			t.Errorf("the %s card's leftmost painted pixel column is %d: its y labels (%s) are cut", tag, leftmost, ticks(tag))
+		}
 	}
 
 	var note string
