@@ -15,6 +15,7 @@ import (
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 
 	"github.com/tbhub/tbhub/uploader/internal/client"
+	"github.com/tbhub/tbhub/uploader/internal/upload"
 )
 
 func init() {
@@ -88,7 +89,7 @@ func runList(ctx context.Context, env Env, args []string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "%d experiment(s)\n", len(all))
+	fmt.Fprintln(env.Stdout, upload.Plural(int64(len(all)), "experiment", "experiments"))
 	return nil
 }
 
@@ -137,7 +138,7 @@ func runDelete(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "Deleted experiment %s.\n", id)
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d experiment(s) not deleted", failed)
+		return fmt.Errorf("%s not deleted", upload.Plural(int64(failed), "experiment", "experiments"))
 	}
 	return nil
 }

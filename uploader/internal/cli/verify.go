@@ -12,6 +12,7 @@ import (
 	"github.com/tbhub/tbhub/uploader/internal/client"
 	"github.com/tbhub/tbhub/uploader/internal/eventfile"
 	"github.com/tbhub/tbhub/uploader/internal/logdir"
+	"github.com/tbhub/tbhub/uploader/internal/upload"
 	"github.com/tbhub/tbhub/uploader/internal/verify"
 )
 
@@ -93,7 +94,7 @@ func verifyExperiment(ctx context.Context, env Env, out io.Writer, c *connection
 		return err
 	}
 	if res.OverLimit > 0 {
-		fmt.Fprintf(env.Stderr, "%d point(s) or blob(s) of the logdir exceed the server's size limits; an upload skips them, so they were not compared.\n", res.OverLimit)
+		fmt.Fprintf(env.Stderr, "Not compared: %s of the logdir over the server's size limits, which an upload skips.\n", upload.Plural(int64(res.OverLimit), "point or blob", "points or blobs"))
 	}
 	if res.Differences > 0 {
 		if res.Differences > maxShown {

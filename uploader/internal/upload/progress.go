@@ -10,7 +10,14 @@ import (
 )
 
 // Progress counts what an upload did and shows it: a live line on a terminal, plain
-// timestamped lines otherwise. Warnings always get a line of their own.
+// timestamped lines otherwise (a line equal to the last one is not repeated).
+// Warnings always get a line of their own.
+//
+// Once the logdir is scanned, the line gives the bytes of event files read of
+// those listed, the percentage, the reading rate and an ETA, and what an
+// earlier run of the same upload had sent already (skipped on resume). A
+// continuous upload that has sent everything says "up to date, watching" and
+// when data last came, instead of a rate.
 type Progress struct {
 	ExperimentID string
 	Out          io.Writer // where progress and warnings go (stderr); nil: nowhere
@@ -18,14 +25,30 @@ type Progress struct {
 	Quiet        bool      // warnings only
 	Verbose      bool      // also report skipped series
 	Interval     time.Duration
+	// Now is the clock (time.Now if nil; tests set their own).
+	Now func() time.Time
 
 	Records, Scalars, Tensors, BlobSequences, Blobs, BlobBytes, Bytes   atomic.Int64
 	Retries, Skipped, Invalid, TooLarge, Rejected, Unreadable, Warnings atomic.Int64
 
 	runs     atomic.Int64
 	activity atomic.Value
+
+	// Bytes of event files: listed at the last scan (sizeKnown is false
+	// when some size is not known), read up to, and found already sent at
+	// the first scan (resumed); scans counts the scans.
+	listed, reached, resumed, scans atomic.Int64
+	sizeKnown                       atomic.Bool
+
+	rmu      sync.Mutex // guards what follows: the rate and the idle state
+	idle     bool       // everything sent; watching for more
+	busyAt   time.Time  // when the current stretch of reading began
+	busyBase int64      // done at busyAt
+	lastData time.Time  // when new event data was last read; zero: never
+
 	mu       sync.Mutex // serializes output
 	live     bool       // a live line is on screen
+	lastLine string     // the last line printed (not on a terminal)
 	start    time.Time
 	stop     chan struct{}
 	done     chan struct{}
@@ -34,9 +57,64 @@ type Progress struct {
 func (p *Progress) setActivity(s string) { p.activity.Store(s) }
 func (p *Progress) setRuns(n int)        { p.runs.Store(int64(n)) }
 
+func (p *Progress) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+// scanned records a scan of the logdir: total bytes of event files listed
+// (known is false if some file's size is not), of which done were read
+// already (by this process, or by an earlier one: the first scan's done is
+// what resuming skipped).
+func (p *Progress) scanned(total, done int64, known bool) {
+	p.listed.Store(total)
+	p.sizeKnown.Store(known)
+	p.reached.Store(done)
+	if p.scans.Add(1) == 1 {
+		p.resumed.Store(done)
+		p.rmu.Lock()
+		p.busyBase = done
+		p.rmu.Unlock()
+	}
+}
+
+// read counts n more bytes of event files read. New data after being up to
+// date starts a new stretch, whose rate the line shows.
+func (p *Progress) read(n int64) {
+	if n <= 0 {
+		return
+	}
+	d := p.reached.Add(n)
+	now := p.now()
+	p.rmu.Lock()
+	p.lastData = now
+	if p.idle {
+		p.idle = false
+		p.busyAt, p.busyBase = now, d-n
+	}
+	p.rmu.Unlock()
+}
+
+// caughtUp records that everything read was sent: the upload now watches.
+func (p *Progress) caughtUp() {
+	p.rmu.Lock()
+	p.idle = true
+	p.rmu.Unlock()
+}
+
+// begin starts the clock of the first stretch of reading.
+func (p *Progress) begin() {
+	p.start = p.now()
+	p.rmu.Lock()
+	p.busyAt = p.start
+	p.rmu.Unlock()
+}
+
 // Start begins periodic reporting.
 func (p *Progress) Start() {
-	p.start = time.Now()
+	p.begin()
 	if p.Out == nil || p.Quiet {
 		return
 	}
@@ -56,7 +134,7 @@ func (p *Progress) Start() {
 			case <-p.stop:
 				return
 			case <-t.C:
-				p.report()
+				p.report(false)
 			}
 		}
 	}()
@@ -70,7 +148,7 @@ func (p *Progress) Stop() {
 		p.stop = nil
 	}
 	if p.Out != nil && !p.Quiet {
-		p.report()
+		p.report(true)
 		p.mu.Lock()
 		if p.live {
 			fmt.Fprintln(p.Out)
@@ -80,11 +158,11 @@ func (p *Progress) Stop() {
 	}
 }
 
-func (p *Progress) report() {
-	line := p.summary()
-	if a, _ := p.activity.Load().(string); a != "" {
-		line += " · " + a
-	}
+// report shows the line: redrawn on a terminal, else printed with the time
+// unless it says what the last one printed did. The final one has no rate
+// or ETA.
+func (p *Progress) report(final bool) {
+	line := p.line(final)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.TTY {
@@ -92,25 +170,78 @@ func (p *Progress) report() {
 		p.live = true
 		return
 	}
-	fmt.Fprintf(p.Out, "%s %s\n", time.Now().Format(time.RFC3339), line)
+	if line == p.lastLine {
+		return
+	}
+	p.lastLine = line
+	fmt.Fprintf(p.Out, "%s %s\n", p.now().Format(time.RFC3339), line)
 }
 
-// summary is one line of counts and rate.
-func (p *Progress) summary() string {
-	elapsed := time.Since(p.start).Seconds()
-	points := p.Scalars.Load() + p.Tensors.Load()
-	rate := ""
-	if elapsed > 0.5 {
-		rate = fmt.Sprintf(" · %s points/s, %s/s", count(int64(float64(points)/elapsed)), size(int64(float64(p.Bytes.Load())/elapsed)))
+// line is the progress line: where reading stands, what was sent, what
+// went wrong, and what the upload is doing.
+func (p *Progress) line(final bool) string {
+	p.rmu.Lock()
+	idle, busyAt, busyBase, lastData := p.idle, p.busyAt, p.busyBase, p.lastData
+	p.rmu.Unlock()
+	var parts []string
+	total, done, resumed := p.listed.Load(), p.reached.Load(), p.resumed.Load()
+	now := p.now()
+	switch {
+	case idle:
+		if lastData.IsZero() {
+			parts = append(parts, "up to date, watching · no new data since "+clock(p.start, now))
+		} else {
+			parts = append(parts, "up to date, watching · last data "+clock(lastData, now))
+		}
+	case p.scans.Load() == 0:
+		parts = append(parts, "scanning the logdir")
+	default:
+		head := size(done) + " read"
+		if p.sizeKnown.Load() {
+			total = max(total, done) // files grow while read
+			head = fmt.Sprintf("%s of %s", size(done), size(total))
+			if total > 0 {
+				head += fmt.Sprintf(" (%d%%)", done*100/total)
+			}
+		}
+		parts = append(parts, head)
+		if resumed > 0 {
+			parts = append(parts, size(resumed)+" sent before, skipped")
+		}
+		if elapsed := now.Sub(busyAt); !final && elapsed >= time.Second && done > busyBase {
+			rate := float64(done-busyBase) / elapsed.Seconds()
+			parts = append(parts, size(int64(rate))+"/s")
+			if left := total - done; p.sizeKnown.Load() && left > 0 {
+				parts = append(parts, "ETA "+eta(time.Duration(float64(left)/rate*float64(time.Second))))
+			}
+		}
 	}
-	s := fmt.Sprintf("%d runs · %s scalars · %s tensors · %s blobs (%s) · %s sent%s",
-		p.runs.Load(), count(p.Scalars.Load()), count(p.Tensors.Load()), count(p.Blobs.Load()), size(p.BlobBytes.Load()), size(p.Bytes.Load()), rate)
+	parts = append(parts, p.counts())
+	if a, _ := p.activity.Load().(string); !idle && !final && a != "" && a != "reading" && a != "watching the logdir" {
+		parts = append(parts, a)
+	}
+	return strings.Join(parts, " · ")
+}
+
+// summary is what was sent and what went wrong, for messages.
+func (p *Progress) summary() string { return p.counts() }
+
+// counts says what was sent, and the retries and warnings there were.
+func (p *Progress) counts() string {
+	s := Plural(p.runs.Load(), "run", "runs") + " · " + Plural(p.Scalars.Load(), "scalar", "scalars")
+	if n := p.Tensors.Load(); n > 0 {
+		s += " · " + Plural(n, "tensor", "tensors")
+	}
+	if n := p.Blobs.Load(); n > 0 {
+		s += fmt.Sprintf(" · %s (%s)", Plural(n, "blob", "blobs"), size(p.BlobBytes.Load()))
+	}
+	s += " · " + size(p.Bytes.Load()) + " sent"
 	var extra []string
 	if n := p.Retries.Load(); n > 0 {
-		extra = append(extra, fmt.Sprintf("%d retries", n))
+		extra = append(extra, Plural(n, "retry", "retries"))
 	}
 	if n := p.Warnings.Load(); n > 0 {
-		extra = append(extra, fmt.Sprintf("%d warnings", n))
+		extra = append(extra, Plural(n, "warning", "warnings"))
 	}
 	if len(extra) > 0 {
 		s += " · " + strings.Join(extra, ", ")
@@ -131,7 +262,8 @@ func (p *Progress) warn(format string, args ...any) {
 	if p.TTY {
 		fmt.Fprintf(p.Out, "warning: %s\n", msg)
 	} else {
-		fmt.Fprintf(p.Out, "%s warning: %s\n", time.Now().Format(time.RFC3339), msg)
+		fmt.Fprintf(p.Out, "%s warning: %s\n", p.now().Format(time.RFC3339), msg)
+		p.lastLine = "" // the progress line is worth repeating after it
 	}
 }
 
@@ -174,4 +306,32 @@ func size(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// plural is n (as count writes it) and the word for that many.
+func Plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return count(n) + " " + many
+}
+
+// clock is t's time of day, with the date if that is not now's.
+func clock(t, now time.Time) string {
+	if t.Format(time.DateOnly) == now.Format(time.DateOnly) {
+		return t.Format(time.TimeOnly)
+	}
+	return t.Format(time.DateTime)
+}
+
+// eta is a remaining time, to the second under a minute, then to the
+// minute: 45s, 3m20s, 1h05m.
+func eta(d time.Duration) string {
+	switch d = d.Round(time.Second); {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }

@@ -49,6 +49,7 @@ func (u *Uploader) pass(ctx context.Context) error {
 		return err
 	}
 	u.prog.setRuns(len(runs))
+	u.measure(ctx, runs)
 	u.declareRuns(ctx, runs)
 	var ev event.Event
 	var buf []byte
@@ -72,6 +73,39 @@ func (u *Uploader) pass(ctx context.Context) error {
 	return nil
 }
 
+// measure tells the progress how many bytes of event files runs hold and
+// how far into them reading is (a file that cannot be read further counts
+// as read). A file listed without its size (a local scan does not stat
+// regular files) is stat'ed: cheaper than the open that finds it has not
+// grown, which its size now spares (readFile).
+func (u *Uploader) measure(ctx context.Context, runs []logdir.Run) {
+	var total, done int64
+	known := true
+	for _, run := range runs {
+		for i := range run.Files {
+			f := &run.Files[i]
+			if f.Size < 0 {
+				if n, err := u.cfg.Source.Stat(ctx, f.Path); err == nil {
+					f.Size = n
+				}
+			}
+			at := u.ledger.readOffset(fileKey{run.Name, f.Name})
+			switch {
+			case f.Size < 0:
+				known = false
+				done += at.Offset
+			case at.Stopped != "":
+				total += f.Size
+				done += f.Size
+			default:
+				total += f.Size
+				done += min(at.Offset, f.Size)
+			}
+		}
+	}
+	u.prog.scanned(total, done, known)
+}
+
 // readFile reads one file from where the last pass stopped.
 func (u *Uploader) readFile(ctx context.Context, run string, f logdir.File, mr *migrate.Run, ev *event.Event, buf []byte) ([]byte, error) {
 	key := fileKey{run, f.Name}
@@ -91,6 +125,12 @@ func (u *Uploader) readFile(ctx context.Context, run string, f logdir.File, mr *
 	defer rc.Close()
 	defer u.notePosition() // the file's position joins the current segment
 	rd := eventfile.NewReader(rc, start.Offset, eventfile.WithMaxRecordSize(u.cfg.MaxRecordSize), eventfile.WithBuffer(buf))
+	pos := start.Offset
+	advance := func(next int64) { // past a record, read or skipped
+		u.prog.read(next - pos)
+		pos = next
+		u.advance(key, next)
+	}
 	emit := func(s *migrate.Series, p *migrate.Point) { u.point(run, s, p) }
 	for {
 		if ctx.Err() != nil {
@@ -109,7 +149,7 @@ func (u *Uploader) readFile(ctx context.Context, run string, f logdir.File, mr *
 			return rd.Buffer(), nil
 		case errors.Is(err, eventfile.ErrBadDataCRC), errors.Is(err, eventfile.ErrTooLarge):
 			u.prog.warn("%s/%s: skipped the record at byte %d: %v", run, f.Name, rec.Offset, err)
-			u.advance(key, rec.Next)
+			advance(rec.Next)
 			continue
 		case errors.Is(err, eventfile.ErrBadLengthCRC):
 			u.stop(key, rec.Offset, fmt.Sprintf("corrupt record length at byte %d; the rest of the file cannot be read", rec.Offset))
@@ -124,7 +164,7 @@ func (u *Uploader) readFile(ctx context.Context, run string, f logdir.File, mr *
 		}
 		u.prog.Records.Add(1)
 		mr.Add(ev, emit)
-		u.advance(key, rec.Next)
+		advance(rec.Next)
 	}
 }
 

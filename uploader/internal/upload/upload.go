@@ -154,6 +154,7 @@ func (u *Uploader) Run(ctx context.Context) error {
 		if err != nil || u.send.err() != nil || u.cfg.OneShot || ctx.Err() != nil {
 			break
 		}
+		u.prog.caughtUp()
 		u.prog.setActivity("watching the logdir")
 		select {
 		case <-ctx.Done():
@@ -170,17 +171,22 @@ func (u *Uploader) Run(ctx context.Context) error {
 		return err
 	}
 	if n := u.prog.Unreadable.Load(); n > 0 && u.cfg.OneShot {
-		return fmt.Errorf("%w: %d event file(s) could not be read (see the warnings above); everything else was sent", ErrNotSent, n)
+		return fmt.Errorf("%w: %s could not be read (see the warnings above); everything else was sent", ErrNotSent, Plural(n, "event file", "event files"))
 	}
 	if n := u.prog.Rejected.Load(); n > 0 {
-		return fmt.Errorf("%w: the server rejected %d point(s) or request(s), listed in the warnings above; everything else was stored", ErrNotSent, n)
+		return fmt.Errorf("%w: the server rejected %s, listed in the warnings above; everything else was stored", ErrNotSent, Plural(n, "point or request", "points or requests"))
 	}
 	return nil
 }
 
 // unsent describes what the state does not yet cover.
 func (u *Uploader) unsent() string {
-	return fmt.Sprintf("%d request(s) were not acknowledged; %s", u.pendingRequests(), u.prog.summary())
+	n := u.pendingRequests()
+	verb := "were"
+	if n == 1 {
+		verb = "was"
+	}
+	return fmt.Sprintf("%s %s not acknowledged; %s", Plural(int64(n), "request", "requests"), verb, u.prog.summary())
 }
 
 // pendingRequests counts submitted requests not yet acknowledged.
