@@ -3,16 +3,22 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+
+	"github.com/tbhub/tbhub/uploader/internal/client"
+	"github.com/tbhub/tbhub/uploader/internal/state"
 )
 
 // handshakeAt serves the upload handshake naming endpoint as the gRPC API.
@@ -76,5 +82,29 @@ func TestUnreachableServerMessage(t *testing.T) {
 				t.Errorf("trace id printed: %v, want %v; err %v; stderr:\n%s", got, tc.trace, err, errOut.String())
 			}
 		})
+	}
+}
+
+// Choosing the experiment, each retry of a server that does not answer is
+// told on stderr (tbup was silent for a minute), and the failure names the
+// address.
+func TestChooseExperimentSaysRetries(t *testing.T) {
+	addr := closedAddr(t)
+	conn, err := client.Dial("dns:///"+addr, false, "T")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var errOut bytes.Buffer
+	env := Env{Stdout: io.Discard, Stderr: &errOut, Getenv: func(string) string { return "" }}
+	r := sayRetries(env, client.Retry{Attempts: 3, Base: time.Millisecond, Max: time.Millisecond})
+	_, err = chooseExperiment(context.Background(), env, servicepb.NewTensorBoardWriterServiceClient(conn), experimentsv1.NewExperimentServiceClient(conn),
+		state.New("http://x", "/logdir"), "", "", "", r)
+	want := "cannot reach the server at " + addr
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("chooseExperiment: %v; want it to say %q", err, want)
+	}
+	if n := strings.Count(errOut.String(), want); n != 2 || strings.Count(errOut.String(), "trying again in") != 2 {
+		t.Errorf("stderr tells %d retries, want 2:\n%s", n, errOut.String())
 	}
 }

@@ -220,7 +220,7 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	retry := client.DefaultRetry
-	eid, err := chooseExperiment(ctx, env, writer, experiments, st, *experimentID, *name, *description, retry)
+	eid, err := chooseExperiment(ctx, env, writer, experiments, st, *experimentID, *name, *description, sayRetries(env, retry))
 	if err != nil {
 		return err
 	}
@@ -318,6 +318,16 @@ func chooseExperiment(ctx context.Context, env Env, writer servicepb.TensorBoard
 	}
 	st.Reset(resp.GetExperimentId())
 	return resp.GetExperimentId(), nil
+}
+
+// sayRetries is r telling each retry on stderr: before the upload's
+// progress line starts, a server that does not answer would otherwise
+// leave tbup silent for the minute its retries last.
+func sayRetries(env Env, r client.Retry) client.Retry {
+	r.OnRetry = func(err error, wait time.Duration) {
+		fmt.Fprintf(env.Stderr, "tbup: %s; trying again in %v\n", client.Describe(err), wait.Round(100*time.Millisecond))
+	}
+	return r
 }
 
 func updateMetadata(ctx context.Context, writer servicepb.TensorBoardWriterServiceClient, eid, name, description string) error {
