@@ -39,7 +39,7 @@ const StaticPrefix = "/static/"
 
 // Routes are the mux patterns Mount registers. None overlaps
 // /experiment/{eid}/data/ (the HTTP API) or /api/.
-var Routes = []string{"GET /{$}", "GET /signin", "GET /experiment/{eid}/{$}", "GET /experiment/{eid}", "GET " + StaticPrefix}
+var Routes = []string{"GET /{$}", "GET /signin", "GET /gallery", "GET /experiment/{eid}/{$}", "GET /experiment/{eid}", "GET " + StaticPrefix}
 
 // Handler serves the app. Create it with New.
 type Handler struct {
@@ -124,6 +124,7 @@ func (h *Handler) Mount(mux *http.ServeMux) {
 	page := http.HandlerFunc(h.servePage)
 	mux.Handle("GET /{$}", page)
 	mux.Handle("GET /signin", page)
+	mux.Handle("GET /gallery", page)
 	mux.Handle("GET /experiment/{eid}/{$}", page)
 	mux.HandleFunc("GET /experiment/{eid}", func(w http.ResponseWriter, r *http.Request) {
 		u := "/experiment/" + r.PathValue("eid") + "/"

@@ -45,7 +45,7 @@ func TestPagesServeIndexUncached(t *testing.T) {
 		"dist/placeholder.html":       {Data: []byte("placeholder")},
 		"dist/assets/index-abc123.js": {Data: []byte(strings.Repeat("console.log(1);", 100))},
 	})
-	for _, path := range []string{"/", "/signin", "/experiment/e1/", "/experiment/e1/?tab=images&smoothing=0.9"} {
+	for _, path := range []string{"/", "/signin", "/gallery", "/gallery?q=mnist", "/experiment/e1/", "/experiment/e1/?tab=images&smoothing=0.9"} {
 		rec := get(mux, path)
 		if rec.Code != http.StatusOK || rec.Body.String() != builtIndex {
 			t.Errorf("GET %s: %d %q, want the index", path, rec.Code, rec.Body.String())

@@ -283,7 +283,10 @@ export interface Experiment {
   experimentId: string;
   name?: string;
   description?: string;
+  /** The description (markdown) rendered and sanitized by the server. */
+  descriptionHtml?: string;
   ownerUserId?: string;
+  ownerName?: string;
   ownerEmail?: string;
   visibility?: string;
   createTime?: string;

@@ -1,4 +1,4 @@
-// tbhub's web UI: a router over three pages, all served as the same
+// tbhub's web UI: a router over four pages, all served as the same
 // index.html by frontend-api's webui package.
 
 import "./style.css";
@@ -6,6 +6,7 @@ import { getSession, signOut } from "./api";
 import { h, setChildren } from "./dom";
 import { renderExperiment } from "./pages/experiment";
 import { renderExperiments } from "./pages/experiments";
+import { renderGallery } from "./pages/gallery";
 import { renderSignIn } from "./pages/signin";
 
 /** The top bar; who is signed in is filled in when the session is known. */
@@ -33,7 +34,7 @@ function header(): HTMLElement {
       ),
     )
     .catch(() => {});
-  return h("header.top", null, h("a.brand", { href: "/" }, "tbhub"), h("a", { href: "/" }, "My experiments"), h("span.spacer"), account);
+  return h("header.top", null, h("a.brand", { href: "/" }, "tbhub"), h("a", { href: "/" }, "My experiments"), h("a.gallery-link", { href: "/gallery" }, "Public gallery"), h("span.spacer"), account);
 }
 
 let stopPage: () => void = () => {};
@@ -56,7 +57,8 @@ async function route() {
         history.replaceState(null, "", next && next.startsWith("/") && !next.startsWith("//") ? next : "/");
         route();
       });
-    } else if (path === "/") await renderExperiments(page, route);
+    } else if (path === "/gallery") renderGallery(page);
+    else if (path === "/") await renderExperiments(page, route);
     else setChildren(page, h("div.not-found", null, h("h1", null, "Page not found"), h("p", null, h("a", { href: "/" }, "My experiments"))));
   } catch (e) {
     setChildren(page, h("div.error", { role: "alert" }, `Something went wrong: ${(e as Error).message}`));

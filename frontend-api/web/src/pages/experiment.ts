@@ -5,6 +5,7 @@ import { ApiError, ExperimentAPI, getJSON, getSession, refresh, send, type Exper
 import { ACTIVE_MS, ago, follow, type Freshness } from "../live";
 import { assignColors, naturalCompare } from "../colors";
 import { compileFilter, debounce, h, setChildren } from "../dom";
+import { descriptionElement } from "../description";
 import { Store, type ViewState } from "../state";
 import type { Dashboard, DashboardContext, DashboardFactory, Run } from "../dashboards/dashboard";
 import { scalarsDashboard } from "../dashboards/scalars";
@@ -88,7 +89,7 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
       "div.exp-head",
       null,
       h("h1", null, meta.name || eid),
-      meta.description ? h("p.desc", null, meta.description) : null,
+      descriptionElement(meta),
       h("span.badge", null, (meta.visibility ?? "").replace("VISIBILITY_", "").toLowerCase()),
       ownerControls(meta),
       copyLinkButton(eid),

@@ -7,7 +7,9 @@
 
 import { ApiError, getFresh, getJSON, getSession, send, signOut, type ApiToken, type Experiment, type ExperimentList, type Grant } from "../api";
 import { h, setChildren } from "../dom";
+import { renderGallery } from "./gallery";
 import { renderSignIn } from "./signin";
+import { descriptionElement } from "../description";
 
 function count(e: Experiment, key: string): string {
   const v = e.counts?.[key];
@@ -64,7 +66,7 @@ export function shareDialog(e: Experiment) {
       return;
     }
     if (!grants.length) {
-      setChildren(list, h("li.hint", null, whoCanRead(e.visibility)));
+      setChildren(list, h("li.hint", null, "Not shared with anyone yet."));
       return;
     }
     setChildren(
@@ -102,6 +104,7 @@ export function shareDialog(e: Experiment) {
   openDialog(`Share ${e.name || e.experimentId}`, "share-dialog", (close, error) => {
     report = error;
     return [
+      h("p.visibility-note", null, whoCanRead(e.visibility)),
       h("p.hint", null, "People you share a private experiment with can read it, not change it. A user name is the one given to `tbhub token create --user`, or the email someone signs in with."),
       list,
       h(
@@ -134,7 +137,13 @@ export async function renderExperiments(el: HTMLElement, reroute: () => void) {
   setChildren(el, h("p.notice", null, "Loading…"));
   const session = await getSession();
   if (!session.signedIn) {
-    renderSignIn(el, reroute, "Sign in to see your experiments.");
+    // The landing page of a signed-out visitor: the public gallery, and
+    // signing in beside it.
+    const gallery = h("div.landing-gallery");
+    const signIn = h("aside.landing-signin");
+    setChildren(el, h("div.landing", null, gallery, signIn));
+    renderGallery(gallery);
+    renderSignIn(signIn, reroute, "Sign in to upload and to see your own experiments.", false);
     return;
   }
   const [owned, shared] = await Promise.all([
@@ -222,7 +231,7 @@ export async function renderExperiments(el: HTMLElement, reroute: () => void) {
             "tr",
             { "data-eid": e.experimentId },
             h("td.name", null, h("a", { href: `/experiment/${encodeURIComponent(e.experimentId)}/` }, e.name || e.experimentId)),
-            h("td.desc", null, e.description ?? ""),
+            h("td.desc", null, descriptionElement(e, "div.desc-body")),
             // data-label names a cell where a phone shows rows as cards.
             h("td.num", { "data-label": "runs" }, count(e, "numRuns")),
             h("td.num", { "data-label": "tags" }, count(e, "numTags")),
@@ -257,15 +266,15 @@ export async function renderExperiments(el: HTMLElement, reroute: () => void) {
   renderTokens(tokens, reroute);
 }
 
-/** Who may read an experiment of this visibility besides those it is shared with. */
-function whoCanRead(v?: string): string {
+/** Who may read an experiment of this visibility besides those it is shared with, and where it is listed. */
+function whoCanRead(v?: string): (string | HTMLElement)[] {
   switch (v) {
     case "VISIBILITY_PUBLIC":
-      return "Public: anyone can read it, signed in or not.";
+      return ["Public: anyone can read it, signed in or not, and it is listed in the ", h("a", { href: "/gallery" }, "public gallery"), "."];
     case "VISIBILITY_UNLISTED":
-      return "Unlisted: anyone with the link can read it; it is not listed anywhere.";
+      return ["Unlisted: anyone with the link can read it; it is not listed anywhere."];
   }
-  return "Private: only you can see it.";
+  return ["Private: only you and the people you share it with can read it; it is listed only in your own experiments."];
 }
 
 /**

@@ -23,8 +23,12 @@ function issuerName(issuer: string): string {
   }
 }
 
-/** Renders the sign-in page; after a token sign-in, calls done (which re-routes the page). */
-export function renderSignIn(el: HTMLElement, done: () => void, message?: string) {
+/**
+ * Renders the sign-in form into el; after a token sign-in, calls done
+ * (which re-routes the page). focus puts the cursor in the token field
+ * (not on the landing page, where the gallery comes first).
+ */
+export function renderSignIn(el: HTMLElement, done: () => void, message?: string, focus = true) {
   const input = h("input", { type: "password", name: "token", placeholder: "tbh_…", autocomplete: "current-password", required: true, "aria-label": "API token", size: 40 });
   const error = h("p.error", { role: "alert" });
   if (location.pathname === "/signin") error.textContent = new URLSearchParams(location.search).get("error") ?? "";
@@ -51,9 +55,10 @@ export function renderSignIn(el: HTMLElement, done: () => void, message?: string
     h("label", null, "API token ", input),
     h("button", { type: "submit" }, "Sign in with token"),
     error,
+    h("p.gallery-hint", null, "No account? ", h("a.gallery-link", { href: "/gallery" }, "Browse the public experiments"), "."),
   );
   setChildren(el, form);
-  input.focus();
+  if (focus) input.focus();
   getSession()
     .then((s) => {
       if (!s.oidcIssuer) return;
