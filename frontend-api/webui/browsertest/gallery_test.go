@@ -40,7 +40,9 @@ func galleryExperiment(t *testing.T, name, description, visibility string) strin
 }
 
 // galleryItem is the gallery's entry of an experiment.
-func galleryItem(eid string) string { return fmt.Sprintf(`section.gallery li.gallery-item[data-eid=%q]`, eid) }
+func galleryItem(eid string) string {
+	return fmt.Sprintf(`section.gallery li.gallery-item[data-eid=%q]`, eid)
+}
 
 // A signed-out visitor opens the site and sees the public gallery (with
 // signing in beside it): the public experiments, never an unlisted or
@@ -135,7 +137,9 @@ func TestPublicGallerySignedOut(t *testing.T) {
 	// is the one shown.
 	run(t, ctx,
 		chromedp.Click(`header.top a.gallery-link`, chromedp.ByQuery),
-		waitFor(`location.pathname === "/gallery" && document.querySelector("section.gallery") !== null`),
+		waitFor(`location.pathname === "/gallery" && document.querySelector("section.gallery") !== null && document.readyState === "complete"`),
+	)
+	run(t, ctx,
 		navigate(env.origin+"/gallery?q="+word+"%20beta"),
 		waitFor(fmt.Sprintf(`document.querySelectorAll("li.gallery-item").length === 1 && document.querySelector(%q) !== null`, galleryItem(other))),
 		waitFor(fmt.Sprintf(`document.querySelector("input.gallery-search").value === %q`, word+" beta")),
