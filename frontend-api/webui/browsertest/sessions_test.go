@@ -98,6 +98,6 @@ func TestCopyLink(t *testing.T) {
 		waitFor(`document.querySelector(".exp-head button.share") !== null`),
 		chromedp.Click(`.exp-head button.share`, chromedp.ByQuery),
 		waitFor(`document.querySelector("dialog.share-dialog button.copy-link") !== null`),
-		waitFor(`document.querySelector("dialog.share-dialog .grants").textContent.includes("Public: anyone can read it")`),
+		waitFor(`document.querySelector("dialog.share-dialog .visibility-note").textContent.includes("Public: anyone can read it")`),
 	)
 }
