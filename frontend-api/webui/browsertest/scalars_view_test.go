@@ -212,16 +212,38 @@ func TestScalarsAxesAndGrid(t *testing.T) {
 		}
 	}
 
+	// signed is sin(step/3 + run): runs 0 to 2 are all below zero at steps
+	// 10 to 12 only. On a log y axis nothing is drawn between those steps
+	// (a line joining steps 9 and 13 across them would be).
 	var note string
+	var coloured int
 	run(t, ctx,
-		navigate(experimentURL(eid, url.Values{"runFilter": {"^run0[0-2]$"}, "logy": {"1"}, "tagFilter": {"^signed$"}})),
+		navigate(experimentURL(eid, url.Values{"runFilter": {"^run0[0-2]$"}, "logy": {"1"}, "tagFilter": {"^signed$"}, "smoothing": {"0"}})),
 		waitFor(paintedCanvases(".scalar-card canvas", 200)+" === 1"),
 		waitFor(`document.querySelector('.scalar-card[data-tag="signed"] .log-gaps') !== null`),
 		chromedp.Evaluate(`document.querySelector('.scalar-card[data-tag="signed"] .log-gaps').textContent`, &note),
+		chromedp.Evaluate(`(() => {
+			const card = document.querySelector('.scalar-card[data-tag="signed"]');
+			const chart = card.querySelector(".chart"), c = card.querySelector("canvas");
+			const over = card.querySelector(".u-over").getBoundingClientRect(), cr = c.getBoundingClientRect();
+			const k = c.width / cr.width, lo = Number(chart.dataset.xmin), hi = Number(chart.dataset.xmax);
+			const px = (step) => Math.round((over.left - cr.left + (step - lo) / (hi - lo) * over.width) * k);
+			const top = Math.round((over.top - cr.top) * k), h = Math.round(over.height * k);
+			const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+			let n = 0;
+			for (let x = px(10.2); x <= px(11.8); x++)
+				for (let y = top; y < top + h; y++) {
+					const i = (y * c.width + x) * 4;
+					if (d[i + 3] > 100 && Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 60) n++;
+				}
+			return n; })()`, &coloured),
 	)
 	screenshot(t, ctx, "scalars-logy-gaps")
 	if !strings.Contains(note, "≤ 0 not drawn") {
 		t.Errorf("log y note = %q", note)
+	}
+	if coloured > 0 {
+		t.Errorf("log y: %d coloured pixels between steps 10 and 12, where every run is below zero; want a gap", coloured)
 	}
 }
 
