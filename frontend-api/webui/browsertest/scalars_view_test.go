@@ -344,3 +344,20 @@ func TestMediaSlidersInURL(t *testing.T) {
 		t.Errorf("PR curve after reload: step slider %s (%q); want 2 (%q)", step, stepAgain, stepLabel)
 	}
 }
+
+// A custom scalars chart plotting two tags of one run draws them in two
+// colours, named in a legend.
+func TestCustomScalarsLegend(t *testing.T) {
+	ctx := tab(t, true)
+	card := `.custom-card[data-title="all losses"]`
+	var legend []struct{ Label, Color string }
+	run(t, ctx,
+		navigate(experimentURL(env.eid, url.Values{"tab": {"custom_scalars"}, "runFilter": {"^generated/custom_scalars$"}})),
+		waitFor(paintedCanvases(card+" canvas", 200)+" === 1"),
+		chromedp.Evaluate(`[...document.querySelectorAll('`+card+` .legend-item')].map(e => ({Label: e.textContent, Color: e.querySelector(".swatch").style.background}))`, &legend),
+	)
+	screenshot(t, ctx, "custom-scalars-legend")
+	if len(legend) != 2 || legend[0].Label != "generated/custom_scalars: loss/a" || legend[1].Label != "generated/custom_scalars: loss/b" || legend[0].Color == legend[1].Color {
+		t.Errorf("legend of %s = %+v; want loss/a and loss/b of generated/custom_scalars in two colours", card, legend)
+	}
+}
