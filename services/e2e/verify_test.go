@@ -128,7 +128,7 @@ func TestVerifyFindsDifferences(t *testing.T) {
 		"train/sample: step 1: blob 2: cannot be read",
 		"train/loss: step 5 is missing on the server",
 		"run eval: missing on the server",
-		"5 difference(s) over 2 runs",
+		"5 differences over 2 runs",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("verify output lacks %q:\n%s", want, out)

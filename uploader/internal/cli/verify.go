@@ -100,8 +100,14 @@ func verifyExperiment(ctx context.Context, env Env, out io.Writer, c *connection
 		if res.Differences > maxShown {
 			fmt.Fprintf(out, "... and %d more\n", res.Differences-maxShown)
 		}
-		return fmt.Errorf("%w: %d difference(s) over %d runs, %d series, %d points and %d blobs compared", ErrDifferent, res.Differences, res.Runs, res.Series, res.Points, res.Blobs)
+		return fmt.Errorf("%w: %s over %s compared", ErrDifferent, upload.Plural(int64(res.Differences), "difference", "differences"), compared(res))
 	}
-	fmt.Fprintf(out, "Identical: %d runs, %d series, %d points and %d blobs of %s are on the server as in the logdir.\n", res.Runs, res.Series, res.Points, res.Blobs, src)
+	fmt.Fprintf(out, "Identical: %s of %s are on the server as in the logdir.\n", compared(res), src)
 	return nil
+}
+
+// compared says how much verify compared: "2 runs, 1 series, 40 points and 1 blob".
+func compared(res *verify.Result) string {
+	return fmt.Sprintf("%s, %s, %s and %s", upload.Plural(int64(res.Runs), "run", "runs"), upload.Plural(int64(res.Series), "series", "series"),
+		upload.Plural(int64(res.Points), "point", "points"), upload.Plural(int64(res.Blobs), "blob", "blobs"))
 }
