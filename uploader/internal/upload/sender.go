@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,14 +73,28 @@ func (s *sender) wait(ctx context.Context) {
 	}
 }
 
-// call runs one RPC under the retry policy, reporting retries as progress.
+// call runs one RPC under the retry policy, reporting retries as progress:
+// the activity says what is awaited while it is, then what it said before.
 func (s *sender) call(ctx context.Context, fn func(ctx context.Context) error) error {
 	r := s.retry
+	var before, said any
 	r.OnRetry = func(err error, wait time.Duration) {
 		s.prog.Retries.Add(1)
-		s.prog.setActivity(fmt.Sprintf("waiting for the server (%s), retrying in %v", status.Code(err), wait.Round(100*time.Millisecond)))
+		why := fmt.Sprintf("waiting for the server (%s)", status.Code(err))
+		if m := status.Convert(err).Message(); strings.HasPrefix(m, client.ErrUnreachable.Error()) {
+			why, _, _ = strings.Cut(m, " (") // cannot reach the server at ADDR
+		}
+		if said == nil {
+			before = s.prog.activity.Load()
+		}
+		said = fmt.Sprintf("%s, retrying in %v", why, wait.Round(100*time.Millisecond))
+		s.prog.activity.Store(said)
 	}
-	return r.Do(ctx, fn)
+	err := r.Do(ctx, fn)
+	if said != nil && before != nil {
+		s.prog.activity.CompareAndSwap(said, before)
+	}
+	return err
 }
 
 // rejected reports points the server refused for good (it stores the rest of the

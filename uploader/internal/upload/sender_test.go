@@ -3,6 +3,7 @@ package upload
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,5 +106,40 @@ func TestPacerSpacesRequests(t *testing.T) {
 	}
 	if d := last.Sub(first); d < 3*p.interval {
 		t.Errorf("4 paced requests within %v, want at least %v", d, 3*p.interval)
+	}
+}
+
+// While a call waits for a server it cannot reach, the progress says so with
+// the address; once the call goes through, it says what it said before.
+func TestSenderSaysWhatItWaitsFor(t *testing.T) {
+	srv, client := newFakeServer(t)
+	prog := &Progress{}
+	prog.setActivity("sending")
+	var calls atomic.Int64
+	var during atomic.Value
+	srv.fault = func(c call) error {
+		if calls.Add(1) == 1 {
+			return status.Error(codes.Unavailable, `cannot reach the server at 10.0.0.1:443 (connection error: desc = "refused")`)
+		}
+		during.Store(prog.activity.Load())
+		return nil
+	}
+	s := newSender(context.Background(), 1, testRetry, prog)
+	done := make(chan error, 1)
+	s.start(func(ctx context.Context) error {
+		return s.call(ctx, func(ctx context.Context) error {
+			_, err := client.WriteScalar(ctx, &servicepb.WriteScalarRequest{})
+			return err
+		})
+	}, func(err error) { done <- err })
+	s.wait(context.Background())
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := during.Load().(string); !strings.HasPrefix(d, "cannot reach the server at 10.0.0.1:443, retrying in ") {
+		t.Errorf("activity while retrying: %q", d)
+	}
+	if a := prog.activity.Load(); a != "sending" {
+		t.Errorf("activity after: %q, want %q", a, "sending")
 	}
 }
