@@ -47,26 +47,22 @@ func TestStalledBlobStreamsAreBounded(t *testing.T) {
 		c.Limits.MaxBlobStreamsPerConn = maxStreams
 	})
 	ctx, eid := adaExperiment(t, h, st, "streams")
-	seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
-		ExperimentId: eid, Run: "r", Tag: "images", Step: 1, WallTime: timestamppb.Now(), FinalSequenceLength: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
+	seqID := imageSequence(t, h, ctx, eid, 100)
 	streamCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for i := range int64(maxStreams) {
-		if _, err := openStalledStream(streamCtx, t, h, seq.GetBlobSequenceId(), i); err != nil {
+		if _, err := openStalledStream(streamCtx, t, h, seqID, i); err != nil {
 			t.Fatalf("stream %d within the limit: %v", i, err)
 		}
 	}
-	_, err = openStalledStream(streamCtx, t, h, seq.GetBlobSequenceId(), maxStreams)
+	_, err := openStalledStream(streamCtx, t, h, seqID, maxStreams)
 	if status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("stream %d beyond the limit of %d: %v, want RESOURCE_EXHAUSTED", maxStreams, maxStreams, err)
 	}
 	cancel()
 	// The slots come back when the streams end.
 	for attempt := 0; ; attempt++ {
-		s, err := openStalledStream(ctx, t, h, seq.GetBlobSequenceId(), 50)
+		s, err := openStalledStream(ctx, t, h, seqID, 50)
 		if err == nil {
 			s.CloseSend()
 			break
@@ -85,15 +81,11 @@ func TestIdleBlobStreamIsClosed(t *testing.T) {
 		c.Limits.BlobStreamIdleTimeout = 50 * time.Millisecond
 	})
 	ctx, eid := adaExperiment(t, h, st, "idle")
-	seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
-		ExperimentId: eid, Run: "r", Tag: "images", Step: 1, WallTime: timestamppb.Now(), FinalSequenceLength: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	seqID := imageSequence(t, h, ctx, eid, 1)
 	// The test's own bound: far longer than the idle timeout.
 	bounded, cancel := context.WithTimeout(ctx, safetyTimeout)
 	defer cancel()
-	s, err := openStalledStream(bounded, t, h, seq.GetBlobSequenceId(), 0)
+	s, err := openStalledStream(bounded, t, h, seqID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +93,7 @@ func TestIdleBlobStreamIsClosed(t *testing.T) {
 	if status.Code(err) != codes.DeadlineExceeded || bounded.Err() != nil {
 		t.Fatalf("stalled stream: %v (test bound: %v), want the server's DEADLINE_EXCEEDED", err, bounded.Err())
 	}
-	md, err := h.writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: seq.GetBlobSequenceId()})
+	md, err := h.writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: seqID})
 	if err != nil {
 		t.Fatal(err)
 	}

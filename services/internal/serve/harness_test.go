@@ -43,7 +43,13 @@ type harness struct {
 // embedded opens a fresh SQLite store and blob folder.
 func embedded(t testing.TB) (store.Store, blob.Store) {
 	t.Helper()
-	dir := t.TempDir()
+	return embeddedIn(t, t.TempDir())
+}
+
+// embeddedIn opens a fresh SQLite store in dir and a blob folder in
+// dir/blobs.
+func embeddedIn(t testing.TB, dir string) (store.Store, blob.Store) {
+	t.Helper()
 	st, err := sqlitestore.Open(context.Background(), filepath.Join(dir, sqlitestore.DefaultFile), sqlitestore.Options{})
 	if err != nil {
 		t.Fatal(err)

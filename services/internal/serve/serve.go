@@ -55,9 +55,16 @@ type Config struct {
 	HTTP           lifecycle.HTTPLimits
 	AllowedPlugins []string
 	EnableTestRPCs bool
-	// SweepInterval is how often deleted experiments are purged; one
-	// minute if zero, never if negative.
+	// SweepInterval is how often deleted experiments are purged and
+	// abandoned blobs removed; one minute if zero, never if negative.
 	SweepInterval time.Duration
+	// AbandonedBlobAge is how long an unfinished blob's row must have gone
+	// unwritten before the sweep removes the blob (an upload whose client
+	// is gone); DefaultAbandonedBlobAge if zero, never if negative. At
+	// least MinAbandonedBlobAge: a stream that resumes a blob rewrites its
+	// row when it starts, so a row older than the longest stream is no
+	// live stream's.
+	AbandonedBlobAge time.Duration
 	// ShutdownTimeout bounds the graceful stop;
 	// lifecycle.DefaultDrainTimeout if zero.
 	ShutdownTimeout time.Duration
@@ -68,6 +75,17 @@ type Config struct {
 	// Telemetry traces every RPC and HTTP request; telemetry.Off() if nil.
 	Telemetry *telemetry.Telemetry
 }
+
+// DefaultAbandonedBlobAge is Config.AbandonedBlobAge's default: a day, far
+// beyond a stream's idle (1 min) and total (15 min) timeouts, and time
+// enough for an uploader that lost its connection to come back and
+// resume.
+const DefaultAbandonedBlobAge = 24 * time.Hour
+
+// MinAbandonedBlobAge is the smallest AbandonedBlobAge for limits l: twice
+// the longest a WriteBlob stream may last, which leaves the stream's last
+// write and clocks that disagree a margin.
+func MinAbandonedBlobAge(l limits.Limits) time.Duration { return 2 * l.BlobStreamTimeout }
 
 // Server is the assembled process. Create it with New, add handlers and
 // services, then call Serve.
@@ -95,6 +113,9 @@ func New(st store.Store, blobs blob.Store, cfg Config) (*Server, error) {
 	}
 	if cfg.SweepInterval == 0 {
 		cfg.SweepInterval = time.Minute
+	}
+	if cfg.AbandonedBlobAge == 0 {
+		cfg.AbandonedBlobAge = DefaultAbandonedBlobAge
 	}
 	if cfg.Telemetry == nil {
 		cfg.Telemetry = telemetry.Off()
@@ -140,6 +161,9 @@ func (s *Server) build(grpcAddr string) error {
 	lim := s.cfg.Limits
 	if lim == (limits.Limits{}) {
 		lim = limits.Default()
+	}
+	if age := s.cfg.AbandonedBlobAge; age > 0 && age < MinAbandonedBlobAge(lim) {
+		return fmt.Errorf("serve: the abandoned blob age %v is shorter than %v, twice the blob stream timeout: a live upload could be removed", age, MinAbandonedBlobAge(lim))
 	}
 	if s.cfg.HTTP != (lifecycle.HTTPLimits{}) {
 		if err := s.life.LimitHTTP(s.cfg.HTTP); err != nil {
@@ -248,7 +272,8 @@ func (s *Server) Serve(ctx context.Context) error {
 	return s.life.Run(ctx)
 }
 
-// sweepLoop purges deleted experiments in the background.
+// sweepLoop purges deleted experiments and removes abandoned blobs in the
+// background.
 func (s *Server) sweepLoop(ctx context.Context) {
 	t := time.NewTicker(s.cfg.SweepInterval)
 	defer t.Stop()
@@ -259,10 +284,20 @@ func (s *Server) sweepLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		n, err := s.writer.Purge(ctx, 10)
-		if err != nil && ctx.Err() == nil {
-			s.logger.WarnContext(ctx, "sweep failed", "error", err.Error())
-		} else if n > 0 {
-			s.logger.InfoContext(ctx, "swept deleted experiments", "count", n)
+		s.logSweep(ctx, "swept deleted experiments", n, err)
+		if s.cfg.AbandonedBlobAge > 0 {
+			// The store's write times are the real clock's (Spanner's commit
+			// timestamps), not Config.Now.
+			n, err = s.writer.SweepAbandonedBlobs(ctx, time.Now().Add(-s.cfg.AbandonedBlobAge), 100)
+			s.logSweep(ctx, "removed abandoned unfinished blobs", n, err)
 		}
+	}
+}
+
+func (s *Server) logSweep(ctx context.Context, what string, n int, err error) {
+	if err != nil && ctx.Err() == nil {
+		s.logger.WarnContext(ctx, "sweep failed", "sweep", what, "error", err.Error())
+	} else if n > 0 {
+		s.logger.InfoContext(ctx, what, "count", n)
 	}
 }

@@ -41,28 +41,49 @@ func Sweep(ctx context.Context, s Sweeper, deleteObject func(ctx context.Context
 // worst an object no row names, which the experiment's purge removes with
 // its key prefix.
 //
-// The caller picks a time far enough back that no stream still writing
-// can have written its row before it: a stream that resumes a blob
-// rewrites its row when it starts (package writer), and a stream lasts at
-// most the blob stream timeout.
-func SweepAbandonedBlobs(ctx context.Context, s Sweeper, deleteObject func(ctx context.Context, key string) error, before time.Time, limit int) (int, error) {
+// claim, if not nil, is asked first for each blob and may refuse it (a
+// stream of this process is writing it; the blob is skipped); a claim
+// granted is released once the object is deleted, so that no stream of
+// this process starts on the blob in between.
+//
+// The caller picks a time far enough back that no stream of another
+// process can still be writing a blob whose row was written before it: a
+// stream that resumes a blob rewrites its row when it starts (package
+// writer), and a stream lasts at most the blob stream timeout.
+func SweepAbandonedBlobs(ctx context.Context, s Sweeper, deleteObject func(ctx context.Context, key string) error,
+	claim func(AbandonedBlob) (release func(), ok bool), before time.Time, limit int) (int, error) {
 	blobs, err := s.ListAbandonedBlobs(ctx, before, limit)
 	if err != nil {
 		return 0, fmt.Errorf("store.SweepAbandonedBlobs: %w", err)
 	}
 	n := 0
 	for _, b := range blobs {
-		deleted, err := s.DeleteAbandonedBlob(ctx, b.Experiment, b.Ref, before)
+		removed, err := removeAbandonedBlob(ctx, s, deleteObject, claim, b, before)
 		if err != nil {
-			return n, fmt.Errorf("store.SweepAbandonedBlobs: row of %s: %w", b.ObjectKey, err)
+			return n, fmt.Errorf("store.SweepAbandonedBlobs: %w", err)
 		}
-		if !deleted {
-			continue
+		if removed {
+			n++
 		}
-		if err := deleteObject(ctx, b.ObjectKey); err != nil {
-			return n, fmt.Errorf("store.SweepAbandonedBlobs: object %s: %w", b.ObjectKey, err)
-		}
-		n++
 	}
 	return n, nil
+}
+
+func removeAbandonedBlob(ctx context.Context, s Sweeper, deleteObject func(ctx context.Context, key string) error,
+	claim func(AbandonedBlob) (release func(), ok bool), b AbandonedBlob, before time.Time) (bool, error) {
+	if claim != nil {
+		release, ok := claim(b)
+		if !ok {
+			return false, nil
+		}
+		defer release()
+	}
+	deleted, err := s.DeleteAbandonedBlob(ctx, b.Experiment, b.Ref, before)
+	if err != nil || !deleted {
+		return false, err
+	}
+	if err := deleteObject(ctx, b.ObjectKey); err != nil {
+		return false, fmt.Errorf("object %s: %w", b.ObjectKey, err)
+	}
+	return true, nil
 }

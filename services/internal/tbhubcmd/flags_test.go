@@ -21,7 +21,7 @@ var telemetryFlags = []string{"gcp-project", "metrics-exporter", "trace-exporter
 // here, and in docs/operations.md, which must name each variable.
 func TestEveryFlagAndItsVariable(t *testing.T) {
 	httpLimitFlags := []string{"http-body-timeout", "http-header-timeout", "http-idle-timeout", "max-conns-per-ip"}
-	blobStreamFlags := []string{"blob-stream-idle-timeout", "blob-stream-timeout", "max-blob-streams-per-conn", "max-blob-streams-per-user", "max-metadata-bytes"}
+	blobStreamFlags := []string{"abandoned-blob-age", "blob-stream-idle-timeout", "blob-stream-timeout", "max-blob-streams-per-conn", "max-blob-streams-per-user", "max-metadata-bytes"}
 	binaries := []struct {
 		name  string
 		flags func(fs *flag.FlagSet)

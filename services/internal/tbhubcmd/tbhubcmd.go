@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	database "cloud.google.com/go/spanner/admin/database/apiv1"
 	"google.golang.org/grpc"
@@ -224,6 +225,7 @@ type serveFlags struct {
 	deviceClient, deviceSecret       *string
 	webClient, webSecret             *string
 	testRPCs                         *bool
+	abandonedBlobAge                 *time.Duration
 	lim                              limits.Limits
 	http                             lifecycle.HTTPLimits
 	samples                          httpapi.SamplesPerPlugin
@@ -256,6 +258,8 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 	fs.IntVar(&f.lim.MaxBlobStreamsPerConn, "max-blob-streams-per-conn", f.lim.MaxBlobStreamsPerConn, "WriteBlob streams one client connection may have open at once")
 	fs.DurationVar(&f.lim.BlobStreamIdleTimeout, "blob-stream-idle-timeout", f.lim.BlobStreamIdleTimeout, "a WriteBlob stream with no request for this long is closed (what arrived is kept)")
 	fs.DurationVar(&f.lim.BlobStreamTimeout, "blob-stream-timeout", f.lim.BlobStreamTimeout, "longest a WriteBlob stream may last (what arrived is kept)")
+	f.abandonedBlobAge = fs.Duration("abandoned-blob-age", serve.DefaultAbandonedBlobAge,
+		"an unfinished blob not written for this long is removed and its bytes leave the owner's quota; at least twice --blob-stream-timeout (negative: never)")
 	f.http = lifecycle.DefaultHTTPLimits()
 	if proc.direct {
 		f.http.MaxConnsPerIP = DirectMaxConnsPerIP
@@ -299,7 +303,8 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 	defer b.Close()
 	st := instrumented.Wrap(b.Store, tel, metrics)
 	cfg := serve.Config{HTTPAddr: *addr, GRPCAddr: *grpcAddr, PublicOrigin: *origin, APIEndpoint: *endpoint,
-		EnableTestRPCs: *testRPCs, Limits: lim, HTTP: f.http, Logger: logger, Metrics: metrics, Telemetry: tel}
+		EnableTestRPCs: *testRPCs, Limits: lim, HTTP: f.http, Logger: logger, Metrics: metrics, Telemetry: tel,
+		AbandonedBlobAge: *f.abandonedBlobAge}
 	if *clientIDs != "" {
 		cfg.OIDC = auth.OIDCConfig{Issuer: *issuer, ClientIDs: strings.Split(*clientIDs, ",")}
 		for _, c := range []string{*deviceClient, *webClient} {

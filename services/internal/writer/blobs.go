@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -280,6 +281,15 @@ func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, 
 	if err != nil {
 		return nil, err
 	}
+	if slot.row != nil && slot.row.State == store.BlobStateUnfinalized {
+		// Rewriting the row records that a stream is writing the blob
+		// again, so that the sweeper of abandoned blobs in every process
+		// leaves it alone while the stream lasts (SweepAbandonedBlobs).
+		if err := s.st.PutBlob(ctx, slot.eid, slot.ref, *slot.row); err != nil {
+			settle(0)
+			return nil, fmt.Errorf("writer: blob %s: %w", key, err)
+		}
+	}
 	up := &upload{s: s, slot: slot, total: total, key: key, putDone: make(chan error, 1), settle: settle}
 	// The Put outlives a broken stream: it must commit what was received.
 	putCtx := context.WithoutCancel(ctx)
@@ -292,6 +302,14 @@ func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, 
 		// The prefix is where the row says it is: a partial blob written
 		// under an older key layout moves to the current key here.
 		prefix, err = s.blobs.NewRangeReader(putCtx, slot.row.ObjectKey, 0, offset)
+		if errors.Is(err, blob.ErrNotFound) {
+			// Swept as abandoned after the row was read: as for a changed
+			// prefix, the row says nothing is stored and the client
+			// starts over.
+			settle(0)
+			_ = s.st.PutBlob(putCtx, slot.eid, slot.ref, store.Blob{Index: slot.ref.Index, ObjectKey: key, State: store.BlobStateUnfinalized})
+			return nil, rpcerr.New(codes.Aborted, "the partial upload could not be resumed; restart from offset 0")
+		}
 		if err != nil {
 			settle(0)
 			return nil, fmt.Errorf("writer: reopen partial blob %s: %w", slot.row.ObjectKey, err)
@@ -446,4 +464,19 @@ func (p *prefixReader) Read(b []byte) (int, error) {
 		return n, errPrefixChanged
 	}
 	return n, err
+}
+
+// SweepAbandonedBlobs removes up to limit unfinished blobs whose row was
+// last written before the given time (store.SweepAbandonedBlobs), rows and
+// objects; the bytes they held leave their owners' quota usage. A blob a
+// stream of this process is writing is skipped, and no stream starts on a
+// blob while it is being removed.
+func (s *Server) SweepAbandonedBlobs(ctx context.Context, before time.Time, limit int) (int, error) {
+	return store.SweepAbandonedBlobs(ctx, s.st, s.blobs.Delete, func(b store.AbandonedBlob) (func(), bool) {
+		key := blob.ObjectKey(b.Experiment, b.Ref.Run, b.Ref.Tag, b.Ref.Step, b.Ref.Index)
+		if _, busy := s.uploads.LoadOrStore(key, struct{}{}); busy {
+			return nil, false
+		}
+		return func() { s.uploads.Delete(key) }, true
+	}, before, limit)
 }
