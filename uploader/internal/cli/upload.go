@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/term"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -169,7 +170,7 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	prog := &upload.Progress{Out: env.Stderr, TTY: isTerminal(env.Stderr), Quiet: *quiet, Verbose: *verbose}
+	prog := &upload.Progress{Out: env.Stderr, TTY: isTerminal(env.Stderr), Width: terminalWidth(env.Stderr), Quiet: *quiet, Verbose: *verbose}
 	var wanted []string
 	if *plugins != "" {
 		wanted = strings.Split(*plugins, ",")
@@ -389,6 +390,22 @@ func isTerminal(w any) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// terminalWidth is how to learn the width of the terminal w is, now (0 if
+// it cannot be known); nil if w is not a terminal.
+func terminalWidth(w any) func() int {
+	f, ok := w.(*os.File)
+	if !ok || !isTerminal(w) {
+		return nil
+	}
+	return func() int {
+		width, _, err := term.GetSize(int(f.Fd()))
+		if err != nil {
+			return 0
+		}
+		return width
+	}
 }
 
 // waitForEventFiles checks that src holds an event file before anything is

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // Progress counts what an upload did and shows it: a live line on a terminal, plain
@@ -27,6 +28,9 @@ type Progress struct {
 	Interval     time.Duration
 	// Now is the clock (time.Now if nil; tests set their own).
 	Now func() time.Time
+	// Width, if set, is the terminal's width now: the live line is cut to
+	// fit it, since a line that wraps cannot be redrawn in place.
+	Width func() int
 
 	Records, Scalars, Tensors, BlobSequences, Blobs, BlobBytes, Bytes   atomic.Int64
 	Retries, Skipped, Invalid, TooLarge, Rejected, Unreadable, Warnings atomic.Int64
@@ -166,6 +170,9 @@ func (p *Progress) report(final bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.TTY {
+		if p.Width != nil {
+			line = fit(line, p.Width()-1)
+		}
 		fmt.Fprintf(p.Out, "\r\033[K%s", line)
 		p.live = true
 		return
@@ -216,10 +223,10 @@ func (p *Progress) line(final bool) string {
 			}
 		}
 	}
-	parts = append(parts, p.counts())
 	if a, _ := p.activity.Load().(string); !idle && !final && a != "" && a != "reading" && a != "watching the logdir" {
 		parts = append(parts, a)
 	}
+	parts = append(parts, p.counts())
 	return strings.Join(parts, " · ")
 }
 
@@ -308,7 +315,16 @@ func size(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// plural is n (as count writes it) and the word for that many.
+// fit cuts line to width characters (not cut if width < 2), ending in "…".
+func fit(line string, width int) string {
+	if width < 2 || utf8.RuneCountInString(line) <= width {
+		return line
+	}
+	return string([]rune(line)[:width-1]) + "…"
+}
+
+// Plural is n (1.2k from 10,000 on) and the word for that many, as tbup's
+// messages write counts: "1 warning", "2 warnings".
 func Plural(n int64, one, many string) string {
 	if n == 1 {
 		return "1 " + one

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // fakeClock is a clock tests move by hand.
@@ -204,5 +205,30 @@ func TestETAFormat(t *testing.T) {
 		if got := eta(d); got != want {
 			t.Errorf("eta(%v) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// On a terminal the live line is cut to its width (a wrapped line cannot be
+// redrawn in place), keeping its start: where the upload stands and what
+// it is waiting for.
+func TestProgressFitsTheTerminal(t *testing.T) {
+	c := newClock()
+	var tty bytes.Buffer
+	p := progressAt(c)
+	width := 40
+	p.Out, p.TTY, p.Width = &tty, true, func() int { return width }
+	p.scanned(mib(40), 0, true)
+	p.setActivity("cannot reach the server at 10.0.0.1:443, retrying in 2s")
+	p.setRuns(12)
+	p.report(false)
+	drawn := strings.TrimPrefix(tty.String(), "\r\033[K")
+	if n := utf8.RuneCountInString(drawn); n != width-1 || !strings.HasSuffix(drawn, "…") || !strings.HasPrefix(drawn, "0 B of 40.0 MiB (0%) · cannot reach") {
+		t.Errorf("drawn %q (%d characters), want the line's start cut to %d", drawn, n, width-1)
+	}
+	tty.Reset()
+	width = 500
+	p.report(false)
+	if !strings.Contains(tty.String(), "12 runs") || strings.Contains(tty.String(), "…") {
+		t.Errorf("a wide terminal got %q, want the whole line", tty.String())
 	}
 }
