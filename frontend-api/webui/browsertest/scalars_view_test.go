@@ -89,7 +89,8 @@ func (r rect) inside() bool {
 
 // With 60 runs the tooltip stays in the window (the rows that fit, "+N
 // more"), its order is chosen and kept in the URL; a click pins it (all
-// rows, scrolling, still in the window) and "only" shows just that run.
+// rows, scrolling, still in the window) and "only" shows just that run,
+// as does "only" in the runs list.
 func TestScalarsTooltipManyRuns(t *testing.T) {
 	eid := sixtyRunsExperiment(t)
 	ctx := tab(t, true)
@@ -164,6 +165,15 @@ func TestScalarsTooltipManyRuns(t *testing.T) {
 		chromedp.Evaluate(`[...document.querySelectorAll('`+tooltip+` tr')].find(tr => tr.querySelector(".tt-run")?.textContent === "run07").querySelector("button.tt-only").scrollIntoView({block: "nearest"})`, nil),
 		chromedp.Click(`//div[contains(@class,"tooltip")]//tr[td[@class="tt-run" and text()="run07"]]//button`, chromedp.BySearch),
 		urlParam("runFilter", "^run07$"),
+		waitFor(`document.querySelector('`+card+` .chart')?.dataset.runs === "1"`),
+	)
+
+	// The same from the runs list: its row's "only", shown on hover.
+	run(t, ctx,
+		navigate(experimentURL(eid, url.Values{"tagFilter": {"^loss$"}})),
+		waitFor(`document.querySelector('`+card+` .chart')?.dataset.runs === "60"`),
+		chromedp.Click(`.sidebar li[data-run="run12"] .run-only`, chromedp.ByQuery),
+		urlParam("runFilter", "^run12$"),
 		waitFor(`document.querySelector('`+card+` .chart')?.dataset.runs === "1"`),
 	)
 }

@@ -8,7 +8,7 @@ import { compileFilter, debounce, h, setChildren } from "../dom";
 import { descriptionElement } from "../description";
 import { Store, type ViewState } from "../state";
 import type { Dashboard, DashboardContext, DashboardFactory, Run } from "../dashboards/dashboard";
-import { scalarsDashboard } from "../dashboards/scalars";
+import { exactRegex, scalarsDashboard } from "../dashboards/scalars";
 import { audioDashboard, imagesDashboard } from "../dashboards/images";
 import { distributionsDashboard, histogramsDashboard } from "../dashboards/histograms";
 import { textDashboard } from "../dashboards/text";
@@ -362,11 +362,14 @@ function runsSidebar(ctx: DashboardContext): {
     });
     // Middle truncation: the head shrinks with an ellipsis, the tail stays.
     const cut = Math.max(r.name.length - Math.max(8, Math.ceil(r.name.length * 0.4)), 0);
+    // "only": the run filter matching just this run (as the scalar tooltip's).
+    const only = h("button.run-only", { title: `Show only ${r.name}`, "aria-label": `show only ${r.name}`, onclick: () => store.set({ runFilter: exactRegex(r.name), off: [] }) }, "only");
     const li = h(
       "li",
       { "data-run": r.name, title: r.name },
       picker,
       h("label", null, box, h("span.run-name", null, h("span.run-head", null, r.name.slice(0, cut)), h("span.run-tail", null, r.name.slice(cut)))),
+      only,
     );
     rows.set(r.name, { li, box, picker, run: r });
     const next = [...rows.values()].find((x) => x.run !== r && naturalCompare(x.run.name, r.name) > 0 && x.li.parentNode === list);
