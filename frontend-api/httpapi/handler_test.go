@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"io"
 	"math"
 	"net"
@@ -371,6 +372,12 @@ func TestScalarsMultirunSamples(t *testing.T) {
 	code, body = post(url.Values{"tag": {"loss"}, "runs": {"train"}, "format": {"columns"}})
 	if want := `{"train":{"wall_time_base":10.5,"max_wall_time":11.0,"wall_time":[0,0.5],"step":[1,2],"value":["NaN",0.25]}}`; code != 200 || body != want {
 		t.Errorf("format=columns: %d %s, want %s", code, body, want)
+	}
+	var cols map[string]httpapi.ScalarColumns
+	if err := json.Unmarshal([]byte(body), &cols); err != nil {
+		t.Errorf("format=columns into httpapi.ScalarColumns: %v", err)
+	} else if c := cols["train"]; !math.IsNaN(float64(c.Value[0])) || c.Value[1] != 0.25 || c.WallTimeBase+c.WallTime[1] != 11 || c.MaxWallTime != 11 || c.After != nil {
+		t.Errorf("format=columns decoded as %+v", c)
 	}
 	if code, body := post(url.Values{"tag": {"loss"}, "runs": {"train"}, "format": {"csv"}}); code != 400 {
 		t.Errorf("format=csv: %d %s, want 400", code, body)

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/tbhub/tbhub/frontend-api/httpapi"
 )
 
 // BenchmarkLiveFreshness is the time from a scalar point written to a
@@ -67,12 +70,18 @@ func BenchmarkLiveFreshness(b *testing.B) {
 // BenchmarkLiveManyViewers is what 100 open pages of one live experiment
 // cost tbhub serve: its CPU time (user + system, from /proc) over 30 s of
 // a live upload (a point written every second, tbup's default 5 s
-// interval), with no page open, with 100 signed-in viewers (a credential
-// each, so the server's response cache is not shared) and with 100
-// signed-out viewers of the same experiment made public. Each viewer does
-// what the page does (src/live.ts): polls the experiment every 2.5 s and,
-// when it changed, reads the plugin listing, the runs, the scalar tags
-// and its card's series past the server's response cache.
+// interval, to a series of 10,000 points), with no page open, with 100
+// signed-in viewers (a credential each, so the server's response cache is
+// not shared) and with 100 signed-out viewers of the same experiment made
+// public. Each viewer does what the page does (src/live.ts): polls the
+// experiment every 2.5 s and, when it changed, reads the plugin listing,
+// the runs, the scalar tags and its card's series past the server's
+// response cache: the points past its last step (scalars_multirun's
+// after, as src/dashboards/scalars.ts reads), or, in the "-whole" cases,
+// the whole series downsampled to 800 points (the page before it read
+// tails). The bytes of the series answers are reported too, and how many
+// of them were whole series. The pages open (and read their series) in
+// the first 5 s, before the 30 s measured.
 func BenchmarkLiveManyViewers(b *testing.B) {
 	if env.setupErr != nil {
 		b.Fatal(env.setupErr)
@@ -82,6 +91,13 @@ func BenchmarkLiveManyViewers(b *testing.B) {
 	}
 	const pages, window, poll = 100, 30 * time.Second, 2500 * time.Millisecond
 	l := startLiveUpload(b, "", "--visibility", "public")
+	// A run that has trained a while: 10,000 points, all uploaded before
+	// the pages open.
+	const history = 10_000
+	l.write(b, 3, history-3, 1, 0)
+	if err := waitMaxStep(l.eid, history-1, time.Minute); err != nil {
+		b.Fatal(err)
+	}
 	creds := make([]string, pages)
 	for i := range creds {
 		secret, err := createToken(fmt.Sprintf("viewer %d", i))
@@ -96,27 +112,33 @@ func BenchmarkLiveManyViewers(b *testing.B) {
 			name  string
 			pages int
 			cred  func(i int) string
+			whole bool
 		}{
-			{"none", 0, nil},
-			{"signed-in", pages, func(i int) string { return creds[i] }},
-			{"signed-out", pages, func(int) string { return "" }},
+			{"none", 0, nil, false},
+			{"signed-in", pages, func(i int) string { return creds[i] }, false},
+			{"signed-in-whole", pages, func(i int) string { return creds[i] }, true},
+			{"signed-out", pages, func(int) string { return "" }, false},
+			{"signed-out-whole", pages, func(int) string { return "" }, true},
 		} {
-			cpu, reqs := liveLoad(b, l, c.pages, c.cred, window, poll)
+			cpu, reqs, kbps, wholes := liveLoad(b, l, c.pages, c.cred, c.whole, window, poll)
 			b.ReportMetric(cpu, "cores-"+c.name)
 			b.ReportMetric(reqs, "req/s-"+c.name)
+			b.ReportMetric(kbps, "seriesKB/s-"+c.name)
+			b.ReportMetric(wholes, "wholeReads/s-"+c.name)
 		}
 	}
 	b.ReportMetric(0, "ns/op")
 }
 
-// liveLoad runs n emulated pages for window while a point is written each
-// second, and returns tbhub serve's CPU use in cores and the pages'
-// requests per second.
-func liveLoad(b *testing.B, l *liveUpload, n int, cred func(int) string, window, poll time.Duration) (cores, reqPerSec float64) {
+// liveLoad runs n emulated pages (reading whole series if whole) for
+// window while a point is written each second, and returns tbhub serve's
+// CPU use in cores, the pages' requests per second and the KB per second
+// of their series answers.
+func liveLoad(b *testing.B, l *liveUpload, n int, cred func(int) string, whole bool, window, poll time.Duration) (cores, reqPerSec, seriesKBPerSec, wholePerSec float64) {
 	b.Helper()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	var requests atomic.Int64
+	var requests, seriesBytes, wholeReads atomic.Int64
 	for i := range n {
 		wg.Add(1)
 		go func() {
@@ -129,7 +151,7 @@ func liveLoad(b *testing.B, l *liveUpload, n int, cred func(int) string, window,
 				return
 			case <-first.C:
 			}
-			p := viewer{eid: l.eid, cred: cred(i), requests: &requests}
+			p := viewer{eid: l.eid, cred: cred(i), whole: whole, requests: &requests, seriesBytes: &seriesBytes, wholeReads: &wholeReads}
 			tick := time.NewTicker(poll)
 			defer tick.Stop()
 			for {
@@ -142,17 +164,29 @@ func liveLoad(b *testing.B, l *liveUpload, n int, cred func(int) string, window,
 			}
 		}()
 	}
-	step := 1000
+	step := l.next
+	write := func() {
+		l.write(b, step, 1, 1, 0)
+		step++
+		time.Sleep(time.Second) // the training job's pace, not a wait for a condition
+	}
+	// The pages open during the first poll period (each reading its series
+	// whole once); what is measured is the steady state after that.
+	for opened := time.Now(); time.Since(opened) < 2*poll; {
+		write()
+	}
+	requests.Store(0)
+	seriesBytes.Store(0)
+	wholeReads.Store(0)
 	before, err := cpuTicks(env.servePID)
 	if err != nil {
 		b.Fatal(err)
 	}
 	start := time.Now()
 	for time.Since(start) < window {
-		l.write(b, step, 1, 1, 0)
-		step++
-		time.Sleep(time.Second) // the training job's pace, not a wait for a condition
+		write()
 	}
+	l.next = step
 	after, err := cpuTicks(env.servePID)
 	elapsed := time.Since(start).Seconds()
 	close(stop)
@@ -160,16 +194,33 @@ func liveLoad(b *testing.B, l *liveUpload, n int, cred func(int) string, window,
 	if err != nil {
 		b.Fatal(err)
 	}
-	return float64(after-before) / clockTicks / elapsed, float64(requests.Load()) / elapsed
+	return float64(after-before) / clockTicks / elapsed, float64(requests.Load()) / elapsed, float64(seriesBytes.Load()) / 1000 / elapsed,
+		float64(wholeReads.Load()) / elapsed
 }
 
 // viewer is one emulated open page (src/live.ts and pages/experiment.ts).
 type viewer struct {
-	eid, cred string
-	seen      string
-	fresh     bool // reads past the server's response cache (after a change, as src/api.ts)
-	requests  *atomic.Int64
+	eid, cred   string
+	seen        string
+	fresh       bool // reads past the server's response cache (after a change, as src/api.ts)
+	whole       bool // reads the whole series after a change, not what is new
+	held        *heldTail
+	requests    *atomic.Int64
+	seriesBytes *atomic.Int64
+	wholeReads  *atomic.Int64 // series answers without "after"
 }
+
+// heldTail is what an emulated page holds of its series: its last point,
+// the series' max_wall_time, and the points appended since its last whole
+// read (src/dashboards/scalars.ts).
+type heldTail struct {
+	Step     int64   `json:"step"`
+	Wall     float64 `json:"wall_time"`
+	Value    float64 `json:"value"`
+	MaxWall  float64 `json:"max_wall_time"`
+	appended int
+}
+
 
 func (v *viewer) poll() {
 	var meta struct {
@@ -180,6 +231,9 @@ func (v *viewer) poll() {
 	}
 	if v.seen == "" { // the page has just read everything
 		v.seen = meta.UpdateTime
+		if !v.whole {
+			v.readSeries() // what it holds
+		}
 		return
 	}
 	v.seen = meta.UpdateTime
@@ -189,8 +243,40 @@ func (v *viewer) poll() {
 	v.get(base+"plugins_listing", nil)
 	v.get(base+"runs?format=list", nil)
 	v.get(base+"plugin/scalars/tags", nil)
-	form := url.Values{"tag": {"metrics/tag_00"}, "runs": {"run_000"}, "samples": {"800"}, "format": {"columns"}}
-	v.do(http.MethodPost, base+"plugin/scalars/scalars_multirun", strings.NewReader(form.Encode()), nil)
+	v.readSeries()
+}
+
+// readSeries reads the card's series: what is new past what the page
+// holds, or all of it (whole, or nothing held, or samples points
+// appended already).
+func (v *viewer) readSeries() {
+	const samples = 800
+	form := url.Values{"tag": {"metrics/tag_00"}, "runs": {"run_000"}, "samples": {strconv.Itoa(samples)}, "format": {"columns"}}
+	if !v.whole && v.held != nil && v.held.appended < samples {
+		after, _ := json.Marshal(map[string]*heldTail{"run_000": v.held})
+		form.Set("after", string(after))
+	}
+	var answer map[string]httpapi.ScalarColumns
+	if v.do(http.MethodPost, "/experiment/"+v.eid+"/data/plugin/scalars/scalars_multirun", strings.NewReader(form.Encode()), &answer) != nil {
+		return
+	}
+	a, ok := answer["run_000"]
+	if !ok {
+		return
+	}
+	if a.After == nil {
+		v.wholeReads.Add(1)
+	}
+	h := heldTail{MaxWall: float64(a.MaxWallTime)}
+	if n := len(a.Step); n > 0 {
+		h.Step, h.Wall, h.Value = a.Step[n-1], float64(a.WallTimeBase+a.WallTime[n-1]), float64(a.Value[n-1])
+	} else if v.held != nil {
+		h.Step, h.Wall, h.Value = v.held.Step, v.held.Wall, v.held.Value
+	}
+	if a.After != nil && v.held != nil {
+		h.appended = v.held.appended + len(a.Step)
+	}
+	v.held = &h
 }
 
 func (v *viewer) get(path string, out any) error {
@@ -224,7 +310,14 @@ func (v *viewer) do(method, path string, body io.Reader, out any) error {
 		_, err = io.Copy(io.Discard, resp.Body)
 		return err
 	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if strings.HasSuffix(path, "scalars_multirun") {
+		v.seriesBytes.Add(int64(len(data)))
+	}
+	return json.Unmarshal(data, out)
 }
 
 // createToken makes a read token of the owner through the API.
@@ -277,4 +370,22 @@ func cpuTicks(pid int) (int64, error) {
 		return 0, err
 	}
 	return u + s, nil
+}
+
+// waitMaxStep waits until the experiment's run_000 series metrics/tag_00
+// holds step, polling its scalars route.
+func waitMaxStep(eid string, step int64, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var pts [][3]any
+		v := viewer{eid: eid, cred: "Bearer " + env.token, fresh: true, requests: new(atomic.Int64), seriesBytes: new(atomic.Int64), wholeReads: new(atomic.Int64)}
+		err := v.get("/experiment/"+eid+"/data/plugin/scalars/scalars?run=run_000&tag=metrics%2Ftag_00", &pts)
+		if err == nil && len(pts) > 0 && pts[len(pts)-1][1] == float64(step) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("step %d of run_000 not uploaded after %v (%v)", step, timeout, err)
+		}
+		time.Sleep(500 * time.Millisecond) // polling for a condition, with a deadline
+	}
 }

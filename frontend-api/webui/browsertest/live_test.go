@@ -17,6 +17,7 @@ import (
 type liveUpload struct {
 	logdir string
 	eid    string
+	next   int // the next step a benchmark writes
 }
 
 // startLiveUpload writes a first run (steps 0..2 of one scalar tag) and
@@ -24,7 +25,7 @@ type liveUpload struct {
 // upload stops with the test.
 func startLiveUpload(t testing.TB, poll string, extra ...string) *liveUpload {
 	t.Helper()
-	l := &liveUpload{logdir: t.TempDir()}
+	l := &liveUpload{logdir: t.TempDir(), next: 10_000}
 	l.write(t, 0, 3, 1, 0)
 	args := []string{"upload", "--logdir", l.logdir, "--name", "live " + t.Name()}
 	if poll != "" {

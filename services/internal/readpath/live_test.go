@@ -12,19 +12,15 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
-// columnsSeries is one run of scalars_multirun's format=columns answer.
-type columnsSeries struct {
-	WallTimeBase float64   `json:"wall_time_base"`
-	MaxWallTime  float64   `json:"max_wall_time"`
-	After        *int64    `json:"after"`
-	WallTime     []float64 `json:"wall_time"`
-	Step         []int64   `json:"step"`
-	Value        []float64 `json:"value"`
-}
+type (
+	columnsSeries = httpapi.ScalarColumns
+	apiFloat      = httpapi.Float
+)
 
 // scalars_multirun's "after" (a live page's read of what is new) answers,
 // on both stores, with only the points past the page's last step while
@@ -74,7 +70,7 @@ func TestScalarsMultirunAfter(t *testing.T) {
 			if held != nil {
 				last := len(held.Step) - 1
 				after, _ := json.Marshal(map[string]any{"a": map[string]float64{
-					"step": float64(held.Step[last]), "wall_time": held.WallTimeBase + held.WallTime[last], "value": held.Value[last], "max_wall_time": held.MaxWallTime}})
+					"step": float64(held.Step[last]), "wall_time": float64(held.WallTimeBase + held.WallTime[last]), "value": float64(held.Value[last]), "max_wall_time": float64(held.MaxWallTime)}})
 				form.Set("after", string(after))
 			}
 			r := s.do(t, http.MethodPost, "/experiment/"+eid+"/data/plugin/scalars/scalars_multirun", s.token, form)
@@ -106,14 +102,14 @@ func TestScalarsMultirunAfter(t *testing.T) {
 		}
 
 		held := read(nil)
-		if held.After != nil || len(held.Step) != 100 || held.Step[99] != 2999 || held.MaxWallTime != first(2999) {
+		if held.After != nil || len(held.Step) != 100 || held.Step[99] != 2999 || held.MaxWallTime != apiFloat(first(2999)) {
 			t.Fatalf("first read: %s; want 100 points sampled up to step 2999, no after", describe(held))
 		}
 
 		// Appended points: exactly those come back, past step 2999.
 		write(span(3000, 3005), first)
 		got := read(&held)
-		if got.After == nil || *got.After != 2999 || !slices.Equal(got.Step, span(3000, 3005)) || got.MaxWallTime != first(3004) {
+		if got.After == nil || *got.After != 2999 || !slices.Equal(got.Step, span(3000, 3005)) || got.MaxWallTime != apiFloat(first(3004)) {
 			t.Fatalf("after 5 appended points: %s; want after 2999, steps 3000–3004", describe(got))
 		}
 		held = merge(held, got)
@@ -129,7 +125,7 @@ func TestScalarsMultirunAfter(t *testing.T) {
 		later := func(st int64) float64 { return 2e9 + float64(st) }
 		write(span(3000, 3006), later)
 		got = read(&held)
-		if got.After != nil || len(got.Step) != 100 || got.Step[99] != 3005 || got.MaxWallTime != later(3005) {
+		if got.After != nil || len(got.Step) != 100 || got.Step[99] != 3005 || got.MaxWallTime != apiFloat(later(3005)) {
 			t.Fatalf("after a rewrite of steps 3000–3004 and step 3005: %s; want the whole series (100 points to step 3005), no after", describe(got))
 		}
 		held = merge(held, got)
@@ -147,7 +143,7 @@ func TestScalarsMultirunAfter(t *testing.T) {
 		// (an event file written again): the whole series.
 		value = func(st int64) float64 { return float64(st) / 4 }
 		write([]int64{3005}, later)
-		if got := read(&held); got.After != nil || len(got.Step) != 100 || got.Value[99] != value(3005) {
+		if got := read(&held); got.After != nil || len(got.Step) != 100 || got.Value[99] != apiFloat(value(3005)) {
 			t.Errorf("after step 3005 rewritten with another value: %s; want the whole series, no after", describe(got))
 		} else {
 			held = merge(held, got)
