@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/tbhub/tbhub/services/internal/blob/fileblob"
 	"github.com/tbhub/tbhub/services/internal/readpath"
 	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 )
 
 type galleryPage struct {
@@ -34,7 +37,28 @@ const hostileDescription = "**bold** claims\n\n<script>alert(1)</script> <img sr
 // an unlisted or private experiment; searched with q; in pages; each
 // description rendered and sanitized beside the raw text.
 func TestPublicGalleryRoute(t *testing.T) {
-	s := startServerWith(t, readpath.Config{CacheTTL: -1})
+	t.Run("embedded", func(t *testing.T) {
+		checkPublicGalleryRoute(t, startServerWith(t, readpath.Config{CacheTTL: -1}))
+	})
+	t.Run("spanner", func(t *testing.T) {
+		spanneremu.SkipIfShort(t)
+		emuOnce.Do(func() { emu, emuErr = spanneremu.Start(context.Background()) })
+		if emuErr != nil {
+			t.Fatalf("Spanner emulator: %v", emuErr)
+		}
+		db, err := emu.NewDatabase(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		blobs, err := fileblob.Open(filepath.Join(t.TempDir(), "blobs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPublicGalleryRoute(t, startOn(t, db.Store(t), blobs, readpath.Config{CacheTTL: -1}))
+	})
+}
+
+func checkPublicGalleryRoute(t *testing.T, s *server) {
 	ctx := context.Background()
 	owner, err := s.st.GetUserByName(ctx, "researcher")
 	if err != nil {
