@@ -164,3 +164,57 @@ func BenchmarkReadScalarsManyRuns(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkListPublicExperiments reads one page of the public gallery (21
+// experiments, what ExperimentService asks for a page of 20) out of n
+// experiments, half of them public: the first page, a search that matches
+// one experiment in 1,000 (every public row is tested), and a page deep
+// in the list (from a cursor).
+func BenchmarkListPublicExperiments(b *testing.B) {
+	for _, n := range []int{1_000, 10_000} {
+		s := newTestStore(b)
+		c := b.Context()
+		if err := s.CreateUser(c, store.User{ID: "u", Name: "owner"}); err != nil {
+			b.Fatal(err)
+		}
+		var middle store.PublicCursor
+		for i := range n {
+			v := store.VisibilityPrivate
+			if i%2 == 0 {
+				v = store.VisibilityPublic
+			}
+			e := store.Experiment{ID: store.NewExperimentID(), Name: fmt.Sprintf("run %d", i), Owner: "u", Visibility: v,
+				Description: fmt.Sprintf("A **sweep** of learning rates, number %d of many; see the [notes](https://example.com/%d).", i, i)}
+			if i%1000 == 0 {
+				e.Description += " needle"
+			}
+			if err := s.CreateExperiment(c, e); err != nil {
+				b.Fatal(err)
+			}
+			if i == n/2 {
+				got, err := s.GetExperiment(c, e.ID)
+				if err != nil {
+					b.Fatal(err)
+				}
+				middle = store.PublicCursor{UpdateTime: got.UpdateTime, ID: got.ID}
+			}
+		}
+		for _, q := range []struct {
+			name string
+			q    store.PublicQuery
+		}{
+			{"first", store.PublicQuery{Limit: 21}},
+			{"search", store.PublicQuery{Limit: 21, Search: "NEEDLE"}},
+			{"middle", store.PublicQuery{Limit: 21, After: middle}},
+		} {
+			b.Run(fmt.Sprintf("n=%d/%s", n, q.name), func(b *testing.B) {
+				for b.Loop() {
+					list, err := s.ListPublicExperiments(c, q.q)
+					if err != nil || len(list) == 0 {
+						b.Fatalf("%d experiments, %v", len(list), err)
+					}
+				}
+			})
+		}
+	}
+}
