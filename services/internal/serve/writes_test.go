@@ -374,3 +374,44 @@ func TestMetadataCountsTowardTheByteQuota(t *testing.T) {
 		}
 	}
 }
+
+// The metadata limit (--max-metadata-bytes) holds on every path that
+// creates a series: WriteScalar, WriteTensor and GetOrCreateBlobSequence
+// (a blob sequence's metadata; WriteBlob carries none). Over it the series
+// is refused naming the limit; within it, accepted.
+func TestMetadataLimitOnEveryPath(t *testing.T) {
+	st, blobs := embedded(t)
+	const limit = 1000
+	h := newHarness(t, st, blobs, func(c *serve.Config) { c.Limits.MaxMetadataBytes = limit })
+	ctx, eid := adaExperiment(t, h, st, "metadata-limit")
+	metadata := func(plugin string, n int) *tbpb.SummaryMetadata {
+		return &tbpb.SummaryMetadata{PluginData: &tbpb.SummaryMetadata_PluginData{PluginName: plugin, Content: make([]byte, n)}}
+	}
+	paths := map[string]func(tag string, md *tbpb.SummaryMetadata) error{
+		"WriteScalar": func(tag string, md *tbpb.SummaryMetadata) error {
+			req := scalarRequest(eid, 1)
+			req.Runs[0].Tags[0].Name, req.Runs[0].Tags[0].Metadata = tag, md
+			_, err := h.writer.WriteScalar(ctx, req)
+			return err
+		},
+		"WriteTensor": func(tag string, md *tbpb.SummaryMetadata) error {
+			_, err := h.writer.WriteTensor(ctx, &servicepb.WriteTensorRequest{ExperimentId: eid, Runs: []*servicepb.WriteTensorRequest_Run{{
+				Name: "r", Tags: []*servicepb.WriteTensorRequest_Tag{{Name: tag, Metadata: md, Points: []*servicepb.TensorPoint{{
+					Step: 1, WallTime: timestamppb.Now(), Value: &tbpb.TensorProto{Dtype: tbpb.DataType_DT_FLOAT, FloatVal: []float32{1}}}}}}}}})
+			return err
+		},
+		"GetOrCreateBlobSequence": func(tag string, md *tbpb.SummaryMetadata) error {
+			_, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+				ExperimentId: eid, Run: "r", Tag: tag, Step: 1, WallTime: timestamppb.Now(), FinalSequenceLength: 1, Metadata: md})
+			return err
+		},
+	}
+	for name, write := range paths {
+		if err := write(name+"-over", metadata("p", 2*limit)); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), fmt.Sprintf("metadata limit is %d", limit)) {
+			t.Errorf("%s with %d bytes of metadata: %v, want INVALID_ARGUMENT naming the limit of %d", name, 2*limit, err, limit)
+		}
+		if err := write(name+"-within", metadata("p", limit/2)); err != nil {
+			t.Errorf("%s with %d bytes of metadata: %v", name, limit/2, err)
+		}
+	}
+}
