@@ -50,6 +50,11 @@ func galleryItem(eid string) string {
 // hostile markup in them does nothing.
 func TestPublicGallerySignedOut(t *testing.T) {
 	word := "gallery" + strings.ToLower(rand.Text()[:8]) // names only this test uses
+	// More than a page (20) of public experiments with the word, made
+	// first so that the ones below are the latest updated.
+	for i := range 20 {
+		galleryExperiment(t, fmt.Sprintf("%s extra %d", word, i), "", "public")
+	}
 	public := galleryExperiment(t, word+" alpha", hostileMarkdown, "public")
 	other := galleryExperiment(t, word+" beta", "plain", "public")
 	unlisted := galleryExperiment(t, word+" unlisted", "", "unlisted")
@@ -104,14 +109,24 @@ func TestPublicGallerySignedOut(t *testing.T) {
 		t.Errorf("a description link ran script: window.pwned = %v", pwned)
 	}
 
-	// Search: the word names four experiments, the gallery shows the two
-	// public ones; "alpha" narrows to one. The search goes into the URL.
+	// Search: the word names 24 experiments, 22 of them public: a page of
+	// 20, the latest first, then More for the other two; never the
+	// unlisted or private ones. "alpha" narrows to one. The search goes
+	// into the URL.
 	run(t, ctx,
 		chromedp.SendKeys(`input.gallery-search`, word, chromedp.ByQuery),
-		waitFor(fmt.Sprintf(`document.querySelectorAll("li.gallery-item").length === 2 && document.querySelector(%q) && document.querySelector(%q)`,
+		waitFor(fmt.Sprintf(`document.querySelectorAll("li.gallery-item").length === 20 && document.querySelector(%q) && document.querySelector(%q)`,
 			galleryItem(public), galleryItem(other))),
 		waitFor(fmt.Sprintf(`new URL(location.href).searchParams.get("q") === %q`, word)),
+		waitFor(`!document.querySelector("section.gallery button.more").hidden`),
+		chromedp.Click(`section.gallery button.more`, chromedp.ByQuery),
+		waitFor(`document.querySelectorAll("li.gallery-item").length === 22 && document.querySelector("section.gallery button.more").hidden`),
 	)
+	var names []string
+	run(t, ctx, chromedp.Evaluate(`[...document.querySelectorAll("li.gallery-item h2")].map(e => e.textContent)`, &names))
+	if len(names) != 22 || names[0] != word+" beta" || names[1] != word+" alpha" || names[21] != word+" extra 0" {
+		t.Errorf("search for %s lists %q; want beta, alpha, then the extras newest first", word, names)
+	}
 	absent("search")
 	run(t, ctx,
 		chromedp.SendKeys(`input.gallery-search`, " ALPHA", chromedp.ByQuery),
