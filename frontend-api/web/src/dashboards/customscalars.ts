@@ -10,7 +10,7 @@ import { assignColors } from "../colors";
 import { h, setChildren } from "../dom";
 import type { ViewState } from "../state";
 import { notice, shownRuns, whenVisible, type Dashboard, type DashboardContext } from "./dashboard";
-import { exactRegex, scalarLines } from "./scalars";
+import { exactRegex, scalarLines, showOnly } from "./scalars";
 
 interface Layout {
   category?: {
@@ -70,7 +70,8 @@ export function customScalarsDashboard(el: HTMLElement, ctx: DashboardContext): 
     );
     const keys = [...runOf.keys()].sort();
     const color = lineColors(keys, runOf);
-    return scalarLines(data, keys, (k) => color(k), { ...s, group: "" });
+    // A line's run is its key's run ("run: tag"), for "show only this run".
+    return scalarLines(data, keys, (k) => color(k), { ...s, group: "" }).map((l) => (l.run ? { ...l, run: runOf.get(l.run) } : l));
   }
 
   /**
@@ -98,7 +99,7 @@ export function customScalarsDashboard(el: HTMLElement, ctx: DashboardContext): 
         const label = `${run}: ${m.value}`;
         const color = colorOf(label);
         const xy = (d: ScalarDatum[]) => ({ x: d.map((p) => (s.x === "step" ? p[1] : s.x === "wall" ? p[0] : p[0] - (d[0]?.[0] ?? 0))), y: d.map((p) => Number(p[2])) });
-        lines.push({ label, color, ...xy(v) });
+        lines.push({ label, run, color, ...xy(v) });
         lines.push({ label: `${label} upper`, color, ...xy(hi), faint: true, width: 0.5, bandTo: `${label} lower` });
         lines.push({ label: `${label} lower`, color, ...xy(lo), faint: true, width: 0.5 });
       }
@@ -116,7 +117,7 @@ export function customScalarsDashboard(el: HTMLElement, ctx: DashboardContext): 
           body.replaceChildren();
           body.classList.remove("loading");
           if (!lines.length) body.appendChild(notice("No data for the shown runs."));
-          else charts.push(new LineChart(body, { lines, xKind: store.get().x, legend: true, tooltipSort: store.get().ttsort }));
+          else charts.push(new LineChart(body, { lines, xKind: store.get().x, legend: true, tooltipSort: store.get().ttsort, onOnly: (run) => showOnly(store, run) }));
         } catch (e) {
           body.replaceChildren(notice((e as Error).message, "error"));
         }

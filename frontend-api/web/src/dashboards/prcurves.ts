@@ -7,6 +7,7 @@ import { LineChart, type Line } from "../charts/linechart";
 import { fmtNum, h } from "../dom";
 import { notice, runTagDashboard, shownRuns, stepSlider, type Dashboard, type DashboardContext } from "./dashboard";
 import { saveSlide, stepIndex } from "./images";
+import { showOnly } from "./scalars";
 import { slideKey } from "../state";
 
 interface PRPoint {
@@ -77,7 +78,14 @@ export function prCurvesDashboard(el: HTMLElement, ctx: DashboardContext): Dashb
       const draw = (i: number) => {
         chart?.destroy();
         // A little room around [0, 1], so that markers at 0 and 1 show whole.
-        chart = new LineChart(chartEl, { lines: prCurveLines(byRun, steps[i], ctx.colorOf), xKind: "value", xRange: [-0.02, 1.02], yRange: [-0.02, 1.04] });
+        chart = new LineChart(chartEl, {
+          lines: prCurveLines(byRun, steps[i], ctx.colorOf),
+          xKind: "value",
+          xRange: [-0.02, 1.02],
+          yRange: [-0.02, 1.04],
+          tooltipSort: ctx.store.get().ttsort,
+          onOnly: (run) => showOnly(ctx.store, run),
+        });
         charts.push(chart);
       };
       // The step is in the URL (slide), the latest left out.

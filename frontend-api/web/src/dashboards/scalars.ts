@@ -8,7 +8,7 @@ import { download, getJSON, getOnce, limiter, num, postForm, saveBlob, type RunT
 import { fmtSI, TOOLTIP_SORTS, type TooltipSort } from "../charts/format";
 import { LineChart, type Line } from "../charts/linechart";
 import { compileFilter, debounce, h, setChildren } from "../dom";
-import type { ViewState } from "../state";
+import type { Store, ViewState } from "../state";
 import { emaDebiased, groupStats, robustRange } from "../smoothing";
 import { cardDownload, type RunPoints } from "./carddownload";
 import { groupByPrefix, notice, shownRuns, whenVisible, type Dashboard, type DashboardContext } from "./dashboard";
@@ -257,7 +257,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       xRange: s.zoom ?? undefined,
       onZoom: (zoom) => store.set({ zoom }),
       tooltipSort: s.ttsort,
-      onOnly: (run) => store.set({ runFilter: exactRegex(run), off: [] }),
+      onOnly: (run) => showOnly(store, run),
     });
   }
 
@@ -564,6 +564,11 @@ export function mergeColumns(
  */
 export function samplesFor(width: number): number {
   return Math.round(Math.min(Math.max(width, 200), 2000));
+}
+
+/** "Show only this run": the run filter matching just run. */
+export function showOnly(store: Store, run: string) {
+  store.set({ runFilter: exactRegex(run), off: [] });
 }
 
 /** A regex matching just s (a run filter showing only one run). */

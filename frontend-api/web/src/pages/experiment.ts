@@ -8,7 +8,7 @@ import { compileFilter, debounce, h, setChildren } from "../dom";
 import { descriptionElement } from "../description";
 import { Store, type ViewState } from "../state";
 import type { Dashboard, DashboardContext, DashboardFactory, Run } from "../dashboards/dashboard";
-import { exactRegex, scalarsDashboard } from "../dashboards/scalars";
+import { scalarsDashboard, showOnly } from "../dashboards/scalars";
 import { audioDashboard, imagesDashboard } from "../dashboards/images";
 import { distributionsDashboard, histogramsDashboard } from "../dashboards/histograms";
 import { textDashboard } from "../dashboards/text";
@@ -363,7 +363,7 @@ function runsSidebar(ctx: DashboardContext): {
     // Middle truncation: the head shrinks with an ellipsis, the tail stays.
     const cut = Math.max(r.name.length - Math.max(8, Math.ceil(r.name.length * 0.4)), 0);
     // "only": the run filter matching just this run (as the scalar tooltip's).
-    const only = h("button.run-only", { title: `Show only ${r.name}`, "aria-label": `show only ${r.name}`, onclick: () => store.set({ runFilter: exactRegex(r.name), off: [] }) }, "only");
+    const only = h("button.run-only", { title: `Show only ${r.name}`, "aria-label": `show only ${r.name}`, onclick: () => showOnly(store, r.name) }, "only");
     const li = h(
       "li",
       { "data-run": r.name, title: r.name },
