@@ -1,6 +1,7 @@
 package reader
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,10 +12,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
+	"github.com/tbhub/tbhub/schemas/readhint"
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/rpcerr"
 	"github.com/tbhub/tbhub/services/internal/store"
@@ -147,8 +150,11 @@ func (s *Server) ReadScalars(ctx context.Context, req *datapb.ReadScalarsRequest
 	return resp, nil
 }
 
-// ReadTensors returns downsampled tensor points.
+// ReadTensors returns downsampled tensor points. With the
+// readhint.MaxStringBytesKey hint, each string of them holds at most that
+// many bytes, cut from the stored tensor without reading the rest.
 func (s *Server) ReadTensors(ctx context.Context, req *datapb.ReadTensorsRequest) (*datapb.ReadTensorsResponse, error) {
+	maxString := readhint.MaxStringBytes(ctx)
 	e, q, err := s.readQuery(ctx, req.GetExperimentId(), req.GetPluginFilter(), req.GetRunTagFilter(), req.GetDownsample())
 	if err != nil {
 		return nil, err
@@ -179,8 +185,8 @@ func (s *Server) ReadTensors(ctx context.Context, req *datapb.ReadTensorsRequest
 		}
 		d := tag.Data
 		for _, p := range points {
-			t := &tbpb.TensorProto{}
-			if err := proto.Unmarshal(p.Tensor, t); err != nil {
+			t, err := unmarshalTensor(p.Tensor, maxString)
+			if err != nil {
 				return fmt.Errorf("run %q tag %q step %d: stored tensor: %w", ts.Run, ts.Tag, p.Step, err)
 			}
 			d.Step = append(d.Step, p.Step)
@@ -323,4 +329,41 @@ func streamChunks(r io.Reader, size int, send func([]byte) error) error {
 			return err
 		}
 	}
+}
+
+// stringValField is TensorProto.string_val's field number.
+var stringValField = (&tbpb.TensorProto{}).ProtoReflect().Descriptor().Fields().ByName("string_val").Number()
+
+// unmarshalTensor unmarshals a stored TensorProto; with maxString > 0 it
+// keeps only the first maxString bytes of each string element, copying
+// those alone (proto.Unmarshal would copy every string whole first).
+func unmarshalTensor(b []byte, maxString int) (*tbpb.TensorProto, error) {
+	t := &tbpb.TensorProto{}
+	if maxString <= 0 {
+		return t, proto.Unmarshal(b, t)
+	}
+	var rest []byte // b without its string_val fields
+	var strs [][]byte
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return nil, protowire.ParseError(m)
+		}
+		if num == stringValField && typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(b[n:])
+			strs = append(strs, bytes.Clone(v[:min(len(v), maxString)]))
+		} else {
+			rest = append(rest, b[:n+m]...)
+		}
+		b = b[n+m:]
+	}
+	if err := proto.Unmarshal(rest, t); err != nil {
+		return nil, err
+	}
+	t.StringVal = strs
+	return t, nil
 }

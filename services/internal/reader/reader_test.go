@@ -7,8 +7,11 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
+	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
+	"github.com/tbhub/tbhub/schemas/readhint"
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/reader"
 	"github.com/tbhub/tbhub/services/internal/reader/readertest"
@@ -240,5 +243,51 @@ func TestBlobKeyNamesContent(t *testing.T) {
 	}
 	if got, _, err := readertest.ReadBlob(ctx, env.Client, key()); err != nil || string(got) != "second" {
 		t.Errorf("new key: %q, %v", got, err)
+	}
+}
+
+// With the readhint.MaxStringBytesKey hint, ReadTensors sends at most that
+// many bytes of each string (a hostile 900 KB text summary travels as its
+// first bytes); without it, strings whole, as TensorBoard expects. Other
+// fields of the tensor are kept.
+func TestReadTensorsCutsStringsWhenAsked(t *testing.T) {
+	env := newEmbedded(t, reader.Config{})
+	owner, tok := env.User(t, "owner")
+	eid := env.Experiment(t, owner, store.VisibilityPrivate)
+	long, short := strings.Repeat(">", 900_000), "*short*"
+	shape := &tbpb.TensorShapeProto{Dim: []*tbpb.TensorShapeProto_Dim{{Size: 2}}}
+	var tensors []*tbpb.TensorProto
+	var steps []int64
+	var walls []float64
+	for i := range 10 {
+		tensors = append(tensors, &tbpb.TensorProto{Dtype: tbpb.DataType_DT_STRING, TensorShape: shape,
+			StringVal: [][]byte{[]byte(long[i:]), []byte(short)}})
+		steps, walls = append(steps, int64(i)), append(walls, 1)
+	}
+	env.Tensors(t, eid, readertest.Series("r", "evil", "text", store.DataClassTensor, nil), steps, walls, tensors)
+	read := func(ctx context.Context) *datapb.ReadTensorsResponse {
+		t.Helper()
+		resp, err := env.Client.ReadTensors(ctx, &datapb.ReadTensorsRequest{ExperimentId: eid,
+			PluginFilter: &datapb.PluginFilter{PluginName: "text"}, Downsample: &datapb.Downsample{NumPoints: 100}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	ctx := readertest.WithToken(context.Background(), tok)
+	whole := read(ctx)
+	cut := read(readhint.WithMaxStringBytes(ctx, 1001))
+	if n := proto.Size(cut); n > 10*(1001+100) {
+		t.Errorf("the cut answer is %d bytes; 10 strings of at most 1001 bytes were asked for", n)
+	}
+	for i, v := range cut.GetRuns()[0].GetTags()[0].GetData().GetValue() {
+		want := proto.Clone(tensors[i]).(*tbpb.TensorProto)
+		want.StringVal[0] = want.StringVal[0][:1001]
+		if !proto.Equal(v, want) {
+			t.Errorf("step %d cut: %.100v", i, v)
+		}
+		if w := whole.GetRuns()[0].GetTags()[0].GetData().GetValue()[i]; !proto.Equal(w, tensors[i]) {
+			t.Errorf("step %d without the hint: %d bytes, want the stored tensor", i, proto.Size(w))
+		}
 	}
 }
