@@ -62,6 +62,9 @@ type Config struct {
 	// HTTP bounds what one client can hold of the server
 	// (lifecycle.DefaultHTTPLimits if zero).
 	HTTP lifecycle.HTTPLimits
+	// Markdown bounds the rendering of descriptions and text summaries
+	// (httpapi.DefaultMarkdownLimits if zero).
+	Markdown httpapi.MarkdownLimits
 
 	oidc session.OIDC
 }
@@ -83,6 +86,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) []config.Alias {
 	fs.Var(&c.SamplesPerPlugin, "samples_per_plugin", httpapi.SamplesFlagUsage)
 	c.HTTP = lifecycle.DefaultHTTPLimits()
 	c.HTTP.RegisterFlags(fs)
+	c.Markdown = httpapi.DefaultMarkdownLimits()
+	c.Markdown.RegisterFlags(fs)
 	config.PortFlag(fs, "addr")
 	c.Telemetry.Service = "tbhub-frontend"
 	aliases := append([]config.Alias{config.Port("addr")}, c.Telemetry.RegisterFlags(fs)...)
@@ -110,6 +115,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ReadService == "" {
 		return errors.New("--read-service (TBHUB_READ_SERVICE) is required")
+	}
+	if err := c.Markdown.Validate(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -154,7 +162,7 @@ func Run(ctx context.Context, lis net.Listener, cfg Config, obs Observers) error
 		return err
 	}
 	defer readConn.Close()
-	hcfg := httpapi.Config{Data: datapb.NewTensorBoardDataProviderClient(readConn), Logger: obs.Logger, SamplesPerPlugin: cfg.SamplesPerPlugin}
+	hcfg := cfg.api(datapb.NewTensorBoardDataProviderClient(readConn), obs.Logger)
 	scfg := session.Config{OIDC: cfg.SignIn, PublicOrigin: cfg.PublicOrigin, Logger: obs.Logger}
 	if cfg.ExperimentService != "" {
 		expConn, err := dial(cfg.ExperimentService)
@@ -199,6 +207,12 @@ func Run(ctx context.Context, lis net.Listener, cfg Config, obs Observers) error
 	life.HTTP(lis, obs.Tracing.HTTP(obs.Metrics.HTTP(mux)))
 	obs.Logger.InfoContext(ctx, "frontend listening", "addr", lis.Addr().String(), "read_service", cfg.ReadService)
 	return life.Run(ctx)
+}
+
+// api is the HTTP API's configuration: the read service data, and the
+// settings of c that are the API's.
+func (c *Config) api(data datapb.TensorBoardDataProviderClient, logger *slog.Logger) httpapi.Config {
+	return httpapi.Config{Data: data, Logger: logger, SamplesPerPlugin: c.SamplesPerPlugin, Markdown: c.Markdown}
 }
 
 // retryPolicy retries calls that found no server (UNAVAILABLE) with

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi"
+	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 	"github.com/tbhub/tbhub/services/serverkit/config"
 )
 
@@ -134,4 +136,38 @@ func sample(exposition, series string) float64 {
 		}
 	}
 	return -1
+}
+
+// Each markdown limit is set by its flag or its TBHUB_ variable and
+// reaches the HTTP API's renderer.
+func TestMarkdownLimits(t *testing.T) {
+	want := httpapi.MarkdownLimits{MaxInputBytes: 1000, RenderTimeout: 3 * time.Second, MaxCacheBytes: 5000, MaxConcurrentRenders: 7}
+	for name, args := range map[string]struct {
+		flags []string
+		env   map[string]string
+	}{
+		"flags": {[]string{"--read-service=r:1", "--markdown-max-input-bytes=1000", "--markdown-render-timeout=3s",
+			"--markdown-cache-bytes=5000", "--markdown-max-renders=7"}, nil},
+		"variables": {nil, map[string]string{"TBHUB_READ_SERVICE": "r:1", "TBHUB_MARKDOWN_MAX_INPUT_BYTES": "1000",
+			"TBHUB_MARKDOWN_RENDER_TIMEOUT": "3s", "TBHUB_MARKDOWN_CACHE_BYTES": "5000", "TBHUB_MARKDOWN_MAX_RENDERS": "7"}},
+	} {
+		cfg, _, err := parse(t, args.flags, args.env)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		h, err := httpapi.New(cfg.api(datapb.NewTensorBoardDataProviderClient(nil), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := h.Markdown.Limits(); got != want {
+			t.Errorf("%s: the renderer's limits are %+v, want %+v", name, got, want)
+		}
+	}
+	if _, _, err := parse(t, []string{"--read-service=r:1", "--markdown-max-renders=0"}, nil); err == nil {
+		t.Error("--markdown-max-renders=0 accepted")
+	}
+	cfg, _, err := parse(t, []string{"--read-service=r:1"}, nil)
+	if err != nil || cfg.Markdown != httpapi.DefaultMarkdownLimits() {
+		t.Errorf("defaults: %+v, %v", cfg.Markdown, err)
+	}
 }

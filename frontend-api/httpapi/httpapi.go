@@ -38,6 +38,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/markdown"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	"github.com/tbhub/tbhub/frontend-api/httperr"
 	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
@@ -88,8 +89,21 @@ type Config struct {
 	// limit stock TensorBoard sets) if zero. It is set on every call, so
 	// the connection's own default (4 MiB) does not apply.
 	MaxResponseBytes int
-	Logger           *slog.Logger
+	// Markdown bounds the rendering of descriptions and text summaries;
+	// DefaultMarkdownLimits for each field that is zero.
+	Markdown MarkdownLimits
+	Logger   *slog.Logger
 }
+
+// MarkdownLimits bound the rendering of markdown: the bytes of one text
+// rendered, how long a request waits for it, the bytes of HTML kept for
+// later requests, and how many renders run at once (docs/operations.md).
+// RegisterFlags defines their flags.
+type MarkdownLimits = markdown.Limits
+
+// DefaultMarkdownLimits: 32 KiB per text, 2 s, 32 MiB of cache, half the
+// cores.
+func DefaultMarkdownLimits() MarkdownLimits { return markdown.DefaultLimits() }
 
 // Handler serves the API. Create it with New.
 type Handler struct {
@@ -121,8 +135,22 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.MaxResponseBytes == 0 {
 		cfg.MaxResponseBytes = 256 << 20
 	}
+	def := markdown.DefaultLimits()
+	md := &cfg.Markdown
+	for _, f := range []struct{ v, def *int }{{&md.MaxInputBytes, &def.MaxInputBytes}, {&md.MaxCacheBytes, &def.MaxCacheBytes}, {&md.MaxConcurrentRenders, &def.MaxConcurrentRenders}} {
+		if *f.v == 0 {
+			*f.v = *f.def
+		}
+	}
+	if md.RenderTimeout == 0 {
+		md.RenderTimeout = def.RenderTimeout
+	}
+	renderer, err := markdown.New(cfg.Markdown)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi.New: %w", err)
+	}
 	h := &Handler{cfg: cfg, exps: cfg.Experiments, creds: cfg.Credentials, mux: http.NewServeMux(), logger: cfg.Logger,
-		Env: &route.Env{Data: cfg.Data, SamplesPerPlugin: cfg.SamplesPerPlugin,
+		Env: &route.Env{Data: cfg.Data, SamplesPerPlugin: cfg.SamplesPerPlugin, Markdown: renderer,
 			CallOpts: []grpc.CallOption{grpc.MaxCallRecvMsgSize(cfg.MaxResponseBytes)}}}
 	if h.creds == nil {
 		h.creds = BearerHeader

@@ -5,17 +5,20 @@ import (
 	"net"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi"
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
+	"github.com/tbhub/tbhub/schemas/readhint"
 )
 
 // series is one time series a tableProvider serves.
@@ -34,6 +37,9 @@ type tableProvider struct {
 	series []series
 	mu     sync.Mutex
 	asked  map[string]int64 // plugin → num_points of its last read
+	// cut is the readhint.MaxStringBytesKey of the last ReadTensors per
+	// plugin ("" if none); the table sends its strings whole regardless.
+	cut map[string]string
 }
 
 func (p *tableProvider) match(plugin string, f *datapb.RunTagFilter, scalar bool) []series {
@@ -109,8 +115,14 @@ func (p *tableProvider) ListTensors(_ context.Context, req *datapb.ListTensorsRe
 	return resp, nil
 }
 
-func (p *tableProvider) ReadTensors(_ context.Context, req *datapb.ReadTensorsRequest) (*datapb.ReadTensorsResponse, error) {
+func (p *tableProvider) ReadTensors(ctx context.Context, req *datapb.ReadTensorsRequest) (*datapb.ReadTensorsResponse, error) {
 	p.record(req.GetPluginFilter().GetPluginName(), req.GetDownsample())
+	p.mu.Lock()
+	if p.cut == nil {
+		p.cut = map[string]string{}
+	}
+	p.cut[req.GetPluginFilter().GetPluginName()] = strings.Join(metadata.ValueFromIncomingContext(ctx, readhint.MaxStringBytesKey), ",")
+	p.mu.Unlock()
 	resp := &datapb.ReadTensorsResponse{}
 	for _, s := range p.match(req.GetPluginFilter().GetPluginName(), req.GetRunTagFilter(), false) {
 		resp.Runs = append(resp.Runs, &datapb.ReadTensorsResponse_RunEntry{RunName: s.run, Tags: []*datapb.ReadTensorsResponse_TagEntry{{

@@ -44,7 +44,9 @@ type Config struct {
 	// SamplesPerPlugin is httpapi.Config.SamplesPerPlugin (TensorBoard's
 	// --samples_per_plugin).
 	SamplesPerPlugin map[string]int64
-	Logger           *slog.Logger
+	// Markdown is httpapi.Config.Markdown.
+	Markdown httpapi.MarkdownLimits
+	Logger   *slog.Logger
 }
 
 // Routes are the mux patterns the HTTP API is mounted under. The UI may
@@ -83,6 +85,7 @@ func Mount(grpcServer grpc.ServiceRegistrar, mux *http.ServeMux, conn grpc.Clien
 		Logger:      cfg.Logger,
 
 		SamplesPerPlugin: cfg.SamplesPerPlugin,
+		Markdown:         cfg.Markdown,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("readpath: %w", err)

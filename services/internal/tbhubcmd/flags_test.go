@@ -2,13 +2,23 @@ package tbhubcmd
 
 import (
 	"flag"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tbhub/tbhub/frontend-api/frontend"
+	"github.com/tbhub/tbhub/frontend-api/httpapi"
+	"github.com/tbhub/tbhub/services/internal/auth"
+	"github.com/tbhub/tbhub/services/internal/reader/readertest"
+	"github.com/tbhub/tbhub/services/internal/readpath"
 	"github.com/tbhub/tbhub/services/internal/readservice"
 	"github.com/tbhub/tbhub/services/serverkit/config"
 )
@@ -22,6 +32,7 @@ var telemetryFlags = []string{"gcp-project", "metrics-exporter", "trace-exporter
 func TestEveryFlagAndItsVariable(t *testing.T) {
 	httpLimitFlags := []string{"http-body-timeout", "http-header-timeout", "http-idle-timeout", "max-conns-per-ip"}
 	blobStreamFlags := []string{"abandoned-blob-age", "blob-stream-idle-timeout", "blob-stream-timeout", "max-blob-streams-per-conn", "max-blob-streams-per-user", "max-metadata-bytes"}
+	markdownFlags := []string{"markdown-cache-bytes", "markdown-max-input-bytes", "markdown-max-renders", "markdown-render-timeout"}
 	binaries := []struct {
 		name  string
 		flags func(fs *flag.FlagSet)
@@ -32,7 +43,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 			"max-blob-bytes", "max-blob-bytes-per-user", "max-experiments-per-user", "max-points-per-user",
 			"oidc-client-ids", "oidc-device-client-id", "oidc-device-client-secret", "oidc-issuer",
 			"oidc-web-client-id", "oidc-web-client-secret", "public-origin", "requests-per-second", "samples_per_plugin", "store",
-		}, telemetryFlags, httpLimitFlags, blobStreamFlags)},
+		}, telemetryFlags, httpLimitFlags, blobStreamFlags, markdownFlags)},
 		{"write-service", func(fs *flag.FlagSet) { newServeFlags(fs, writeServiceCommand) }, slices.Concat([]string{
 			"addr", "api-endpoint", "blobs", "data", "enable-test-rpcs", "grpc-addr",
 			"max-blob-bytes", "max-blob-bytes-per-user", "max-experiments-per-user", "max-points-per-user",
@@ -48,7 +59,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 		{"frontend", func(fs *flag.FlagSet) { new(frontend.Config).RegisterFlags(fs) }, slices.Concat([]string{
 			"addr", "experiment-service", "grpc-insecure", "oidc-issuer", "oidc-web-client-id",
 			"oidc-web-client-secret", "port", "public-origin", "read-service", "samples_per_plugin",
-		}, telemetryFlags, httpLimitFlags)},
+		}, telemetryFlags, httpLimitFlags, markdownFlags)},
 	}
 	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "operations.md"))
 	if err != nil {
@@ -71,6 +82,40 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 		want := slices.Sorted(slices.Values(b.want))
 		if !slices.Equal(got, want) {
 			t.Errorf("%s flags:\n got %q\nwant %q", b.name, got, want)
+		}
+	}
+}
+
+// Each markdown limit of tbhub serve is set by its flag or its TBHUB_
+// variable and reaches the HTTP API's renderer.
+func TestServeMarkdownLimits(t *testing.T) {
+	want := httpapi.MarkdownLimits{MaxInputBytes: 1000, RenderTimeout: 3 * time.Second, MaxCacheBytes: 5000, MaxConcurrentRenders: 7}
+	for name, args := range map[string]struct {
+		flags []string
+		env   map[string]string
+	}{
+		"flags": {[]string{"--markdown-max-input-bytes=1000", "--markdown-render-timeout=3s",
+			"--markdown-cache-bytes=5000", "--markdown-max-renders=7"}, nil},
+		"variables": {nil, map[string]string{"TBHUB_MARKDOWN_MAX_INPUT_BYTES": "1000",
+			"TBHUB_MARKDOWN_RENDER_TIMEOUT": "3s", "TBHUB_MARKDOWN_CACHE_BYTES": "5000", "TBHUB_MARKDOWN_MAX_RENDERS": "7"}},
+	} {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		f := newServeFlags(fs, serveCommand)
+		if err := parse(fs, args.flags, config.MapEnv(args.env), io.Discard, io.Discard, f.aliases...); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		st, bs := readertest.OpenEmbedded(t)
+		conn, err := grpc.NewClient("passthrough:///nowhere", grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		_, h, err := readpath.Mount(grpc.NewServer(), http.NewServeMux(), conn, st, bs, f.readPath(auth.OIDCConfig{}, "http://tbhub.example", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := h.(*httpapi.Handler).Markdown.Limits(); got != want {
+			t.Errorf("%s: the renderer's limits are %+v, want %+v", name, got, want)
 		}
 	}
 }

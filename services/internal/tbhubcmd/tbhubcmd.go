@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -229,6 +230,7 @@ type serveFlags struct {
 	lim                              limits.Limits
 	http                             lifecycle.HTTPLimits
 	samples                          httpapi.SamplesPerPlugin
+	markdown                         httpapi.MarkdownLimits
 	tcfg                             telemetry.Config
 	aliases                          []config.Alias
 }
@@ -267,6 +269,8 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 	f.http.RegisterFlags(fs)
 	if proc.readPath {
 		fs.Var(&f.samples, "samples_per_plugin", httpapi.SamplesFlagUsage)
+		f.markdown = httpapi.DefaultMarkdownLimits()
+		f.markdown.RegisterFlags(fs)
 	}
 	f.tcfg = telemetry.Config{Service: proc.service}
 	f.aliases = append([]config.Alias{config.Port("addr")}, f.tcfg.RegisterFlags(fs)...)
@@ -283,7 +287,7 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 		return err
 	}
 	spec, addr, grpcAddr, origin, endpoint := f.spec, f.addr, f.grpcAddr, f.origin, f.endpoint
-	issuer, clientIDs, deviceClient, deviceSecret, webClient, webSecret := f.issuer, f.clientIDs, f.deviceClient, f.deviceSecret, f.webClient, f.webSecret
+	issuer, clientIDs, deviceClient, deviceSecret, webClient := f.issuer, f.clientIDs, f.deviceClient, f.deviceSecret, f.webClient
 	testRPCs, lim, tcfg := f.testRPCs, f.lim, f.tcfg
 	if err := completeSpec(spec, env); err != nil {
 		return err
@@ -335,11 +339,7 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 			return err
 		}
 		defer conn.Close()
-		if _, _, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), conn, st, b.Blobs, readpath.Config{
-			SignIn: webSignIn(cfg.OIDC, *webClient, *webSecret), PublicOrigin: srv.Origin(),
-			Reader: reader.Config{BlobKeySecret: reader.RandomSecret()}, Logger: logger,
-			SamplesPerPlugin: f.samples,
-		}); err != nil {
+		if _, _, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), conn, st, b.Blobs, f.readPath(cfg.OIDC, srv.Origin(), logger)); err != nil {
 			return err
 		}
 		ui, err := webui.New()
@@ -356,6 +356,16 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 	}
 	printBanner(stderr, srv, b.Description, token, cfg.OIDC.Issuer, proc.readPath)
 	return srv.Serve(ctx)
+}
+
+// readPath is the read path's configuration (tbhub serve): the web UI's
+// sign-in and the HTTP API's settings from the flags.
+func (f *serveFlags) readPath(o auth.OIDCConfig, origin string, logger *slog.Logger) readpath.Config {
+	return readpath.Config{
+		SignIn: webSignIn(o, *f.webClient, *f.webSecret), PublicOrigin: origin,
+		Reader: reader.Config{BlobKeySecret: reader.RandomSecret()}, Logger: logger,
+		SamplesPerPlugin: f.samples, Markdown: f.markdown,
+	}
 }
 
 // webSignIn is how the web UI signs in with the OIDC issuer: nil (API

@@ -17,7 +17,7 @@ func (h Plugin) HistogramTags(w http.ResponseWriter, r *route.Request) error {
 	if err != nil {
 		return err
 	}
-	return route.WriteJSON(w, route.TagInfos(series))
+	return route.WriteJSON(w, h.TagInfos(series))
 }
 
 // histogramPoint is one step of a histogram series: its buckets as

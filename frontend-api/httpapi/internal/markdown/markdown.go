@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"flag"
 	"fmt"
 	"html"
 	"net/url"
@@ -56,73 +57,135 @@ var (
 // Rendering is bounded: markdown comes from whoever uploaded the data and
 // is read by anyone the experiment is shared with, and goldmark's time
 // grows with the square of some inputs (900 KB of ">" takes minutes).
+// Limits says how; a Renderer applies them.
 //
-//   - Input: at most MaxInputBytes are rendered (cut at a line end); the
-//     reader sees a note saying the text was truncated and by how much.
-//     This bounds one render's time (32 KiB of the worst inputs found,
-//     ">" and "[a](" repeated, take about 1 s on one core).
-//   - Time: a caller waits at most Timeout, or until its context ends
-//     (the client went away); it then gets the text escaped in a <pre>
-//     with a note instead. A render that started runs to its end on a
-//     bounded input and is cached, so the next request gets it.
-//   - Cores: at most Concurrency renders run at once (half the cores);
-//     a render waiting longer than Timeout for its turn is dropped.
+//   - Input: at most MaxInputBytes of a text are rendered (cut at a line
+//     end); the reader sees a note saying the text was truncated. This
+//     bounds one render's time (32 KiB of the worst inputs found, ">" and
+//     "[a](" repeated, take about 1 s on one core). The text route asks the
+//     read service for no more than MaxInputBytes+1 bytes of each string
+//     (ReadLimit), so a longer text never travels whole.
+//   - Time: a caller waits at most RenderTimeout, or until its context
+//     ends (the client went away); it then gets the text escaped in a
+//     <pre> with a note instead. A render that started runs to its end on
+//     a bounded input and is cached, so the next request gets it.
+//   - Cores: at most MaxConcurrentRenders renders run at once; a render
+//     waits for its turn only while one of its callers still waits, and is
+//     dropped when they have all gone.
 //   - Memory: the cache holds at most MaxCacheBytes of rendered HTML,
 //     keyed by a hash of the markdown, and starts over when full.
-const (
-	MaxInputBytes = 32 << 10
-	Timeout       = 2 * time.Second
-	MaxCacheBytes = 32 << 20
-)
-
-// Concurrency is how many renders run at once.
-var Concurrency = max(1, runtime.GOMAXPROCS(0)/2)
-
-type renderCall struct {
-	done chan struct{}
-	html string
-	ok   bool
+type Limits struct {
+	MaxInputBytes        int
+	RenderTimeout        time.Duration
+	MaxCacheBytes        int
+	MaxConcurrentRenders int
 }
 
-var rendered = struct {
-	sync.Mutex
-	m        map[[sha256.Size]byte]string
-	bytes    int
-	inflight map[[sha256.Size]byte]*renderCall
-}{m: map[[sha256.Size]byte]string{}, inflight: map[[sha256.Size]byte]*renderCall{}}
+// DefaultLimits: 32 KiB per text, 2 s, 32 MiB of cache, half the cores.
+func DefaultLimits() Limits {
+	return Limits{MaxInputBytes: 32 << 10, RenderTimeout: 2 * time.Second, MaxCacheBytes: 32 << 20,
+		MaxConcurrentRenders: max(1, runtime.GOMAXPROCS(0)/2)}
+}
 
-var renderSlots = make(chan struct{}, Concurrency)
+// RegisterFlags defines --markdown-max-input-bytes,
+// --markdown-render-timeout, --markdown-cache-bytes and
+// --markdown-max-renders on fs, defaulting to l's values.
+func (l *Limits) RegisterFlags(fs *flag.FlagSet) {
+	fs.IntVar(&l.MaxInputBytes, "markdown-max-input-bytes", l.MaxInputBytes, "bytes of one text or description rendered as markdown; the rest is cut, with a note to the reader")
+	fs.DurationVar(&l.RenderTimeout, "markdown-render-timeout", l.RenderTimeout, "longest a request waits for markdown to render before showing the text unformatted")
+	fs.IntVar(&l.MaxCacheBytes, "markdown-cache-bytes", l.MaxCacheBytes, "bytes of rendered markdown kept for later requests")
+	fs.IntVar(&l.MaxConcurrentRenders, "markdown-max-renders", l.MaxConcurrentRenders, "markdown renders running at once (default: half the cores)")
+}
+
+// Validate reports limits that would leave rendering unbounded.
+func (l Limits) Validate() error {
+	if l.MaxInputBytes <= 0 || l.RenderTimeout <= 0 || l.MaxCacheBytes <= 0 || l.MaxConcurrentRenders <= 0 {
+		return fmt.Errorf("markdown limits must be positive: %+v", l)
+	}
+	return nil
+}
+
+// ReadLimit is how many bytes of a text to read for rendering: one more
+// than is rendered, so that a longer text is known to be longer.
+func (l Limits) ReadLimit() int { return l.MaxInputBytes + 1 }
+
+type cacheKey = [sha256.Size]byte
+
+// renderCall is one render, shared by every caller of the same markdown.
+type renderCall struct {
+	done    chan struct{}
+	html    string
+	ok      bool
+	waiters int           // callers waiting for it (under Renderer.mu)
+	started bool          // it holds a render slot (under Renderer.mu)
+	gone    chan struct{} // closed when every caller left before it started
+}
+
+// Renderer renders markdown within its Limits; one per server, shared by
+// every request.
+type Renderer struct {
+	lim   Limits
+	slots chan struct{}
+	// convert is renderMarkdown; tests replace it to watch renders.
+	convert func(string) string
+
+	mu       sync.Mutex
+	cache    map[cacheKey]string
+	bytes    int
+	inflight map[cacheKey]*renderCall
+}
+
+// New returns a Renderer with the given limits.
+func New(l Limits) (*Renderer, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	return &Renderer{lim: l, slots: make(chan struct{}, l.MaxConcurrentRenders), convert: renderMarkdown,
+		cache: map[cacheKey]string{}, inflight: map[cacheKey]*renderCall{}}, nil
+}
+
+// Limits returns the renderer's limits.
+func (r *Renderer) Limits() Limits { return r.lim }
 
 // ToSafeHTML renders markdown to sanitized HTML within the bounds above,
 // without a caller's context (descriptions of series).
-func ToSafeHTML(md string) string { return Render(context.Background(), md) }
+func (r *Renderer) ToSafeHTML(md string) string { return r.Render(context.Background(), md) }
 
 // Render renders markdown to sanitized HTML within the bounds above;
 // NUL bytes are removed first, with a warning in the output, as
 // TensorBoard does. It returns when ctx ends, with the plain-text form.
-func Render(ctx context.Context, md string) string {
+func (r *Renderer) Render(ctx context.Context, md string) string {
 	if md == "" {
 		return ""
 	}
 	key := sha256.Sum256([]byte(md))
-	rendered.Lock()
-	if html, ok := rendered.m[key]; ok {
-		rendered.Unlock()
+	r.mu.Lock()
+	if html, ok := r.cache[key]; ok {
+		r.mu.Unlock()
 		return html
 	}
-	call, running := rendered.inflight[key]
+	call, running := r.inflight[key]
+	haveSlot := false
 	if !running {
-		call = &renderCall{done: make(chan struct{})}
-		rendered.inflight[key] = call
+		call = &renderCall{done: make(chan struct{}), gone: make(chan struct{})}
+		r.inflight[key] = call
+		// A free slot is taken at once: the render then runs to its end
+		// even if this caller leaves.
+		select {
+		case r.slots <- struct{}{}:
+			call.started, haveSlot = true, true
+		default:
+		}
 	}
-	rendered.Unlock()
+	call.waiters++
+	r.mu.Unlock()
 	if !running {
 		// The background render keeps only the part it renders: a copy,
-		// so the caller's (up to 1 MiB) string is not held by it.
-		head, note := truncate(md)
-		go renderInBackground(key, strings.Clone(head), note, call)
+		// so the caller's string is not held by it.
+		head, note := r.truncate(md)
+		go r.renderInBackground(key, strings.Clone(head), note, call, haveSlot)
 	}
-	timer := time.NewTimer(Timeout)
+	timer := time.NewTimer(r.lim.RenderTimeout)
 	defer timer.Stop()
 	select {
 	case <-call.done:
@@ -132,58 +195,100 @@ func Render(ctx context.Context, md string) string {
 	case <-timer.C:
 	case <-ctx.Done():
 	}
-	return plainText(md)
+	r.leave(key, call)
+	return r.plainText(md)
 }
 
-// renderInBackground renders head (the note appended) once a slot is free, caches the result and
-// wakes the callers waiting for it.
-func renderInBackground(key [sha256.Size]byte, head, note string, call *renderCall) {
-	defer func() {
-		rendered.Lock()
-		delete(rendered.inflight, key)
-		if call.ok && len(call.html) <= MaxCacheBytes {
-			if rendered.bytes+len(call.html) > MaxCacheBytes {
-				rendered.m, rendered.bytes = map[[sha256.Size]byte]string{}, 0
+// leave says a caller stopped waiting for call; when it was the last and
+// the render has not started, the render is dropped.
+func (r *Renderer) leave(key cacheKey, call *renderCall) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	call.waiters--
+	if call.waiters == 0 && !call.started {
+		select {
+		case <-call.gone:
+		case <-call.done:
+		default:
+			close(call.gone)
+			if r.inflight[key] == call {
+				delete(r.inflight, key)
 			}
-			rendered.m[key] = call.html
-			rendered.bytes += len(call.html)
 		}
-		rendered.Unlock()
+	}
+}
+
+// renderInBackground renders head (the note appended) once a slot is
+// free, caches the result and wakes the callers waiting for it.
+// It holds a slot already if haveSlot.
+func (r *Renderer) renderInBackground(key cacheKey, head, note string, call *renderCall, haveSlot bool) {
+	defer func() {
+		r.mu.Lock()
+		if r.inflight[key] == call {
+			delete(r.inflight, key)
+		}
+		if call.ok && len(call.html) <= r.lim.MaxCacheBytes {
+			if r.bytes+len(call.html) > r.lim.MaxCacheBytes {
+				r.cache, r.bytes = map[cacheKey]string{}, 0
+			}
+			r.cache[key] = call.html
+			r.bytes += len(call.html)
+		}
+		r.mu.Unlock()
 		close(call.done)
 	}()
-	wait := time.NewTimer(Timeout)
-	defer wait.Stop()
-	select {
-	case renderSlots <- struct{}{}:
-	case <-wait.C:
-		return // every slot busy all along: the callers have their plain text
+	if !haveSlot {
+		select {
+		case r.slots <- struct{}{}:
+		case <-call.gone:
+			return // every caller left while it waited: they have their plain text
+		}
+		r.mu.Lock()
+		select {
+		case <-call.gone:
+			r.mu.Unlock()
+			<-r.slots
+			return
+		default:
+			call.started = true
+		}
+		r.mu.Unlock()
 	}
-	defer func() { <-renderSlots }()
-	call.html, call.ok = renderMarkdown(head)+note, true
+	defer func() { <-r.slots }()
+	call.html, call.ok = r.convert(head)+note, true
 }
 
 // truncate cuts md to MaxInputBytes at the last line end (or rune
-// boundary) before it, and returns the note that says so.
-func truncate(md string) (head, note string) {
-	if len(md) <= MaxInputBytes {
+// boundary) before it, and returns the note that says so. The note does
+// not give md's length: the read service may have sent only its start.
+func (r *Renderer) truncate(md string) (head, note string) {
+	limit := r.lim.MaxInputBytes
+	if len(md) <= limit {
 		return md, ""
 	}
-	cut := MaxInputBytes
-	if i := strings.LastIndexByte(md[:cut], '\n'); i > MaxInputBytes/2 {
+	cut := limit
+	if i := strings.LastIndexByte(md[:cut], '\n'); i > limit/2 {
 		cut = i
 	}
 	for cut > 0 && !utf8.RuneStart(md[cut]) {
 		cut--
 	}
-	return md[:cut], fmt.Sprintf("\n<p><em>Truncated: this text is %d bytes; the first %d are shown.</em></p>", len(md), cut)
+	return md[:cut], fmt.Sprintf("\n<p><em>Truncated: this text is longer than %d bytes; the first %d are shown.</em></p>", limit, cut)
 }
 
 // plainText is md escaped in a <pre> (at most MaxInputBytes of it), for a
 // caller that could not wait for its rendering.
-func plainText(md string) string {
-	head, note := truncate(md)
+func (r *Renderer) plainText(md string) string {
+	head, note := r.truncate(md)
 	head = strings.ReplaceAll(head, "\x00", "")
 	return "<pre>" + escapeText(head) + "</pre>\n<p><em>This text is shown unformatted: rendering it took too long.</em></p>" + note
+}
+
+// SafeText is text (not markdown) as sanitized HTML (SafeHTML), cut to
+// MaxInputBytes as Render cuts markdown.
+func (r *Renderer) SafeText(text string) string {
+	head, note := r.truncate(text)
+	return SafeHTML(head) + note
 }
 
 func renderMarkdown(md string) string {

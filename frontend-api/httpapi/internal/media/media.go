@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/markdown"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 )
@@ -25,13 +24,13 @@ type sampledTagInfo struct {
 	Samples     int64  `json:"samples"`
 }
 
-func sampledTagInfos(series []route.SeriesInfo, samples func(route.SeriesInfo) int64) map[string]map[string]sampledTagInfo {
+func (h Plugin) sampledTagInfos(series []route.SeriesInfo, samples func(route.SeriesInfo) int64) map[string]map[string]sampledTagInfo {
 	out := map[string]map[string]sampledTagInfo{}
 	for _, s := range series {
 		if out[s.Run] == nil {
 			out[s.Run] = map[string]sampledTagInfo{}
 		}
-		out[s.Run][s.Tag] = sampledTagInfo{DisplayName: s.DisplayName, Description: markdown.ToSafeHTML(s.Description), Samples: samples(s)}
+		out[s.Run][s.Tag] = sampledTagInfo{DisplayName: s.DisplayName, Description: h.Markdown.ToSafeHTML(s.Description), Samples: samples(s)}
 	}
 	return out
 }
@@ -41,7 +40,7 @@ func (h Plugin) ImageTags(w http.ResponseWriter, r *route.Request) error {
 	if err != nil {
 		return err
 	}
-	return route.WriteJSON(w, sampledTagInfos(series, func(s route.SeriesInfo) int64 { return max(s.MaxLength-2, 0) }))
+	return route.WriteJSON(w, h.sampledTagInfos(series, func(s route.SeriesInfo) int64 { return max(s.MaxLength-2, 0) }))
 }
 
 // sampleParam is the optional sample query parameter (default 0).
@@ -126,7 +125,7 @@ func (h Plugin) AudioTags(w http.ResponseWriter, r *route.Request) error {
 	if err != nil {
 		return err
 	}
-	return route.WriteJSON(w, sampledTagInfos(series, func(s route.SeriesInfo) int64 { return s.MaxLength }))
+	return route.WriteJSON(w, h.sampledTagInfos(series, func(s route.SeriesInfo) int64 { return s.MaxLength }))
 }
 
 // audioContentType is the MIME type the series' plugin data declares.

@@ -18,7 +18,7 @@ func (h Plugin) PRCurveTags(w http.ResponseWriter, r *route.Request) error {
 	if err != nil {
 		return err
 	}
-	return route.WriteJSON(w, route.TagInfos(series))
+	return route.WriteJSON(w, h.TagInfos(series))
 }
 
 type prCurveEntry struct {

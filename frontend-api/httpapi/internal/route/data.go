@@ -15,8 +15,10 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/markdown"
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
+	"github.com/tbhub/tbhub/schemas/readhint"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 )
@@ -52,6 +54,8 @@ type Env struct {
 	// SamplesPerPlugin overrides the points per series of a plugin
 	// (TensorBoard's --samples_per_plugin).
 	SamplesPerPlugin map[string]int64
+	// Markdown renders descriptions and texts, one for the server.
+	Markdown *markdown.Renderer
 }
 
 // samples returns how many points per series a plugin route reads.
@@ -198,7 +202,18 @@ func (h *Env) ReadScalarTails(r *Request, plugin string, f *datapb.RunTagFilter,
 }
 
 func (h *Env) ReadTensors(r *Request, plugin string, f *datapb.RunTagFilter, k int64) ([]TensorSeries, error) {
-	resp, err := h.Data.ReadTensors(r.Ctx, &datapb.ReadTensorsRequest{ExperimentId: r.EID, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f, Downsample: &datapb.Downsample{NumPoints: k}}, h.CallOpts...)
+	return h.readTensors(r.Ctx, r, plugin, f, k)
+}
+
+// ReadTexts is ReadTensors for tensors whose strings are rendered as
+// markdown: the read service sends no more of each string than Markdown
+// reads (readhint.MaxStringBytesKey), so a long text never travels whole.
+func (h *Env) ReadTexts(r *Request, plugin string, f *datapb.RunTagFilter, k int64) ([]TensorSeries, error) {
+	return h.readTensors(readhint.WithMaxStringBytes(r.Ctx, h.Markdown.Limits().ReadLimit()), r, plugin, f, k)
+}
+
+func (h *Env) readTensors(ctx context.Context, r *Request, plugin string, f *datapb.RunTagFilter, k int64) ([]TensorSeries, error) {
+	resp, err := h.Data.ReadTensors(ctx, &datapb.ReadTensorsRequest{ExperimentId: r.EID, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f, Downsample: &datapb.Downsample{NumPoints: k}}, h.CallOpts...)
 	if err != nil {
 		return nil, err
 	}

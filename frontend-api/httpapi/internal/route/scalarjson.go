@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/markdown"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 )
 
@@ -18,13 +17,13 @@ type TagInfo struct {
 }
 
 // tagInfos groups listed series as run → tag → tagInfo.
-func TagInfos(series []SeriesInfo) map[string]map[string]TagInfo {
+func (h *Env) TagInfos(series []SeriesInfo) map[string]map[string]TagInfo {
 	out := map[string]map[string]TagInfo{}
 	for _, s := range series {
 		if out[s.Run] == nil {
 			out[s.Run] = map[string]TagInfo{}
 		}
-		out[s.Run][s.Tag] = TagInfo{DisplayName: s.DisplayName, Description: markdown.ToSafeHTML(s.Description)}
+		out[s.Run][s.Tag] = TagInfo{DisplayName: s.DisplayName, Description: h.Markdown.ToSafeHTML(s.Description)}
 	}
 	return out
 }

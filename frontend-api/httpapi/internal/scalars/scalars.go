@@ -19,7 +19,7 @@ func (h Plugin) ScalarTags(w http.ResponseWriter, r *route.Request) error {
 	if err != nil {
 		return err
 	}
-	return route.WriteJSON(w, route.TagInfos(series))
+	return route.WriteJSON(w, h.TagInfos(series))
 }
 
 func (h Plugin) Scalars(w http.ResponseWriter, r *route.Request) error {

@@ -37,19 +37,19 @@ func (h Plugin) Text(w http.ResponseWriter, r *route.Request) error {
 		return err
 	}
 	useMarkdown := r.URL.Query().Get("markdown") != "false"
-	series, err := h.ReadTensors(r, "text", route.One(run, tag), h.Samples("text", route.SamplesText))
+	series, err := h.ReadTexts(r, "text", route.One(run, tag), h.Samples("text", route.SamplesText))
 	if err != nil {
 		return err
 	}
 	// One time budget for the request's markdown, however many texts it
-	// holds; it also ends when the client goes (markdown.Render).
-	ctx, cancel := context.WithTimeout(r.Ctx, markdown.Timeout)
+	// holds; it also ends when the client goes (markdown.Renderer).
+	ctx, cancel := context.WithTimeout(r.Ctx, h.Markdown.Limits().RenderTimeout)
 	defer cancel()
 	out := []textEntry{}
 	for _, s := range series {
 		d := s.Data
 		for i, step := range d.GetStep() {
-			text, err := textToHTML(ctx, d.GetValue()[i], useMarkdown)
+			text, err := textToHTML(ctx, h.Markdown, d.GetValue()[i], useMarkdown)
 			if err != nil {
 				return fmt.Errorf("run %q tag %q step %d: %w", run, tag, step, err)
 			}
@@ -63,18 +63,21 @@ func (h Plugin) Text(w http.ResponseWriter, r *route.Request) error {
 // scalar as one block, a vector as a one-column table, a matrix as a
 // table, and of a higher-rank tensor its first matrix, with a warning.
 // Each cell is sanitized markdown, or sanitized HTML (the text as it is,
-// cleaned) when useMarkdown is false.
-func textToHTML(ctx context.Context, t *tbpb.TensorProto, useMarkdown bool) (string, error) {
+// cleaned) when useMarkdown is false, of at most md's MaxInputBytes.
+func textToHTML(ctx context.Context, md *markdown.Renderer, t *tbpb.TensorProto, useMarkdown bool) (string, error) {
 	vals, err := route.TensorStrings(t)
 	if err != nil {
 		return "", err
 	}
 	cell := func(b []byte) string {
+		// The read service sent at most ReadLimit bytes of each string
+		// (route.Env.ReadTexts); an older one may send more.
+		b = b[:min(len(b), md.Limits().ReadLimit())]
 		s := strings.ToValidUTF8(string(b), "\uFFFD")
 		if useMarkdown {
-			return markdown.Render(ctx, s)
+			return md.Render(ctx, s)
 		}
-		return markdown.SafeHTML(s)
+		return md.SafeText(s)
 	}
 	shape := route.ShapeOf(t)
 	switch len(shape) {
@@ -94,7 +97,7 @@ func textToHTML(ctx context.Context, t *tbpb.TensorProto, useMarkdown bool) (str
 	for _, d := range shape[2:] {
 		inner *= d
 	}
-	warning := markdown.ToSafeHTML(fmt.Sprintf("**Warning:** This text summary contained data of dimensionality %d, but only "+
+	warning := md.ToSafeHTML(fmt.Sprintf("**Warning:** This text summary contained data of dimensionality %d, but only "+
 		"2d tables are supported. Showing a 2d slice of the data instead.", len(shape)))
 	if inner == 0 {
 		return warning, nil

@@ -10,7 +10,6 @@ import (
 	"net/http"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/histograms"
-	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/markdown"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/media"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	"github.com/tbhub/tbhub/frontend-api/httperr"
@@ -25,12 +24,12 @@ type runTagInfo struct {
 	TagDescriptions map[string]string   `json:"tagDescriptions"`
 }
 
-func newRunTagInfo(series []route.SeriesInfo) runTagInfo {
+func (h Plugin) newRunTagInfo(series []route.SeriesInfo) runTagInfo {
 	out := runTagInfo{RunTagInfo: map[string][]string{}, TagDescriptions: map[string]string{}}
 	for _, s := range series {
 		out.RunTagInfo[s.Run] = append(out.RunTagInfo[s.Run], s.Tag)
 		if s.Description != "" {
-			out.TagDescriptions[s.Tag] = markdown.ToSafeHTML(s.Description)
+			out.TagDescriptions[s.Tag] = h.Markdown.ToSafeHTML(s.Description)
 		}
 	}
 	return out
@@ -60,12 +59,12 @@ func (h Plugin) TimeSeriesTags(w http.ResponseWriter, r *route.Request) error {
 		}
 		imageInfo.TagRunSampledInfo[s.Tag][s.Run] = sampledInfo{max(s.MaxLength-2, 0)}
 		if s.Description != "" {
-			imageInfo.TagDescriptions[s.Tag] = markdown.ToSafeHTML(s.Description)
+			imageInfo.TagDescriptions[s.Tag] = h.Markdown.ToSafeHTML(s.Description)
 		}
 	}
 	return route.WriteJSON(w, map[string]any{
-		"scalars":    newRunTagInfo(scalars),
-		"histograms": newRunTagInfo(hists),
+		"scalars":    h.newRunTagInfo(scalars),
+		"histograms": h.newRunTagInfo(hists),
 		"images":     imageInfo,
 	})
 }
