@@ -18,7 +18,6 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/markdown"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
@@ -63,7 +62,7 @@ func (h API) ListExperiments(w http.ResponseWriter, r *route.Request) error {
 		if err != nil {
 			return err
 		}
-		withHTML(r, resp.GetExperiments()...)
+		h.withHTML(r, resp.GetExperiments()...)
 		return route.WriteProtoJSON(w, resp)
 	}
 	req := &experimentsv1.ListExperimentsRequest{PageToken: q.Get("page_token"), PageSize: size}
@@ -79,7 +78,7 @@ func (h API) ListExperiments(w http.ResponseWriter, r *route.Request) error {
 	if err != nil {
 		return err
 	}
-	withHTML(r, resp.GetExperiments()...)
+	h.withHTML(r, resp.GetExperiments()...)
 	return route.WriteProtoJSON(w, resp)
 }
 
@@ -87,11 +86,11 @@ func (h API) ListExperiments(w http.ResponseWriter, r *route.Request) error {
 // rendered and sanitized by the HTTP API's one markdown renderer, within
 // one time budget for the request (a description that misses it is shown
 // as escaped text).
-func withHTML(r *route.Request, exps ...*experimentsv1.Experiment) {
-	ctx, cancel := context.WithTimeout(r.Ctx, markdown.Timeout)
+func (h API) withHTML(r *route.Request, exps ...*experimentsv1.Experiment) {
+	ctx, cancel := context.WithTimeout(r.Ctx, h.Markdown.Limits().RenderTimeout)
 	defer cancel()
 	for _, e := range exps {
-		e.DescriptionHtml = markdown.Render(ctx, e.GetDescription())
+		e.DescriptionHtml = h.Markdown.Render(ctx, e.GetDescription())
 	}
 }
 
@@ -104,7 +103,7 @@ func (h API) GetExperiment(w http.ResponseWriter, r *route.Request) error {
 	if err != nil {
 		return err
 	}
-	withHTML(r, resp.GetExperiment())
+	h.withHTML(r, resp.GetExperiment())
 	return route.WriteProtoJSON(w, resp.GetExperiment())
 }
 
