@@ -94,7 +94,8 @@ const (
 	Quota_QUOTA_EXPERIMENTS Quota = 1
 	// Scalar and tensor points stored, over all experiments.
 	Quota_QUOTA_POINTS Quota = 2
-	// Blob bytes stored, over all experiments.
+	// Bytes stored that points do not count, over all experiments: blobs,
+	// finished or not, and each series' summary metadata.
 	Quota_QUOTA_BLOB_BYTES Quota = 3
 )
 
