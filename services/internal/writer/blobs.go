@@ -470,13 +470,35 @@ func (p *prefixReader) Read(b []byte) (int, error) {
 // last written before the given time (store.SweepAbandonedBlobs), rows and
 // objects; the bytes they held leave their owners' quota usage. A blob a
 // stream of this process is writing is skipped, and no stream starts on a
-// blob while it is being removed.
+// blob while it is being removed. An object written after the given time
+// stays (deleteUnlessWrittenSince).
 func (s *Server) SweepAbandonedBlobs(ctx context.Context, before time.Time, limit int) (int, error) {
-	return store.SweepAbandonedBlobs(ctx, s.st, s.blobs.Delete, func(b store.AbandonedBlob) (func(), bool) {
+	return store.SweepAbandonedBlobs(ctx, s.st, func(ctx context.Context, key string) error {
+		return deleteUnlessWrittenSince(ctx, s.blobs, key, before)
+	}, func(b store.AbandonedBlob) (func(), bool) {
 		key := blob.ObjectKey(b.Experiment, b.Ref.Run, b.Ref.Tag, b.Ref.Step, b.Ref.Index)
 		if _, busy := s.uploads.LoadOrStore(key, struct{}{}); busy {
 			return nil, false
 		}
 		return func() { s.uploads.Delete(key) }, true
 	}, before, limit)
+}
+
+// deleteUnlessWrittenSince deletes the object at key unless it was
+// written at or after since. The sweeper removes an abandoned blob's row
+// first; a stream of another process that resumed the blob in between
+// writes its object after that row's time, and keeps it: only a write
+// landing between this Stat and the Delete is lost.
+func deleteUnlessWrittenSince(ctx context.Context, blobs blob.Store, key string, since time.Time) error {
+	a, err := blobs.Stat(ctx, key)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !a.Updated.Before(since) {
+		return nil
+	}
+	return blobs.Delete(ctx, key)
 }
