@@ -232,3 +232,24 @@ func TestLimitsFlags(t *testing.T) {
 		}
 	}
 }
+
+// Markdown whose HTML would grow past MaxGrowth times its size (nested
+// quotes: 27 times) is shown unformatted, so answers and the cache do not
+// carry it; a table of one-letter cells (about 6 times) renders.
+func TestRenderedSizeIsBounded(t *testing.T) {
+	l := DefaultLimits()
+	l.MaxInputBytes = 4000
+	r := newRenderer(t, l)
+	nested := strings.Repeat(">", 4000)
+	got := waitRendered(t, r, nested)
+	if !strings.HasPrefix(got, "<pre>&gt;&gt;") || !strings.Contains(got, "shown as it is: as HTML it would be more than 16 times its size") {
+		t.Errorf("4,000 nested quotes: %.200q", got)
+	}
+	if len(got) > MaxGrowth*len(nested) {
+		t.Errorf("4,000 nested quotes: %d bytes of HTML", len(got))
+	}
+	table := "|a|b|\n|-|-|\n" + strings.Repeat("|a|b|\n", 600)
+	if got := waitRendered(t, r, table); strings.Count(got, "<td>a</td>") != 600 {
+		t.Errorf("a table of %d bytes: %.200q", len(table), got)
+	}
+}

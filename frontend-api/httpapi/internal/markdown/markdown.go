@@ -73,7 +73,8 @@ var (
 //     waits for its turn only while one of its callers still waits, and is
 //     dropped when they have all gone.
 //   - Memory: the cache holds at most MaxCacheBytes of rendered HTML,
-//     keyed by a hash of the markdown, and starts over when full.
+//     keyed by a hash of the markdown, and starts over when full; one
+//     text's HTML is at most MaxGrowth times its markdown.
 type Limits struct {
 	MaxInputBytes        int
 	RenderTimeout        time.Duration
@@ -255,8 +256,19 @@ func (r *Renderer) renderInBackground(key cacheKey, head, note string, call *ren
 		r.mu.Unlock()
 	}
 	defer func() { <-r.slots }()
-	call.html, call.ok = r.convert(head)+note, true
+	html := r.convert(head)
+	if len(html) > MaxGrowth*max(len(head), 1024) {
+		html = unformatted(head, fmt.Sprintf("This text is shown as it is: as HTML it would be more than %d times its size.", MaxGrowth))
+	}
+	call.html, call.ok = html+note, true
 }
+
+// MaxGrowth bounds rendered HTML to this many times the markdown's size
+// (of at least 1 KiB): ordinary markdown grows 2 to 6 times (a table of
+// one-letter cells about 6), but nesting grows without such a bound (32 KiB
+// of ">" is 32,768 nested blockquotes, 884 KB of HTML), which every answer
+// and the cache would carry. Such a text is shown unformatted instead.
+const MaxGrowth = 16
 
 // truncate cuts md to MaxInputBytes at the last line end (or rune
 // boundary) before it, and returns the note that says so. The note does
@@ -280,8 +292,14 @@ func (r *Renderer) truncate(md string) (head, note string) {
 // caller that could not wait for its rendering.
 func (r *Renderer) plainText(md string) string {
 	head, note := r.truncate(md)
-	head = strings.ReplaceAll(head, "\x00", "")
-	return "<pre>" + escapeText(head) + "</pre>\n<p><em>This text is shown unformatted: rendering it took too long.</em></p>" + note
+	return unformatted(head, "This text is shown unformatted: rendering it took too long.") + note
+}
+
+// unformatted is md escaped in a <pre>, NUL bytes removed, with a note
+// saying why it is not rendered.
+func unformatted(md, note string) string {
+	md = strings.ReplaceAll(md, "\x00", "")
+	return "<pre>" + escapeText(md) + "</pre>\n<p><em>" + note + "</em></p>"
 }
 
 // SafeText is text (not markdown) as sanitized HTML (SafeHTML), cut to
