@@ -12,6 +12,19 @@ describe("assignColors", () => {
     expect(assignColors(["eval", "zzz", "train"]).get("train")).toBe(alone);
     expect(assignColors(["train", "eval"]).get("train")).not.toBe(assignColors(["train", "eval"]).get("eval"));
   });
+  it("gives neighbours in natural order different colours when runs outnumber the palette", () => {
+    const names: string[] = [];
+    for (let i = 0; i < 20; i++) names.push(`job-${i}/train`, `job-${i}/eval`, `ray_trial_${(i * 7919).toString(16)}`);
+    names.push("catboost_info/learn", "catboost_info/test");
+    const colors = assignColors(names);
+    const sorted = [...names].sort(naturalCompare);
+    const same = sorted.filter((n, i) => i > 0 && colors.get(n) === colors.get(sorted[i - 1]));
+    expect(same).toEqual([]);
+    // Runs arriving later keep that too, next to the ones already shown.
+    const more = assignColors(["job-3/test", "job-30/train", "job-30/eval"], colors);
+    const all = [...more.keys()].sort(naturalCompare);
+    expect(all.filter((n, i) => i > 0 && more.get(n) === more.get(all[i - 1]))).toEqual([]);
+  });
   it("keeps the colours runs already have when new ones arrive", () => {
     const first = assignColors(["a", "b"]);
     const more = assignColors(["c", "d"], first);
