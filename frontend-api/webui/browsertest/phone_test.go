@@ -1,6 +1,7 @@
 package browsertest
 
 import (
+	"net/url"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -50,4 +51,19 @@ func TestPhoneLayout(t *testing.T) {
 		t.Error("My experiments scrolls sideways at phone width")
 	}
 	screenshot(t, ctx, "phone-my-experiments")
+}
+
+// At a phone's width, a tab chosen in the URL (?tab=mesh, the last tab) is
+// scrolled into the tab bar's view, not selected off screen.
+func TestPhoneSelectedTabInView(t *testing.T) {
+	ctx := tab(t, true)
+	run(t, ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	const selected = `document.querySelector('nav.tabs button[aria-selected="true"]')`
+	run(t, ctx,
+		navigate(experimentURL(env.eid, url.Values{"tab": {"mesh"}})),
+		waitFor(selected+`?.dataset.tab === "mesh"`),
+		waitFor(`(() => { const b = document.querySelector("nav.tabs").getBoundingClientRect(), r = `+selected+`.getBoundingClientRect();
+			return r.left >= b.left - 1 && r.right <= b.right + 1; })()`),
+	)
+	screenshot(t, ctx, "phone-mesh-tab")
 }

@@ -103,6 +103,15 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
   // are, until scrolled to its end.
   const hintTabs = () => tabBar.classList.toggle("more", tabBar.scrollLeft + tabBar.clientWidth < tabBar.scrollWidth - 1);
   tabBar.addEventListener("scroll", hintTabs, { passive: true });
+  // The selected tab is scrolled into the bar's view (?tab=mesh on a phone
+  // would otherwise select a tab off screen).
+  const showSelectedTab = () => {
+    const sel = tabBar.querySelector('[aria-selected="true"]');
+    if (!sel) return;
+    const bar = tabBar.getBoundingClientRect(), r = sel.getBoundingClientRect();
+    if (r.left < bar.left) tabBar.scrollLeft -= bar.left - r.left;
+    else if (r.right > bar.right) tabBar.scrollLeft += r.right - bar.right;
+  };
   addEventListener("resize", hintTabs);
 
   let current: { id: string; dash: Dashboard } | null = null;
@@ -116,7 +125,10 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
     return tabs.find((t) => t.id === s.tab) ?? tabs[0];
   }
   function drawTabs(tab: Tab | undefined) {
-    requestAnimationFrame(hintTabs);
+    requestAnimationFrame(() => {
+      showSelectedTab();
+      hintTabs();
+    });
     setChildren(
       tabBar,
       tabs.map((t) =>
