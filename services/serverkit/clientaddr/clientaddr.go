@@ -1,0 +1,183 @@
+// Package clientaddr finds the address a call came from, as far as a
+// server can trust it: per-client limits (the throttle of invalid
+// credentials) key on it.
+//
+// Without proxies (Hops 0) the address is the connection's peer, and
+// X-Forwarded-For is ignored: any client can write that header. Behind N
+// proxies that each append the address they saw to X-Forwarded-For
+// (Cloud Run's front end is one: N = 1), the client is the Nth entry from
+// the right; what is further left was written by the client itself.
+//
+// A loopback peer is a client like any other (127.0.0.2 is not
+// 127.0.0.1): a proxy on the same host needs Hops like any proxy. The one
+// exception is a process calling its own gRPC server, as tbhub serve's
+// HTTP API does: its calls carry a per-process secret (Internal) and the
+// address of the HTTP client they serve, which the server then trusts;
+// a call carrying the secret and no address has no client address
+// (ok false) and per-client limits do not apply to it.
+package clientaddr
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+)
+
+// Header is the header (and, in lower case, the gRPC metadata key) that
+// proxies append the addresses they saw to.
+const Header = "X-Forwarded-For"
+
+const mdKey = "x-forwarded-for"
+
+// Hops is how many proxies in front of the server append to
+// X-Forwarded-For and are trusted to: 0 (the default) trusts none.
+type Hops int
+
+// RegisterFlag defines --trusted-proxy-hops on fs.
+func (h *Hops) RegisterFlag(fs *flag.FlagSet) {
+	fs.Func("trusted-proxy-hops", "proxies in front of this server that append the client's address to X-Forwarded-For (Cloud Run: 1); 0 trusts only the connection's peer (default 0)", func(v string) error {
+		var n int
+		if _, err := fmt.Sscan(v, &n); err != nil || n < 0 || n > 16 {
+			return fmt.Errorf("want a number of proxies from 0 to 16, not %q", v)
+		}
+		*h = Hops(n)
+		return nil
+	})
+}
+
+// Resolve is the client's address given the connection's peer address
+// (host:port or host) and the X-Forwarded-For values the call carried:
+// the entry h hops from the right if there are that many and it is an
+// address, else the peer's; ok is false if that is not an IP address
+// either.
+func (h Hops) Resolve(peerAddr string, forwarded []string) (addr netip.Addr, ok bool) {
+	if h > 0 {
+		if chain := split(forwarded); len(chain) >= int(h) {
+			if a, err := parse(chain[len(chain)-int(h)]); err == nil {
+				return a, true
+			}
+		}
+	}
+	p, err := parse(peerAddr)
+	return p, err == nil
+}
+
+// split lists the entries of X-Forwarded-For values, left to right.
+func split(values []string) []string {
+	var chain []string
+	for _, v := range values {
+		for _, e := range strings.Split(v, ",") {
+			chain = append(chain, strings.TrimSpace(e))
+		}
+	}
+	return chain
+}
+
+// parse reads an IP address, with or without a port.
+func parse(s string) (netip.Addr, error) {
+	if host, _, err := net.SplitHostPort(s); err == nil {
+		s = host
+	}
+	a, err := netip.ParseAddr(strings.Trim(s, "[]"))
+	return a.Unmap(), err
+}
+
+// FromGRPC resolves the address of the gRPC call in ctx (its peer and
+// its x-forwarded-for metadata). A call that in marks as the process's
+// own (in may be nil) has the address it forwarded, or none.
+func (h Hops) FromGRPC(ctx context.Context, in *Internal) (netip.Addr, bool) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if in.marked(md) {
+		if chain := split(md.Get(mdKey)); len(chain) > 0 {
+			a, err := parse(chain[len(chain)-1])
+			return a, err == nil
+		}
+		return netip.Addr{}, false
+	}
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return netip.Addr{}, false
+	}
+	return h.Resolve(p.Addr.String(), md.Get(mdKey))
+}
+
+// FromHTTP resolves the address of an HTTP request.
+func (h Hops) FromHTTP(r *http.Request) (netip.Addr, bool) {
+	return h.Resolve(r.RemoteAddr, r.Header.Values(Header))
+}
+
+type addrKey struct{}
+
+// Middleware puts each request's client address (FromHTTP) in its
+// context, for ForwardUnary and ForwardStream to pass on.
+func (h Hops) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a, ok := h.FromHTTP(r); ok {
+			r = r.WithContext(context.WithValue(r.Context(), addrKey{}, a))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Internal marks the calls a process makes to its own gRPC server, with
+// a secret of its own, so that the server trusts the client address they
+// forward. Its methods accept a nil *Internal (no internal calls).
+type Internal struct {
+	secret string
+}
+
+const internalKey = "tbhub-internal-call"
+
+// NewInternal returns a fresh marker.
+func NewInternal() *Internal {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return &Internal{secret: hex.EncodeToString(b)}
+}
+
+func (in *Internal) marked(md metadata.MD) bool {
+	v := md.Get(internalKey)
+	return in != nil && len(v) == 1 && subtle.ConstantTimeCompare([]byte(v[0]), []byte(in.secret)) == 1
+}
+
+// forward marks an outgoing call and sets its x-forwarded-for to the
+// address Middleware found (none if it found none), replacing what was
+// there.
+func (in *Internal) forward(ctx context.Context) context.Context {
+	md, _ := metadata.FromOutgoingContext(ctx)
+	md = md.Copy()
+	md.Set(internalKey, in.secret)
+	md.Delete(mdKey)
+	if a, ok := ctx.Value(addrKey{}).(netip.Addr); ok {
+		md.Set(mdKey, a.String())
+	}
+	return metadata.NewOutgoingContext(ctx, md)
+}
+
+// Unary and Stream are the client interceptors of a connection from an
+// HTTP handler of this process (behind Middleware) to its own gRPC
+// server: they tell the server whose request each call serves, so that
+// per-client limits apply to the HTTP client rather than to the process.
+func (in *Internal) Unary() grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		return invoker(in.forward(ctx), method, req, reply, cc, opts...)
+	}
+}
+
+// Stream: see Unary.
+func (in *Internal) Stream() grpc.StreamClientInterceptor {
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		return streamer(in.forward(ctx), desc, cc, method, opts...)
+	}
+}
