@@ -64,7 +64,6 @@ require (
 	google.golang.org/api v0.280.0 // indirect
 	google.golang.org/genproto v0.0.0-20260519071638-aa98bba5eb94 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260817212433-ac3dfec99bb1 // indirect
-	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 )
 
 replace github.com/tbhub/tbhub/schemas => ../schemas
@@ -74,6 +73,7 @@ require (
 	github.com/tbhub/tbhub/services/serverkit v0.0.0
 	golang.org/x/net v0.60.0
 	golang.org/x/oauth2 v0.37.0
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
 )
 
 // The workspace (go.work) resolves this locally; the replace keeps GOWORK=off builds working.

@@ -235,5 +235,6 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	if internal {
 		h.logger.ErrorContext(r.Context(), "request failed", "path", r.URL.Path, "status", code, "error", err.Error())
 	}
+	httperr.RetryAfter(w, err)
 	httperr.Write(w, code, msg)
 }

@@ -7,8 +7,11 @@ package httperr
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -75,6 +78,23 @@ func Of(err error) (code int, msg string, internal bool) {
 		}
 	}
 	return code, msg, code >= 500
+}
+
+// RetryAfter sets Retry-After (whole seconds, at least 1) on an answer
+// to err when err is a status carrying google.rpc.RetryInfo: the
+// services' throttles say when to come back (RESOURCE_EXHAUSTED, 429).
+func RetryAfter(w http.ResponseWriter, err error) {
+	st, ok := status.FromError(err)
+	if !ok {
+		return
+	}
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			secs := int64(math.Ceil(ri.GetRetryDelay().AsDuration().Seconds()))
+			w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+			return
+		}
+	}
 }
 
 // Write answers code with msg as text, never cached.

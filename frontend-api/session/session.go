@@ -341,6 +341,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if internal {
 		h.logger.ErrorContext(r.Context(), "sign-in failed", "path", r.URL.Path, "error", err.Error())
 	}
+	httperr.RetryAfter(w, err)
 	httperr.Write(w, code, msg)
 }
 
