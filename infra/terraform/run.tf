@@ -32,6 +32,9 @@ locals {
         # Where uploaders dial gRPC (TLS on 443: tbup uses TLS for https servers).
         TBHUB_API_ENDPOINT = "${trimprefix(local.urls.write, "https://")}:443"
         TBHUB_OIDC_ISSUER  = var.oidc_issuer
+        # Cloud Run's front end appends the client's address to X-Forwarded-For:
+        # the invalid-credentials throttle keys on it, not on the proxy's.
+        TBHUB_TRUSTED_PROXY_HOPS = "1"
       })
       secrets = local.oidc_secret
     }
@@ -47,6 +50,8 @@ locals {
         TBHUB_BLOBS         = local.blobs_url
         TBHUB_PUBLIC_ORIGIN = local.public_origin
         TBHUB_OIDC_ISSUER   = var.oidc_issuer
+        # As the write service's: one proxy (Cloud Run's front end).
+        TBHUB_TRUSTED_PROXY_HOPS = "1"
       }
       secrets = merge(local.oidc_secret, { TBHUB_BLOB_KEY_SECRET = "blob-key-secret" })
     }

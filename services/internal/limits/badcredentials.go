@@ -1,6 +1,11 @@
 package limits
 
 import (
+	"container/list"
+	"crypto/sha256"
+	"flag"
+	"fmt"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -8,41 +13,155 @@ import (
 )
 
 // Invalid credentials (a token guessed, a revoked token retried in a
-// loop) were each logged: 3,000 bad tokens in 0.6 s wrote 3,000 lines.
-// BadCredentials samples them: at most BadCredentialLogsPerSecond lines a
-// second (a burst of BadCredentialLogBurst), each saying how many
-// rejections it stands for.
-//
-// The rejections themselves are not throttled per client: behind Cloud
-// Run's proxy, and for the web UI's calls that tbhub serve makes over
-// loopback, every call has the same peer address, so a per-address limit
-// would let one client lock everyone out.
+// loop) were each logged and each looked up in the store: 3,000 bad
+// tokens in 0.6 s wrote 3,000 lines and made 3,000 lookups.
+// BadCredentials samples the log: at most BadCredentialLogsPerSecond lines
+// a second (a burst of BadCredentialLogBurst), each saying how many
+// rejections it stands for. And it throttles the checks of credentials
+// per client address (package clientaddr says which address a call comes
+// from): each address has a budget of BadCredentialsPerSecond checks of
+// credentials not known to be valid (a burst of BadCredentialBurst); a
+// check that succeeds is given back, so only failed ones spend it. Once it
+// is spent, further unknown credentials from that address are refused
+// without a lookup until it refills. Credentials this process verified in
+// the last KnownCredentialTTL are checked whatever the budget, so a
+// signed-in user behind the same address (a NAT, a proxy the server cannot
+// see past) keeps working during an attack.
 const (
 	BadCredentialLogsPerSecond = 1
 	BadCredentialLogBurst      = 10
+
+	BadCredentialsPerSecond = 10
+	BadCredentialBurst      = 100
+	// MaxThrottledAddresses bounds the addresses whose budgets are kept
+	// (least recently used first out); a budget forgotten is a full one.
+	MaxThrottledAddresses = 10_000
+	// MaxKnownCredentials bounds the valid credentials remembered, each
+	// for KnownCredentialTTL after it was last verified.
+	MaxKnownCredentials = 10_000
+	KnownCredentialTTL  = 10 * time.Minute
 )
 
-// BadCredentials samples the log of invalid credentials. It is safe for
-// concurrent use.
+// CredentialLimits are the per-address budget of failed credential
+// checks; PerSecond 0 turns the throttle off (the log is still sampled).
+type CredentialLimits struct {
+	PerSecond float64
+	Burst     int
+}
+
+// DefaultCredentialLimits are BadCredentialsPerSecond and
+// BadCredentialBurst.
+func DefaultCredentialLimits() CredentialLimits {
+	return CredentialLimits{PerSecond: BadCredentialsPerSecond, Burst: BadCredentialBurst}
+}
+
+// RegisterFlags defines --bad-credentials-per-second and
+// --bad-credentials-burst on fs, defaulting to l's values.
+func (l *CredentialLimits) RegisterFlags(fs *flag.FlagSet) {
+	fs.Float64Var(&l.PerSecond, "bad-credentials-per-second", l.PerSecond, "failed credential checks allowed per client address and second; beyond them unknown credentials get RESOURCE_EXHAUSTED without a lookup (0: no throttle)")
+	fs.IntVar(&l.Burst, "bad-credentials-burst", l.Burst, "failed credential checks one client address may make at once")
+}
+
+// Validate reports a budget that cannot work.
+func (l CredentialLimits) Validate() error {
+	if l.PerSecond < 0 || (l.PerSecond > 0 && l.Burst < 1) {
+		return fmt.Errorf("limits: the invalid-credentials budget needs a non-negative rate and, if on, a burst of at least 1")
+	}
+	return nil
+}
+
+// BadCredentials samples the log of invalid credentials and throttles
+// their checks per client address. It is safe for concurrent use.
 type BadCredentials struct {
 	now        func() time.Time
+	lim        CredentialLimits
 	mu         sync.Mutex
 	log        *rate.Limiter
 	suppressed int64
+	budgets    lru[netip.Addr, *bucket]
+	known      lru[[sha256.Size]byte, time.Time] // credential hash -> last verified
 }
 
-// NewBadCredentials returns the sampler; now is the clock (time.Now if
-// nil).
-func NewBadCredentials(now func() time.Time) *BadCredentials {
+// NewBadCredentials returns the sampler and throttle of l; now is the
+// clock (time.Now if nil).
+func NewBadCredentials(l CredentialLimits, now func() time.Time) *BadCredentials {
 	if now == nil {
 		now = time.Now
 	}
-	return &BadCredentials{now: now, log: rate.NewLimiter(BadCredentialLogsPerSecond, BadCredentialLogBurst)}
+	return &BadCredentials{now: now, lim: l, log: rate.NewLimiter(BadCredentialLogsPerSecond, BadCredentialLogBurst),
+		budgets: newLRU[netip.Addr, *bucket](MaxThrottledAddresses), known: newLRU[[sha256.Size]byte, time.Time](MaxKnownCredentials)}
+}
+
+// Limits returns the budget it enforces.
+func (b *BadCredentials) Limits() CredentialLimits { return b.lim }
+
+// Check is one credential check admitted by Admit.
+type Check struct {
+	b       *BadCredentials
+	addr    netip.Addr
+	key     [sha256.Size]byte
+	charged bool
+}
+
+// Admit says whether credential (the authorization value) of a call from
+// addr may be checked; ok false means no address (a call the process makes
+// to itself), which is never throttled. If the address's budget is spent
+// and the credential is not known valid, it returns a zero Check and how
+// long until the budget has room again.
+func (b *BadCredentials) Admit(addr netip.Addr, ok bool, credential string) (Check, time.Duration) {
+	c := Check{b: b, addr: addr, key: sha256.Sum256([]byte(credential))}
+	if !ok || b.lim.PerSecond <= 0 {
+		return c, 0
+	}
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if seen, found := b.known.get(c.key); found && now.Sub(seen) < KnownCredentialTTL {
+		return c, 0
+	}
+	key := addressKey(addr)
+	bk, found := b.budgets.get(key)
+	if !found {
+		bk = &bucket{tokens: float64(b.lim.Burst), last: now}
+		b.budgets.put(key, bk)
+	}
+	if wait := bk.take(now, b.lim); wait > 0 {
+		return Check{}, wait
+	}
+	c.charged = true
+	return c, 0
+}
+
+// Valid records that the credential was valid: it is remembered, and its
+// check gives back what it took of the address's budget.
+func (c Check) Valid() {
+	c.b.mu.Lock()
+	defer c.b.mu.Unlock()
+	c.b.known.put(c.key, c.b.now())
+	c.giveBack()
+}
+
+// Undecided gives back the check's budget when the credential could be
+// neither accepted nor refused (the identity provider unavailable, a store
+// error).
+func (c Check) Undecided() {
+	c.b.mu.Lock()
+	defer c.b.mu.Unlock()
+	c.giveBack()
+}
+
+func (c Check) giveBack() {
+	if !c.charged {
+		return
+	}
+	if bk, ok := c.b.budgets.get(addressKey(c.addr)); ok {
+		bk.tokens = min(bk.tokens+1, float64(c.b.lim.Burst))
+	}
 }
 
 // Failed records one rejection and says whether to log it; if so, stood
 // is how many rejections the line stands for (itself and those not logged
-// since the last line).
+// since the last line). Its budget stays spent.
 func (b *BadCredentials) Failed() (log bool, stood int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -53,3 +172,84 @@ func (b *BadCredentials) Failed() (log bool, stood int64) {
 	stood, b.suppressed = b.suppressed+1, 0
 	return true, stood
 }
+
+// Addresses is how many addresses' budgets are kept (at most
+// MaxThrottledAddresses).
+func (b *BadCredentials) Addresses() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.budgets.len()
+}
+
+// addressKey is what a budget belongs to: an IPv4 address, or an IPv6
+// address's /64, which one subscriber usually holds whole (a budget per
+// IPv6 address would give each client 2^64 of them).
+func addressKey(a netip.Addr) netip.Addr {
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.Addr()
+	}
+	return a
+}
+
+// bucket is a token bucket of checks.
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// take takes one check, or says how long until one is there.
+func (k *bucket) take(now time.Time, l CredentialLimits) time.Duration {
+	if d := now.Sub(k.last); d > 0 {
+		k.tokens = min(k.tokens+d.Seconds()*l.PerSecond, float64(l.Burst))
+		k.last = now
+	}
+	if k.tokens >= 1 {
+		k.tokens--
+		return 0
+	}
+	return time.Duration((1 - k.tokens) / l.PerSecond * float64(time.Second))
+}
+
+// lru is a map of at most max entries that forgets the least recently
+// used one first. Not safe for concurrent use.
+type lru[K comparable, V any] struct {
+	max   int
+	order *list.List // of *lruEntry, most recent first
+	items map[K]*list.Element
+}
+
+type lruEntry[K comparable, V any] struct {
+	key K
+	val V
+}
+
+func newLRU[K comparable, V any](max int) lru[K, V] {
+	return lru[K, V]{max: max, order: list.New(), items: map[K]*list.Element{}}
+}
+
+func (l *lru[K, V]) get(k K) (V, bool) {
+	e, ok := l.items[k]
+	if !ok {
+		var zero V
+		return zero, false
+	}
+	l.order.MoveToFront(e)
+	return e.Value.(*lruEntry[K, V]).val, true
+}
+
+func (l *lru[K, V]) put(k K, v V) {
+	if e, ok := l.items[k]; ok {
+		e.Value.(*lruEntry[K, V]).val = v
+		l.order.MoveToFront(e)
+		return
+	}
+	l.items[k] = l.order.PushFront(&lruEntry[K, V]{key: k, val: v})
+	if l.order.Len() > l.max {
+		last := l.order.Back()
+		l.order.Remove(last)
+		delete(l.items, last.Value.(*lruEntry[K, V]).key)
+	}
+}
+
+func (l *lru[K, V]) len() int { return l.order.Len() }

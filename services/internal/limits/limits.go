@@ -71,6 +71,10 @@ type Limits struct {
 	// after it started. What arrived is kept (resumable) either way.
 	BlobStreamIdleTimeout time.Duration
 	BlobStreamTimeout     time.Duration
+
+	// BadCredentials is each client address's budget of failed
+	// credential checks (BadCredentials).
+	BadCredentials CredentialLimits
 }
 
 // Default returns the limits tbhub runs with unless configured otherwise.
@@ -109,6 +113,7 @@ func Default() Limits {
 		// that rate about nine minutes.
 		BlobStreamIdleTimeout: time.Minute,
 		BlobStreamTimeout:     15 * time.Minute,
+		BadCredentials:        DefaultCredentialLimits(),
 	}
 }
 
@@ -130,7 +135,7 @@ func (l Limits) Validate() error {
 	case l.BlobStreamIdleTimeout <= 0 || l.BlobStreamTimeout < l.BlobStreamIdleTimeout:
 		return fmt.Errorf("limits: the blob stream idle timeout must be positive and the total timeout at least as long")
 	}
-	return nil
+	return l.BadCredentials.Validate()
 }
 
 // UsageSource is where the enforcer reads a user's usage.

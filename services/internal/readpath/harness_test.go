@@ -92,6 +92,9 @@ func startOn(t testing.TB, st store.Store, blobs blob.Store, cfg readpath.Config
 	ctx := context.Background()
 	lim := limits.Default()
 	lim.RequestsPerSecond = 0
+	// The tenancy tests send many invalid credentials from one address;
+	// the throttle is tested in packages serve and tbhubcmd.
+	lim.BadCredentials.PerSecond = 0
 	scfg := serve.Config{HTTPAddr: "127.0.0.1:0", Limits: lim, SweepInterval: -1}
 	if o := cfg.SignIn; o != nil { // the write service accepts the web client's ID tokens
 		scfg.OIDC = auth.OIDCConfig{Issuer: o.Issuer, ClientIDs: []string{o.ClientID}}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tbhub/tbhub/services/internal/auth"
+	"github.com/tbhub/tbhub/services/internal/limits"
 	"github.com/tbhub/tbhub/services/internal/reader"
 	"github.com/tbhub/tbhub/services/serverkit/config"
 	"github.com/tbhub/tbhub/services/serverkit/telemetry"
@@ -33,6 +34,9 @@ func NewFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.origin, "public-origin", "", "origin experiments are viewed at, for data_location")
 	fs.StringVar(&f.issuer, "oidc-issuer", "https://accounts.google.com", "OpenID Connect issuer")
 	fs.StringVar(&f.clientIDs, "oidc-client-ids", "", "accepted OAuth client IDs, comma-separated; ID tokens are refused without one")
+	f.cfg.BadCredentials = limits.DefaultCredentialLimits()
+	f.cfg.BadCredentials.RegisterFlags(fs)
+	f.cfg.TrustedProxyHops.RegisterFlag(fs)
 	fs.StringVar(&f.cfg.MetricsAddr, "metrics-addr", "", "HTTP address serving Prometheus GET /metrics and the probes /healthz, /readyz (off if empty)")
 	f.Telemetry.Service = "tbhub-read"
 	f.aliases = append([]config.Alias{config.Port("addr")}, f.Telemetry.RegisterFlags(fs)...)

@@ -20,9 +20,11 @@ import (
 
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/backend"
+	"github.com/tbhub/tbhub/services/internal/limits"
 	"github.com/tbhub/tbhub/services/internal/reader"
 	"github.com/tbhub/tbhub/services/internal/store/instrumented"
 	"github.com/tbhub/tbhub/services/internal/tenancy"
+	"github.com/tbhub/tbhub/services/serverkit/clientaddr"
 	"github.com/tbhub/tbhub/services/serverkit/lifecycle"
 	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 )
@@ -36,6 +38,12 @@ type Config struct {
 	// every replica shares.
 	Reader reader.Config
 	OIDC   auth.OIDCConfig
+	// BadCredentials is each client address's budget of failed
+	// credential checks; limits.DefaultCredentialLimits if zero.
+	BadCredentials limits.CredentialLimits
+	// TrustedProxyHops is how many proxies in front of the service are
+	// trusted to name the client in X-Forwarded-For (Cloud Run: 1).
+	TrustedProxyHops clientaddr.Hops
 	// ShutdownTimeout bounds the graceful stop;
 	// lifecycle.DefaultDrainTimeout if zero.
 	ShutdownTimeout time.Duration
@@ -106,6 +114,12 @@ func Serve(ctx context.Context, lis net.Listener, cfg Config) error {
 		return err
 	}
 	guard := tenancy.NewGuard(a, st, cfg.Logger)
+	if cfg.BadCredentials == (limits.CredentialLimits{}) {
+		cfg.BadCredentials = limits.DefaultCredentialLimits()
+	}
+	if err := guard.ThrottleBadCredentials(cfg.BadCredentials, cfg.TrustedProxyHops, nil, nil); err != nil {
+		return err
+	}
 	gs := grpc.NewServer(
 		cfg.Telemetry.GRPCServer(),
 		// Metrics outermost, so calls the guard refuses are counted too.

@@ -14,10 +14,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/store"
@@ -27,6 +29,17 @@ import (
 // shown as is.
 func New(c codes.Code, format string, args ...any) error {
 	return status.Errorf(c, format, args...)
+}
+
+// Throttled returns a ResourceExhausted error for the client, carrying
+// a google.rpc.RetryInfo detail that says when to retry (HTTP front ends
+// turn it into Retry-After).
+func Throttled(retryAfter time.Duration, format string, args ...any) error {
+	st := status.Newf(codes.ResourceExhausted, format, args...)
+	if withDetails, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)}); err == nil {
+		st = withDetails
+	}
+	return st.Err()
 }
 
 // Violation is one rejected item of a request: where it is and why.

@@ -30,6 +30,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/tenancy"
 	"github.com/tbhub/tbhub/services/internal/writer"
+	"github.com/tbhub/tbhub/services/serverkit/clientaddr"
 	"github.com/tbhub/tbhub/services/serverkit/lifecycle"
 	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 )
@@ -50,6 +51,10 @@ type Config struct {
 	APIEndpoint string
 	OIDC        auth.OIDCConfig
 	Limits      limits.Limits
+	// TrustedProxyHops is how many proxies in front of the server are
+	// trusted to name the client in X-Forwarded-For (package clientaddr);
+	// per-address limits (Limits.BadCredentials) key on that address.
+	TrustedProxyHops clientaddr.Hops
 	// HTTP bounds what one client can hold of the HTTP (and gRPC)
 	// server; lifecycle.DefaultHTTPLimits if zero.
 	HTTP           lifecycle.HTTPLimits
@@ -103,6 +108,7 @@ type Server struct {
 	origin   string
 	endpoint string
 	logger   *slog.Logger
+	internal *clientaddr.Internal
 }
 
 // New binds the listeners (so port 0 works and the URLs are known) and
@@ -186,6 +192,10 @@ func (s *Server) build(grpcAddr string) error {
 	}
 	s.writer = w
 	guard := tenancy.NewGuard(s.auth, s.st, s.logger)
+	s.internal = clientaddr.NewInternal()
+	if err := guard.ThrottleBadCredentials(lim.BadCredentials, s.cfg.TrustedProxyHops, s.internal, s.cfg.Now); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	unary, stream := []grpc.UnaryServerInterceptor{guard.Unary()}, []grpc.StreamServerInterceptor{guard.Stream()}
 	if m := s.cfg.Metrics; m != nil { // outermost, so calls the guard refuses are counted too
 		unary = append([]grpc.UnaryServerInterceptor{m.Unary()}, unary...)
@@ -221,6 +231,11 @@ func (s *Server) Mux() *http.ServeMux { return s.mux }
 // Their methods need rules in tenancy.Methods, or the guard refuses them.
 func (s *Server) GRPCServer() *grpc.Server { return s.grpc }
 
+// InternalCalls marks the calls the process's HTTP handlers make to its
+// gRPC server: use its interceptors on that connection, so that those
+// calls are throttled by the HTTP client's address (package clientaddr).
+func (s *Server) InternalCalls() *clientaddr.Internal { return s.internal }
+
 // Authenticator is the process's authenticator (for issuing tokens).
 func (s *Server) Authenticator() *auth.Authenticator { return s.auth }
 
@@ -250,6 +265,9 @@ func (s *Server) Serve(ctx context.Context) error {
 		mux = s.cfg.Metrics.HTTP(mux)
 	}
 	mux = s.cfg.Telemetry.HTTP(mux)
+	// The HTTP API's calls to the gRPC server name their client (package
+	// clientaddr), so per-address limits apply to it, not to the process.
+	mux = s.cfg.TrustedProxyHops.Middleware(mux)
 	handler := mux
 	if s.grpcLis == nil {
 		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -55,7 +55,7 @@ func onSpanner(t testing.TB) (store.Store, blob.Store) {
 
 func TestTenancyMatrixSpanner(t *testing.T) {
 	st, blobs := onSpanner(t)
-	runTenancyMatrix(t, newHarness(t, st, blobs, nil))
+	runTenancyMatrix(t, newHarness(t, st, blobs, noCredentialThrottle))
 }
 
 func TestStockUploaderSequenceSpanner(t *testing.T) {

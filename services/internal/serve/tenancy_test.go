@@ -453,5 +453,5 @@ func runTenancyMatrix(t *testing.T, h *harness) {
 
 func TestTenancyMatrixEmbedded(t *testing.T) {
 	st, blobs := embedded(t)
-	runTenancyMatrix(t, newHarness(t, st, blobs, nil))
+	runTenancyMatrix(t, newHarness(t, st, blobs, noCredentialThrottle))
 }

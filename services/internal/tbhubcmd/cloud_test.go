@@ -46,21 +46,7 @@ func TestServeOnSpannerAndGCS(t *testing.T) {
 	t.Cleanup(func() { db.Drop(context.Background()) })
 	fakegcs.Start(t, "tbhub-test")
 
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, []string{"serve", "--store", "spanner://" + db.Name, "--blobs", "gs://tbhub-test/deploy",
-			"--addr", "127.0.0.1:0"}, os.LookupEnv, io.Discard, pw)
-		pw.Close()
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	origin, token := readBanner(t, pr)
+	origin, token := startServe(t, "--store", "spanner://"+db.Name, "--blobs", "gs://tbhub-test/deploy", "--addr", "127.0.0.1:0")
 
 	// Handshake, then the uploader's calls.
 	body, _ := proto.Marshal(&servicepb.ServerInfoRequest{Version: "2.16.0"})
@@ -171,6 +157,26 @@ var (
 	originLine = regexp.MustCompile(`uploader handshake: (http://\S+)/api/uploader`)
 	tokenLine  = regexp.MustCompile(`^\s+(tbh_\S+)$`)
 )
+
+// startServe runs `tbhub serve` with args until the test ends and returns
+// its origin and first start token.
+func startServe(t *testing.T, args ...string) (origin, token string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, append([]string{"serve"}, args...), os.LookupEnv, io.Discard, pw)
+		pw.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return readBanner(t, pr)
+}
 
 // readBanner reads serve's stderr until it has the origin and the first
 // start token, then keeps draining it in the background.

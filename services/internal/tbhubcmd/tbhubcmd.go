@@ -37,6 +37,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store/instrumented"
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
+	"github.com/tbhub/tbhub/services/serverkit/clientaddr"
 	"github.com/tbhub/tbhub/services/serverkit/config"
 	"github.com/tbhub/tbhub/services/serverkit/lifecycle"
 	"github.com/tbhub/tbhub/services/serverkit/telemetry"
@@ -228,6 +229,7 @@ type serveFlags struct {
 	testRPCs                         *bool
 	abandonedBlobAge                 *time.Duration
 	lim                              limits.Limits
+	hops                             clientaddr.Hops
 	http                             lifecycle.HTTPLimits
 	samples                          httpapi.SamplesPerPlugin
 	markdown                         httpapi.MarkdownLimits
@@ -262,6 +264,8 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 	fs.DurationVar(&f.lim.BlobStreamTimeout, "blob-stream-timeout", f.lim.BlobStreamTimeout, "longest a WriteBlob stream may last (what arrived is kept)")
 	f.abandonedBlobAge = fs.Duration("abandoned-blob-age", serve.DefaultAbandonedBlobAge,
 		"an unfinished blob not written for this long is removed and its bytes leave the owner's quota; at least twice --blob-stream-timeout (negative: never)")
+	f.lim.BadCredentials.RegisterFlags(fs)
+	f.hops.RegisterFlag(fs)
 	f.http = lifecycle.DefaultHTTPLimits()
 	if proc.direct {
 		f.http.MaxConnsPerIP = DirectMaxConnsPerIP
@@ -307,7 +311,7 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 	defer b.Close()
 	st := instrumented.Wrap(b.Store, tel, metrics)
 	cfg := serve.Config{HTTPAddr: *addr, GRPCAddr: *grpcAddr, PublicOrigin: *origin, APIEndpoint: *endpoint,
-		EnableTestRPCs: *testRPCs, Limits: lim, HTTP: f.http, Logger: logger, Metrics: metrics, Telemetry: tel,
+		EnableTestRPCs: *testRPCs, Limits: lim, TrustedProxyHops: f.hops, HTTP: f.http, Logger: logger, Metrics: metrics, Telemetry: tel,
 		AbandonedBlobAge: *f.abandonedBlobAge}
 	if *clientIDs != "" {
 		cfg.OIDC = auth.OIDCConfig{Issuer: *issuer, ClientIDs: strings.Split(*clientIDs, ",")}
@@ -334,7 +338,9 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 	if proc.readPath {
 		// The read path: TensorBoard's data provider on the gRPC server
 		// and its HTTP API on the mux, calling back in over loopback gRPC.
-		conn, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()), tel.GRPCClient())
+		// Each call names the HTTP client it serves (package clientaddr).
+		conn, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()), tel.GRPCClient(),
+			grpc.WithChainUnaryInterceptor(srv.InternalCalls().Unary()), grpc.WithChainStreamInterceptor(srv.InternalCalls().Stream()))
 		if err != nil {
 			return err
 		}

@@ -4,17 +4,19 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
+	"net/netip"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/limits"
 	"github.com/tbhub/tbhub/services/internal/rpcerr"
 	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/serverkit/clientaddr"
 )
 
 // ExperimentGetter is what the guard reads: store.Reader satisfies it. If
@@ -34,18 +36,37 @@ type Guard struct {
 	methods       map[string]Method
 	logger        *slog.Logger
 	bad           *limits.BadCredentials
+	hops          clientaddr.Hops
+	internal      *clientaddr.Internal
 }
 
-// NewGuard returns a guard using Methods.
+// NewGuard returns a guard using Methods, throttling invalid credentials
+// per client address with limits.DefaultCredentialLimits and no trusted
+// proxy (see ThrottleBadCredentials).
 func NewGuard(a *auth.Authenticator, experiments ExperimentGetter, logger *slog.Logger) *Guard {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	g := &Guard{auth: a, methods: Methods, logger: logger, getExperiment: experiments.GetExperiment, bad: limits.NewBadCredentials(nil)}
+	g := &Guard{auth: a, methods: Methods, logger: logger, getExperiment: experiments.GetExperiment,
+		bad: limits.NewBadCredentials(limits.DefaultCredentialLimits(), nil)}
 	if ar, ok := experiments.(store.AccessReader); ok {
 		g.getExperiment = ar.GetExperimentAccess
 	}
 	return g
+}
+
+// ThrottleBadCredentials sets the per-address budget of failed credential
+// checks (package limits, BadCredentials) and how many proxies in front of
+// the server are trusted to name the client (package clientaddr); the
+// process's own calls, marked by internal (nil if it makes none), are
+// throttled by the client address they forward, and not at all without
+// one. now is the clock (time.Now if nil). Call it before serving.
+func (g *Guard) ThrottleBadCredentials(l limits.CredentialLimits, hops clientaddr.Hops, internal *clientaddr.Internal, now func() time.Time) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	g.bad, g.hops, g.internal = limits.NewBadCredentials(l, now), hops, internal
+	return nil
 }
 
 type experimentKey struct{}
@@ -119,40 +140,54 @@ func (g *Guard) Stream() grpc.StreamServerInterceptor {
 	}
 }
 
-// clientAddr is the IP address a call came from ("" if unknown).
-func clientAddr(ctx context.Context) string {
-	p, ok := peer.FromContext(ctx)
-	if !ok || p.Addr == nil {
-		return ""
-	}
-	if host, _, err := net.SplitHostPort(p.Addr.String()); err == nil {
-		return host
-	}
-	return p.Addr.String()
-}
-
 // authenticate finds the method's rule and the caller.
 func (g *Guard) authenticate(ctx context.Context, method string) (context.Context, Method, error) {
 	m, ok := g.methods[method]
 	if !ok {
 		return ctx, Method{}, rpcerr.New(codes.PermissionDenied, "%s has no access rule", method)
 	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	creds := md.Get("authorization")
+	if len(creds) == 0 {
+		return ctx, m, nil
+	}
+	addr, known := g.hops.FromGRPC(ctx, g.internal)
+	check, wait := g.bad.Admit(addr, known, strings.Join(creds, "\n"))
+	if wait > 0 {
+		// Refused before any lookup: the store and the identity provider
+		// see at most the budget's checks from one address.
+		if log, stood := g.bad.Failed(); log {
+			g.logger.InfoContext(ctx, "rejected credentials", "method", method, "reason", "too many invalid credentials from this address", "client", addr.String(), "rejections", stood)
+		}
+		return ctx, m, rpcerr.Throttled(wait, "too many invalid credentials from this client address (budget %g/s, burst %d); retry in %s",
+			g.bad.Limits().PerSecond, g.bad.Limits().Burst, wait.Round(time.Millisecond))
+	}
 	p, err := g.auth.FromIncomingContext(ctx)
 	switch {
-	case errors.Is(err, auth.ErrNoCredentials):
-		return ctx, m, nil
 	case errors.Is(err, auth.ErrInvalidCredentials):
 		if log, stood := g.bad.Failed(); log {
-			g.logger.InfoContext(ctx, "rejected credentials", "method", method, "reason", err.Error(), "client", clientAddr(ctx), "rejections", stood)
+			g.logger.InfoContext(ctx, "rejected credentials", "method", method, "reason", err.Error(), "client", clientString(addr, known), "rejections", stood)
 		}
 		return ctx, m, rpcerr.New(codes.Unauthenticated, "invalid credentials: malformed, unknown, expired or revoked")
 	case errors.Is(err, auth.ErrIssuerUnavailable):
+		check.Undecided()
 		g.logger.WarnContext(ctx, "identity provider unavailable", "error", err.Error())
 		return ctx, m, rpcerr.New(codes.Unavailable, "identity provider unavailable; retry")
 	case err != nil:
+		check.Undecided()
 		return ctx, m, err
 	}
+	check.Valid()
 	return auth.NewContext(ctx, p), m, nil
+}
+
+// clientString is a client address for the log: "local" for the
+// process's own calls.
+func clientString(addr netip.Addr, known bool) string {
+	if !known {
+		return "local"
+	}
+	return addr.String()
 }
 
 // authorize consults the table for the request and, for operations on an

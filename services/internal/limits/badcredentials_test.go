@@ -1,0 +1,73 @@
+package limits
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// One address's failed checks spend its budget; then its unknown
+// credentials wait for the refill, while a credential verified before, a
+// check that succeeds, another address and the process's own calls are
+// not held back.
+func TestBadCredentialsBudgetPerAddress(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	b := NewBadCredentials(CredentialLimits{PerSecond: 2, Burst: 3}, func() time.Time { return now })
+	a, other := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+	c, wait := b.Admit(a, true, "Bearer good")
+	if wait != 0 {
+		t.Fatal("first check refused")
+	}
+	c.Valid() // given back, and remembered
+	for i := range 3 {
+		if _, wait := b.Admit(a, true, fmt.Sprint("Bearer bad", i)); wait != 0 {
+			t.Fatalf("check %d of a burst of 3 refused", i)
+		}
+	}
+	if _, wait := b.Admit(a, true, "Bearer bad3"); wait != 500*time.Millisecond {
+		t.Errorf("spent budget: wait %v, want 500ms (2/s)", wait)
+	}
+	if _, wait := b.Admit(a, true, "Bearer good"); wait != 0 {
+		t.Error("a credential verified before was refused")
+	}
+	if _, wait := b.Admit(other, true, "Bearer bad"); wait != 0 {
+		t.Error("another address was refused")
+	}
+	if _, wait := b.Admit(netip.Addr{}, false, "Bearer bad"); wait != 0 {
+		t.Error("a call without a client address was refused")
+	}
+	now = now.Add(500 * time.Millisecond)
+	c, wait = b.Admit(a, true, "Bearer new")
+	if wait != 0 {
+		t.Fatal("refilled budget refused")
+	}
+	c.Undecided() // neither valid nor invalid: given back
+	if _, wait := b.Admit(a, true, "Bearer bad4"); wait != 0 {
+		t.Error("an undecided check kept its budget")
+	}
+	// Known credentials are forgotten after KnownCredentialTTL.
+	now = now.Add(KnownCredentialTTL)
+	for i := range 3 {
+		b.Admit(a, true, fmt.Sprint("Bearer later", i))
+	}
+	if _, wait := b.Admit(a, true, "Bearer good"); wait == 0 {
+		t.Error("a credential verified longer ago than KnownCredentialTTL passed a spent budget")
+	}
+}
+
+// Addresses in one IPv6 /64 share a budget; the budgets kept are bounded.
+func TestBadCredentialsStateIsBounded(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	b := NewBadCredentials(CredentialLimits{PerSecond: 1, Burst: 1}, func() time.Time { return now })
+	b.Admit(netip.MustParseAddr("2001:db8::1"), true, "Bearer x")
+	if _, wait := b.Admit(netip.MustParseAddr("2001:db8::2"), true, "Bearer y"); wait == 0 {
+		t.Error("a second address of the same /64 got a budget of its own")
+	}
+	for i := range MaxThrottledAddresses + 100 {
+		b.Admit(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), true, "Bearer z")
+	}
+	if n := b.Addresses(); n != MaxThrottledAddresses {
+		t.Errorf("%d budgets kept after %d addresses, want %d", n, MaxThrottledAddresses+101, MaxThrottledAddresses)
+	}
+}
