@@ -37,6 +37,7 @@ type abuseScale struct {
 	mdSteps     int // hostile text summaries stored
 	mdReaders   int // concurrent readers of them
 	mdReads     int // reads per reader
+	badTokens   int // invalid tokens sent over gRPC (and a tenth of that over HTTP)
 	victimReads int
 }
 
@@ -44,9 +45,9 @@ type abuseScale struct {
 // docs/benchmarks.md reports (about a minute more).
 func scaleFor(full bool) abuseScale {
 	if !full {
-		return abuseScale{streams: 300, conns: 400, mdSteps: 2, mdReaders: 8, mdReads: 2, victimReads: 30}
+		return abuseScale{streams: 300, conns: 400, mdSteps: 2, mdReaders: 8, mdReads: 2, badTokens: 3000, victimReads: 30}
 	}
-	return abuseScale{streams: 2000, conns: 2000, mdSteps: 10, mdReaders: 8, mdReads: 5, victimReads: 200}
+	return abuseScale{streams: 2000, conns: 2000, mdSteps: 10, mdReaders: 8, mdReads: 5, badTokens: 20000, victimReads: 200}
 }
 
 // TestAbuse runs the attacks of issue 14 against `tbhub serve` (the binary,
@@ -120,6 +121,9 @@ func TestAbuse(t *testing.T) {
 		}},
 		{"hostile markdown", func(ctx context.Context, ready chan<- struct{}) string {
 			return attacker.markdown(ctx, t, url, sc, ready)
+		}},
+		{"bad credentials", func(ctx context.Context, ready chan<- struct{}) string {
+			return attacker.badCredentials(ctx, t, url, sc, ready)
 		}},
 	}
 	var report []string
@@ -391,4 +395,57 @@ func (a *attackerConn) markdown(ctx context.Context, t *testing.T, url string, s
 		t.Errorf("hostile markdown: %d of %d answers say nothing of truncation", ok.Load()-truncated.Load(), ok.Load())
 	}
 	return fmt.Sprintf("%d reads answered (%d truncated or unformatted), %d failed", ok.Load(), truncated.Load(), failed.Load())
+}
+
+// badCredentials sends sc.badTokens unknown tokens over gRPC and a tenth
+// of that through the HTTP API, from the attacker's address, and checks
+// that, past the per-address budget, they are answered RESOURCE_EXHAUSTED
+// and 429 with Retry-After, while the attacker's own token, verified
+// before, still works from the same address.
+func (a *attackerConn) badCredentials(ctx context.Context, t *testing.T, url string, sc abuseScale, ready chan<- struct{}) string {
+	if _, err := a.exps.ListExperiments(a.ctx(ctx), &experimentsv1.ListExperimentsRequest{}); err != nil {
+		t.Errorf("attacker's own token before the attack: %v", err)
+	}
+	var grpcCodes codeCounts
+	var started sync.Once
+	for i := range sc.badTokens {
+		if ctx.Err() != nil {
+			break
+		}
+		bad := metadata.AppendToOutgoingContext(ctx, "authorization", fmt.Sprintf("Bearer tbh_guess%d", i))
+		_, err := a.writer[i%len(a.writer)].CreateExperiment(bad, &servicepb.CreateExperimentRequest{})
+		grpcCodes.add(err)
+		if i == 200 {
+			started.Do(func() { close(ready) }) // past the burst: the victim runs while the flood goes on
+		}
+	}
+	started.Do(func() { close(ready) })
+	httpClient := &http.Client{Transport: &http.Transport{DialContext: attackerDialer.DialContext}}
+	statuses := map[int]int{}
+	retryAfter := 0
+	for i := range sc.badTokens / 10 {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/api/experiments", nil)
+		req.Header.Set("Authorization", fmt.Sprintf("Bearer tbh_http%d", i))
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			break
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		statuses[resp.StatusCode]++
+		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "" {
+			retryAfter++
+		}
+	}
+	if _, err := a.exps.ListExperiments(a.ctx(ctx), &experimentsv1.ListExperimentsRequest{}); err != nil {
+		t.Errorf("attacker's own verified token during its flood: %v", err)
+	}
+	<-ctx.Done()
+	if n := grpcCodes.n[codes.ResourceExhausted]; n < sc.badTokens/2 {
+		t.Errorf("bad credentials: only %d of %d gRPC answers RESOURCE_EXHAUSTED (%s)", n, sc.badTokens, grpcCodes.String())
+	}
+	if retryAfter < sc.badTokens/20 {
+		t.Errorf("bad credentials: only %d of %d HTTP answers 429 with Retry-After (%v)", retryAfter, sc.badTokens/10, statuses)
+	}
+	return fmt.Sprintf("gRPC: %s; HTTP: %v (%d with Retry-After)", grpcCodes.String(), statuses, retryAfter)
 }
