@@ -221,7 +221,6 @@ type heldTail struct {
 	appended int
 }
 
-
 func (v *viewer) poll() {
 	var meta struct {
 		UpdateTime string `json:"updateTime"`
