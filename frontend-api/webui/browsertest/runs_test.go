@@ -2,6 +2,8 @@ package browsertest
 
 import (
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -89,5 +91,29 @@ func TestRunsListOrderCountColours(t *testing.T) {
 	)
 	if picked != "#ff00ff" {
 		t.Errorf("picked colour after reload = %q", picked)
+	}
+}
+
+// Custom scalars draws runs' scalars: its runs list holds the runs with
+// scalars (as Scalars' does), not the mesh or audio runs.
+func TestCustomScalarsListsRunsWithScalars(t *testing.T) {
+	ctx := tab(t, true)
+	var scalars, custom []string
+	const listed = `[...document.querySelectorAll(".sidebar ul.runs li")].filter(li => !li.hidden).map(li => li.dataset.run)`
+	run(t, ctx,
+		navigate(experimentURL(env.eid, url.Values{"tab": {"scalars"}})),
+		waitFor(`/^Runs \(\d+\)$/.test(document.querySelector(".sidebar h2")?.textContent) && !`+listed+`.includes("generated/mesh")`),
+		chromedp.Evaluate(listed, &scalars),
+	)
+	run(t, ctx,
+		navigate(experimentURL(env.eid, url.Values{"tab": {"custom_scalars"}})),
+		waitFor(`document.querySelector('nav.tabs button[data-tab="custom_scalars"]')?.getAttribute("aria-selected") === "true"`),
+	)
+	run(t, ctx,
+		waitFor(`document.querySelector(".sidebar h2")?.textContent === "Runs (`+strconv.Itoa(len(scalars))+`)"`),
+		chromedp.Evaluate(listed, &custom),
+	)
+	if !slices.Equal(custom, scalars) {
+		t.Errorf("Custom scalars lists %d runs %q, want Scalars' %d", len(custom), custom, len(scalars))
 	}
 }

@@ -41,7 +41,7 @@ const TABS: Tab[] = [
   { id: "distributions", label: "Distributions", plugins: ["distributions"], make: distributionsDashboard, runIndex: ["distributions", "tags"] },
   { id: "text", label: "Text", plugins: ["text"], make: textDashboard, runIndex: ["text", "tags"] },
   { id: "pr_curves", label: "PR curves", plugins: ["pr_curves"], make: prCurvesDashboard, runIndex: ["pr_curves", "tags"] },
-  { id: "custom_scalars", label: "Custom scalars", plugins: ["custom_scalars"], make: customScalarsDashboard },
+  { id: "custom_scalars", label: "Custom scalars", plugins: ["custom_scalars"], make: customScalarsDashboard, runIndex: ["scalars", "tags"] },
   { id: "hparams", label: "HParams", plugins: ["hparams"], make: hparamsDashboard },
   { id: "graphs", label: "Graphs", plugins: ["graphs"], make: graphsDashboard, runIndex: ["graphs", "info"] },
   { id: "mesh", label: "Mesh", plugins: ["mesh"], make: meshDashboard, runIndex: ["mesh", "tags"] },
