@@ -27,6 +27,7 @@ import (
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+	"github.com/tbhub/tbhub/services/serverkit/clientaddr"
 	"github.com/tbhub/tbhub/services/serverkit/config"
 	"github.com/tbhub/tbhub/services/serverkit/lifecycle"
 	"github.com/tbhub/tbhub/services/serverkit/telemetry"
@@ -65,6 +66,13 @@ type Config struct {
 	// Markdown bounds the rendering of descriptions and text summaries
 	// (httpapi.DefaultMarkdownLimits if zero).
 	Markdown httpapi.MarkdownLimits
+	// TrustedProxyHops is how many proxies in front of the frontend are
+	// trusted to name the browser in X-Forwarded-For (Cloud Run: 1).
+	TrustedProxyHops clientaddr.Hops
+	// ForwardingSecret, shared with the read and write services, makes
+	// them throttle invalid credentials by the browser's address (which
+	// the frontend's calls carry) rather than the frontend's.
+	ForwardingSecret string
 
 	oidc session.OIDC
 }
@@ -88,6 +96,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) []config.Alias {
 	c.HTTP.RegisterFlags(fs)
 	c.Markdown = httpapi.DefaultMarkdownLimits()
 	c.Markdown.RegisterFlags(fs)
+	c.TrustedProxyHops.RegisterFlag(fs)
+	clientaddr.SecretFlag(fs, &c.ForwardingSecret)
 	config.PortFlag(fs, "addr")
 	c.Telemetry.Service = "tbhub-frontend"
 	aliases := append([]config.Alias{config.Port("addr")}, c.Telemetry.RegisterFlags(fs)...)
@@ -141,6 +151,11 @@ func Run(ctx context.Context, lis net.Listener, cfg Config, obs Observers) error
 	if obs.Logger == nil {
 		obs.Logger = slog.New(slog.DiscardHandler)
 	}
+	// With the services' secret, each call names the browser it serves.
+	forward, err := clientaddr.SharedInternal(cfg.ForwardingSecret)
+	if err != nil {
+		return err
+	}
 	creds := credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
 	if cfg.Insecure {
 		creds = insecure.NewCredentials()
@@ -153,7 +168,8 @@ func Run(ctx context.Context, lis net.Listener, cfg Config, obs Observers) error
 			// calls, are idempotent; CreateToken is not retried (retryPolicy).
 			grpc.WithDefaultServiceConfig(retryPolicy),
 			grpc.WithDefaultCallOptions(grpc.WaitForReady(true)),
-			grpc.WithChainUnaryInterceptor(boundCall(cfg.CallTimeout)), // streams end with their HTTP request
+			grpc.WithChainUnaryInterceptor(boundCall(cfg.CallTimeout), forward.Unary()), // streams end with their HTTP request
+			grpc.WithChainStreamInterceptor(forward.Stream()),
 			obs.Tracing.GRPCClient(),
 		)
 	}
@@ -204,7 +220,7 @@ func Run(ctx context.Context, lis net.Listener, cfg Config, obs Observers) error
 		}
 	}
 	life.Probes(mux)
-	life.HTTP(lis, obs.Tracing.HTTP(obs.Metrics.HTTP(mux)))
+	life.HTTP(lis, cfg.TrustedProxyHops.Middleware(obs.Tracing.HTTP(obs.Metrics.HTTP(mux))))
 	obs.Logger.InfoContext(ctx, "frontend listening", "addr", lis.Addr().String(), "read_service", cfg.ReadService)
 	return life.Run(ctx)
 }

@@ -75,18 +75,9 @@ func TestOldVariableNames(t *testing.T) {
 
 // The process serves probes and the API, and stops when told.
 func TestRun(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		// Nothing listens at the read service's address: API calls fail
-		// with 503 while the probes answer.
-		done <- Run(ctx, lis, Config{ReadService: "127.0.0.1:1", Insecure: true, CallTimeout: 300 * time.Millisecond}, Observers{})
-	}()
-	base := "http://" + lis.Addr().String()
+	// Nothing listens at the read service's address: API calls fail
+	// with 503 while the probes answer.
+	base := start(t, Config{ReadService: "127.0.0.1:1", Insecure: true, CallTimeout: 300 * time.Millisecond})
 	get := func(path string) (int, string) {
 		for {
 			resp, err := http.Get(base + path)
@@ -119,10 +110,26 @@ func TestRun(t *testing.T) {
 	if !strings.Contains(after, `tbhub_http_request_seconds_count{route="GET /experiment/{eid}/data/runs"} 1`) {
 		t.Errorf("/metrics lacks the latency of the API route:\n%s", after)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("Run: %v", err)
+}
+
+// start runs the frontend with cfg on a loopback port until the test
+// ends, and returns its base URL.
+func start(t *testing.T, cfg Config) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, lis, cfg, Observers{}) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return "http://" + lis.Addr().String()
 }
 
 // sample returns the value of series in a Prometheus exposition (-1 if absent).

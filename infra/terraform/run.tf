@@ -36,7 +36,7 @@ locals {
         # the invalid-credentials throttle keys on it, not on the proxy's.
         TBHUB_TRUSTED_PROXY_HOPS = "1"
       })
-      secrets = local.oidc_secret
+      secrets = merge(local.oidc_secret, { TBHUB_FORWARDING_SECRET = "forwarding-secret" })
     }
     # TensorBoard's data provider (gRPC only).
     read = {
@@ -53,7 +53,7 @@ locals {
         # As the write service's: one proxy (Cloud Run's front end).
         TBHUB_TRUSTED_PROXY_HOPS = "1"
       }
-      secrets = merge(local.oidc_secret, { TBHUB_BLOB_KEY_SECRET = "blob-key-secret" })
+      secrets = merge(local.oidc_secret, { TBHUB_BLOB_KEY_SECRET = "blob-key-secret", TBHUB_FORWARDING_SECRET = "forwarding-secret" })
     }
     # TensorBoard's HTTP API for browsers (HTTP/1.1), calling the read
     # service and the write service's experiment service over TLS.
@@ -68,11 +68,14 @@ locals {
         TBHUB_EXPERIMENT_SERVICE = "${trimprefix(local.urls.write, "https://")}:443"
         # Sign-in cookies and the OIDC redirect URI (TBHUB_PUBLIC_ORIGIN/auth/callback).
         TBHUB_PUBLIC_ORIGIN = local.public_origin
+        # The browser's address, forwarded to the services, is the one Cloud Run's front end appended.
+        TBHUB_TRUSTED_PROXY_HOPS = "1"
         }, local.web_oidc_enabled ? {
         TBHUB_OIDC_ISSUER        = var.oidc_issuer
         TBHUB_OIDC_WEB_CLIENT_ID = var.oidc_web_client_id
       } : {})
-      secrets = local.web_oidc_secret_enabled ? { TBHUB_OIDC_WEB_CLIENT_SECRET = "oidc-web-client-secret" } : {}
+      secrets = merge({ TBHUB_FORWARDING_SECRET = "forwarding-secret" },
+      local.web_oidc_secret_enabled ? { TBHUB_OIDC_WEB_CLIENT_SECRET = "oidc-web-client-secret" } : {})
     }
   }
 }
@@ -175,6 +178,7 @@ resource "google_cloud_run_v2_service" "svc" {
     google_storage_bucket_iam_member.sa,
     google_secret_manager_secret_iam_member.readers,
     google_secret_manager_secret_version.blob_key,
+    google_secret_manager_secret_version.forwarding_secret,
     google_secret_manager_secret_version.oidc_client_ids,
     google_secret_manager_secret_version.oidc_web_client_secret,
   ]

@@ -17,6 +17,9 @@ locals {
     oidc-client-ids        = ["write", "read"]
     blob-key-secret        = ["read"]
     oidc-web-client-secret = ["frontend"]
+    # The frontend's calls carry it with the browser's address, which the
+    # services' invalid-credentials throttle keys on.
+    forwarding-secret = ["write", "read", "frontend"]
   }
 }
 
@@ -49,6 +52,15 @@ resource "random_bytes" "blob_key" {
 resource "google_secret_manager_secret_version" "blob_key" {
   secret      = google_secret_manager_secret.s["blob-key-secret"].id
   secret_data = random_bytes.blob_key.base64
+}
+
+resource "random_bytes" "forwarding_secret" {
+  length = 32
+}
+
+resource "google_secret_manager_secret_version" "forwarding_secret" {
+  secret      = google_secret_manager_secret.s["forwarding-secret"].id
+  secret_data = random_bytes.forwarding_secret.base64
 }
 
 resource "google_secret_manager_secret_iam_member" "readers" {

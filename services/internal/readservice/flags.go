@@ -9,6 +9,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/limits"
 	"github.com/tbhub/tbhub/services/internal/reader"
+	"github.com/tbhub/tbhub/services/serverkit/clientaddr"
 	"github.com/tbhub/tbhub/services/serverkit/config"
 	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 )
@@ -37,6 +38,7 @@ func NewFlags(fs *flag.FlagSet) *Flags {
 	f.cfg.BadCredentials = limits.DefaultCredentialLimits()
 	f.cfg.BadCredentials.RegisterFlags(fs)
 	f.cfg.TrustedProxyHops.RegisterFlag(fs)
+	clientaddr.SecretFlag(fs, &f.cfg.ForwardingSecret)
 	fs.StringVar(&f.cfg.MetricsAddr, "metrics-addr", "", "HTTP address serving Prometheus GET /metrics and the probes /healthz, /readyz (off if empty)")
 	f.Telemetry.Service = "tbhub-read"
 	f.aliases = append([]config.Alias{config.Port("addr")}, f.Telemetry.RegisterFlags(fs)...)

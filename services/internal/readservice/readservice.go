@@ -44,6 +44,9 @@ type Config struct {
 	// TrustedProxyHops is how many proxies in front of the service are
 	// trusted to name the client in X-Forwarded-For (Cloud Run: 1).
 	TrustedProxyHops clientaddr.Hops
+	// ForwardingSecret, if set, is the frontend's: calls carrying it are
+	// throttled by the browser address they forward.
+	ForwardingSecret string
 	// ShutdownTimeout bounds the graceful stop;
 	// lifecycle.DefaultDrainTimeout if zero.
 	ShutdownTimeout time.Duration
@@ -117,7 +120,11 @@ func Serve(ctx context.Context, lis net.Listener, cfg Config) error {
 	if cfg.BadCredentials == (limits.CredentialLimits{}) {
 		cfg.BadCredentials = limits.DefaultCredentialLimits()
 	}
-	if err := guard.ThrottleBadCredentials(cfg.BadCredentials, cfg.TrustedProxyHops, nil, nil); err != nil {
+	frontend, err := clientaddr.SharedInternal(cfg.ForwardingSecret)
+	if err != nil {
+		return err
+	}
+	if err := guard.ThrottleBadCredentials(cfg.BadCredentials, cfg.TrustedProxyHops, frontend, nil); err != nil {
 		return err
 	}
 	gs := grpc.NewServer(

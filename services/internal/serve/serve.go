@@ -55,6 +55,10 @@ type Config struct {
 	// trusted to name the client in X-Forwarded-For (package clientaddr);
 	// per-address limits (Limits.BadCredentials) key on that address.
 	TrustedProxyHops clientaddr.Hops
+	// ForwardingSecret, if set, is the frontend's: calls carrying it are
+	// throttled by the browser address they forward (package clientaddr).
+	// The process's own HTTP API is trusted the same way either way.
+	ForwardingSecret string
 	// HTTP bounds what one client can hold of the HTTP (and gRPC)
 	// server; lifecycle.DefaultHTTPLimits if zero.
 	HTTP           lifecycle.HTTPLimits
@@ -193,6 +197,11 @@ func (s *Server) build(grpcAddr string) error {
 	s.writer = w
 	guard := tenancy.NewGuard(s.auth, s.st, s.logger)
 	s.internal = clientaddr.NewInternal()
+	if s.cfg.ForwardingSecret != "" {
+		if s.internal, err = clientaddr.SharedInternal(s.cfg.ForwardingSecret); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
 	if err := guard.ThrottleBadCredentials(lim.BadCredentials, s.cfg.TrustedProxyHops, s.internal, s.cfg.Now); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

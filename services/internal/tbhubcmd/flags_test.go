@@ -33,7 +33,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 	httpLimitFlags := []string{"http-body-timeout", "http-header-timeout", "http-idle-timeout", "max-conns-per-ip"}
 	blobStreamFlags := []string{"abandoned-blob-age", "blob-stream-idle-timeout", "blob-stream-timeout", "max-blob-streams-per-conn", "max-blob-streams-per-user", "max-metadata-bytes"}
 	markdownFlags := []string{"markdown-cache-bytes", "markdown-max-input-bytes", "markdown-max-renders", "markdown-render-timeout"}
-	credentialFlags := []string{"bad-credentials-burst", "bad-credentials-per-second", "trusted-proxy-hops"}
+	credentialFlags := []string{"bad-credentials-burst", "bad-credentials-per-second", "forwarding-secret", "trusted-proxy-hops"}
 	binaries := []struct {
 		name  string
 		flags func(fs *flag.FlagSet)
@@ -60,7 +60,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 		{"frontend", func(fs *flag.FlagSet) { new(frontend.Config).RegisterFlags(fs) }, slices.Concat([]string{
 			"addr", "experiment-service", "grpc-insecure", "oidc-issuer", "oidc-web-client-id",
 			"oidc-web-client-secret", "port", "public-origin", "read-service", "samples_per_plugin",
-		}, telemetryFlags, httpLimitFlags, markdownFlags)},
+		}, telemetryFlags, httpLimitFlags, markdownFlags, []string{"forwarding-secret", "trusted-proxy-hops"})},
 	}
 	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "operations.md"))
 	if err != nil {

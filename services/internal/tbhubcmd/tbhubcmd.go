@@ -230,6 +230,7 @@ type serveFlags struct {
 	abandonedBlobAge                 *time.Duration
 	lim                              limits.Limits
 	hops                             clientaddr.Hops
+	forwardingSecret                 string
 	http                             lifecycle.HTTPLimits
 	samples                          httpapi.SamplesPerPlugin
 	markdown                         httpapi.MarkdownLimits
@@ -266,6 +267,7 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 		"an unfinished blob not written for this long is removed and its bytes leave the owner's quota; at least twice --blob-stream-timeout (negative: never)")
 	f.lim.BadCredentials.RegisterFlags(fs)
 	f.hops.RegisterFlag(fs)
+	clientaddr.SecretFlag(fs, &f.forwardingSecret)
 	f.http = lifecycle.DefaultHTTPLimits()
 	if proc.direct {
 		f.http.MaxConnsPerIP = DirectMaxConnsPerIP
@@ -311,7 +313,7 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 	defer b.Close()
 	st := instrumented.Wrap(b.Store, tel, metrics)
 	cfg := serve.Config{HTTPAddr: *addr, GRPCAddr: *grpcAddr, PublicOrigin: *origin, APIEndpoint: *endpoint,
-		EnableTestRPCs: *testRPCs, Limits: lim, TrustedProxyHops: f.hops, HTTP: f.http, Logger: logger, Metrics: metrics, Telemetry: tel,
+		EnableTestRPCs: *testRPCs, Limits: lim, TrustedProxyHops: f.hops, ForwardingSecret: f.forwardingSecret, HTTP: f.http, Logger: logger, Metrics: metrics, Telemetry: tel,
 		AbandonedBlobAge: *f.abandonedBlobAge}
 	if *clientIDs != "" {
 		cfg.OIDC = auth.OIDCConfig{Issuer: *issuer, ClientIDs: strings.Split(*clientIDs, ",")}

@@ -9,12 +9,15 @@
 // the right; what is further left was written by the client itself.
 //
 // A loopback peer is a client like any other (127.0.0.2 is not
-// 127.0.0.1): a proxy on the same host needs Hops like any proxy. The one
-// exception is a process calling its own gRPC server, as tbhub serve's
-// HTTP API does: its calls carry a per-process secret (Internal) and the
-// address of the HTTP client they serve, which the server then trusts;
-// a call carrying the secret and no address has no client address
-// (ok false) and per-client limits do not apply to it.
+// 127.0.0.1): a proxy on the same host needs Hops like any proxy. The
+// exception is a call from tbhub itself that serves an HTTP client: tbhub
+// serve's HTTP API calling its own gRPC server, or the frontend calling
+// the read and write services. Such a call carries a secret (Internal: a
+// random one per process, or --forwarding-secret shared by the services)
+// and the HTTP client's address in tbhub-client-addr metadata, which
+// proxies leave alone; the server trusts that address. A marked call with
+// no address has no client address (ok false) and per-client limits do not
+// apply to it.
 package clientaddr
 
 import (
@@ -39,6 +42,9 @@ import (
 const Header = "X-Forwarded-For"
 
 const mdKey = "x-forwarded-for"
+
+// clientKey carries the HTTP client's address on marked calls.
+const clientKey = "tbhub-client-addr"
 
 // Hops is how many proxies in front of the server append to
 // X-Forwarded-For and are trusted to: 0 (the default) trusts none.
@@ -99,8 +105,8 @@ func parse(s string) (netip.Addr, error) {
 func (h Hops) FromGRPC(ctx context.Context, in *Internal) (netip.Addr, bool) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	if in.marked(md) {
-		if chain := split(md.Get(mdKey)); len(chain) > 0 {
-			a, err := parse(chain[len(chain)-1])
+		if v := md.Get(clientKey); len(v) == 1 {
+			a, err := parse(v[0])
 			return a, err == nil
 		}
 		return netip.Addr{}, false
@@ -130,20 +136,43 @@ func (h Hops) Middleware(next http.Handler) http.Handler {
 	})
 }
 
-// Internal marks the calls a process makes to its own gRPC server, with
-// a secret of its own, so that the server trusts the client address they
-// forward. Its methods accept a nil *Internal (no internal calls).
+// Internal marks the calls tbhub makes to its own gRPC servers on behalf
+// of an HTTP client, with a secret, so that the server trusts the client
+// address they forward. Its methods accept a nil *Internal (no such
+// calls).
 type Internal struct {
 	secret string
 }
 
 const internalKey = "tbhub-internal-call"
 
-// NewInternal returns a fresh marker.
+// MinSecretBytes is the shortest --forwarding-secret.
+const MinSecretBytes = 16
+
+// NewInternal returns a marker with a fresh random secret, for the calls
+// a process makes to itself.
 func NewInternal() *Internal {
-	b := make([]byte, 16)
+	b := make([]byte, MinSecretBytes)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
 	return &Internal{secret: hex.EncodeToString(b)}
+}
+
+// SharedInternal returns the marker of secret (--forwarding-secret),
+// shared by the frontend and the services it calls; nil if secret is
+// empty (no calls are trusted to forward an address).
+func SharedInternal(secret string) (*Internal, error) {
+	if secret == "" {
+		return nil, nil
+	}
+	if len(secret) < MinSecretBytes {
+		return nil, fmt.Errorf("clientaddr: the forwarding secret must have at least %d bytes", MinSecretBytes)
+	}
+	return &Internal{secret: secret}, nil
+}
+
+// SecretFlag defines --forwarding-secret on fs.
+func SecretFlag(fs *flag.FlagSet, p *string) {
+	fs.StringVar(p, "forwarding-secret", "", "secret shared by the frontend and the read and write services: the frontend's calls carry it with the browser's address, which per-client limits then key on (>= 16 bytes; off if empty)")
 }
 
 func (in *Internal) marked(md metadata.MD) bool {
@@ -151,24 +180,26 @@ func (in *Internal) marked(md metadata.MD) bool {
 	return in != nil && len(v) == 1 && subtle.ConstantTimeCompare([]byte(v[0]), []byte(in.secret)) == 1
 }
 
-// forward marks an outgoing call and sets its x-forwarded-for to the
-// address Middleware found (none if it found none), replacing what was
-// there.
+// forward marks an outgoing call and sets its client address to the one
+// Middleware found (none if it found none), replacing what was there.
 func (in *Internal) forward(ctx context.Context) context.Context {
+	if in == nil {
+		return ctx
+	}
 	md, _ := metadata.FromOutgoingContext(ctx)
 	md = md.Copy()
 	md.Set(internalKey, in.secret)
-	md.Delete(mdKey)
+	md.Delete(clientKey)
 	if a, ok := ctx.Value(addrKey{}).(netip.Addr); ok {
-		md.Set(mdKey, a.String())
+		md.Set(clientKey, a.String())
 	}
 	return metadata.NewOutgoingContext(ctx, md)
 }
 
 // Unary and Stream are the client interceptors of a connection from an
-// HTTP handler of this process (behind Middleware) to its own gRPC
-// server: they tell the server whose request each call serves, so that
-// per-client limits apply to the HTTP client rather than to the process.
+// HTTP handler (behind Middleware) to a tbhub gRPC server that shares the
+// secret: they tell the server whose request each call serves, so that
+// per-client limits apply to the HTTP client rather than to the caller.
 func (in *Internal) Unary() grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		return invoker(in.forward(ctx), method, req, reply, cc, opts...)

@@ -77,11 +77,43 @@ func TestInternalCallsForwardTheHTTPClient(t *testing.T) {
 		t.Errorf("a call marked with another process's secret: %v %v, want its peer", got, ok)
 	}
 	// An internal call serving no HTTP request has no client address.
-	if err := in.Unary()(metadata.AppendToOutgoingContext(context.Background(), "x-forwarded-for", "6.6.6.6"), "/m", nil, nil, nil, invoke); err != nil {
+	if err := in.Unary()(metadata.AppendToOutgoingContext(context.Background(), "tbhub-client-addr", "6.6.6.6"), "/m", nil, nil, nil, invoke); err != nil {
 		t.Fatal(err)
 	}
 	incoming = peer.NewContext(metadata.NewIncomingContext(context.Background(), outgoing), loopback)
 	if got, ok := Hops(0).FromGRPC(incoming, in); ok {
 		t.Errorf("an internal call without a client: %v, want none", got)
+	}
+}
+
+// The frontend and the services share --forwarding-secret: a proxy
+// between them appending its own address to X-Forwarded-For (Cloud Run's
+// front end) does not change the forwarded client.
+func TestSharedSecretSurvivesAProxy(t *testing.T) {
+	if _, err := SharedInternal("short"); err == nil {
+		t.Error("a 5-byte secret was accepted")
+	}
+	if in, err := SharedInternal(""); in != nil || err != nil {
+		t.Errorf("no secret: %v %v, want none", in, err)
+	}
+	front, _ := SharedInternal("0123456789abcdef")
+	back, _ := SharedInternal("0123456789abcdef")
+	var outgoing metadata.MD
+	invoke := func(ctx context.Context, _ string, _, _ any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
+		outgoing, _ = metadata.FromOutgoingContext(ctx)
+		return nil
+	}
+	ctx := context.WithValue(context.Background(), addrKey{}, netip.MustParseAddr("198.51.100.7"))
+	if err := front.Unary()(ctx, "/m", nil, nil, nil, invoke); err != nil {
+		t.Fatal(err)
+	}
+	outgoing.Append("x-forwarded-for", "203.0.113.50") // the frontend's egress, appended by the proxy
+	incoming := peer.NewContext(metadata.NewIncomingContext(context.Background(), outgoing),
+		&peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(169, 254, 1, 1), Port: 4000}})
+	if got, ok := Hops(1).FromGRPC(incoming, back); !ok || got != netip.MustParseAddr("198.51.100.7") {
+		t.Errorf("through the proxy: %v %v, want the browser's 198.51.100.7", got, ok)
+	}
+	if got, ok := Hops(1).FromGRPC(incoming, nil); !ok || got != netip.MustParseAddr("203.0.113.50") {
+		t.Errorf("a service without the secret: %v %v, want the frontend's 203.0.113.50", got, ok)
 	}
 }
