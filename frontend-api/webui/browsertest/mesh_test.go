@@ -67,6 +67,24 @@ func TestMeshDashboardDrawsAndTurns(t *testing.T) {
 		t.Error("a double-click did not turn the mesh back to its first view")
 	}
 
+	// The wheel zooms: the mesh covers more of the canvas.
+	var far, near, back int
+	const covered = `(() => { const c = document.querySelector(".mesh-card canvas"); const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+		let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; })()`
+	run(t, ctx,
+		chromedp.Evaluate(covered, &far),
+		chromedp.Evaluate(`document.querySelector(".mesh-card canvas").dispatchEvent(new WheelEvent("wheel", {deltaY: -300, bubbles: true, cancelable: true})); 0`, nil),
+		chromedp.Evaluate(covered, &near),
+		chromedp.Evaluate(`document.querySelector(".mesh-card canvas").dispatchEvent(new MouseEvent("dblclick", {bubbles: true})); 0`, nil),
+		chromedp.Evaluate(canvasHash, &back),
+	)
+	if near <= far {
+		t.Errorf("zooming in with the wheel: the mesh covers %d pixels, %d before; want more", near, far)
+	}
+	if back != before {
+		t.Error("a double-click after zooming did not go back to the first view")
+	}
+
 	var label string
 	run(t, ctx,
 		chromedp.Evaluate(`(() => { const s = document.querySelector(".mesh-card input[type=range]"); s.value = 0; s.dispatchEvent(new Event("input")); return 0; })()`, nil),
