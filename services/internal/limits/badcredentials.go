@@ -95,7 +95,8 @@ func NewBadCredentials(l CredentialLimits, now func() time.Time) *BadCredentials
 // Limits returns the budget it enforces.
 func (b *BadCredentials) Limits() CredentialLimits { return b.lim }
 
-// Check is one credential check admitted by Admit.
+// Check is one credential check admitted by Admit (its methods do
+// nothing on the zero Check of a refused one).
 type Check struct {
 	b       *BadCredentials
 	addr    netip.Addr
@@ -135,16 +136,34 @@ func (b *BadCredentials) Admit(addr netip.Addr, ok bool, credential string) (Che
 // Valid records that the credential was valid: it is remembered, and its
 // check gives back what it took of the address's budget.
 func (c Check) Valid() {
+	if c.b == nil {
+		return
+	}
 	c.b.mu.Lock()
 	defer c.b.mu.Unlock()
 	c.b.known.put(c.key, c.b.now())
 	c.giveBack()
 }
 
+// Invalid records that the credential was refused: if it was known valid
+// (since revoked, or expired), it is forgotten, so that its next checks
+// spend the address's budget like any unknown credential's.
+func (c Check) Invalid() {
+	if c.b == nil {
+		return
+	}
+	c.b.mu.Lock()
+	defer c.b.mu.Unlock()
+	c.b.known.remove(c.key)
+}
+
 // Undecided gives back the check's budget when the credential could be
 // neither accepted nor refused (the identity provider unavailable, a store
 // error).
 func (c Check) Undecided() {
+	if c.b == nil {
+		return
+	}
 	c.b.mu.Lock()
 	defer c.b.mu.Unlock()
 	c.giveBack()
@@ -249,6 +268,13 @@ func (l *lru[K, V]) put(k K, v V) {
 		last := l.order.Back()
 		l.order.Remove(last)
 		delete(l.items, last.Value.(*lruEntry[K, V]).key)
+	}
+}
+
+func (l *lru[K, V]) remove(k K) {
+	if e, ok := l.items[k]; ok {
+		l.order.Remove(e)
+		delete(l.items, k)
 	}
 }
 

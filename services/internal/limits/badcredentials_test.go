@@ -1,6 +1,7 @@
 package limits
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -30,6 +31,15 @@ func TestBadCredentialsBudgetPerAddress(t *testing.T) {
 	}
 	if _, wait := b.Admit(a, true, "Bearer good"); wait != 0 {
 		t.Error("a credential verified before was refused")
+	}
+	b.known.put(sha256.Sum256([]byte("Bearer revoked")), now) // verified once, then revoked:
+	c, wait = b.Admit(a, true, "Bearer revoked")
+	if wait != 0 {
+		t.Fatal("a known credential was refused")
+	}
+	c.Invalid() // refused once, it is known no more
+	if _, wait := b.Admit(a, true, "Bearer revoked"); wait == 0 {
+		t.Error("a known credential refused since passed a spent budget")
 	}
 	if _, wait := b.Admit(other, true, "Bearer bad"); wait != 0 {
 		t.Error("another address was refused")

@@ -165,6 +165,7 @@ func (g *Guard) authenticate(ctx context.Context, method string) (context.Contex
 	p, err := g.auth.FromIncomingContext(ctx)
 	switch {
 	case errors.Is(err, auth.ErrInvalidCredentials):
+		check.Invalid()
 		if log, stood := g.bad.Failed(); log {
 			g.logger.InfoContext(ctx, "rejected credentials", "method", method, "reason", err.Error(), "client", clientString(addr, known), "rejections", stood)
 		}
