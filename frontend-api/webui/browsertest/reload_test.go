@@ -8,6 +8,15 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
+// tbgen writes into logdir with tbgen's flags args (a job still training
+// when --first-step is above 0).
+func tbgen(t *testing.T, logdir string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(env.tbgen, append([]string{"--out", logdir}, args...)...).CombinedOutput(); err != nil {
+		t.Fatalf("tbgen: %v\n%s", err, out)
+	}
+}
+
 // serverHas is a JavaScript expression: true once the experiment's API
 // (read past the server's cache) lists run, a scalar tag of it, and the
 // images dashboard. The page's own reads are not involved.
@@ -42,11 +51,7 @@ func TestReloadAddsRunsTagsAndDashboards(t *testing.T) {
 		chromedp.Evaluate(`Object.defineProperty(document, "visibilityState", {configurable: true, get: () => "hidden"}); 0`, nil),
 	)
 	// A second run, a second tag and the first image.
-	out, err := exec.Command(env.tbgen, "--out", l.logdir, "--first-step", "3", "--steps", "3",
-		"--runs", "2", "--tags", "2", "--images", "1", "--image-bytes", "100").CombinedOutput()
-	if err != nil {
-		t.Fatalf("tbgen: %v\n%s", err, out)
-	}
+	tbgen(t, l.logdir, "--first-step", "3", "--steps", "3", "--runs", "2", "--tags", "2", "--images", "1", "--image-bytes", "100")
 	run(t, ctx, waitFor(serverHas(l.eid, "run_001", "metrics/tag_01")))
 	var early bool
 	run(t, ctx, chromedp.Evaluate(`document.querySelector('.sidebar li[data-run="run_001"]') !== null`, &early))
@@ -79,4 +84,49 @@ func TestReloadAddsRunsTagsAndDashboards(t *testing.T) {
 		t.Errorf("location.search = %q after Reload, want %q", search, want)
 	}
 	screenshot(t, ctx, "reload")
+}
+
+// While the page follows an upload, new points keep the reader's place:
+// where the page is scrolled to, a run toggled off (it stays off) and the
+// URL.
+func TestLiveUpdateKeepsScrollAndSelection(t *testing.T) {
+	ctx := tab(t, true)
+	run(t, ctx, chromedp.EmulateViewport(1000, 500))
+	l := startLiveUpload(t, "200ms")
+	const chart = `document.querySelector('.scalar-card[data-tag="metrics/tag_00"] .chart')`
+	const box = `document.querySelector('.sidebar li[data-run="run_001"] input[type=checkbox]')`
+	run(t, ctx,
+		navigate(experimentURL(l.eid, nil)),
+		waitFor(chart+`?.dataset.lastStep === "2"`),
+	)
+	tbgen(t, l.logdir, "--first-step", "3", "--steps", "3", "--runs", "2", "--tags", "2", "--images", "0")
+	var before float64
+	var search string
+	run(t, ctx,
+		waitFor(box+` !== null && document.querySelector('.scalar-card[data-tag="metrics/tag_01"]') !== null`),
+		chromedp.Evaluate(box+`.click(); 0`, nil),
+		waitFor(`new URLSearchParams(location.search).get("off") === "run_001"`),
+		waitFor(chart+`?.dataset.runs === "1"`),
+		chromedp.Evaluate(`scrollTo({top: document.documentElement.scrollHeight}); scrollY`, &before),
+		chromedp.Evaluate(`location.search`, &search),
+	)
+	if before <= 0 {
+		t.Fatalf("the page does not scroll (scrollY %v); want a position to keep", before)
+	}
+	tbgen(t, l.logdir, "--first-step", "6", "--steps", "3", "--runs", "2", "--tags", "2", "--images", "0")
+	var after float64
+	var searchAfter string
+	var checked bool
+	run(t, ctx,
+		waitFor(chart+`?.dataset.lastStep === "8"`),
+		chromedp.Evaluate(`scrollY`, &after),
+		chromedp.Evaluate(`location.search`, &searchAfter),
+		chromedp.Evaluate(box+`.checked`, &checked),
+	)
+	if after != before {
+		t.Errorf("scrollY = %v after new points, want %v", after, before)
+	}
+	if searchAfter != search || checked {
+		t.Errorf("after new points: location.search %q (was %q), run_001 shown %v; want the run kept off", searchAfter, search, checked)
+	}
 }
