@@ -39,3 +39,20 @@ func MaxStringBytes(ctx context.Context) int {
 	}
 	return n
 }
+
+// MinStepKey is ReadScalars request metadata: a decimal step S. The call
+// then reads a tail instead of a downsampled series: every point of each
+// selected series from step S on (S included), in step order, at full
+// resolution, through the store's step index (the points before S are
+// never visited). downsample.num_points is then a limit, not a sample
+// size: a series with more points than that from S on fails the call with
+// OUT_OF_RANGE (read it downsampled instead). The web UI's live scalar
+// cards read what is new this way (frontend-api's scalars_multirun
+// "after" parameter).
+const MinStepKey = "tbhub-min-step"
+
+// WithMinStep returns ctx carrying the MinStepKey hint to the calls made
+// with it.
+func WithMinStep(ctx context.Context, step int64) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, MinStepKey, strconv.FormatInt(step, 10))
+}

@@ -64,17 +64,8 @@ func (b *budget) add(points, bytes int64) error {
 	return nil
 }
 
-// MinStepHeader is tbhub's extension of ReadScalars, a gRPC request
-// header (metadata) that TensorBoard never sends: with a decimal step S,
-// the call reads a tail instead of a downsampled series: every point of
-// each selected series from step S on (S included), in step order, at
-// full resolution, through the store's step index (a window read: the
-// points before S are never visited). downsample.num_points is then a
-// limit, not a sample size: a series with more points than that from S on
-// fails the call with OUT_OF_RANGE (read it downsampled instead). The
-// web UI's live scalar cards read what is new this way (frontend-api's
-// scalars_multirun "after" parameter).
-const MinStepHeader = "tbhub-min-step"
+// MinStepHeader is readhint.MinStepKey: with it, ReadScalars reads tails.
+const MinStepHeader = readhint.MinStepKey
 
 // errTailOverLimit stops a tail read at the first series over its limit.
 var errTailOverLimit = rpcerr.New(codes.OutOfRange, "a series has more points from %s than downsample.num_points", MinStepHeader)

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"sync"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/markdown"
@@ -20,7 +19,6 @@ import (
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 	"github.com/tbhub/tbhub/schemas/readhint"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
 )
 
 // This file wraps the read service's calls in the shapes routes use:
@@ -184,16 +182,12 @@ func (h *Env) ReadScalars(r *Request, plugin string, f *datapb.RunTagFilter, k i
 	return flatten[*datapb.ReadScalarsResponse_RunEntry, *datapb.ReadScalarsResponse_TagEntry](resp.GetRuns()), nil
 }
 
-// minStepHeader is the read service's tbhub-min-step call header
-// (services/internal/reader.MinStepHeader): read tails, not samples.
-const minStepHeader = "tbhub-min-step"
-
 // ReadScalarTails reads, of each series f selects, every point from step
 // minStep on at full resolution, by the store's step index; a series with
 // more than limit such points fails the call with codes.OutOfRange (read
 // it downsampled instead).
 func (h *Env) ReadScalarTails(r *Request, plugin string, f *datapb.RunTagFilter, minStep, limit int64) ([]ScalarSeries, error) {
-	ctx := metadata.AppendToOutgoingContext(r.Ctx, minStepHeader, strconv.FormatInt(minStep, 10))
+	ctx := readhint.WithMinStep(r.Ctx, minStep)
 	resp, err := h.Data.ReadScalars(ctx, &datapb.ReadScalarsRequest{ExperimentId: r.EID, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f, Downsample: &datapb.Downsample{NumPoints: limit}}, h.CallOpts...)
 	if err != nil {
 		return nil, err
