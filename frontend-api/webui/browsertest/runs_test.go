@@ -117,3 +117,18 @@ func TestCustomScalarsListsRunsWithScalars(t *testing.T) {
 		t.Errorf("Custom scalars lists %d runs %q, want Scalars' %d", len(custom), custom, len(scalars))
 	}
 }
+
+// HParams does not use the runs list (its groups come from the session
+// data, its filters are its own): the list is hidden there, and back on
+// the tabs that use it.
+func TestHParamsHidesRunsList(t *testing.T) {
+	ctx := tab(t, true)
+	const shown = `(document.querySelector(".sidebar")?.getBoundingClientRect().width ?? 0) > 0`
+	run(t, ctx,
+		navigate(experimentURL(env.eid, url.Values{"tab": {"hparams"}})),
+		waitFor(`document.querySelector('nav.tabs button[data-tab="hparams"]')?.getAttribute("aria-selected") === "true"`),
+		waitFor(`!(`+shown+`)`),
+		chromedp.Evaluate(`document.querySelector('nav.tabs button[data-tab="scalars"]').click(); 0`, nil),
+		waitFor(shown),
+	)
+}

@@ -31,6 +31,8 @@ interface Tab {
    * runs list shows only the runs with data for the tab; absent: all runs.
    */
   runIndex?: [plugin: string, route: string];
+  /** The dashboard does not use the runs list (it is hidden there). */
+  noRunsList?: true;
 }
 
 const TABS: Tab[] = [
@@ -42,7 +44,7 @@ const TABS: Tab[] = [
   { id: "text", label: "Text", plugins: ["text"], make: textDashboard, runIndex: ["text", "tags"] },
   { id: "pr_curves", label: "PR curves", plugins: ["pr_curves"], make: prCurvesDashboard, runIndex: ["pr_curves", "tags"] },
   { id: "custom_scalars", label: "Custom scalars", plugins: ["custom_scalars"], make: customScalarsDashboard, runIndex: ["scalars", "tags"] },
-  { id: "hparams", label: "HParams", plugins: ["hparams"], make: hparamsDashboard },
+  { id: "hparams", label: "HParams", plugins: ["hparams"], make: hparamsDashboard, noRunsList: true },
   { id: "graphs", label: "Graphs", plugins: ["graphs"], make: graphsDashboard, runIndex: ["graphs", "info"] },
   { id: "mesh", label: "Mesh", plugins: ["mesh"], make: meshDashboard, runIndex: ["mesh", "tags"] },
 ];
@@ -156,6 +158,7 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
   }
   /** Lists only the runs with data for tab (all until its index arrives). */
   function showRunsOf(tab: Tab) {
+    sidebar.el.hidden = !!tab.noRunsList;
     sidebar.setAvailable(null);
     if (!tab.runIndex) return;
     const [plugin, route] = tab.runIndex;
