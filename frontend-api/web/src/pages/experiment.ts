@@ -152,7 +152,10 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
       return;
     }
     const host = h("div", { className: `dash dash-${tab.id}` });
-    setChildren(main, host);
+    // A tab the URL asks for that has no data (yet: a live upload may
+    // bring it, and the page switches then) is said, not silently replaced.
+    const asked = s.tab && s.tab !== tab.id ? (TABS.find((t) => t.id === s.tab)?.label ?? s.tab) : "";
+    setChildren(main, asked ? h("p.notice.tab-missing", null, `No ${asked} data in this experiment; showing ${tab.label}.`) : null, host);
     current = { id: tab.id, dash: tab.make(host, ctx) };
     showRunsOf(tab);
   }
