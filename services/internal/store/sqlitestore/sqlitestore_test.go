@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/store/storetest"
@@ -38,4 +39,22 @@ func newTestExperiment(tb testing.TB, s *Store) string {
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return newTestStore(t) })
+}
+
+// The store stamps rows with its own clock, which need not be the test
+// process's: Spanner's commit timestamps on the emulator run milliseconds
+// ahead of it. The suite holds with a store clock ahead or behind.
+func TestConformanceOwnClock(t *testing.T) {
+	for _, skew := range []time.Duration{2 * time.Second, -2 * time.Second} {
+		t.Run(skew.String(), func(t *testing.T) {
+			storetest.Run(t, func(t *testing.T) store.Store {
+				s, err := Open(t.Context(), filepath.Join(t.TempDir(), DefaultFile), Options{Now: func() time.Time { return time.Now().Add(skew) }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s
+			})
+		})
+	}
 }

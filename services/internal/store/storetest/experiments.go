@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"runtime"
 	"slices"
 	"sort"
 	"testing"
@@ -290,17 +289,24 @@ func testSweep(t *testing.T, s store.Store) {
 	}
 }
 
-// afterNow returns a time a little after now and waits until the clock
-// has passed it: every row written before the call was written before
-// it, every row written after the call after it.
-func afterNow(t *testing.T) time.Time {
+// PastStoreTime returns a time after every row written so far, taken from
+// the store's own write times (latest, the latest it reported), and waits
+// until this process's clock has passed it too. Rows written after the call
+// are then written after it, whichever clock the store stamps them with: a
+// store of this process's clock stamps them later than now, and Spanner's
+// commit timestamps (microseconds, each transaction later than the ones
+// committed before it) are at least latest plus a microsecond, although on
+// the emulator they run milliseconds ahead of this process's clock. A
+// cutoff taken from time.Now alone would be before the last rows there.
+func PastStoreTime(t *testing.T, latest time.Time) time.Time {
 	t.Helper()
-	at := time.Now().Add(time.Millisecond)
-	for deadline := time.Now().Add(time.Minute); !time.Now().After(at); {
+	at := latest.Add(time.Microsecond)
+	// Wall clock readings: the store's times carry no monotonic reading.
+	for deadline := time.Now().Add(time.Minute); !time.Now().Round(0).After(at); {
 		if time.Now().After(deadline) {
-			t.Fatal("the clock did not move")
+			t.Fatalf("the clock did not pass %v", at)
 		}
-		runtime.Gosched()
+		time.Sleep(time.Millisecond)
 	}
 	return at
 }
@@ -331,11 +337,18 @@ func testAbandonedBlobs(t *testing.T, s store.Store) {
 	put(b, 1, 5, store.BlobStateUnfinalized)
 	put(gone, 0, 40, store.BlobStateUnfinalized)
 	must(t, "DeleteExperiment", s.DeleteExperiment(c, gone))
-	cutoff := afterNow(t)
 
 	if got, err := s.ListAbandonedBlobs(c, before, 10); err != nil || len(got) != 0 {
 		t.Errorf("ListAbandonedBlobs before the writes = %+v, %v; want none", got, err)
 	}
+	// The rows' write times are the store's clock's, so the cutoff is
+	// taken from them (PastStoreTime).
+	all, err := s.ListAbandonedBlobs(c, time.Now().Add(24*time.Hour), 10)
+	must(t, "ListAbandonedBlobs", err)
+	if len(all) == 0 {
+		t.Fatal("ListAbandonedBlobs a day ahead found no blob")
+	}
+	cutoff := PastStoreTime(t, all[len(all)-1].WriteTime)
 	got, err := s.ListAbandonedBlobs(c, cutoff, 10)
 	must(t, "ListAbandonedBlobs", err)
 	var keys []string
