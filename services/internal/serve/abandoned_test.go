@@ -20,6 +20,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/limits"
 	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/store/storetest"
 )
 
 // imageSequence creates the blob sequence (r, images, step 1) of length n
@@ -105,18 +106,23 @@ func blobBytesUsed(t *testing.T, h *harness, ctx context.Context) int64 {
 // blob of the same sequence stays.
 func TestAbandonedBlobIsSwept(t *testing.T) {
 	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, func(c *serve.Config) {
-		c.Limits.BlobStreamIdleTimeout = 50 * time.Millisecond
-		c.Limits.BlobStreamTimeout = 50 * time.Millisecond
-		c.AbandonedBlobAge = 100 * time.Millisecond
-		c.SweepInterval = 10 * time.Millisecond
-	})
+	h := newHarness(t, st, blobs, nil) // it never sweeps
 	ctx, eid := adaExperiment(t, h, st, "abandoned")
 	id := imageSequence(t, h, ctx, eid, 2)
 	if err := writeWholeBlob(ctx, h, id, 1, []byte("kept")); err != nil {
 		t.Fatal(err)
 	}
 	abandonBlob(t, h, ctx, id, 0)
+	// Only now does a server on the same store and blobs sweep: had it
+	// swept from the start, its 100 ms age could pass, on a slow machine,
+	// before abandonBlob saw the unfinished row, which it then waited for
+	// in vain.
+	sweeper := newHarness(t, st, blobs, func(c *serve.Config) {
+		c.Limits.BlobStreamIdleTimeout = 50 * time.Millisecond
+		c.Limits.BlobStreamTimeout = 50 * time.Millisecond
+		c.AbandonedBlobAge = 100 * time.Millisecond
+		c.SweepInterval = 10 * time.Millisecond
+	})
 	waitFor(t, "the abandoned blob's row is still there", func() bool {
 		state, _ := blobState(t, h, ctx, id, 0)
 		return state == servicepb.BlobState_BLOB_STATE_UNKNOWN
@@ -132,8 +138,14 @@ func TestAbandonedBlobIsSwept(t *testing.T) {
 	if state, size := blobState(t, h, ctx, id, 1); state != servicepb.BlobState_BLOB_STATE_CURRENT || size != 4 {
 		t.Errorf("the finished blob after the sweep: %v, %d bytes", state, size)
 	}
-	// The slot can be uploaded again, once the sweep has let go of it
-	// (ABORTED until then, as for any upload of a blob in progress).
+	// The slot can be uploaded again. The sweeper stops first: its age is
+	// shorter than an upload can take on a slow machine, and the upload's
+	// server (with the default stream timeout) is another process to it.
+	if err := sweeper.stop(); err != nil {
+		t.Errorf("stopping the sweeping server: %v", err)
+	}
+	// ABORTED while the abandoned stream still holds the slot, as for any
+	// upload of a blob in progress.
 	var err error
 	waitFor(t, "uploading the swept slot again", func() bool {
 		err = writeWholeBlob(ctx, h, id, 0, []byte("again"))
@@ -151,9 +163,13 @@ func TestAbandonedBlobIsSwept(t *testing.T) {
 func TestResumedBlobIsNotSwept(t *testing.T) {
 	st, blobs := embedded(t)
 	h, ctx, _, id := abandonedSlot(t, st, blobs, "resumed")
-	// Every row written so far is older than cutoff.
-	cutoff := time.Now().Add(time.Millisecond)
-	waitFor(t, "the clock does not move", func() bool { return time.Now().After(cutoff) })
+	// Every row written so far is older than cutoff, by the store's clock
+	// and this process's; the blob is abandoned by it.
+	abandoned, err := st.ListAbandonedBlobs(ctx, time.Now().Add(24*time.Hour), 10)
+	if err != nil || len(abandoned) != 1 {
+		t.Fatalf("abandoned blobs: %+v, %v; want the one", abandoned, err)
+	}
+	cutoff := storetest.PastStoreTime(t, abandoned[0].WriteTime)
 
 	streamCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +31,7 @@ const testClientID = "tbhub-test"
 // with a test OIDC issuer and gRPC clients of every service.
 type harness struct {
 	srv     *serve.Server
+	stop    func() error // stops srv (once; the test's end does too)
 	st      store.Store
 	blobs   blob.Store
 	iss     *oidctest.Issuer
@@ -86,9 +88,9 @@ func newHarness(t testing.TB, st store.Store, blobs blob.Store, configure func(*
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx) }()
+	stop := sync.OnceValue(func() error { cancel(); return <-done })
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("Serve: %v", err)
 		}
 	})
@@ -99,7 +101,7 @@ func newHarness(t testing.TB, st store.Store, blobs blob.Store, configure func(*
 	}
 	t.Cleanup(func() { conn.Close() })
 	return &harness{
-		srv: srv, st: st, blobs: blobs, iss: iss, conn: conn,
+		srv: srv, stop: stop, st: st, blobs: blobs, iss: iss, conn: conn,
 		writer:  servicepb.NewTensorBoardWriterServiceClient(conn),
 		export:  servicepb.NewTensorBoardExporterServiceClient(conn),
 		exps:    experimentsv1.NewExperimentServiceClient(conn),
