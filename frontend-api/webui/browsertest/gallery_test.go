@@ -115,10 +115,18 @@ func TestPublicGallerySignedOut(t *testing.T) {
 	// into the URL.
 	run(t, ctx,
 		chromedp.SendKeys(`input.gallery-search`, word, chromedp.ByQuery),
+		// The landing page's list already shows these 20 and a More button:
+		// wait for the search's own answer (it puts the word in the URL,
+		// then loads with More disabled) before reading the list or
+		// clicking More, or the click lands on the disabled button of a
+		// load still under way (a CI run on a busy machine lost it so).
+		waitFor(fmt.Sprintf(`new URL(location.href).searchParams.get("q") === %q`, word)),
+		waitFor(`(() => {
+			const more = document.querySelector("section.gallery button.more");
+			return !more.hidden && !more.disabled && document.querySelector("section.gallery p.status").textContent === "";
+		})()`),
 		waitFor(fmt.Sprintf(`document.querySelectorAll("li.gallery-item").length === 20 && document.querySelector(%q) && document.querySelector(%q)`,
 			galleryItem(public), galleryItem(other))),
-		waitFor(fmt.Sprintf(`new URL(location.href).searchParams.get("q") === %q`, word)),
-		waitFor(`!document.querySelector("section.gallery button.more").hidden`),
 		chromedp.Click(`section.gallery button.more`, chromedp.ByQuery),
 		waitFor(`document.querySelectorAll("li.gallery-item").length === 22 && document.querySelector("section.gallery button.more").hidden`),
 	)
