@@ -344,13 +344,32 @@ func TestSurvivesServerErrorsAndCutStreams(t *testing.T) {
 func TestPermanentFailureKeepsStateBehind(t *testing.T) {
 	logs := faultLogdir(t)
 	srv, client := newFakeServer(t)
+	chk := &stateChecker{t: t, logs: logs, srv: srv}
+	// The refused step is the first train blob asked for after a state was
+	// saved, and every later try of it: the test needs a save before the
+	// failure to show anything (step 17, fixed, came before any save on a
+	// fast machine in a CI run).
+	var mu sync.Mutex
+	refused := int64(-1)
 	srv.fault = func(c call) error {
-		if c.run == "train" && c.step == 17 && c.method == "WriteBlob" {
+		if c.run != "train" || c.method != "WriteBlob" {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if refused < 0 {
+			chk.mu.Lock()
+			saved := chk.saves > 0
+			chk.mu.Unlock()
+			if saved {
+				refused = c.step
+			}
+		}
+		if c.step == refused {
 			return status.Error(codes.PermissionDenied, "no")
 		}
 		return nil
 	}
-	chk := &stateChecker{t: t, logs: logs, srv: srv}
 	cfg := newConfig(logs, client, state.New("fake", "memory"), chk.save)
 	cfg.Limits = faultLimits()
 	u := New(cfg)
