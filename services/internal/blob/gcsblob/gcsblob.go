@@ -17,6 +17,7 @@ import (
 	"hash/crc32"
 	"io"
 	"strings"
+	"time"
 
 	"cloud.google.com/go/storage"
 	"google.golang.org/api/iterator"
@@ -127,7 +128,18 @@ func (s *Store) NewRangeReader(ctx context.Context, key string, offset, length i
 	// to the generation they describe. If that generation is replaced in
 	// between, the pinned read finds nothing and we look again.
 	var err error
-	for range 10 {
+	for attempt := range 100 {
+		// Back off after the first tries: writers replacing the object
+		// faster than a metadata call and a read take (the acceptance
+		// suite's concurrent writers under the race detector) would
+		// otherwise starve the reader.
+		if attempt >= 10 {
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("gcsblob.NewRangeReader %s: %w", key, ctx.Err())
+			case <-time.After(time.Duration(attempt-9) * time.Millisecond):
+			}
+		}
 		var attrs *storage.ObjectAttrs
 		attrs, err = obj.Attrs(ctx)
 		if err != nil {
