@@ -333,12 +333,14 @@ func navigate(url string) chromedp.Action {
 // document being left: right after a navigation chromedp may still hold
 // the old context's id for a moment (long enough to be hit on a loaded
 // machine), and the browser answers "Cannot find context with specified
-// id". Bounded: a context that never appears fails the test.
+// id"; a call made while a click's navigation replaces the document is
+// answered "Inspected target navigated or closed". Bounded: a context that
+// never appears fails the test.
 func inPage(a chromedp.Action) chromedp.Action {
 	return chromedp.ActionFunc(func(ctx context.Context) error {
 		var err error
 		for attempt := range 100 {
-			if err = a.Do(ctx); err == nil || !strings.Contains(err.Error(), "Cannot find context with specified id") {
+			if err = a.Do(ctx); err == nil || !leftDocument(err) {
 				return err
 			}
 			// Give the browser's executionContextCreated event time to arrive.
@@ -350,6 +352,13 @@ func inPage(a chromedp.Action) chromedp.Action {
 		}
 		return err
 	})
+}
+
+// leftDocument says whether err is the browser's answer to a call that
+// reached a document being replaced (see inPage).
+func leftDocument(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Cannot find context with specified id") || strings.Contains(msg, "Inspected target navigated or closed")
 }
 
 func experimentURL(eid string, q url.Values) string {
