@@ -1,13 +1,16 @@
 package lifecycle
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -77,17 +80,87 @@ func newHTTPServer(h http.Handler, l HTTPLimits) *http.Server {
 // bodyDeadline gives each request's body a read deadline of timeout from
 // now, except gRPC calls (see HTTPLimits.BodyTimeout). A client that is
 // too slow has its request body fail and, over HTTP/1, its connection
-// closed; over HTTP/2 only its stream is reset.
+// closed; over HTTP/2 only its stream is reset. Its answer is 408 whatever
+// the handler makes of the failed read (a handler cannot tell a body cut
+// off from one too large or malformed).
 func bodyDeadline(h http.Handler, timeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isGRPC(r) {
-			// Errors only where the connection cannot have deadlines
-			// (not the case for net/http's own connections).
-			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+		if isGRPC(r) {
+			h.ServeHTTP(w, r)
+			return
 		}
-		h.ServeHTTP(w, r)
+		// Errors only where the connection cannot have deadlines
+		// (not the case for net/http's own connections).
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+		tw := &timedWriter{ResponseWriter: w, timeout: timeout}
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = &timedBody{ReadCloser: r.Body, w: tw}
+		}
+		h.ServeHTTP(tw, r)
 	})
 }
+
+// timedBody tells its timedWriter when a read failed at the body deadline.
+type timedBody struct {
+	io.ReadCloser
+	w *timedWriter
+}
+
+func (b *timedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		b.w.timedOut.Store(true)
+	}
+	return n, err
+}
+
+// timedWriter answers 408 in place of the handler's answer once the body
+// has timed out, unless the handler had answered already.
+type timedWriter struct {
+	http.ResponseWriter
+	timeout  time.Duration
+	timedOut atomic.Bool
+	wrote    bool // the status is sent
+	replaced bool // the 408 is sent; the handler's writes are dropped
+}
+
+func (w *timedWriter) WriteHeader(code int) {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	if !w.timedOut.Load() {
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
+	w.replaced = true
+	h := w.ResponseWriter.Header()
+	for k := range h {
+		delete(h, k)
+	}
+	h.Set("Connection", "close")
+	http.Error(w.ResponseWriter, fmt.Sprintf("the request body was not received within %v", w.timeout), http.StatusRequestTimeout)
+}
+
+func (w *timedWriter) Write(p []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.replaced {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush keeps handlers that stream (http.Flusher) streaming.
+func (w *timedWriter) Flush() {
+	if !w.replaced {
+		_ = http.NewResponseController(w.ResponseWriter).Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *timedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func isGRPC(r *http.Request) bool {
 	return r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc")
