@@ -96,8 +96,14 @@ func (l Local) Scan(ctx context.Context) ([]Run, error) {
 		if d.IsDir() || !IsEventFile(d.Name()) {
 			return nil
 		}
-		size := int64(-1) // unknown: regular files are not stat'ed, it costs a syscall each
-		if !d.Type().IsRegular() {
+		// The size lets the uploader measure its progress and pass over a
+		// file that has not grown without opening it.
+		size := int64(-1) // unknown: the file went between listing and stat
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				size = fi.Size()
+			}
+		} else {
 			fi, err := os.Stat(p) // follows a symlink to a file; broken links fail
 			if err != nil || !fi.Mode().IsRegular() {
 				return nil

@@ -49,7 +49,7 @@ func (u *Uploader) pass(ctx context.Context) error {
 		return err
 	}
 	u.prog.setRuns(len(runs))
-	u.measure(ctx, runs)
+	u.measure(runs)
 	u.declareRuns(ctx, runs)
 	var ev event.Event
 	var buf []byte
@@ -75,20 +75,12 @@ func (u *Uploader) pass(ctx context.Context) error {
 
 // measure tells the progress how many bytes of event files runs hold and
 // how far into them reading is (a file that cannot be read further counts
-// as read). A file listed without its size (a local scan does not stat
-// regular files) is stat'ed: cheaper than the open that finds it has not
-// grown, which its size now spares (readFile).
-func (u *Uploader) measure(ctx context.Context, runs []logdir.Run) {
+// as read), from the sizes the scan listed.
+func (u *Uploader) measure(runs []logdir.Run) {
 	var total, done int64
 	known := true
 	for _, run := range runs {
-		for i := range run.Files {
-			f := &run.Files[i]
-			if f.Size < 0 {
-				if n, err := u.cfg.Source.Stat(ctx, f.Path); err == nil {
-					f.Size = n
-				}
-			}
+		for _, f := range run.Files {
 			at := u.ledger.readOffset(fileKey{run.Name, f.Name})
 			switch {
 			case f.Size < 0:
