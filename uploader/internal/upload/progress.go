@@ -230,10 +230,8 @@ func (p *Progress) line(final bool) string {
 	return strings.Join(parts, " · ")
 }
 
-// summary is what was sent and what went wrong, for messages.
-func (p *Progress) summary() string { return p.counts() }
-
-// counts says what was sent, and the retries and warnings there were.
+// counts says what was sent, and the retries and warnings there were: the
+// end of the progress line, and of messages.
 func (p *Progress) counts() string {
 	s := Plural(p.runs.Load(), "run", "runs") + " · " + Plural(p.Scalars.Load(), "scalar", "scalars")
 	if n := p.Tensors.Load(); n > 0 {

@@ -186,7 +186,7 @@ func (u *Uploader) unsent() string {
 	if n == 1 {
 		verb = "was"
 	}
-	return fmt.Sprintf("%s %s not acknowledged; %s", Plural(int64(n), "request", "requests"), verb, u.prog.summary())
+	return fmt.Sprintf("%s %s not acknowledged; %s", Plural(int64(n), "request", "requests"), verb, u.prog.counts())
 }
 
 // pendingRequests counts submitted requests not yet acknowledged.
