@@ -175,11 +175,7 @@ func flatten[R runEntry[T, D], T tagEntry[D], D any](runs []R) []Series[D] {
 }
 
 func (h *Env) ReadScalars(r *Request, plugin string, f *datapb.RunTagFilter, k int64) ([]ScalarSeries, error) {
-	resp, err := h.Data.ReadScalars(r.Ctx, &datapb.ReadScalarsRequest{ExperimentId: r.EID, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f, Downsample: &datapb.Downsample{NumPoints: k}}, h.CallOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return flatten[*datapb.ReadScalarsResponse_RunEntry, *datapb.ReadScalarsResponse_TagEntry](resp.GetRuns()), nil
+	return h.readScalars(r.Ctx, r, plugin, f, k)
 }
 
 // ReadScalarTails reads, of each series f selects, every point from step
@@ -187,8 +183,11 @@ func (h *Env) ReadScalars(r *Request, plugin string, f *datapb.RunTagFilter, k i
 // more than limit such points fails the call with codes.OutOfRange (read
 // it downsampled instead).
 func (h *Env) ReadScalarTails(r *Request, plugin string, f *datapb.RunTagFilter, minStep, limit int64) ([]ScalarSeries, error) {
-	ctx := readhint.WithMinStep(r.Ctx, minStep)
-	resp, err := h.Data.ReadScalars(ctx, &datapb.ReadScalarsRequest{ExperimentId: r.EID, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f, Downsample: &datapb.Downsample{NumPoints: limit}}, h.CallOpts...)
+	return h.readScalars(readhint.WithMinStep(r.Ctx, minStep), r, plugin, f, limit)
+}
+
+func (h *Env) readScalars(ctx context.Context, r *Request, plugin string, f *datapb.RunTagFilter, k int64) ([]ScalarSeries, error) {
+	resp, err := h.Data.ReadScalars(ctx, &datapb.ReadScalarsRequest{ExperimentId: r.EID, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f, Downsample: &datapb.Downsample{NumPoints: k}}, h.CallOpts...)
 	if err != nil {
 		return nil, err
 	}
