@@ -135,16 +135,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.MaxResponseBytes == 0 {
 		cfg.MaxResponseBytes = 256 << 20
 	}
-	def := markdown.DefaultLimits()
-	md := &cfg.Markdown
-	for _, f := range []struct{ v, def *int }{{&md.MaxInputBytes, &def.MaxInputBytes}, {&md.MaxCacheBytes, &def.MaxCacheBytes}, {&md.MaxConcurrentRenders, &def.MaxConcurrentRenders}} {
-		if *f.v == 0 {
-			*f.v = *f.def
-		}
-	}
-	if md.RenderTimeout == 0 {
-		md.RenderTimeout = def.RenderTimeout
-	}
+	cfg.Markdown = cfg.Markdown.OrDefaults()
 	renderer, err := markdown.New(cfg.Markdown)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi.New: %w", err)

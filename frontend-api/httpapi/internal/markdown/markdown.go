@@ -88,6 +88,24 @@ func DefaultLimits() Limits {
 		MaxConcurrentRenders: max(1, runtime.GOMAXPROCS(0)/2)}
 }
 
+// OrDefaults is l with DefaultLimits' value for each field that is zero.
+func (l Limits) OrDefaults() Limits {
+	def := DefaultLimits()
+	if l.MaxInputBytes == 0 {
+		l.MaxInputBytes = def.MaxInputBytes
+	}
+	if l.RenderTimeout == 0 {
+		l.RenderTimeout = def.RenderTimeout
+	}
+	if l.MaxCacheBytes == 0 {
+		l.MaxCacheBytes = def.MaxCacheBytes
+	}
+	if l.MaxConcurrentRenders == 0 {
+		l.MaxConcurrentRenders = def.MaxConcurrentRenders
+	}
+	return l
+}
+
 // RegisterFlags defines --markdown-max-input-bytes,
 // --markdown-render-timeout, --markdown-cache-bytes and
 // --markdown-max-renders on fs, defaulting to l's values.
