@@ -373,7 +373,7 @@ func SafeHTML(s string) string {
 				if (a.Key == "href" || a.Key == "src") && !allowedURL(a.Val) {
 					continue
 				}
-				b.WriteString(" " + a.Key + `="` + strings.NewReplacer("&", "&amp;", `"`, "&quot;").Replace(a.Val) + `"`)
+				b.WriteString(" " + a.Key + `="` + attrEscaper.Replace(a.Val) + `"`)
 			}
 			b.WriteString(">")
 			if !voidTags[tok.Data] && tt == nethtml.StartTagToken {
@@ -411,9 +411,15 @@ func lastIndex(s []string, v string) int {
 	return -1
 }
 
-func escapeText(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-}
+// The escapers of text and attribute values, built once: SafeHTML runs
+// for every text cell and description (strings.Replacer is safe for
+// concurrent use).
+var (
+	textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+	attrEscaper = strings.NewReplacer("&", "&amp;", `"`, "&quot;")
+)
+
+func escapeText(s string) string { return textEscaper.Replace(s) }
 
 // allowedURL: relative, or http, https or mailto (bleach's default
 // protocols). Browsers ignore control characters and spaces in a scheme,
