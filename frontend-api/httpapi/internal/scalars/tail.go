@@ -90,14 +90,21 @@ func (h Plugin) readColumns(r *route.Request, runs, tags []string, k int64, afte
 		return nil, err
 	}
 	var answers []columnsAnswer
+	// The runs read whole, with their listed largest wall time: listed
+	// before this read, a point written in between is in the answer with
+	// a wall time above the max_wall_time the page keeps, which makes its
+	// next tail check fail (one more full read), where a listing after the
+	// read could hide a rewrite from the page.
 	var full []string
+	maxWall := map[string]float64{}
 	for _, info := range listed {
+		held := after[info.Run]
 		d, ok := tails[info.Run]
-		if !ok || !tailContinues(after[info.Run], d, info.MaxWallTime) {
+		if !ok || !tailContinues(held, d, info.MaxWallTime) {
 			full = append(full, info.Run)
+			maxWall[info.Run] = info.MaxWallTime
 			continue
 		}
-		held := after[info.Run]
 		answers = append(answers, columnsAnswer{
 			ScalarSeries: route.ScalarSeries{Run: info.Run, Tag: info.Tag, Data: &datapb.ScalarData{Step: d.Step[1:], WallTime: d.WallTime[1:], Value: d.Value[1:]}},
 			listed:       true, maxWallTime: info.MaxWallTime, tail: true, after: held.Step,
@@ -105,14 +112,6 @@ func (h Plugin) readColumns(r *route.Request, runs, tags []string, k int64, afte
 	}
 	if len(full) == 0 {
 		return answers, nil
-	}
-	// Listed before this read: a point written in between is in the
-	// answer with a wall time above the max_wall_time the page keeps,
-	// which makes its next tail check fail (one more full read), where a
-	// listing after the read could hide a rewrite from the page.
-	maxWall := map[string]float64{}
-	for _, info := range listed {
-		maxWall[info.Run] = info.MaxWallTime
 	}
 	series, err := h.ReadScalars(r, "scalars", route.Filter(full, tags), k)
 	if err != nil {
