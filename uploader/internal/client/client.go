@@ -256,6 +256,18 @@ func noteFailure(ctx context.Context, err error, endpoint string) error {
 	return err
 }
 
+// UnreachableAt reports whether err says that no server answered at an
+// address (noteFailure's "cannot reach the server at HOST:PORT (...)"),
+// and returns that message without the connection error's detail.
+func UnreachableAt(err error) (string, bool) {
+	m := status.Convert(err).Message()
+	if !strings.HasPrefix(m, ErrUnreachable.Error()) {
+		return "", false
+	}
+	where, _, _ := strings.Cut(m, " (")
+	return where, true
+}
+
 // noteStream is a stream whose failures noteFailure sees.
 type noteStream struct {
 	grpc.ClientStream
@@ -372,7 +384,7 @@ func Describe(err error) string {
 	case codes.ResourceExhausted:
 		return "limit reached: " + st.Message()
 	case codes.Unavailable:
-		if strings.HasPrefix(st.Message(), ErrUnreachable.Error()) { // named by unreachableAt
+		if strings.HasPrefix(st.Message(), ErrUnreachable.Error()) { // named by noteFailure
 			return st.Message()
 		}
 		if strings.HasPrefix(st.Message(), "connection error") {

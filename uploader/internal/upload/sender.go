@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -81,8 +80,8 @@ func (s *sender) call(ctx context.Context, fn func(ctx context.Context) error) e
 	r.OnRetry = func(err error, wait time.Duration) {
 		s.prog.Retries.Add(1)
 		why := fmt.Sprintf("waiting for the server (%s)", status.Code(err))
-		if m := status.Convert(err).Message(); strings.HasPrefix(m, client.ErrUnreachable.Error()) {
-			why, _, _ = strings.Cut(m, " (") // cannot reach the server at ADDR
+		if where, ok := client.UnreachableAt(err); ok {
+			why = where
 		}
 		if said == nil {
 			before = s.prog.activity.Load()
