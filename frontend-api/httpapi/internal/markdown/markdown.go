@@ -219,21 +219,16 @@ func (r *Renderer) Render(ctx context.Context, md string) string {
 }
 
 // leave says a caller stopped waiting for call; when it was the last and
-// the render has not started, the render is dropped.
+// the render has not started, the render is dropped. That happens once:
+// a call not started is still in inflight until then (its render ends
+// only once started or gone), so no caller can join it after.
 func (r *Renderer) leave(key cacheKey, call *renderCall) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	call.waiters--
 	if call.waiters == 0 && !call.started {
-		select {
-		case <-call.gone:
-		case <-call.done:
-		default:
-			close(call.gone)
-			if r.inflight[key] == call {
-				delete(r.inflight, key)
-			}
-		}
+		close(call.gone)
+		delete(r.inflight, key)
 	}
 }
 
