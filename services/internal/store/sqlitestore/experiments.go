@@ -217,7 +217,9 @@ func (s *Store) ListPublicExperiments(ctx context.Context, q store.PublicQuery) 
 	if q.Limit < 1 || q.Limit > store.MaxPublicPage {
 		return nil, fmt.Errorf("sqlitestore.ListPublicExperiments: limit %d not in [1, %d]: %w", q.Limit, store.MaxPublicPage, store.ErrInvalidArgument)
 	}
-	query := "SELECT " + prefixed("e.", experimentColumns) + ` FROM experiments e
+	// The select list is the outer query's only table's (the search's
+	// subquery on users is scoped to itself): no need to qualify it.
+	query := "SELECT " + experimentColumns + ` FROM experiments e
 		WHERE e.visibility = 'public' AND e.deleted = 0`
 	var args []any
 	if q.After.ID != "" {
@@ -270,15 +272,6 @@ func (s *Store) queryExperiments(ctx context.Context, query string, args ...any)
 		return nil
 	})
 	return list, err
-}
-
-// prefixed qualifies each of a comma-separated list of columns.
-func prefixed(prefix, columns string) string {
-	cols := strings.Split(columns, ", ")
-	for i, c := range cols {
-		cols[i] = prefix + c
-	}
-	return strings.Join(cols, ", ")
 }
 
 // UpdateExperiment implements store.Writer.
