@@ -9,6 +9,7 @@ package limits
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -260,12 +261,12 @@ var (
 
 // ReserveExperiment admits one more experiment for the user.
 func (e *Enforcer) ReserveExperiment(ctx context.Context, userID string) error {
-	return e.reserve(ctx, userID, experimentsQuota, 1)
+	return e.reserve(ctx, userID, charge{experimentsQuota, 1})
 }
 
 // ReservePoints admits n more points for the user.
 func (e *Enforcer) ReservePoints(ctx context.Context, userID string, n int64) error {
-	return e.reserve(ctx, userID, pointsQuota, n)
+	return e.reserve(ctx, userID, charge{pointsQuota, n})
 }
 
 // ReserveBlobBytes admits a blob stream that may store n more bytes for
@@ -300,7 +301,7 @@ func (e *Enforcer) ReserveBlobBytes(ctx context.Context, userID string, n int64)
 // uploader repeats a tag's metadata in every request); the next refresh
 // of the usage from the store corrects it.
 func (e *Enforcer) ReserveMetadataBytes(ctx context.Context, userID string, n int64) error {
-	return e.reserve(ctx, userID, bytesQuota, n)
+	return e.reserve(ctx, userID, charge{bytesQuota, n})
 }
 
 // AcquireBlobStream admits one more WriteBlob stream of the user over the
@@ -334,17 +335,41 @@ func (e *Enforcer) AcquireBlobStream(userID, conn string) (release func(), err e
 	}, nil
 }
 
-func (e *Enforcer) reserve(ctx context.Context, userID string, q quota, n int64) error {
-	if n <= 0 {
+// ReservePointWrite admits a point write (WriteScalar, WriteTensor):
+// points under the points quota and metadataBytes of series metadata
+// under the byte quota (as ReserveMetadataBytes), both or neither, under
+// one lock and at most one read of the usage. The byte quota is checked
+// first.
+func (e *Enforcer) ReservePointWrite(ctx context.Context, userID string, points, metadataBytes int64) error {
+	return e.reserve(ctx, userID, charge{bytesQuota, metadataBytes}, charge{pointsQuota, points})
+}
+
+// charge is n more of quota q; n <= 0 asks nothing.
+type charge struct {
+	q quota
+	n int64
+}
+
+// reserve admits all the charges or none, and adds them.
+func (e *Enforcer) reserve(ctx context.Context, userID string, charges ...charge) error {
+	if !slices.ContainsFunc(charges, func(c charge) bool { return c.n > 0 }) {
 		return nil
 	}
 	u := e.user(userID)
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if err := e.admit(ctx, u, userID, q, n); err != nil {
-		return err
+	for _, c := range charges {
+		if c.n > 0 {
+			if err := e.admit(ctx, u, userID, c.q, c.n); err != nil {
+				return err
+			}
+		}
 	}
-	q.add(u, n)
+	for _, c := range charges {
+		if c.n > 0 {
+			c.q.add(u, c.n)
+		}
+	}
 	return nil
 }
 

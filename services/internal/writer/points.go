@@ -167,10 +167,7 @@ func (s *Server) writePoints(ctx context.Context, n int64, collect func(*violati
 	var bad violations
 	accepted, write := collect(&bad)
 	if accepted.points > 0 {
-		if err := s.limits.ReserveMetadataBytes(ctx, p.UserID, accepted.metadataBytes); err != nil {
-			return err
-		}
-		if err := s.limits.ReservePoints(ctx, p.UserID, accepted.points); err != nil {
+		if err := s.limits.ReservePointWrite(ctx, p.UserID, accepted.points, accepted.metadataBytes); err != nil {
 			return err
 		}
 		if err := write(); err != nil {
