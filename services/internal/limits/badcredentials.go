@@ -96,7 +96,8 @@ func NewBadCredentials(l CredentialLimits, now func() time.Time) *BadCredentials
 func (b *BadCredentials) Limits() CredentialLimits { return b.lim }
 
 // Check is one credential check admitted by Admit (its methods do
-// nothing on the zero Check of a refused one).
+// nothing on the zero Check of a refused one, or of any with the throttle
+// off).
 type Check struct {
 	b       *BadCredentials
 	addr    netip.Addr
@@ -110,8 +111,14 @@ type Check struct {
 // and the credential is not known valid, it returns a zero Check and how
 // long until the budget has room again.
 func (b *BadCredentials) Admit(addr netip.Addr, ok bool, credential string) (Check, time.Duration) {
+	if b.lim.PerSecond <= 0 {
+		// No throttle, so nothing to remember: only it reads the known
+		// credentials. The zero Check spares every call a hash and two
+		// turns of the lock.
+		return Check{}, 0
+	}
 	c := Check{b: b, addr: addr, key: sha256.Sum256([]byte(credential))}
-	if !ok || b.lim.PerSecond <= 0 {
+	if !ok {
 		return c, 0
 	}
 	now := b.now()
