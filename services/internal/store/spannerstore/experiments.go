@@ -101,10 +101,14 @@ func (s *Store) CreateExperiment(ctx context.Context, e store.Experiment) error 
 	return fail("CreateExperiment", err)
 }
 
+// updateTimeSQL is experiment e's update time: the latest write to its
+// row or any of its series.
+const updateTimeSQL = `GREATEST(e.UpdateTime, IFNULL((SELECT MAX(s.UpdateTime) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId), e.UpdateTime))`
+
 // experimentSQL selects live experiments with their readers and the counts
 // summed over their series rows (one row per series, never points).
 const experimentSQL = `SELECT e.ExperimentId, e.Name, e.Description, e.OwnerId, e.Visibility, e.CreateTime,
-  GREATEST(e.UpdateTime, IFNULL((SELECT MAX(s.UpdateTime) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId), e.UpdateTime)),
+  ` + updateTimeSQL + `,
   ARRAY(SELECT g.UserId FROM ReadGrants g WHERE g.ExperimentId = e.ExperimentId ORDER BY g.UserId),
   (SELECT COUNT(*) FROM Runs r WHERE r.ExperimentId = e.ExperimentId),
   (SELECT COUNT(DISTINCT s.Tag) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
@@ -187,11 +191,11 @@ func (s *Store) ListExperiments(ctx context.Context, f store.ExperimentFilter, f
 }
 
 // publicSQL finds one page of the public gallery: public live experiments
-// (index ExperimentsByVisibility) ordered by their update time, the same
-// expression as experimentSQL's.
+// (index ExperimentsByVisibility) ordered by their update time
+// (updateTimeSQL, as experimentSQL reports it).
 const publicSQL = `SELECT p.ExperimentId, p.Updated FROM (
   SELECT e.ExperimentId,
-    GREATEST(e.UpdateTime, IFNULL((SELECT MAX(s.UpdateTime) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId), e.UpdateTime)) AS Updated
+    ` + updateTimeSQL + ` AS Updated
   FROM Experiments@{FORCE_INDEX=ExperimentsByVisibility} e
   WHERE e.Visibility = 'public' AND e.State = 'LIVE' AND (@search = ''
     OR STRPOS(LOWER(e.Name), @search) > 0 OR STRPOS(LOWER(e.Description), @search) > 0
