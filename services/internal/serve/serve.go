@@ -196,11 +196,11 @@ func (s *Server) build(grpcAddr string) error {
 	}
 	s.writer = w
 	guard := tenancy.NewGuard(s.auth, s.st, s.logger)
-	s.internal = clientaddr.NewInternal()
-	if s.cfg.ForwardingSecret != "" {
-		if s.internal, err = clientaddr.SharedInternal(s.cfg.ForwardingSecret); err != nil {
-			return fmt.Errorf("serve: %w", err)
-		}
+	if s.internal, err = clientaddr.SharedInternal(s.cfg.ForwardingSecret); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if s.internal == nil { // no shared secret: one of the process's own
+		s.internal = clientaddr.NewInternal()
 	}
 	if err := guard.ThrottleBadCredentials(lim.BadCredentials, s.cfg.TrustedProxyHops, s.internal, s.cfg.Now); err != nil {
 		return fmt.Errorf("serve: %w", err)
