@@ -7,6 +7,7 @@ package readhint
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 
 	"google.golang.org/grpc/metadata"
@@ -55,4 +56,18 @@ const MinStepKey = "tbhub-min-step"
 // with it.
 func WithMinStep(ctx context.Context, step int64) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, MinStepKey, strconv.FormatInt(step, 10))
+}
+
+// MinStep returns the MinStepKey hint of an incoming call: ok false if
+// there is none, an error if it is not one integer.
+func MinStep(ctx context.Context) (step int64, ok bool, err error) {
+	v := metadata.ValueFromIncomingContext(ctx, MinStepKey)
+	if len(v) == 0 {
+		return 0, false, nil
+	}
+	step, err = strconv.ParseInt(v[0], 10, 64)
+	if len(v) > 1 || err != nil {
+		return 0, false, fmt.Errorf("%s %q: want one integer step", MinStepKey, v)
+	}
+	return step, true, nil
 }

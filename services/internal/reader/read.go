@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -72,16 +70,11 @@ var errTailOverLimit = rpcerr.New(codes.OutOfRange, "a series has more points fr
 
 // tailStep returns the step of the call's MinStepHeader, if it has one.
 func tailStep(ctx context.Context) (int64, bool, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	v := md.Get(MinStepHeader)
-	if len(v) == 0 {
-		return 0, false, nil
+	step, ok, err := readhint.MinStep(ctx)
+	if err != nil {
+		return 0, false, rpcerr.New(codes.InvalidArgument, "%v", err)
 	}
-	step, err := strconv.ParseInt(v[0], 10, 64)
-	if len(v) > 1 || err != nil {
-		return 0, false, rpcerr.New(codes.InvalidArgument, "%s %q: want one integer step", MinStepHeader, v)
-	}
-	return step, true, nil
+	return step, ok, nil
 }
 
 // ReadScalars returns downsampled scalar points, or a tail of each series
