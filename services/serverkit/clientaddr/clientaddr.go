@@ -69,8 +69,8 @@ func (h *Hops) RegisterFlag(fs *flag.FlagSet) {
 // either.
 func (h Hops) Resolve(peerAddr string, forwarded []string) (addr netip.Addr, ok bool) {
 	if h > 0 {
-		if chain := split(forwarded); len(chain) >= int(h) {
-			if a, err := parse(chain[len(chain)-int(h)]); err == nil {
+		if entry, ok := fromRight(forwarded, int(h)); ok {
+			if a, err := parse(entry); err == nil {
 				return a, true
 			}
 		}
@@ -79,15 +79,25 @@ func (h Hops) Resolve(peerAddr string, forwarded []string) (addr netip.Addr, ok 
 	return p, err == nil
 }
 
-// split lists the entries of X-Forwarded-For values, left to right.
-func split(values []string) []string {
-	var chain []string
-	for _, v := range values {
-		for _, e := range strings.Split(v, ",") {
-			chain = append(chain, strings.TrimSpace(e))
+// fromRight returns the nth comma-separated entry (n >= 1) from the right
+// of X-Forwarded-For values taken in order, if there are that many. It
+// walks back from the end without splitting the chain: it runs for every
+// call, and only the last few entries matter.
+func fromRight(values []string, n int) (string, bool) {
+	for i := len(values) - 1; i >= 0; i-- {
+		v := values[i]
+		for {
+			j := strings.LastIndexByte(v, ',')
+			if n--; n == 0 {
+				return strings.TrimSpace(v[j+1:]), true
+			}
+			if j < 0 {
+				break
+			}
+			v = v[:j]
 		}
 	}
-	return chain
+	return "", false
 }
 
 // parse reads an IP address, with or without a port.
