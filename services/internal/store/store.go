@@ -191,6 +191,15 @@ type PublicQuery struct {
 	After PublicCursor
 }
 
+// Validate reports a page size out of range (ErrInvalidArgument): what
+// every backend's ListPublicExperiments checks first.
+func (q PublicQuery) Validate() error {
+	if q.Limit < 1 || q.Limit > MaxPublicPage {
+		return fmt.Errorf("limit %d not in [1, %d]: %w", q.Limit, MaxPublicPage, ErrInvalidArgument)
+	}
+	return nil
+}
+
 // PublicCursor is a position in the public gallery's order.
 type PublicCursor struct {
 	UpdateTime time.Time

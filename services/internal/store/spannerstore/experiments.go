@@ -210,8 +210,8 @@ LIMIT @limit`
 func (s *Store) ListPublicExperiments(ctx context.Context, q store.PublicQuery) ([]store.Experiment, error) {
 	s, release := s.acquire()
 	defer release()
-	if q.Limit < 1 || q.Limit > store.MaxPublicPage {
-		return nil, fail("ListPublicExperiments", fmt.Errorf("limit %d not in [1, %d]: %w", q.Limit, store.MaxPublicPage, store.ErrInvalidArgument))
+	if err := q.Validate(); err != nil {
+		return nil, fail("ListPublicExperiments", err)
 	}
 	tx := s.client.ReadOnlyTransaction()
 	defer tx.Close()

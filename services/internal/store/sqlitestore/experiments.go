@@ -214,8 +214,8 @@ func init() {
 // index experiments_public from the cursor on, each row tested against
 // the search, until the page is full.
 func (s *Store) ListPublicExperiments(ctx context.Context, q store.PublicQuery) ([]store.Experiment, error) {
-	if q.Limit < 1 || q.Limit > store.MaxPublicPage {
-		return nil, fmt.Errorf("sqlitestore.ListPublicExperiments: limit %d not in [1, %d]: %w", q.Limit, store.MaxPublicPage, store.ErrInvalidArgument)
+	if err := q.Validate(); err != nil {
+		return nil, fmt.Errorf("sqlitestore.ListPublicExperiments: %w", err)
 	}
 	// The select list is the outer query's only table's (the search's
 	// subquery on users is scoped to itself): no need to qualify it.
