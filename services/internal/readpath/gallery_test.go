@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/tbhub/tbhub/services/internal/blob/fileblob"
 	"github.com/tbhub/tbhub/services/internal/readpath"
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
@@ -42,19 +40,7 @@ func TestPublicGalleryRoute(t *testing.T) {
 	})
 	t.Run("spanner", func(t *testing.T) {
 		spanneremu.SkipIfShort(t)
-		emuOnce.Do(func() { emu, emuErr = spanneremu.Start(context.Background()) })
-		if emuErr != nil {
-			t.Fatalf("Spanner emulator: %v", emuErr)
-		}
-		db, err := emu.NewDatabase(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		blobs, err := fileblob.Open(filepath.Join(t.TempDir(), "blobs"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkPublicGalleryRoute(t, startOn(t, db.Store(t), blobs, readpath.Config{CacheTTL: -1}))
+		checkPublicGalleryRoute(t, startOnSpanner(t, readpath.Config{CacheTTL: -1}))
 	})
 }
 

@@ -259,23 +259,28 @@ func onBackends(t *testing.T, check func(t *testing.T, s *server, eid string)) {
 	})
 	t.Run("spanner", func(t *testing.T) {
 		spanneremu.SkipIfShort(t)
-		s, eid := onSpanner.get(t, func(tb testing.TB) *server {
-			emuOnce.Do(func() { emu, emuErr = spanneremu.Start(context.Background()) })
-			if emuErr != nil {
-				tb.Fatalf("Spanner emulator: %v", emuErr)
-			}
-			db, err := emu.NewDatabase(context.Background())
-			if err != nil {
-				tb.Fatal(err)
-			}
-			blobs, err := fileblob.Open(filepath.Join(tb.TempDir(), "blobs"))
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return startOn(tb, db.Store(tb), blobs, readpath.Config{})
-		})
+		s, eid := onSpanner.get(t, func(tb testing.TB) *server { return startOnSpanner(tb, readpath.Config{}) })
 		check(t, s, eid)
 	})
+}
+
+// startOnSpanner starts a server with cfg on a fresh database of the
+// emulator (started by the first test that needs it) and a blob folder.
+func startOnSpanner(tb testing.TB, cfg readpath.Config) *server {
+	tb.Helper()
+	emuOnce.Do(func() { emu, emuErr = spanneremu.Start(context.Background()) })
+	if emuErr != nil {
+		tb.Fatalf("Spanner emulator: %v", emuErr)
+	}
+	db, err := emu.NewDatabase(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	blobs, err := fileblob.Open(filepath.Join(tb.TempDir(), "blobs"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return startOn(tb, db.Store(tb), blobs, cfg)
 }
 
 // keepAlive is a testing.TB whose cleanups never run and whose temporary
