@@ -39,7 +39,7 @@
 //   gstats=TAG         run metadata whose compute time and memory the graph shows
 //   gcolor=op|device|time|memory  what colours graph nodes (default: structure)
 
-import type { TooltipSort } from "./charts/format";
+import { TOOLTIP_SORTS, type TooltipSort } from "./charts/format";
 
 export type XAxis = "step" | "relative" | "wall";
 
@@ -109,8 +109,6 @@ function parseSlides(values: string[]): Record<string, Slide> {
   return out;
 }
 
-const TOOLTIP_SORTS: TooltipSort[] = ["descending", "ascending", "alphabetical", "nearest", "default"];
-
 /** color=RUN~RRGGBB values (the run name may hold "~": the last one splits). */
 function parseColors(values: string[]): Record<string, string> {
   const out: Record<string, string> = {};
@@ -141,7 +139,7 @@ export function parseState(search: string): ViewState {
     pin: q.getAll("pin"),
     group: q.get("group") ?? "",
     band: q.get("band") === "std" ? "std" : "minmax",
-    ttsort: (TOOLTIP_SORTS as string[]).includes(q.get("ttsort") ?? "") ? (q.get("ttsort") as TooltipSort) : "descending",
+    ttsort: TOOLTIP_SORTS.find((o) => o.value === q.get("ttsort"))?.value ?? "descending",
     slides: parseSlides(q.getAll("slide")),
     hmode: q.get("hmode") === "overlay" ? "overlay" : "offset",
     hview: q.get("hview") === "parallel" || q.get("hview") === "scatter" ? (q.get("hview") as "parallel" | "scatter") : "table",
