@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fmtSI, fmtTicks, placeBox, sortRows } from "./format";
+import { beside, fmtSI, fmtTicks, placeBox, sortRows } from "./format";
 
 describe("fmtTicks", () => {
   it("writes large values with SI suffixes, not exponents", () => {
@@ -57,5 +57,13 @@ describe("placeBox", () => {
     expect(placeBox(50, 700, 990, 300, 1000, 800)).toEqual({ left: 4, top: 496 });
     // Taller than the window: from its top.
     expect(placeBox(50, 700, 100, 900, 1000, 800).top).toBe(4);
+  });
+});
+
+describe("beside", () => {
+  it("goes gap after the cursor when it fits, else gap before, inside the viewport", () => {
+    expect(beside(700, 50, 14, 800)).toBe(714);
+    expect(beside(760, 50, 14, 800)).toBe(696);
+    expect(beside(20, 900, 14, 800)).toBe(4);
   });
 });

@@ -86,15 +86,25 @@ export function sortRows<T extends TooltipRow>(rows: T[], sort: TooltipSort): T[
   }
 }
 
+/** The margin boxes placed by beside and placeBox keep from the viewport's edges. */
+const MARGIN = 4;
+
+/**
+ * Where a box of size `size` starts along one axis of a viewport `view`
+ * long, beside a cursor at p: gap after it when it fits, else gap before
+ * it, moved back inside (a margin of 4 px; a box longer than the viewport
+ * starts at its start).
+ */
+export function beside(p: number, size: number, gap: number, view: number): number {
+  const at = p + gap + size <= view - MARGIN ? p + gap : p - gap - size;
+  return Math.max(MARGIN, Math.min(at, view - MARGIN - size));
+}
+
 /**
  * Where a box w × h goes beside a cursor at (x, y) in a viewport vw × vh:
  * to its right, else to its left, moved back inside (a margin of 4 px);
  * a box taller than the viewport starts at its top.
  */
 export function placeBox(x: number, y: number, w: number, h: number, vw: number, vh: number): { left: number; top: number } {
-  const m = 4;
-  let left = x + 12 + w <= vw - m ? x + 12 : x - 12 - w;
-  left = Math.max(m, Math.min(left, vw - m - w));
-  const top = Math.max(m, Math.min(y - 10, vh - m - h));
-  return { left, top };
+  return { left: beside(x, w, 12, vw), top: Math.max(MARGIN, Math.min(y - 10, vh - MARGIN - h)) };
 }

@@ -3,6 +3,7 @@
 // (tag, run).
 
 import { getJSON, num, type RunTagIndex } from "../api";
+import { beside } from "../charts/format";
 import { LineChart, type Line } from "../charts/linechart";
 import { fmtNum, h, setChildren } from "../dom";
 import { themeColor, withAlpha } from "../colors";
@@ -266,15 +267,8 @@ function hoverReadout(wrap: HTMLElement, canvas: HTMLCanvasElement, l: Histogram
     dot.style.left = `${canvas.offsetLeft + (hit.x * canvas.offsetWidth) / l.width}px`;
     dot.style.top = `${canvas.offsetTop + (hit.y * canvas.offsetHeight) / l.height}px`;
     // Beside the pointer, on the side with room, never beyond the window.
-    const w = readout.offsetWidth;
-    const ht = readout.offsetHeight;
-    const gap = 14;
-    let x = e.clientX + gap;
-    if (x + w > innerWidth - 4) x = e.clientX - gap - w;
-    let y = e.clientY + gap;
-    if (y + ht > innerHeight - 4) y = e.clientY - gap - ht;
-    readout.style.left = `${Math.max(4, Math.min(x, innerWidth - w - 4))}px`;
-    readout.style.top = `${Math.max(4, Math.min(y, innerHeight - ht - 4))}px`;
+    readout.style.left = `${beside(e.clientX, readout.offsetWidth, 14, innerWidth)}px`;
+    readout.style.top = `${beside(e.clientY, readout.offsetHeight, 14, innerHeight)}px`;
   });
 }
 
