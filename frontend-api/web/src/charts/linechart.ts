@@ -201,7 +201,8 @@ export class LineChart {
   /** A pinned tooltip stays where it is, interactive, until unpinned. */
   private pinned = false;
   private last: { x: number; left: number; top: number } | null = null;
-  private fmtX: (v: number) => string = (v) => fmtSI(v);
+  /** The x axis's formatter (of opts.xKind), for the axis and the tooltip. */
+  private readonly fmtX: (v: number) => string;
   private onDocKey = (e: KeyboardEvent) => e.key === "Escape" && this.unpin(true);
   private onDocDown = (e: MouseEvent) => {
     if (!this.plot.over.contains(e.target as Node)) this.unpin(true);
@@ -214,6 +215,7 @@ export class LineChart {
     opts: ChartOptions,
   ) {
     this.opts = opts;
+    this.fmtX = xFormatter(opts.xKind);
     this.tooltip = h("div.tooltip", { hidden: true });
     // Clicks and drags on the tooltip are not the chart's (zoom, pin).
     this.tooltip.addEventListener("mousedown", (e) => e.stopPropagation());
@@ -230,7 +232,7 @@ export class LineChart {
     const { lines, xKind } = this.opts;
     const fg = themeColor("--fg-muted", "#666");
     const grid = themeColor("--grid", "#8883");
-    const fmtX = xFormatter(xKind);
+    const fmtX = this.fmtX;
     const series: uPlot.Series[] = [{}];
     const bands: uPlot.Band[] = [];
     lines.forEach((l, i) => {
@@ -289,7 +291,7 @@ export class LineChart {
       ],
       series,
       hooks: {
-        setCursor: [(u) => this.showTooltip(u, fmtX)],
+        setCursor: [(u) => this.showTooltip(u)],
         // The x and y ranges shown, for tests and for reading the view from the page.
         setScale: [
           (u, key) => {
@@ -385,17 +387,16 @@ export class LineChart {
     document.removeEventListener("mousedown", this.onDocDown);
     removeEventListener("scroll", this.onScroll);
     if (hide) this.tooltip.hidden = true;
-    else this.showTooltip(this.plot, xFormatter(this.opts.xKind));
+    else this.showTooltip(this.plot);
   }
 
-  private showTooltip(u: uPlot, fmtX: (v: number) => string) {
+  private showTooltip(u: uPlot) {
     if (this.pinned) return;
     const left = u.cursor.left ?? -1;
     if (left < 0) {
       this.tooltip.hidden = true;
       return;
     }
-    this.fmtX = fmtX;
     this.render(u, { x: u.posToVal(left, "x"), left, top: u.cursor.top ?? 0 });
   }
 
