@@ -144,8 +144,6 @@ export function align(lines: Line[], logx: boolean, logy: boolean, xRange?: [num
   const okX = (x: number) => Number.isFinite(x) && (!logx || x > 0);
   const okY = (y: number) => Number.isFinite(y) && (!logy || y > 0);
   const yOf = (l: Line) => (l.y.every(okY) ? l.y : l.y.map((y) => (okY(y) ? y : null)));
-  // Points at a drawable x: their x joins the shared array (a bad y as a gap).
-  const okPoint = (l: Line, i: number) => okX(l.x[i]);
   const first = lines.length ? lines[0].x : [];
   if (lines.every((l) => sameValues(l.x, first)) && ascending(first) && first.every(okX)) {
     return [first, ...lines.map(yOf)] as uPlot.AlignedData;
@@ -153,9 +151,10 @@ export function align(lines: Line[], logx: boolean, logy: boolean, xRange?: [num
   let total = 0;
   let lo = Infinity;
   let hi = -Infinity;
+  // Every point at a drawable x joins the shared x array (a bad y as a gap).
   for (const l of lines)
     for (let i = 0; i < l.x.length; i++)
-      if (okPoint(l, i)) {
+      if (okX(l.x[i])) {
         total++;
         if (l.x[i] < lo) lo = l.x[i];
         if (l.x[i] > hi) hi = l.x[i];
@@ -169,7 +168,7 @@ export function align(lines: Line[], logx: boolean, logy: boolean, xRange?: [num
   // A typed array sorts numerically without a comparator: much faster.
   const all = new Float64Array(total);
   let n = 0;
-  for (const l of lines) for (let i = 0; i < l.x.length; i++) if (okPoint(l, i)) all[n++] = snap(l.x[i]);
+  for (const l of lines) for (let i = 0; i < l.x.length; i++) if (okX(l.x[i])) all[n++] = snap(l.x[i]);
   all.sort();
   let m = 0;
   for (let i = 0; i < n; i++) if (m === 0 || all[m - 1] !== all[i]) all[m++] = all[i];
@@ -181,7 +180,7 @@ export function align(lines: Line[], logx: boolean, logy: boolean, xRange?: [num
     const walk = ascending(l.x);
     let j = 0;
     for (let i = 0; i < l.x.length; i++) {
-      if (!okPoint(l, i)) continue;
+      if (!okX(l.x[i])) continue;
       const sx = snap(l.x[i]);
       if (walk) while (xs[j] < sx) j++;
       else j = lowerBound(xs, sx);
