@@ -65,6 +65,11 @@ export function compileFilter(src: string): { test: (s: string) => boolean; erro
   }
 }
 
+/** A regex matching just s, for the filters compileFilter reads (a run filter showing one run, an exact tag). */
+export function exactRegex(s: string): string {
+  return `^${s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`;
+}
+
 /** Formats a number compactly for axes and tooltips. */
 export function fmtNum(v: number | null | undefined): string {
   if (v === null || v === undefined) return "–";

@@ -7,10 +7,10 @@
 import { getJSON, type RunTagIndex, type ScalarDatum } from "../api";
 import { LineChart, type Line } from "../charts/linechart";
 import { assignColors } from "../colors";
-import { h, setChildren } from "../dom";
+import { exactRegex, h, setChildren } from "../dom";
 import type { ViewState } from "../state";
-import { notice, shownRuns, whenVisible, type Dashboard, type DashboardContext } from "./dashboard";
-import { exactRegex, scalarLines, showOnly } from "./scalars";
+import { notice, showOnly, shownRuns, whenVisible, type Dashboard, type DashboardContext } from "./dashboard";
+import { scalarLines } from "./scalars";
 
 interface Layout {
   category?: {

@@ -1,8 +1,8 @@
 // What every dashboard module gets and gives.
 
 import type { ExperimentAPI } from "../api";
-import type { Store, ViewState } from "../state";
-import { compileFilter, h, setChildren } from "../dom";
+import type { Slide, Store, ViewState } from "../state";
+import { compileFilter, exactRegex, h, setChildren } from "../dom";
 
 export interface Run {
   name: string;
@@ -41,6 +41,11 @@ export function shownRuns(ctx: DashboardContext, s: ViewState): Set<string> {
 /** Whether the set of shown runs differs between two states. */
 export function runsChanged(s: ViewState, prev: ViewState): boolean {
   return s.runFilter !== prev.runFilter || s.off.join("\n") !== prev.off.join("\n");
+}
+
+/** "Show only this run" (a chart's pinned tooltip, the runs list): the run filter matching just run. */
+export function showOnly(store: Store, run: string) {
+  store.set({ runFilter: exactRegex(run), off: [] });
 }
 
 /** Groups tags by their prefix before the first "/". */
@@ -84,6 +89,21 @@ export function whenVisible(el: Element, load: () => void): () => void {
 /** A step slider over the indices of a list of steps. */
 export function stepSlider(steps: number[], onChange: (i: number) => void, initial = steps.length - 1): HTMLElement {
   return rangeSlider(steps.length, "step", (i) => (steps.length ? `step ${steps[i]}` : ""), onChange, initial);
+}
+
+/** The index of step in steps (ascending), or of the latest step before it (the first if none). */
+export function stepIndex(steps: number[], step: number): number {
+  let best = 0;
+  for (let i = 0; i < steps.length; i++) if (steps[i] <= step) best = i;
+  return best;
+}
+
+/** Keeps a card's sliders in the URL (ViewState.slides), or forgets them (null: the default view). */
+export function saveSlide(store: Store, key: string, slide: Slide | null) {
+  const slides = { ...store.get().slides };
+  if (slide) slides[key] = slide;
+  else delete slides[key];
+  store.set({ slides });
 }
 
 /**

@@ -4,8 +4,8 @@
 
 import { blobURL, getJSON, type RunTagIndex } from "../api";
 import { h } from "../dom";
-import { slideKey, type Store } from "../state";
-import { notice, rangeSlider, runTagDashboard, stepSlider, type Dashboard, type DashboardContext } from "./dashboard";
+import { slideKey } from "../state";
+import { notice, rangeSlider, runTagDashboard, saveSlide, stepIndex, stepSlider, type Dashboard, type DashboardContext } from "./dashboard";
 
 interface MediaEntry {
   wall_time: number;
@@ -90,21 +90,6 @@ async function fillMedia(ctx: DashboardContext, plugin: "images" | "audio", body
     }, sample));
   }
   await show();
-}
-
-/** The index of step in steps (ascending), or of the latest step before it (the first if none). */
-export function stepIndex(steps: number[], step: number): number {
-  let best = 0;
-  for (let i = 0; i < steps.length; i++) if (steps[i] <= step) best = i;
-  return best;
-}
-
-/** Keeps a card's sliders in the URL, or forgets them (null: the default view). */
-export function saveSlide(store: Store, key: string, slide: { step: number; sample: number } | null) {
-  const slides = { ...store.get().slides };
-  if (slide) slides[key] = slide;
-  else delete slides[key];
-  store.set({ slides });
 }
 
 /** A dashboard of media cards of plugin, each showing its samples in el(run, tag). */

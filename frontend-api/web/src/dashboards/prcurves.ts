@@ -5,9 +5,7 @@
 import { getJSON, num, type RunTagIndex } from "../api";
 import { LineChart, type Line } from "../charts/linechart";
 import { fmtNum, h } from "../dom";
-import { notice, runTagDashboard, shownRuns, stepSlider, type Dashboard, type DashboardContext } from "./dashboard";
-import { saveSlide, stepIndex } from "./images";
-import { showOnly } from "./scalars";
+import { notice, runTagDashboard, saveSlide, showOnly, shownRuns, stepIndex, stepSlider, type Dashboard, type DashboardContext } from "./dashboard";
 import { slideKey } from "../state";
 
 interface PRPoint {

@@ -8,10 +8,10 @@ import { download, getJSON, getOnce, limiter, num, postForm, saveBlob, type RunT
 import { fmtSI, TOOLTIP_SORTS, type TooltipSort } from "../charts/format";
 import { LineChart, type Line } from "../charts/linechart";
 import { compileFilter, debounce, h, setChildren } from "../dom";
-import type { Store, ViewState } from "../state";
+import type { ViewState } from "../state";
 import { emaDebiased, groupStats, robustRange } from "../smoothing";
 import { cardDownload, type RunPoints } from "./carddownload";
-import { groupByPrefix, notice, shownRuns, whenVisible, type Dashboard, type DashboardContext } from "./dashboard";
+import { groupByPrefix, notice, showOnly, shownRuns, whenVisible, type Dashboard, type DashboardContext } from "./dashboard";
 
 /** A series' points as columns. */
 export interface Points {
@@ -564,16 +564,6 @@ export function mergeColumns(
  */
 export function samplesFor(width: number): number {
   return Math.round(Math.min(Math.max(width, 200), 2000));
-}
-
-/** "Show only this run": the run filter matching just run. */
-export function showOnly(store: Store, run: string) {
-  store.set({ runFilter: exactRegex(run), off: [] });
-}
-
-/** A regex matching just s (a run filter showing only one run). */
-export function exactRegex(s: string): string {
-  return `^${s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`;
 }
 
 function safeName(run: string, tag: string): string {
