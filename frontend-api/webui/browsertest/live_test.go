@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"io"
 	"os"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -76,12 +75,9 @@ func (l *liveUpload) write(t testing.TB, first, steps, runs, images int) {
 // at the same steps and wall times.
 func (l *liveUpload) writeSeed(t testing.TB, first, steps, runs, images int, seed int64) {
 	t.Helper()
-	out, err := exec.Command(env.tbgen, "--out", l.logdir, "--first-step", strconv.Itoa(first), "--steps", strconv.Itoa(steps),
+	tbgen(t, l.logdir, "--first-step", strconv.Itoa(first), "--steps", strconv.Itoa(steps),
 		"--runs", strconv.Itoa(runs), "--tags", "1", "--images", strconv.Itoa(images), "--image-bytes", "100",
-		"--seed", strconv.FormatInt(seed, 10)).CombinedOutput()
-	if err != nil {
-		t.Fatalf("tbgen: %v\n%s", err, out)
-	}
+		"--seed", strconv.FormatInt(seed, 10))
 }
 
 // An open experiment page follows a live upload on its own: a new point

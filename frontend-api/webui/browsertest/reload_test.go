@@ -10,7 +10,7 @@ import (
 
 // tbgen writes into logdir with tbgen's flags args (a job still training
 // when --first-step is above 0).
-func tbgen(t *testing.T, logdir string, args ...string) {
+func tbgen(t testing.TB, logdir string, args ...string) {
 	t.Helper()
 	if out, err := exec.Command(env.tbgen, append([]string{"--out", logdir}, args...)...).CombinedOutput(); err != nil {
 		t.Fatalf("tbgen: %v\n%s", err, out)
