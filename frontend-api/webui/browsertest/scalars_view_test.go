@@ -132,8 +132,7 @@ func TestScalarsTooltipManyRuns(t *testing.T) {
 
 	// Ordered by name: kept in the URL.
 	run(t, ctx,
-		chromedp.SetValue(".ttsort-select", "alphabetical", chromedp.ByQuery),
-		chromedp.Evaluate(`document.querySelector(".ttsort-select").dispatchEvent(new Event("change"))`, nil),
+		choose(".ttsort-select", "alphabetical"),
 		urlParam("ttsort", "alphabetical"),
 		waitFor(paintedCanvases(card+" canvas", 200)+" === 1"),
 		hover(),
@@ -317,9 +316,7 @@ func TestMediaSlidersInURL(t *testing.T) {
 	)
 	var loc string
 	run(t, ctx, chromedp.Location(&loc))
-	var slides []string
-	run(t, ctx, chromedp.Evaluate(`new URLSearchParams(location.search).getAll("slide")`, &slides))
-	if len(slides) != 1 || !strings.HasPrefix(slides[0], `["images","gradient/image_summary","generated/images",`) {
+	if slides := urlParams(ctx, t, "slide"); len(slides) != 1 || !strings.HasPrefix(slides[0], `["images","gradient/image_summary","generated/images",`) {
 		t.Errorf("slide params = %q", slides)
 	}
 	var step, sample, stepAgain, sampleAgain string
