@@ -181,23 +181,24 @@ export function linePoints(r: Row, cols: number[], axes: Axis[]): number[] {
 export function parallelCoordinates(columns: Column[], rows: Row[], o: ParallelOptions): SVGElement {
   const { colorBy, width } = o;
   const axes = columns.map((c, i) => ({ c, i })).filter(({ c, i }) => c.kind !== "name" && rows.some((r) => r.cells[i] !== undefined));
-  const anyMissing = axes.some(({ i }) => rows.some((r) => r.cells[i] === undefined));
+  // Which axes some row misses a value of (they get a missing band).
+  const hasMissing = axes.map(({ i }) => rows.some((r) => r.cells[i] === undefined));
   const top = 46;
   const plotH = 310;
-  const scale = parallelScale(top, plotH, anyMissing);
+  const scale = parallelScale(top, plotH, hasMissing.includes(true));
   const height = (scale.band ? scale.band[1] : top + plotH) + 24;
   const left = 60;
   const right = 60;
   const step = axes.length > 1 ? (width - left - right) / (axes.length - 1) : 0;
   const xOf = (k: number) => (axes.length > 1 ? left + k * step : width / 2);
   const scales = axes.map(({ i }) => makeAxis(rows.map((r) => r.cells[i])));
-  const hasMissing = axes.map(({ i }) => rows.some((r) => r.cells[i] === undefined));
+  const cols = axes.map(({ i }) => i);
   const colorAxis = colorBy >= 0 ? makeAxis(rows.map((r) => r.cells[colorBy])) : null;
 
   const faint = svg("g", { class: "pc-lines faint" });
   const lines = svg("g", { class: "pc-lines" });
   for (const r of rows) {
-    const d = linePoints(r, axes.map(({ i }) => i), scales)
+    const d = linePoints(r, cols, scales)
       .map((t, k) => `${k ? "L" : "M"}${xOf(k).toFixed(1)},${scale.y(t).toFixed(1)}`)
       .join("");
     if (!d) continue;
