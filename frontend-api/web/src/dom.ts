@@ -45,13 +45,14 @@ export function setChildren(el: Element, ...children: Child[]) {
   append(el, children);
 }
 
-/** A debounced version of fn. */
-export function debounce<A extends unknown[]>(fn: (...a: A) => void, ms: number): (...a: A) => void {
+/** A debounced version of fn; its cancel() drops a call still waiting. */
+export function debounce<A extends unknown[]>(fn: (...a: A) => void, ms: number): ((...a: A) => void) & { cancel(): void } {
   let t: ReturnType<typeof setTimeout> | undefined;
-  return (...a: A) => {
+  const debounced = (...a: A) => {
     clearTimeout(t);
     t = setTimeout(() => fn(...a), ms);
   };
+  return Object.assign(debounced, { cancel: () => clearTimeout(t) });
 }
 
 /** Compiles a user's regex filter; an empty one matches everything. */

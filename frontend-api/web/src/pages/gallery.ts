@@ -89,9 +89,13 @@ export function renderGallery(el: HTMLElement) {
     history.replaceState(history.state, "", url);
     load(false);
   };
-  search.addEventListener("input", debounce(searchNow, 250));
+  const typed = debounce(searchNow, 250);
+  search.addEventListener("input", typed);
   search.addEventListener("keydown", (ev) => {
-    if (ev.key === "Enter") searchNow();
+    if (ev.key !== "Enter") return;
+    // Now, and not again when the typing's wait ends.
+    typed.cancel();
+    searchNow();
   });
   more.addEventListener("click", () => load(true));
 
