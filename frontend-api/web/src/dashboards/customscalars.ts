@@ -71,7 +71,7 @@ export function customScalarsDashboard(el: HTMLElement, ctx: DashboardContext): 
     const keys = [...runOf.keys()].sort();
     const color = lineColors(keys, runOf);
     // A line's run is its key's run ("run: tag"), for "show only this run".
-    return scalarLines(data, keys, (k) => color(k), { ...s, group: "" }).map((l) => (l.run ? { ...l, run: runOf.get(l.run) } : l));
+    return scalarLines(data, keys, color, { ...s, group: "" }).map((l) => (l.run ? { ...l, run: runOf.get(l.run) } : l));
   }
 
   /**
