@@ -21,6 +21,18 @@ func choose(selector, value string) chromedp.Action {
 	return chromedp.Evaluate(fmt.Sprintf(`(() => { const s = document.querySelector(%q); s.value = %q; s.dispatchEvent(new Event("change")); return true; })()`, selector, value), nil)
 }
 
+// dragDown drags the mouse at x from y0 to y1, through their middle (a
+// brush along a parallel-coordinates axis).
+func dragDown(x, y0, y1 float64) chromedp.Action {
+	return chromedp.Tasks{
+		chromedp.MouseEvent(input.MouseMoved, x, y0),
+		chromedp.MouseEvent(input.MousePressed, x, y0, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.MouseMoved, x, (y0+y1)/2, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.MouseMoved, x, y1, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.MouseReleased, x, y1, chromedp.ButtonLeft),
+	}
+}
+
 func urlParam(name, want string) chromedp.Action {
 	return waitFor(fmt.Sprintf(`new URLSearchParams(location.search).get(%q) === %q`, name, want))
 }
@@ -87,11 +99,7 @@ func TestHParamsParallelCoordinatesAndScatterInURL(t *testing.T) {
 	run(t, ctx, chromedp.Evaluate(`(() => { const r = document.querySelector('.pc-axis[data-col="accuracy"] line').getBoundingClientRect(); return [r.left, r.top, r.height]; })()`, &line))
 	x, top, h := line[0], line[1], line[2]
 	run(t, ctx,
-		chromedp.MouseEvent(input.MouseMoved, x, top-2),
-		chromedp.MouseEvent(input.MousePressed, x, top-2, chromedp.ButtonLeft),
-		chromedp.MouseEvent(input.MouseMoved, x, top+h*0.1, chromedp.ButtonLeft),
-		chromedp.MouseEvent(input.MouseMoved, x, top+h*0.25, chromedp.ButtonLeft),
-		chromedp.MouseEvent(input.MouseReleased, x, top+h*0.25, chromedp.ButtonLeft),
+		dragDown(x, top-2, top+h*0.25),
 		waitFor(`new URLSearchParams(location.search).get("hbrush") !== null`),
 		waitFor(`document.querySelectorAll("svg.hparams-parallel path.pc-line:not(.out)").length === 1`),
 	)
@@ -267,17 +275,8 @@ func TestHParamsParallelCoordinatesMissingValues(t *testing.T) {
 	var rect []float64
 	run(t, ctx, chromedp.Evaluate(`(() => { const r = document.querySelector('.pc-missing[data-col="accuracy"]').getBoundingClientRect(); return [r.left + r.width / 2, r.top, r.bottom, document.querySelector('.pc-axis[data-col="accuracy"] line').getBoundingClientRect().top]; })()`, &rect))
 	x, top, bottom, axisTop := rect[0], rect[1], rect[2], rect[3]
-	drag := func(y0, y1 float64) chromedp.Action {
-		return chromedp.Tasks{
-			chromedp.MouseEvent(input.MouseMoved, x, y0),
-			chromedp.MouseEvent(input.MousePressed, x, y0, chromedp.ButtonLeft),
-			chromedp.MouseEvent(input.MouseMoved, x, (y0+y1)/2, chromedp.ButtonLeft),
-			chromedp.MouseEvent(input.MouseMoved, x, y1, chromedp.ButtonLeft),
-			chromedp.MouseEvent(input.MouseReleased, x, y1, chromedp.ButtonLeft),
-		}
-	}
 	run(t, ctx,
-		drag(top+1, bottom-1),
+		dragDown(x, top+1, bottom-1),
 		urlParam("hbrush", `["accuracy","missing"]`),
 		waitFor(fmt.Sprintf(`document.querySelectorAll("svg.hparams-parallel path.pc-line:not(.out)").length === %d`, missing)),
 	)
@@ -299,7 +298,7 @@ func TestHParamsParallelCoordinatesMissingValues(t *testing.T) {
 	// From the top of the axis down into the band: every group.
 	var brush string
 	run(t, ctx,
-		drag(axisTop-2, bottom-1),
+		dragDown(x, axisTop-2, bottom-1),
 		waitFor(fmt.Sprintf(`document.querySelectorAll("svg.hparams-parallel path.pc-line:not(.out)").length === %d`, len(lines))),
 		chromedp.Evaluate(`new URLSearchParams(location.search).get("hbrush")`, &brush),
 	)
