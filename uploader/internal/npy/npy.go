@@ -182,17 +182,6 @@ func (z *NPZ) Add(a Array) error {
 // Close writes the archive's central directory.
 func (z *NPZ) Close() error { return z.zw.Close() }
 
-// WriteNPZ writes arrays as one archive (see NPZ).
-func WriteNPZ(w io.Writer, arrays []Array) error {
-	z := NewNPZ(w)
-	for _, a := range arrays {
-		if err := z.Add(a); err != nil {
-			return err
-		}
-	}
-	return z.Close()
-}
-
 // element is how a TensorFlow dtype is laid out in NumPy.
 type element struct {
 	descr string
