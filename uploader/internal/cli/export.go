@@ -67,7 +67,7 @@ func runExport(ctx context.Context, env Env, args []string) error {
 	var sf serverFlags
 	sf.register(fs)
 	eid := fs.String("experiment", "", "the experiment to export (required)")
-	outdir := fs.String("outdir", "", "directory to write experiment_ID/ into (required)")
+	outdir := fs.String("outdir", "", "directory to write experiment_ID/ into (required); files are made 0666 and directories 0777, less your umask")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -83,8 +83,10 @@ func runExport(ctx context.Context, env Env, args []string) error {
 	if _, err := os.Stat(dir); err == nil {
 		return fmt.Errorf("%s exists already; choose another --outdir or remove it", dir)
 	}
+	// Directories 0777 and files 0666, less the user's umask, as other tools
+	// make them.
 	for _, d := range []string{dir, filepath.Join(dir, "tensors"), filepath.Join(dir, "blobs")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, 0o777); err != nil {
 			return err
 		}
 	}
@@ -136,7 +138,7 @@ func (ex *exporter) writeMetadata(e *experimentsv1.Experiment, url string) error
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(ex.dir, "metadata.json"), append(b, '\n'), 0o644)
+	return os.WriteFile(filepath.Join(ex.dir, "metadata.json"), append(b, '\n'), 0o666)
 }
 
 // export streams every series. Responses for one (run, tag) arrive together, split
