@@ -257,7 +257,7 @@ func FromTensorProto(t *tbpb.TensorProto) (Array, error) {
 			return Array{}, fmt.Errorf("tensor_content has %d bytes for %d elements of %d bytes", len(c), n, stored)
 		}
 		if t.GetDtype() != tbpb.DataType_DT_BFLOAT16 {
-			return Array{Descr: el.descr, Shape: shape, Data: append([]byte(nil), c...)}, nil
+			return Array{Descr: el.descr, Shape: shape, Data: c}, nil // shared, not copied: arrays are only read
 		}
 		out := Array{Descr: el.descr, Shape: shape, Data: make([]byte, 2*len(c))}
 		for i := range len(c) / 2 {
