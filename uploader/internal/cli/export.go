@@ -68,8 +68,12 @@ func runExport(ctx context.Context, env Env, args []string) error {
 	sf.register(fs)
 	eid := fs.String("experiment", "", "the experiment to export (required)")
 	outdir := fs.String("outdir", "", "directory to write experiment_ID/ into (required); files are made 0666 and directories 0777, less your umask")
+	maxGrowth := fs.Float64("max-string-growth", 64, "a string tensor's .npy pads every string to its longest; one growing past this many times its strings' bytes is skipped with a warning")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *maxGrowth < 1 {
+		return missing(env, fs, "--max-string-growth must be at least 1")
 	}
 	if *eid == "" || *outdir == "" {
 		return missing(env, fs, "--experiment and --outdir are required")
@@ -94,7 +98,7 @@ func runExport(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("experiment %s: %s", *eid, client.Describe(err))
 	}
-	ex := &exporter{dir: dir, api: servicepb.NewTensorBoardExporterServiceClient(c.conn), warnings: env.Stderr}
+	ex := &exporter{dir: dir, api: servicepb.NewTensorBoardExporterServiceClient(c.conn), warnings: env.Stderr, maxGrowth: *maxGrowth}
 	if err := ex.writeMetadata(exp.GetExperiment(), c.info.ExperimentURL(*eid)); err != nil {
 		return err
 	}
@@ -116,6 +120,7 @@ type exporter struct {
 	pending                                []pendingBlob // blobs to fetch after the data
 	warnings                               io.Writer     // where skipped points are reported
 	refused                                int           // tensors skipped for not filling their shape
+	maxGrowth                              float64       // the largest StringGrowth of an array written
 }
 
 func (ex *exporter) writeMetadata(e *experimentsv1.Experiment, url string) error {
@@ -255,6 +260,9 @@ func (ex *exporter) export(ctx context.Context, eid string) error {
 					return fmt.Errorf("exporting %s/%s: the server sent more tensors than steps", cur.Run, cur.Tag)
 				}
 				a, err := npy.FromTensorProto(tp)
+				if g := a.StringGrowth(); err == nil && g > ex.maxGrowth {
+					err = fmt.Errorf("its strings padded to the longest would take %.0f times their bytes, over --max-string-growth %g", g, ex.maxGrowth)
+				}
 				if err == nil {
 					err = archive.npz.Add(a)
 					if err != nil {

@@ -96,6 +96,9 @@ func TestExportSkipsTensorsThatDoNotFillTheirShape(t *testing.T) {
 		// 3 × 6148914691236517206 elements wrap int64 to 2.
 		tensorResponse("train", "h", 4, &tbpb.TensorProto{Dtype: tbpb.DataType_DT_FLOAT, TensorShape: dims(3, 6148914691236517206), FloatVal: []float32{1, 2}}),
 		tensorResponse("train", "h", 5, &tbpb.TensorProto{Dtype: tbpb.DataType_DT_STRING, TensorShape: dims(1), StringVal: [][]byte{[]byte("ok")}}),
+		// 4096 strings, one of 64 KiB: every string padded to 64 KiB makes
+		// 256 MiB of a 72 KiB tensor.
+		tensorResponse("train", "h", 6, &tbpb.TensorProto{Dtype: tbpb.DataType_DT_STRING, TensorShape: dims(4096), StringVal: append(make([][]byte, 4095), make([]byte, 64<<10))}),
 		{RunName: "train", TagName: "loss", Data: &servicepb.StreamExperimentDataResponse_Points{
 			Points: &servicepb.StreamExperimentDataResponse_ScalarPoints{Steps: []int64{7}, WallTimes: []*timestamppb.Timestamp{{Seconds: 7}}, Values: []float64{0.5}},
 		}},
@@ -105,10 +108,13 @@ func TestExportSkipsTensorsThatDoNotFillTheirShape(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	env := Env{Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}
 	err := Run(context.Background(), env, []string{"export", "--experiment", "E", "--outdir", out, "--server", url, "--token", "T"})
-	if err == nil || !strings.Contains(err.Error(), "3 tensors") {
-		t.Fatalf("export: %v; want it to fail for 3 tensors skipped\n%s", err, stderr.String())
+	if err == nil || !strings.Contains(err.Error(), "4 tensors") {
+		t.Fatalf("export: %v; want it to fail for 4 tensors skipped\n%s", err, stderr.String())
 	}
-	for _, step := range []string{"2", "3", "4"} {
+	if !strings.Contains(stderr.String(), "--max-string-growth") {
+		t.Errorf("the warning for the padded strings does not name the flag that allows them:\n%s", stderr.String())
+	}
+	for _, step := range []string{"2", "3", "4", "6"} {
 		if !strings.Contains(stderr.String(), "train/h step "+step+":") {
 			t.Errorf("no warning names train/h step %s:\n%s", step, stderr.String())
 		}

@@ -23,6 +23,23 @@ type Array struct {
 	Strings [][]byte
 }
 
+// StringGrowth is how many times larger a byte-string array is once every
+// string is padded to the longest, than its strings are (each counted one
+// byte more, as a tensor proto spends at least that on it); 1 for any other
+// array. Padding is what lets a small tensor make a large .npy: 4096 strings,
+// one of 64 KiB, take 256 MiB.
+func (a Array) StringGrowth() float64 {
+	if len(a.Strings) == 0 {
+		return 1
+	}
+	width, total := 1, 0
+	for _, s := range a.Strings {
+		width = max(width, len(s))
+		total += len(s) + 1
+	}
+	return float64(width) * float64(len(a.Strings)) / float64(total)
+}
+
 // Elements returns the number of elements of shape, refusing a negative
 // dimension and a product that overflows int64.
 func Elements(shape []int64) (int64, error) {
