@@ -119,8 +119,8 @@ type exporter struct {
 	blobs, files                           int
 	pending                                []pendingBlob // blobs to fetch after the data
 	warnings                               io.Writer     // where skipped points are reported
-	refused                                int           // tensors skipped for not filling their shape
-	maxGrowth                              float64       // the largest StringGrowth of an array written
+	refused                                int           // tensors skipped: not filling their shape, or padded past maxGrowth
+	maxGrowth                              float64       // --max-string-growth: the largest StringGrowth of an array written
 }
 
 func (ex *exporter) writeMetadata(e *experimentsv1.Experiment, url string) error {
