@@ -20,6 +20,7 @@ import (
 
 	"github.com/tbhub/tbhub/uploader/internal/client"
 	"github.com/tbhub/tbhub/uploader/internal/npy"
+	"github.com/tbhub/tbhub/uploader/internal/upload"
 )
 
 func init() {
@@ -66,9 +67,13 @@ func runExport(ctx context.Context, env Env, args []string) error {
 	var sf serverFlags
 	sf.register(fs)
 	eid := fs.String("experiment", "", "the experiment to export (required)")
-	outdir := fs.String("outdir", "", "directory to write experiment_ID/ into (required)")
+	outdir := fs.String("outdir", "", "directory to write experiment_ID/ into (required); files are made 0666 and directories 0777, less your umask")
+	maxGrowth := fs.Float64("max-string-growth", 64, "a string tensor's .npy pads every string to its longest; one growing past this many times its strings' bytes is skipped with a warning")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *maxGrowth < 1 {
+		return missing(env, fs, "--max-string-growth must be at least 1")
 	}
 	if *eid == "" || *outdir == "" {
 		return missing(env, fs, "--experiment and --outdir are required")
@@ -82,8 +87,10 @@ func runExport(ctx context.Context, env Env, args []string) error {
 	if _, err := os.Stat(dir); err == nil {
 		return fmt.Errorf("%s exists already; choose another --outdir or remove it", dir)
 	}
+	// Directories 0777 and files 0666, less the user's umask, as other tools
+	// make them.
 	for _, d := range []string{dir, filepath.Join(dir, "tensors"), filepath.Join(dir, "blobs")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, 0o777); err != nil {
 			return err
 		}
 	}
@@ -91,7 +98,7 @@ func runExport(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("experiment %s: %s", *eid, client.Describe(err))
 	}
-	ex := &exporter{dir: dir, api: servicepb.NewTensorBoardExporterServiceClient(c.conn)}
+	ex := &exporter{dir: dir, api: servicepb.NewTensorBoardExporterServiceClient(c.conn), warnings: env.Stderr, maxGrowth: *maxGrowth}
 	if err := ex.writeMetadata(exp.GetExperiment(), c.info.ExperimentURL(*eid)); err != nil {
 		return err
 	}
@@ -99,6 +106,9 @@ func runExport(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "Exported %d scalar, %d tensor and %d blob-sequence series (%d blobs) to %s\n", ex.scalarSeries, ex.tensorSeries, ex.blobSeries, ex.blobs, dir)
+	if ex.refused > 0 {
+		return fmt.Errorf("%s could not be exported (see the warnings above); everything else was", upload.Plural(int64(ex.refused), "tensor", "tensors"))
+	}
 	return nil
 }
 
@@ -108,6 +118,9 @@ type exporter struct {
 	scalarSeries, tensorSeries, blobSeries int
 	blobs, files                           int
 	pending                                []pendingBlob // blobs to fetch after the data
+	warnings                               io.Writer     // where skipped points are reported
+	refused                                int           // tensors skipped: not filling their shape, or padded past maxGrowth
+	maxGrowth                              float64       // --max-string-growth: the largest StringGrowth of an array written
 }
 
 func (ex *exporter) writeMetadata(e *experimentsv1.Experiment, url string) error {
@@ -130,11 +143,14 @@ func (ex *exporter) writeMetadata(e *experimentsv1.Experiment, url string) error
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(ex.dir, "metadata.json"), append(b, '\n'), 0o644)
+	return os.WriteFile(filepath.Join(ex.dir, "metadata.json"), append(b, '\n'), 0o666)
 }
 
 // export streams every series. Responses for one (run, tag) arrive together, split
-// into several when long; each series becomes one JSON line.
+// into several when long; each series becomes one JSON line. A tensor series'
+// arrays go to its .npz as they arrive, so memory holds one tensor, not a series.
+// A tensor that does not fill its shape is reported and left out (its step with
+// it, so steps[i] stays the step of arr_i) and the export goes on.
 func (ex *exporter) export(ctx context.Context, eid string) error {
 	open := func(name string) (*os.File, *bufio.Writer, error) {
 		f, err := os.Create(filepath.Join(ex.dir, name))
@@ -164,23 +180,20 @@ func (ex *exporter) export(ctx context.Context, eid string) error {
 	}
 	var cur *exportLine
 	var curKind string
-	var tensors []npy.Array
+	var archive *tensorArchive // the current tensor series' .npz
+	defer func() {
+		if archive != nil {
+			archive.f.Close()
+		}
+	}()
 	flush := func() error {
 		if cur == nil {
 			return nil
 		}
 		switch curKind {
 		case "tensors.json":
-			ex.files++
-			cur.Points.TensorsFile = fmt.Sprintf("tensors/%d.npz", ex.files)
-			f, err := os.Create(filepath.Join(ex.dir, cur.Points.TensorsFile))
-			if err != nil {
-				return err
-			}
-			err = npy.WriteNPZ(f, tensors)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
+			err := archive.close()
+			archive = nil
 			if err != nil {
 				return err
 			}
@@ -197,7 +210,7 @@ func (ex *exporter) export(ctx context.Context, eid string) error {
 		w := outs[curKind]
 		w.Write(b)
 		w.WriteByte('\n')
-		cur, tensors = nil, nil
+		cur = nil
 		return nil
 	}
 	for {
@@ -222,6 +235,13 @@ func (ex *exporter) export(ctx context.Context, eid string) error {
 			md, _ := proto.Marshal(resp.GetTagMetadata())
 			cur = &exportLine{Run: resp.GetRunName(), Tag: resp.GetTagName(), SummaryMetadata: base64.StdEncoding.EncodeToString(md)}
 			curKind = kind
+			if kind == "tensors.json" {
+				ex.files++
+				cur.Points.TensorsFile = fmt.Sprintf("tensors/%d.npz", ex.files)
+				if archive, err = createArchive(filepath.Join(ex.dir, cur.Points.TensorsFile)); err != nil {
+					return err
+				}
+			}
 		}
 		p := &cur.Points
 		switch d := resp.GetData().(type) {
@@ -234,16 +254,28 @@ func (ex *exporter) export(ctx context.Context, eid string) error {
 				p.Values = append(p.Values, jsonNumber(v))
 			}
 		case *servicepb.StreamExperimentDataResponse_Tensors:
-			p.Steps = append(p.Steps, d.Tensors.GetSteps()...)
-			for _, t := range d.Tensors.GetWallTimes() {
-				p.WallTimes = append(p.WallTimes, seconds(t))
-			}
+			steps, walls := d.Tensors.GetSteps(), d.Tensors.GetWallTimes()
 			for i, tp := range d.Tensors.GetValues() {
-				a, err := npy.FromTensorProto(tp)
-				if err != nil {
-					return fmt.Errorf("%s/%s step %d: %v", cur.Run, cur.Tag, d.Tensors.GetSteps()[i], err)
+				if i >= len(steps) || i >= len(walls) {
+					return fmt.Errorf("exporting %s/%s: the server sent more tensors than steps", cur.Run, cur.Tag)
 				}
-				tensors = append(tensors, a)
+				a, err := npy.FromTensorProto(tp)
+				if g := a.StringGrowth(); err == nil && g > ex.maxGrowth {
+					err = fmt.Errorf("its strings padded to the longest would take %.0f times their bytes, over --max-string-growth %g", g, ex.maxGrowth)
+				}
+				if err == nil {
+					err = archive.npz.Add(a)
+					if err != nil {
+						return fmt.Errorf("writing %s: %w", cur.Points.TensorsFile, err)
+					}
+				}
+				if err != nil {
+					ex.refused++
+					fmt.Fprintf(ex.warnings, "warning: %s/%s step %d: %v; skipped\n", cur.Run, cur.Tag, steps[i], err)
+					continue
+				}
+				p.Steps = append(p.Steps, steps[i])
+				p.WallTimes = append(p.WallTimes, seconds(walls[i]))
 			}
 		case *servicepb.StreamExperimentDataResponse_BlobSequences:
 			p.Steps = append(p.Steps, d.BlobSequences.GetSteps()...)
@@ -303,4 +335,33 @@ func (ex *exporter) downloadBlob(ctx context.Context, id, rel string) error {
 		return err
 	}
 	return f.Sync()
+}
+
+// tensorArchive is the .npz file of one tensor series, written as its
+// tensors arrive.
+type tensorArchive struct {
+	f   *os.File
+	buf *bufio.Writer
+	npz *npy.NPZ
+}
+
+func createArchive(path string) (*tensorArchive, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	buf := bufio.NewWriter(f)
+	return &tensorArchive{f: f, buf: buf, npz: npy.NewNPZ(buf)}, nil
+}
+
+// close finishes the archive and closes its file.
+func (a *tensorArchive) close() error {
+	err := a.npz.Close()
+	if err == nil {
+		err = a.buf.Flush()
+	}
+	if cerr := a.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

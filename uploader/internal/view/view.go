@@ -7,11 +7,18 @@
 // dashboards, "defaultExperimentId" from the Angular ones), so the proxy sets the
 // experiment on every request and the connection to the server carries the token.
 // Messages are forwarded as bytes; only the experiment_id field is rewritten.
+//
+// Any local process can connect to the proxy (another user of a shared machine
+// too), and what it forwards is read with the user's token. So the proxy serves
+// its one experiment and nothing else: a request naming another experiment, a
+// blob key issued for another experiment, a request it cannot read and a method
+// it does not know are refused without reaching the server.
 package view
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 
@@ -24,6 +31,26 @@ import (
 )
 
 const service = "/tensorboard.data.TensorBoardDataProvider/"
+
+// readBlob is the one method whose request names no experiment_id: its field 1
+// is a blob key.
+const readBlob = "ReadBlob"
+
+// experimentMethods are the other methods forwarded; each request carries the
+// experiment in field 1 (experiment_id).
+var experimentMethods = map[string]bool{
+	"GetExperiment": true, "ListPlugins": true, "ListRuns": true,
+	"ListScalars": true, "ReadScalars": true, "ListTensors": true, "ReadTensors": true,
+	"ListBlobSequences": true, "ReadBlobSequences": true,
+}
+
+var (
+	// ErrOtherExperiment refuses a request for another experiment than the
+	// proxy's.
+	ErrOtherExperiment = errors.New("tbup view serves one experiment only")
+	// ErrMalformed refuses a request that is not a readable message.
+	ErrMalformed = errors.New("malformed request")
+)
 
 // frame is a message kept as its serialized bytes.
 type frame struct{ b []byte }
@@ -75,15 +102,25 @@ func (p *Proxy) Server() *grpc.Server {
 
 func (p *Proxy) forward(_ any, in grpc.ServerStream) error {
 	method, ok := grpc.MethodFromServerStream(in)
-	if !ok || !strings.HasPrefix(method, service) {
-		return status.Errorf(codes.Unimplemented, "tbup view serves only %s*", service)
+	name, isData := strings.CutPrefix(method, service)
+	if !ok || !isData || (name != readBlob && !experimentMethods[name]) {
+		return status.Errorf(codes.Unimplemented, "tbup view serves only the methods of %s", service)
 	}
 	var req frame
 	if err := in.RecvMsg(&req); err != nil {
 		return err
 	}
-	if method != service+"ReadBlob" {
-		req.b = BindExperiment(req.b, p.experiment)
+	var err error
+	if name == readBlob {
+		err = CheckBlobKey(req.b, p.experiment)
+	} else {
+		req.b, err = BindExperiment(req.b, p.experiment)
+	}
+	switch {
+	case errors.Is(err, ErrOtherExperiment):
+		return status.Errorf(codes.PermissionDenied, "%v: %s", err, p.experiment)
+	case err != nil:
+		return status.Errorf(codes.InvalidArgument, "%s: %v", name, err)
 	}
 	ctx, cancel := context.WithCancel(in.Context())
 	defer cancel()
@@ -112,34 +149,66 @@ func (p *Proxy) forward(_ any, in grpc.ServerStream) error {
 	}
 }
 
-// BindExperiment rewrites field 1 (experiment_id) of a serialized DataProvider
-// request to eid when it is empty or TensorBoard's placeholder "defaultExperimentId";
-// any other experiment is left alone, and the server decides whether the caller may
-// read it.
-func BindExperiment(msg []byte, eid string) []byte {
-	current := ""
-	rest := make([]byte, 0, len(msg)+len(eid)+2)
+// BindExperiment sets field 1 (experiment_id) of a serialized DataProvider
+// request to eid when it is empty, TensorBoard's placeholder
+// "defaultExperimentId" or eid itself. A request naming any other experiment
+// gets ErrOtherExperiment, one that cannot be read ErrMalformed: the proxy
+// answers for its own experiment only.
+func BindExperiment(msg []byte, eid string) ([]byte, error) {
+	current, rest, err := splitFieldOne(msg)
+	if err != nil {
+		return nil, err
+	}
+	if current != "" && current != "defaultExperimentId" && current != eid {
+		return nil, fmt.Errorf("%w: the request names %q", ErrOtherExperiment, current)
+	}
+	out := protowire.AppendTag(make([]byte, 0, len(eid)+2+len(rest)), 1, protowire.BytesType)
+	out = protowire.AppendString(out, eid)
+	return append(out, rest...), nil
+}
+
+// CheckBlobKey refuses a serialized ReadBlobRequest whose blob key (field 1)
+// was not issued for experiment eid. A key starts with the experiment it was
+// issued for and a dot (services/internal/store/blobids.go and the read
+// service's blobkey.go), as the server's tenancy check reads it; experiment
+// IDs are base64url, so they hold no dot. The rest of the key is the server's
+// to check.
+func CheckBlobKey(msg []byte, eid string) error {
+	key, _, err := splitFieldOne(msg)
+	if err != nil {
+		return err
+	}
+	if owner, _, ok := strings.Cut(key, "."); !ok || owner != eid {
+		return fmt.Errorf("%w: blob key %q is not one of its keys", ErrOtherExperiment, key)
+	}
+	return nil
+}
+
+// splitFieldOne returns the string in field 1 of a serialized message (the
+// last occurrence, as protobuf decoding keeps it) and the message's other
+// fields.
+func splitFieldOne(msg []byte) (string, []byte, error) {
+	value := ""
+	rest := make([]byte, 0, len(msg))
 	for b := msg; len(b) > 0; {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return msg // not ours to fix; the server will reject it
+			return "", nil, ErrMalformed
 		}
 		m := protowire.ConsumeFieldValue(num, typ, b[n:])
 		if m < 0 {
-			return msg
+			return "", nil, ErrMalformed
 		}
-		if num == 1 && typ == protowire.BytesType {
+		if num == 1 {
+			if typ != protowire.BytesType {
+				return "", nil, fmt.Errorf("%w: field 1 is not a string", ErrMalformed)
+			}
 			v, _ := protowire.ConsumeBytes(b[n:])
-			current = string(v)
+			value = string(v)
 		} else {
 			rest = append(rest, b[:n+m]...)
 		}
 		b = b[n+m:]
 	}
-	if current != "" && current != "defaultExperimentId" {
-		return msg
-	}
-	out := protowire.AppendTag(nil, 1, protowire.BytesType)
-	out = protowire.AppendString(out, eid)
-	return append(out, rest...)
+	return value, rest, nil
 }
