@@ -67,18 +67,23 @@ type flow struct {
 // line breaks from a URL and read a backslash as a slash ("/\t/evil" is
 // "//evil", another host), so next is refused if it holds any control
 // character or backslash, and otherwise parsed and resolved against this
-// site: it must stay on it.
+// site: it must stay on it. Its decoded path passes the same checks: a
+// page that redirects from its decoded path (as /experiment/ID did) would
+// otherwise turn "/experiment/..%2F%5Cevil" into "/\\evil".
 func localPath(next string) string {
-	if strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
+	unsafe := func(s string) bool {
+		return strings.HasPrefix(s, "//") || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' })
+	}
+	if unsafe(next) {
 		return "/"
 	}
 	u, err := url.Parse(next)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(next, "/") {
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(next, "/") || unsafe(u.Path) {
 		return "/"
 	}
 	const here = "https://this.site"
 	base, _ := url.Parse(here + "/")
-	if r := base.ResolveReference(u); r.Scheme+"://"+r.Host != here || strings.HasPrefix(next, "//") {
+	if r := base.ResolveReference(u); r.Scheme+"://"+r.Host != here {
 		return "/"
 	}
 	return next
