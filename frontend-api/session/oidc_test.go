@@ -72,7 +72,7 @@ func TestOIDCFlowChecksTheIDToken(t *testing.T) {
 			iss.Tamper(tamper)
 			defer iss.Tamper(nil)
 			loc := signIn(t, "/experiment/e/")
-			if loc.Path != "/signin" || !strings.Contains(loc.Query().Get("error"), "signing in failed") {
+			if loc.Path != "/signin" || loc.Query().Get("error") != string(errFailed) {
 				t.Errorf("a tampered ID token (%s) ended at %s", name, loc)
 			}
 		})
