@@ -32,7 +32,7 @@ func (h *Handler) routes() {
 		histogramRoutes    = histograms.Plugin{Env: env}
 		mediaRoutes        = media.Plugin{Env: env}
 		textRoutes         = text.Plugin{Env: env}
-		graphRoutes        = graphs.Plugin{Env: env}
+		graphRoutes        = graphs.New(env, h.cfg.Graphs)
 		prCurveRoutes      = prcurves.Plugin{Env: env}
 		customScalarRoutes = customscalars.Plugin{Env: env}
 		hparamsRoutes      = hparams.Plugin{Env: env}
