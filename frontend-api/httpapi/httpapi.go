@@ -217,7 +217,7 @@ func (h *Handler) handle(pattern string, fn route.Func) {
 			return
 		}
 		if key != "" {
-			if e := rec.entry(time.Now().Add(h.cfg.CacheTTL)); e != nil {
+			if e := rec.entry(r.PathValue("eid"), time.Now().Add(h.cfg.CacheTTL)); e != nil {
 				h.cache.put(key, e, time.Now())
 			}
 		}
