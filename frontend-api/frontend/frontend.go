@@ -66,6 +66,9 @@ type Config struct {
 	// Markdown bounds the rendering of descriptions and text summaries
 	// (httpapi.DefaultMarkdownLimits if zero).
 	Markdown httpapi.MarkdownLimits
+	// Graphs bounds the graphs plugin's answers
+	// (httpapi.DefaultGraphLimits if zero).
+	Graphs httpapi.GraphLimits
 	// TrustedProxyHops is how many proxies in front of the frontend are
 	// trusted to name the browser in X-Forwarded-For (Cloud Run: 1).
 	TrustedProxyHops clientaddr.Hops
@@ -96,6 +99,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) []config.Alias {
 	c.HTTP.RegisterFlags(fs)
 	c.Markdown = httpapi.DefaultMarkdownLimits()
 	c.Markdown.RegisterFlags(fs)
+	c.Graphs = httpapi.DefaultGraphLimits()
+	c.Graphs.RegisterFlags(fs)
 	c.TrustedProxyHops.RegisterFlag(fs)
 	clientaddr.SecretFlag(fs, &c.ForwardingSecret)
 	config.PortFlag(fs, "addr")
@@ -129,7 +134,7 @@ func (c *Config) Validate() error {
 	if err := c.Markdown.Validate(); err != nil {
 		return err
 	}
-	return nil
+	return c.Graphs.Validate()
 }
 
 // Observers are where the process's spans, metrics and logs go.
@@ -228,7 +233,7 @@ func Run(ctx context.Context, lis net.Listener, cfg Config, obs Observers) error
 // api is the HTTP API's configuration: the read service data, and the
 // settings of c that are the API's.
 func (c *Config) api(data datapb.TensorBoardDataProviderClient, logger *slog.Logger) httpapi.Config {
-	return httpapi.Config{Data: data, Logger: logger, SamplesPerPlugin: c.SamplesPerPlugin, Markdown: c.Markdown}
+	return httpapi.Config{Data: data, Logger: logger, SamplesPerPlugin: c.SamplesPerPlugin, Markdown: c.Markdown, Graphs: c.Graphs}
 }
 
 // retryPolicy retries calls that found no server (UNAVAILABLE) with

@@ -145,18 +145,22 @@ func sample(exposition, series string) float64 {
 	return -1
 }
 
-// Each markdown limit is set by its flag or its TBHUB_ variable and
-// reaches the HTTP API's renderer.
-func TestMarkdownLimits(t *testing.T) {
+// Each markdown and graph limit is set by its flag or its TBHUB_ variable
+// and reaches the HTTP API's renderer and graphs plugin.
+func TestMarkdownAndGraphLimits(t *testing.T) {
 	want := httpapi.MarkdownLimits{MaxInputBytes: 1000, RenderTimeout: 3 * time.Second, MaxCacheBytes: 5000, MaxConcurrentRenders: 7}
+	wantGraphs := httpapi.GraphLimits{MaxAnswerBytes: 1000, MaxDepth: 9, MaxNameBytes: 70, MaxCacheBytes: 5000, MaxConversions: 3}
 	for name, args := range map[string]struct {
 		flags []string
 		env   map[string]string
 	}{
 		"flags": {[]string{"--read-service=r:1", "--markdown-max-input-bytes=1000", "--markdown-render-timeout=3s",
-			"--markdown-cache-bytes=5000", "--markdown-max-renders=7"}, nil},
+			"--markdown-cache-bytes=5000", "--markdown-max-renders=7", "--graph-max-answer-bytes=1000", "--graph-max-depth=9",
+			"--graph-max-name-bytes=70", "--graph-cache-bytes=5000", "--graph-max-conversions=3"}, nil},
 		"variables": {nil, map[string]string{"TBHUB_READ_SERVICE": "r:1", "TBHUB_MARKDOWN_MAX_INPUT_BYTES": "1000",
-			"TBHUB_MARKDOWN_RENDER_TIMEOUT": "3s", "TBHUB_MARKDOWN_CACHE_BYTES": "5000", "TBHUB_MARKDOWN_MAX_RENDERS": "7"}},
+			"TBHUB_MARKDOWN_RENDER_TIMEOUT": "3s", "TBHUB_MARKDOWN_CACHE_BYTES": "5000", "TBHUB_MARKDOWN_MAX_RENDERS": "7",
+			"TBHUB_GRAPH_MAX_ANSWER_BYTES": "1000", "TBHUB_GRAPH_MAX_DEPTH": "9", "TBHUB_GRAPH_MAX_NAME_BYTES": "70",
+			"TBHUB_GRAPH_CACHE_BYTES": "5000", "TBHUB_GRAPH_MAX_CONVERSIONS": "3"}},
 	} {
 		cfg, _, err := parse(t, args.flags, args.env)
 		if err != nil {
@@ -169,12 +173,17 @@ func TestMarkdownLimits(t *testing.T) {
 		if got := h.Markdown.Limits(); got != want {
 			t.Errorf("%s: the renderer's limits are %+v, want %+v", name, got, want)
 		}
+		if got := h.GraphLimits(); got != wantGraphs {
+			t.Errorf("%s: the graphs plugin's limits are %+v, want %+v", name, got, wantGraphs)
+		}
 	}
-	if _, _, err := parse(t, []string{"--read-service=r:1", "--markdown-max-renders=0"}, nil); err == nil {
-		t.Error("--markdown-max-renders=0 accepted")
+	for _, zero := range []string{"--markdown-max-renders=0", "--graph-max-depth=0"} {
+		if _, _, err := parse(t, []string{"--read-service=r:1", zero}, nil); err == nil {
+			t.Errorf("%s accepted", zero)
+		}
 	}
 	cfg, _, err := parse(t, []string{"--read-service=r:1"}, nil)
-	if err != nil || cfg.Markdown != httpapi.DefaultMarkdownLimits() {
-		t.Errorf("defaults: %+v, %v", cfg.Markdown, err)
+	if err != nil || cfg.Markdown != httpapi.DefaultMarkdownLimits() || cfg.Graphs != httpapi.DefaultGraphLimits() {
+		t.Errorf("defaults: %+v, %+v, %v", cfg.Markdown, cfg.Graphs, err)
 	}
 }

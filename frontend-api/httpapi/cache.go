@@ -17,7 +17,11 @@ import (
 // experiment read anonymously) costs one call to the services. It is safe
 // to lose and never shares an answer between credentials; what it can do
 // is answer with data up to one TTL old, and keep serving a caller whose
-// access was withdrawn for at most one TTL.
+// access was withdrawn for at most one TTL. A change made through this
+// handler (package account's management routes) drops what it made stale
+// at once, for every credential (mutation); changes made elsewhere (another
+// replica, tbup, the write service directly) are seen within one TTL
+// (docs/operations.md).
 type responseCache struct {
 	ttl      time.Duration
 	maxBytes int // per entry
@@ -29,6 +33,7 @@ type responseCache struct {
 }
 
 type cachedResponse struct {
+	eid         string // the experiment the answer is about; "" for lists and the caller's own
 	expires     time.Time
 	contentType string
 	cacheCtl    string
@@ -116,8 +121,8 @@ func (r *recorder) Flush() {
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// entry returns what to cache, or nil.
-func (r *recorder) entry(expires time.Time) *cachedResponse {
+// entry returns what to cache, about experiment eid (or none), or nil.
+func (r *recorder) entry(eid string, expires time.Time) *cachedResponse {
 	if r.status != http.StatusOK || r.over {
 		return nil
 	}
@@ -125,7 +130,7 @@ func (r *recorder) entry(expires time.Time) *cachedResponse {
 	if h.Get("Content-Disposition") != "" {
 		return nil // downloads are large and rare
 	}
-	e := &cachedResponse{expires: expires, contentType: h.Get("Content-Type"), cacheCtl: h.Get("Cache-Control"), body: bytes.Clone(r.buf.Bytes())}
+	e := &cachedResponse{eid: eid, expires: expires, contentType: h.Get("Content-Type"), cacheCtl: h.Get("Cache-Control"), body: bytes.Clone(r.buf.Bytes())}
 	e.gzipped = route.Compressed(e.contentType, e.body)
 	return e
 }
@@ -144,34 +149,60 @@ func (e *cachedResponse) write(w http.ResponseWriter) {
 	w.Write(e.body)
 }
 
+// stale is what a mutation makes stale in the cache, beyond the caller's
+// own answers.
+type stale int
+
+const (
+	// staleCaller: only the caller's answers (a token made: its list).
+	staleCaller stale = iota
+	// staleExperiment: every credential's answers about the experiment
+	// the route names, and every list (renamed, made private, deleted,
+	// access granted or revoked).
+	staleExperiment
+	// staleAll: every answer. A revoked token's answers are cached under
+	// its secret, which the revocation (by token ID) does not name.
+	staleAll
+)
+
 // mutation wraps a route that changes something: after it succeeds, the
-// caller's cached GET answers are dropped, so that the next read (the page
-// re-listing experiments) sees the change at once.
-func (h *Handler) mutation(fn route.Func) route.Func {
+// caller's cached GET answers, and those of others that what says the
+// change made stale, are dropped, so that the next read (the page
+// re-listing experiments, a reader of an experiment just made private)
+// sees the change at once.
+func (h *Handler) mutation(what stale, fn route.Func) route.Func {
 	return func(w http.ResponseWriter, r *route.Request) error {
 		if err := fn(w, r); err != nil {
 			return err
 		}
-		if h.cache != nil {
-			cred := ""
-			if md, ok := metadata.FromOutgoingContext(r.Ctx); ok {
-				if v := md.Get("authorization"); len(v) > 0 {
-					cred = v[len(v)-1]
-				}
-			}
-			h.cache.dropCredential(cred)
+		if h.cache == nil {
+			return nil
 		}
+		prefix := "\x00" // the anonymous caller's
+		if md, ok := metadata.FromOutgoingContext(r.Ctx); ok {
+			if v := md.Get("authorization"); len(v) > 0 {
+				prefix = v[len(v)-1] + "\x00"
+			}
+		}
+		h.cache.drop(func(key string, e *cachedResponse) bool {
+			switch {
+			case what == staleAll, strings.HasPrefix(key, prefix):
+				return true
+			case what == staleExperiment:
+				return e.eid == r.EID || e.eid == ""
+			}
+			return false
+		})
 		return nil
 	}
 }
 
-// dropCredential forgets every entry cached for cred.
-func (c *responseCache) dropCredential(cred string) {
-	prefix := cred + "\x00"
+// drop forgets every entry for which stale is true.
+func (c *responseCache) drop(stale func(key string, e *cachedResponse) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, e := range c.entries {
-		if strings.HasPrefix(k, prefix) {
+		if stale(k, e) {
 			c.total -= len(e.body)
 			delete(c.entries, k)
 		}

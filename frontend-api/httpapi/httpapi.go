@@ -38,6 +38,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/graphs"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/markdown"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	"github.com/tbhub/tbhub/frontend-api/httperr"
@@ -92,8 +93,22 @@ type Config struct {
 	// Markdown bounds the rendering of descriptions and text summaries;
 	// DefaultMarkdownLimits for each field that is zero.
 	Markdown MarkdownLimits
-	Logger   *slog.Logger
+	// Graphs bounds the graphs plugin's text answers;
+	// DefaultGraphLimits for each field that is zero.
+	Graphs GraphLimits
+	Logger *slog.Logger
 }
+
+// GraphLimits bound the graphs plugin's answers (graphs/graph,
+// graphs/run_metadata): the bytes of one text, the nesting of its
+// messages and of Keras models, a Keras node's name, the bytes of answers
+// kept by blob, and how many are computed at once (docs/operations.md).
+// RegisterFlags defines their flags.
+type GraphLimits = graphs.Limits
+
+// DefaultGraphLimits: 320 MiB per answer, 100 levels, 4 KiB names,
+// 128 MiB of cache, 2 conversions at once.
+func DefaultGraphLimits() GraphLimits { return graphs.DefaultLimits() }
 
 // MarkdownLimits bound the rendering of markdown: the bytes of one text
 // rendered, how long a request waits for it, the bytes of HTML kept for
@@ -136,6 +151,10 @@ func New(cfg Config) (*Handler, error) {
 		cfg.MaxResponseBytes = 256 << 20
 	}
 	cfg.Markdown = cfg.Markdown.OrDefaults()
+	cfg.Graphs = cfg.Graphs.OrDefaults()
+	if err := cfg.Graphs.Validate(); err != nil {
+		return nil, fmt.Errorf("httpapi.New: %w", err)
+	}
 	renderer, err := markdown.New(cfg.Markdown)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi.New: %w", err)
@@ -155,6 +174,10 @@ func New(cfg Config) (*Handler, error) {
 	h.routes()
 	return h, nil
 }
+
+// GraphLimits are the limits the graphs plugin applies (Config.Graphs
+// with the defaults filled in).
+func (h *Handler) GraphLimits() GraphLimits { return h.cfg.Graphs }
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -194,7 +217,7 @@ func (h *Handler) handle(pattern string, fn route.Func) {
 			return
 		}
 		if key != "" {
-			if e := rec.entry(time.Now().Add(h.cfg.CacheTTL)); e != nil {
+			if e := rec.entry(r.PathValue("eid"), time.Now().Add(h.cfg.CacheTTL)); e != nil {
 				h.cache.put(key, e, time.Now())
 			}
 		}

@@ -40,6 +40,10 @@ type tableProvider struct {
 	// cut is the readhint.MaxStringBytesKey of the last ReadTensors per
 	// plugin ("" if none); the table sends its strings whole regardless.
 	cut map[string]string
+	// blobs are its blob sequences (graphs_test.go), set before it
+	// serves; blobReads counts the ReadBlob calls.
+	blobs     []blobSeries
+	blobReads int
 }
 
 func (p *tableProvider) match(plugin string, f *datapb.RunTagFilter, scalar bool) []series {

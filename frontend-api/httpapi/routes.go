@@ -32,7 +32,7 @@ func (h *Handler) routes() {
 		histogramRoutes    = histograms.Plugin{Env: env}
 		mediaRoutes        = media.Plugin{Env: env}
 		textRoutes         = text.Plugin{Env: env}
-		graphRoutes        = graphs.Plugin{Env: env}
+		graphRoutes        = graphs.New(env, h.cfg.Graphs)
 		prCurveRoutes      = prcurves.Plugin{Env: env}
 		customScalarRoutes = customscalars.Plugin{Env: env}
 		hparamsRoutes      = hparams.Plugin{Env: env}
@@ -114,15 +114,15 @@ func (h *Handler) routes() {
 	h.handle("GET /api/experiments/{eid}/tensors", api.DownloadTensors)
 
 	// Management (manage.go).
-	h.handle("PATCH /api/experiments/{eid}", h.mutation(api.UpdateExperiment))
-	h.handle("DELETE /api/experiments/{eid}", h.mutation(api.DeleteExperiment))
+	h.handle("PATCH /api/experiments/{eid}", h.mutation(staleExperiment, api.UpdateExperiment))
+	h.handle("DELETE /api/experiments/{eid}", h.mutation(staleExperiment, api.DeleteExperiment))
 	h.handle("GET /api/experiments/{eid}/grants", api.ListGrants)
-	h.handle("POST /api/experiments/{eid}/grants", h.mutation(api.Grant))
-	h.handle("DELETE /api/experiments/{eid}/grants", h.mutation(api.Revoke))
+	h.handle("POST /api/experiments/{eid}/grants", h.mutation(staleExperiment, api.Grant))
+	h.handle("DELETE /api/experiments/{eid}/grants", h.mutation(staleExperiment, api.Revoke))
 	h.handle("GET /api/whoami", api.WhoAmI)
 	h.handle("GET /api/tokens", api.ListTokens)
-	h.handle("POST /api/tokens", h.mutation(api.CreateToken))
-	h.handle("DELETE /api/tokens/{id}", h.mutation(api.RevokeToken))
+	h.handle("POST /api/tokens", h.mutation(staleCaller, api.CreateToken))
+	h.handle("DELETE /api/tokens/{id}", h.mutation(staleAll, api.RevokeToken))
 }
 
 // Routes are the mux patterns a process mounts the Handler under. The web

@@ -12,7 +12,6 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
-	"google.golang.org/grpc/status"
 
 	"github.com/tbhub/tbhub/frontend-api/httperr"
 )
@@ -67,18 +66,23 @@ type flow struct {
 // line breaks from a URL and read a backslash as a slash ("/\t/evil" is
 // "//evil", another host), so next is refused if it holds any control
 // character or backslash, and otherwise parsed and resolved against this
-// site: it must stay on it.
+// site: it must stay on it. Its decoded path passes the same checks: a
+// page that redirects from its decoded path (as /experiment/ID did) would
+// otherwise turn "/experiment/..%2F%5Cevil" into "/\\evil".
 func localPath(next string) string {
-	if strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
+	unsafe := func(s string) bool {
+		return strings.HasPrefix(s, "//") || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' })
+	}
+	if unsafe(next) {
 		return "/"
 	}
 	u, err := url.Parse(next)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(next, "/") {
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(next, "/") || unsafe(u.Path) {
 		return "/"
 	}
 	const here = "https://this.site"
 	base, _ := url.Parse(here + "/")
-	if r := base.ResolveReference(u); r.Scheme+"://"+r.Host != here || strings.HasPrefix(next, "//") {
+	if r := base.ResolveReference(u); r.Scheme+"://"+r.Host != here {
 		return "/"
 	}
 	return next
@@ -98,7 +102,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	c, err := h.discover(ctx)
 	if err != nil {
 		h.logger.WarnContext(ctx, "OIDC discovery failed", "error", err.Error())
-		h.backToSignIn(w, r, next, "the identity provider cannot be reached; try again")
+		h.backToSignIn(w, r, next, errUnreachable)
 		return
 	}
 	f := flow{State: randomString(), Nonce: randomString(), Verifier: oauth2.GenerateVerifier(), Next: next}
@@ -109,9 +113,28 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, h.oauth2Config(c, r).AuthCodeURL(f.State, oauth2.S256ChallengeOption(f.Verifier), oidc.Nonce(f.Nonce)), http.StatusFound)
 }
 
-// backToSignIn shows the sign-in page with a reason.
-func (h *Handler) backToSignIn(w http.ResponseWriter, r *http.Request, next, reason string) {
-	q := url.Values{"next": {next}, "error": {reason}}
+// signInError is why a sign-in failed, as /signin?error= carries it. The
+// page shows a fixed text for each code (web/src/pages/signin.ts) and a
+// generic one for any other value: a link to /signin can carry any
+// error=, and the page must not show words it supplies (nor the identity
+// provider's error_description, nor an error's text, which are logged).
+type signInError string
+
+const (
+	errUnreachable signInError = "unreachable"  // the issuer cannot be reached
+	errExpired     signInError = "expired"      // no flow cookie: too slow, or started in another browser
+	errMismatch    signInError = "mismatch"     // the answer's state is another sign-in's
+	errRefused     signInError = "refused"      // the issuer answered with an error
+	errFailed      signInError = "failed"       // the code exchange or the ID token's checks failed
+	errNotAccepted signInError = "not_accepted" // the write service refused the ID token
+)
+
+// signInErrors are every signInError.
+var signInErrors = []signInError{errUnreachable, errExpired, errMismatch, errRefused, errFailed, errNotAccepted}
+
+// backToSignIn shows the sign-in page with the reason's code.
+func (h *Handler) backToSignIn(w http.ResponseWriter, r *http.Request, next string, reason signInError) {
+	q := url.Values{"next": {next}, "error": {string(reason)}}
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, "/signin?"+q.Encode(), http.StatusSeeOther)
 }
@@ -135,17 +158,14 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	switch {
 	case err != nil || f.State == "":
-		h.backToSignIn(w, r, "/", "the sign-in took too long or was started elsewhere; try again")
+		h.backToSignIn(w, r, "/", errExpired)
 		return
 	case q.Get("state") != f.State:
-		h.backToSignIn(w, r, localPath(f.Next), "the sign-in answer does not match this sign-in; try again")
+		h.backToSignIn(w, r, localPath(f.Next), errMismatch)
 		return
 	case q.Get("error") != "":
-		reason := q.Get("error_description")
-		if reason == "" {
-			reason = q.Get("error")
-		}
-		h.backToSignIn(w, r, localPath(f.Next), "the identity provider refused: "+reason)
+		h.logger.WarnContext(r.Context(), "OIDC issuer refused the sign-in", "error", q.Get("error"), "description", q.Get("error_description"))
+		h.backToSignIn(w, r, localPath(f.Next), errRefused)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.CallTimeout)
@@ -153,16 +173,12 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	idToken, err := h.exchange(ctx, r, q.Get("code"), f)
 	if err != nil {
 		h.logger.WarnContext(ctx, "OIDC code exchange failed", "error", err.Error())
-		h.backToSignIn(w, r, localPath(f.Next), "signing in failed: "+err.Error())
+		h.backToSignIn(w, r, localPath(f.Next), errFailed)
 		return
 	}
 	if _, err := h.start(w, r, "Bearer "+idToken); err != nil {
 		h.logger.WarnContext(ctx, "OIDC session refused", "error", err.Error())
-		msg := "the server did not accept the sign-in"
-		if st, ok := status.FromError(err); ok && st.Message() != "" {
-			msg += ": " + st.Message()
-		}
-		h.backToSignIn(w, r, localPath(f.Next), msg)
+		h.backToSignIn(w, r, localPath(f.Next), errNotAccepted)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")

@@ -30,9 +30,9 @@ func TestOIDCFlowChecksTheIDToken(t *testing.T) {
 	site := httptest.NewServer(mux)
 	defer site.Close()
 
-	// signIn follows /auth/login through the issuer back to the callback and
-	// returns where the site sent the browser last.
-	signIn := func(t *testing.T) *url.URL {
+	// signIn follows /auth/login?next=NEXT through the issuer back to the
+	// callback and returns where the site sent the browser last.
+	signIn := func(t *testing.T, next string) *url.URL {
 		t.Helper()
 		jar, _ := cookiejar.New(nil)
 		c := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, via []*http.Request) error {
@@ -41,7 +41,7 @@ func TestOIDCFlowChecksTheIDToken(t *testing.T) {
 			}
 			return nil
 		}}
-		resp, err := c.Get(site.URL + "/auth/login?next=/experiment/e/")
+		resp, err := c.Get(site.URL + "/auth/login?next=" + next)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,8 +53,14 @@ func TestOIDCFlowChecksTheIDToken(t *testing.T) {
 		return loc
 	}
 
-	if loc := signIn(t); loc.Path != "/experiment/e/" {
+	if loc := signIn(t, "/experiment/e/"); loc.Path != "/experiment/e/" {
 		t.Fatalf("a good sign-in ended at %s", loc)
+	}
+	// A next whose path decodes to "../\evil.example/" is not followed:
+	// a route redirecting from the decoded path would send the browser
+	// to "/\evil.example/", another origin (issue 20 #3).
+	if loc := signIn(t, url.QueryEscape("/experiment/..%2F%5Cevil.example%2F")); loc.Path != "/" || loc.RawQuery != "" {
+		t.Errorf("a sign-in with next=/experiment/..%%2F%%5Cevil.example%%2F ended at %s, want /", loc)
 	}
 	for name, tamper := range map[string]func(map[string]any){
 		"nonce":    func(c map[string]any) { c["nonce"] = "another sign-in" },
@@ -65,8 +71,8 @@ func TestOIDCFlowChecksTheIDToken(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			iss.Tamper(tamper)
 			defer iss.Tamper(nil)
-			loc := signIn(t)
-			if loc.Path != "/signin" || !strings.Contains(loc.Query().Get("error"), "signing in failed") {
+			loc := signIn(t, "/experiment/e/")
+			if loc.Path != "/signin" || loc.Query().Get("error") != string(errFailed) {
 				t.Errorf("a tampered ID token (%s) ended at %s", name, loc)
 			}
 		})

@@ -27,6 +27,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -232,6 +233,9 @@ func (h *Handler) getSession(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// maxSignInBody bounds the body of POST /api/session ({"token": ...}).
+const maxSignInBody = 4096
+
 // signInWithToken checks an API token ({"token": "tbh_..."}) and starts a
 // session with a new token minted by it, with its scopes.
 func (h *Handler) signInWithToken(w http.ResponseWriter, r *http.Request) {
@@ -243,10 +247,22 @@ func (h *Handler) signInWithToken(w http.ResponseWriter, r *http.Request) {
 		httperr.Write(w, http.StatusNotImplemented, "this server has no auth service")
 		return
 	}
+	// The whole body is read before it is parsed: a body cut off by the
+	// server's body timeout is then answered 408 (package lifecycle), as
+	// on every other route, whatever its first bytes were.
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxSignInBody+1))
+	if err != nil {
+		httperr.Write(w, http.StatusBadRequest, "reading the body: "+err.Error())
+		return
+	}
+	if len(b) > maxSignInBody {
+		httperr.Write(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", maxSignInBody))
+		return
+	}
 	var body struct {
 		Token string `json:"token"`
 	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&body); err != nil || strings.TrimSpace(body.Token) == "" {
+	if err := json.Unmarshal(b, &body); err != nil || strings.TrimSpace(body.Token) == "" {
 		httperr.Write(w, http.StatusBadRequest, `want {"token": "tbh_..."}`)
 		return
 	}

@@ -138,7 +138,7 @@ func TestLocalPath(t *testing.T) {
 		"/\\evil.example":            "/",
 		"relative":                   "/",
 		// Browsers drop tabs and line breaks: "/\t/x" is "//x" (issue 14 #6).
-		"/%09/evil.example/": "/%09/evil.example/", // escaped: a path of this site
+		"/%09/evil.example/": "/", // what it decodes to is checked too
 		"/\t/evil.example/":  "/",
 		"/\n/evil.example/":  "/",
 		"\t//evil.example/":  "/",
@@ -146,15 +146,20 @@ func TestLocalPath(t *testing.T) {
 		"/ok\\..\\evil":      "/",
 		"///evil.example":    "/",
 		// Other known bypasses of a check of next.
-		"https:evil.example":   "/",
-		"http:/evil.example":   "/",
-		"%2F%2Fevil.example":   "/",
-		"/%2F%2Fevil.example":  "/%2F%2Fevil.example", // escaped: a path of this site
-		"/\r/evil.example":     "/",
-		"/\\/evil.example":     "/",
-		" //evil.example":      "/",
-		"/x@evil.example":      "/x@evil.example",
-		"//user@evil.example/": "/",
+		"https:evil.example":  "/",
+		"http:/evil.example":  "/",
+		"%2F%2Fevil.example":  "/",
+		"/%2F%2Fevil.example": "/",
+		// A route that redirects from its decoded path would turn these
+		// into "/\\evil.example/" (issue 20 #3).
+		"/experiment/..%2F%5Cevil.example%2F": "/",
+		"/experiment/%5C%5Cevil.example":      "/",
+		"/experiment/x%2Fy/":                  "/experiment/x%2Fy/",
+		"/\r/evil.example":                    "/",
+		"/\\/evil.example":                    "/",
+		" //evil.example":                     "/",
+		"/x@evil.example":                     "/x@evil.example",
+		"//user@evil.example/":                "/",
 	} {
 		if got := localPath(in); got != want {
 			t.Errorf("localPath(%q) = %q, want %q", in, got, want)

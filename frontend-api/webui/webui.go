@@ -28,6 +28,8 @@ import (
 	"net/http"
 	"path"
 	"strings"
+
+	"github.com/tbhub/tbhub/schemas/experimentid"
 )
 
 //go:embed all:dist
@@ -126,14 +128,26 @@ func (h *Handler) Mount(mux *http.ServeMux) {
 	mux.Handle("GET /signin", page)
 	mux.Handle("GET /gallery", page)
 	mux.Handle("GET /experiment/{eid}/{$}", page)
-	mux.HandleFunc("GET /experiment/{eid}", func(w http.ResponseWriter, r *http.Request) {
-		u := "/experiment/" + r.PathValue("eid") + "/"
-		if r.URL.RawQuery != "" {
-			u += "?" + r.URL.RawQuery
-		}
-		http.Redirect(w, r, u, http.StatusMovedPermanently)
-	})
+	mux.HandleFunc("GET /experiment/{eid}", redirectToExperiment)
 	mux.Handle("GET "+StaticPrefix, http.HandlerFunc(h.serveStatic))
+}
+
+// redirectToExperiment sends /experiment/ID to the experiment's page,
+// /experiment/ID/. The path value is decoded: an "ID" written
+// "..%2F%5Cevil.example%2F" would make the Location "/\evil.example/",
+// which browsers read as "//evil.example/", another origin. So only a
+// well-formed experiment ID (package experimentid) is redirected, anything
+// else is not found, and the Location is the request's own escaped path.
+func redirectToExperiment(w http.ResponseWriter, r *http.Request) {
+	if !experimentid.Valid(r.PathValue("eid")) {
+		http.NotFound(w, r)
+		return
+	}
+	u := r.URL.EscapedPath() + "/"
+	if r.URL.RawQuery != "" {
+		u += "?" + r.URL.RawQuery
+	}
+	http.Redirect(w, r, u, http.StatusMovedPermanently)
 }
 
 // contentSecurityPolicy keeps scripts to the bundle (the text dashboard

@@ -70,11 +70,33 @@ func TestPagesServeIndexUncached(t *testing.T) {
 	}
 }
 
+// wellFormedID is an experiment ID of the form the store makes.
+const wellFormedID = "AAECAwQFBgcICQoLDA0ODw"
+
 func TestExperimentWithoutSlashRedirects(t *testing.T) {
 	mux := testHandler(t, fstest.MapFS{"dist/index.html": {Data: []byte(builtIndex)}})
-	rec := get(mux, "/experiment/e1?tab=text")
-	if rec.Code != http.StatusMovedPermanently || rec.Header().Get("Location") != "/experiment/e1/?tab=text" {
-		t.Errorf("GET /experiment/e1?tab=text: %d to %q", rec.Code, rec.Header().Get("Location"))
+	rec := get(mux, "/experiment/"+wellFormedID+"?tab=text")
+	if want := "/experiment/" + wellFormedID + "/?tab=text"; rec.Code != http.StatusMovedPermanently || rec.Header().Get("Location") != want {
+		t.Errorf("GET /experiment/ID?tab=text: %d to %q, want 301 to %q", rec.Code, rec.Header().Get("Location"), want)
+	}
+}
+
+// The redirect to the experiment's page is made only for a well-formed
+// experiment ID: an "ID" that decodes to "../\evil.example/" made the
+// Location "/\evil.example/", which browsers follow to another origin.
+func TestExperimentRedirectRefusesMalformedIDs(t *testing.T) {
+	mux := testHandler(t, fstest.MapFS{"dist/index.html": {Data: []byte(builtIndex)}})
+	for _, path := range []string{
+		"/experiment/..%2F%5Cevil.example%2F",
+		"/experiment/%5C%5Cevil.example",
+		"/experiment/%2F%2Fevil.example",
+		"/experiment/e1",
+		"/experiment/" + wellFormedID + "x",
+	} {
+		rec := get(mux, path)
+		if rec.Code != http.StatusNotFound || rec.Header().Get("Location") != "" {
+			t.Errorf("GET %s: %d to %q, want 404 and no redirect", path, rec.Code, rec.Header().Get("Location"))
+		}
 	}
 }
 

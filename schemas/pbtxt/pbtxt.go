@@ -13,6 +13,7 @@ package pbtxt
 
 import (
 	"cmp"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -45,8 +46,53 @@ func Marshal(m proto.Message) []byte {
 	return w.buf
 }
 
+// Errors of MarshalLimited.
+var (
+	ErrTooLarge = errors.New("pbtxt: the text is larger than the limit")
+	ErrTooDeep  = errors.New("pbtxt: messages are nested deeper than the limit")
+)
+
+// Limits bound the text MarshalLimited writes. The text of a message can
+// be far larger than its wire form: every line is indented two spaces per
+// level of nesting, so a message nested n deep writes about n² bytes of
+// indentation, and non-printable bytes are written four bytes each.
+type Limits struct {
+	// MaxBytes bounds the length of the text (0: unbounded).
+	MaxBytes int
+	// MaxDepth bounds the nesting of messages within the top one (which
+	// is level 0; its message fields are level 1, and so on; 0:
+	// unbounded).
+	MaxDepth int
+}
+
+// MarshalLimited is Marshal within l: it stops writing as soon as the
+// text would pass MaxBytes (ErrTooLarge) or a message lies deeper than
+// MaxDepth (ErrTooDeep), having written no more than MaxBytes plus one
+// line, so what it allocates is bounded by l whatever m holds.
+func MarshalLimited(m proto.Message, l Limits) ([]byte, error) {
+	w := writer{maxBytes: l.MaxBytes, maxDepth: l.MaxDepth}
+	w.message(m.ProtoReflect(), 0)
+	if w.err != nil {
+		return nil, w.err
+	}
+	return w.buf, nil
+}
+
 type writer struct {
 	buf []byte
+	// maxBytes and maxDepth are Limits' (0: unbounded); err is set, and
+	// writing stops, when one is passed.
+	maxBytes, maxDepth int
+	err                error
+}
+
+// full reports whether writing n more bytes would pass maxBytes, and if
+// so stops the writer.
+func (w *writer) full(n int) bool {
+	if w.err == nil && w.maxBytes > 0 && len(w.buf)+n > w.maxBytes {
+		w.err = ErrTooLarge
+	}
+	return w.err != nil
 }
 
 type fieldValue struct {
@@ -55,6 +101,12 @@ type fieldValue struct {
 }
 
 func (w *writer) message(m protoreflect.Message, depth int) {
+	if w.maxDepth > 0 && depth > w.maxDepth && w.err == nil {
+		w.err = ErrTooDeep
+	}
+	if w.err != nil {
+		return
+	}
 	var fields []fieldValue
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		fields = append(fields, fieldValue{fd, v})
@@ -63,12 +115,15 @@ func (w *writer) message(m protoreflect.Message, depth int) {
 	slices.SortFunc(fields, func(a, b fieldValue) int { return cmp.Compare(a.fd.Number(), b.fd.Number()) })
 
 	for _, f := range fields {
+		if w.err != nil {
+			return
+		}
 		switch {
 		case f.fd.IsMap():
 			w.mapField(f.fd, f.v.Map(), depth)
 		case f.fd.IsList():
 			list := f.v.List()
-			for i := range list.Len() {
+			for i := 0; i < list.Len() && w.err == nil; i++ {
 				w.field(f.fd, f.fd.TextName(), list.Get(i), depth)
 			}
 		default:
@@ -89,6 +144,9 @@ func (w *writer) mapField(fd protoreflect.FieldDescriptor, m protoreflect.Map, d
 
 	keyFD, valueFD := fd.MapKey(), fd.MapValue()
 	for _, k := range keys {
+		if w.full(2*depth + len(fd.TextName()) + 2) {
+			return
+		}
 		w.indent(depth)
 		w.buf = append(w.buf, fd.TextName()...)
 		w.buf = append(w.buf, " {\n"...)
@@ -96,11 +154,24 @@ func (w *writer) mapField(fd protoreflect.FieldDescriptor, m protoreflect.Map, d
 		w.field(valueFD, "value", m.Get(k), depth+1)
 		w.indent(depth)
 		w.buf = append(w.buf, "}\n"...)
+		w.full(0)
 	}
 }
 
 // field prints one value of fd under the given name.
 func (w *writer) field(fd protoreflect.FieldDescriptor, name string, v protoreflect.Value, depth int) {
+	// A line is at least its indent, its name and its value's bytes
+	// written plainly: refuse it before writing if that is too much.
+	n := 2*depth + len(name) + 3
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		n += len(v.String())
+	case protoreflect.BytesKind:
+		n += len(v.Bytes())
+	}
+	if w.full(n) {
+		return
+	}
 	w.indent(depth)
 	w.buf = append(w.buf, name...)
 	if fd.Kind() == protoreflect.MessageKind || fd.Kind() == protoreflect.GroupKind {
@@ -108,11 +179,13 @@ func (w *writer) field(fd protoreflect.FieldDescriptor, name string, v protorefl
 		w.message(v.Message(), depth+1)
 		w.indent(depth)
 		w.buf = append(w.buf, "}\n"...)
+		w.full(0)
 		return
 	}
 	w.buf = append(w.buf, ": "...)
 	w.buf = appendScalar(w.buf, fd, v)
 	w.buf = append(w.buf, '\n')
+	w.full(0)
 }
 
 func (w *writer) indent(depth int) {

@@ -46,7 +46,9 @@ type Config struct {
 	SamplesPerPlugin map[string]int64
 	// Markdown is httpapi.Config.Markdown.
 	Markdown httpapi.MarkdownLimits
-	Logger   *slog.Logger
+	// Graphs is httpapi.Config.Graphs.
+	Graphs httpapi.GraphLimits
+	Logger *slog.Logger
 }
 
 // Routes are the mux patterns the HTTP API is mounted under. The UI may
@@ -86,6 +88,7 @@ func Mount(grpcServer grpc.ServiceRegistrar, mux *http.ServeMux, conn grpc.Clien
 
 		SamplesPerPlugin: cfg.SamplesPerPlugin,
 		Markdown:         cfg.Markdown,
+		Graphs:           cfg.Graphs,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("readpath: %w", err)

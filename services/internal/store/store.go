@@ -32,12 +32,12 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/tbhub/tbhub/schemas/experimentid"
 )
 
 // Sentinel errors. Backends wrap them (fmt.Errorf("...: %w", ErrNotFound))
@@ -505,27 +505,16 @@ type Store interface {
 	IdentityStore
 }
 
-// experimentIDBytes is the number of random bytes in an experiment ID
-// (128 bits, 22 base64url characters).
-const experimentIDBytes = 16
-
 // NewExperimentID returns a fresh experiment ID: 128 random bits from
-// crypto/rand, unpadded base64url, so it is unguessable and URL-safe.
-func NewExperimentID() string {
-	b := make([]byte, experimentIDBytes)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails (it aborts the process instead)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+// crypto/rand, unpadded base64url, so it is unguessable and URL-safe
+// (package experimentid, which the HTTP side checks IDs with too).
+func NewExperimentID() string { return experimentid.New() }
 
 // ValidateExperimentID reports, wrapping ErrInvalidArgument, whether id is
 // not of the form NewExperimentID returns.
 func ValidateExperimentID(id string) error {
-	if len(id) != base64.RawURLEncoding.EncodedLen(experimentIDBytes) {
-		return fmt.Errorf("experiment id %q: want %d characters: %w",
-			id, base64.RawURLEncoding.EncodedLen(experimentIDBytes), ErrInvalidArgument)
-	}
-	if _, err := base64.RawURLEncoding.Strict().DecodeString(id); err != nil {
-		return fmt.Errorf("experiment id %q: not base64url: %w", id, ErrInvalidArgument)
+	if !experimentid.Valid(id) {
+		return fmt.Errorf("experiment id %q: want %d base64url characters: %w", id, experimentid.Len, ErrInvalidArgument)
 	}
 	return nil
 }

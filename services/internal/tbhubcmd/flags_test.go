@@ -33,6 +33,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 	httpLimitFlags := []string{"http-body-timeout", "http-header-timeout", "http-idle-timeout", "max-conns-per-ip"}
 	blobStreamFlags := []string{"abandoned-blob-age", "blob-stream-idle-timeout", "blob-stream-timeout", "max-blob-streams-per-conn", "max-blob-streams-per-user", "max-metadata-bytes"}
 	markdownFlags := []string{"markdown-cache-bytes", "markdown-max-input-bytes", "markdown-max-renders", "markdown-render-timeout"}
+	graphFlags := []string{"graph-cache-bytes", "graph-max-answer-bytes", "graph-max-conversions", "graph-max-depth", "graph-max-name-bytes"}
 	credentialFlags := []string{"bad-credentials-burst", "bad-credentials-per-second", "forwarding-secret", "trusted-proxy-hops"}
 	binaries := []struct {
 		name  string
@@ -44,7 +45,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 			"max-blob-bytes", "max-blob-bytes-per-user", "max-experiments-per-user", "max-points-per-user",
 			"oidc-client-ids", "oidc-device-client-id", "oidc-device-client-secret", "oidc-issuer",
 			"oidc-web-client-id", "oidc-web-client-secret", "public-origin", "requests-per-second", "samples_per_plugin", "store",
-		}, telemetryFlags, httpLimitFlags, blobStreamFlags, markdownFlags, credentialFlags)},
+		}, telemetryFlags, httpLimitFlags, blobStreamFlags, markdownFlags, graphFlags, credentialFlags)},
 		{"write-service", func(fs *flag.FlagSet) { newServeFlags(fs, writeServiceCommand) }, slices.Concat([]string{
 			"addr", "api-endpoint", "blobs", "data", "enable-test-rpcs", "grpc-addr",
 			"max-blob-bytes", "max-blob-bytes-per-user", "max-experiments-per-user", "max-points-per-user",
@@ -60,7 +61,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 		{"frontend", func(fs *flag.FlagSet) { new(frontend.Config).RegisterFlags(fs) }, slices.Concat([]string{
 			"addr", "experiment-service", "grpc-insecure", "oidc-issuer", "oidc-web-client-id",
 			"oidc-web-client-secret", "port", "public-origin", "read-service", "samples_per_plugin",
-		}, telemetryFlags, httpLimitFlags, markdownFlags, []string{"forwarding-secret", "trusted-proxy-hops"})},
+		}, telemetryFlags, httpLimitFlags, markdownFlags, graphFlags, []string{"forwarding-secret", "trusted-proxy-hops"})},
 	}
 	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "operations.md"))
 	if err != nil {
@@ -87,18 +88,22 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 	}
 }
 
-// Each markdown limit of tbhub serve is set by its flag or its TBHUB_
-// variable and reaches the HTTP API's renderer.
-func TestServeMarkdownLimits(t *testing.T) {
+// Each markdown and graph limit of tbhub serve is set by its flag or its
+// TBHUB_ variable and reaches the HTTP API's renderer and graphs plugin.
+func TestServeMarkdownAndGraphLimits(t *testing.T) {
 	want := httpapi.MarkdownLimits{MaxInputBytes: 1000, RenderTimeout: 3 * time.Second, MaxCacheBytes: 5000, MaxConcurrentRenders: 7}
+	wantGraphs := httpapi.GraphLimits{MaxAnswerBytes: 1000, MaxDepth: 9, MaxNameBytes: 70, MaxCacheBytes: 5000, MaxConversions: 3}
 	for name, args := range map[string]struct {
 		flags []string
 		env   map[string]string
 	}{
 		"flags": {[]string{"--markdown-max-input-bytes=1000", "--markdown-render-timeout=3s",
-			"--markdown-cache-bytes=5000", "--markdown-max-renders=7"}, nil},
+			"--markdown-cache-bytes=5000", "--markdown-max-renders=7", "--graph-max-answer-bytes=1000", "--graph-max-depth=9",
+			"--graph-max-name-bytes=70", "--graph-cache-bytes=5000", "--graph-max-conversions=3"}, nil},
 		"variables": {nil, map[string]string{"TBHUB_MARKDOWN_MAX_INPUT_BYTES": "1000",
-			"TBHUB_MARKDOWN_RENDER_TIMEOUT": "3s", "TBHUB_MARKDOWN_CACHE_BYTES": "5000", "TBHUB_MARKDOWN_MAX_RENDERS": "7"}},
+			"TBHUB_MARKDOWN_RENDER_TIMEOUT": "3s", "TBHUB_MARKDOWN_CACHE_BYTES": "5000", "TBHUB_MARKDOWN_MAX_RENDERS": "7",
+			"TBHUB_GRAPH_MAX_ANSWER_BYTES": "1000", "TBHUB_GRAPH_MAX_DEPTH": "9", "TBHUB_GRAPH_MAX_NAME_BYTES": "70",
+			"TBHUB_GRAPH_CACHE_BYTES": "5000", "TBHUB_GRAPH_MAX_CONVERSIONS": "3"}},
 	} {
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 		f := newServeFlags(fs, serveCommand)
@@ -117,6 +122,9 @@ func TestServeMarkdownLimits(t *testing.T) {
 		}
 		if got := h.(*httpapi.Handler).Markdown.Limits(); got != want {
 			t.Errorf("%s: the renderer's limits are %+v, want %+v", name, got, want)
+		}
+		if got := h.(*httpapi.Handler).GraphLimits(); got != wantGraphs {
+			t.Errorf("%s: the graphs plugin's limits are %+v, want %+v", name, got, wantGraphs)
 		}
 	}
 }

@@ -234,6 +234,7 @@ type serveFlags struct {
 	http                             lifecycle.HTTPLimits
 	samples                          httpapi.SamplesPerPlugin
 	markdown                         httpapi.MarkdownLimits
+	graphs                           httpapi.GraphLimits
 	tcfg                             telemetry.Config
 	aliases                          []config.Alias
 }
@@ -277,6 +278,8 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 		fs.Var(&f.samples, "samples_per_plugin", httpapi.SamplesFlagUsage)
 		f.markdown = httpapi.DefaultMarkdownLimits()
 		f.markdown.RegisterFlags(fs)
+		f.graphs = httpapi.DefaultGraphLimits()
+		f.graphs.RegisterFlags(fs)
 	}
 	f.tcfg = telemetry.Config{Service: proc.service}
 	f.aliases = append([]config.Alias{config.Port("addr")}, f.tcfg.RegisterFlags(fs)...)
@@ -372,7 +375,7 @@ func (f *serveFlags) readPath(o auth.OIDCConfig, origin string, logger *slog.Log
 	return readpath.Config{
 		SignIn: webSignIn(o, *f.webClient, *f.webSecret), PublicOrigin: origin,
 		Reader: reader.Config{BlobKeySecret: reader.RandomSecret()}, Logger: logger,
-		SamplesPerPlugin: f.samples, Markdown: f.markdown,
+		SamplesPerPlugin: f.samples, Markdown: f.markdown, Graphs: f.graphs,
 	}
 }
 

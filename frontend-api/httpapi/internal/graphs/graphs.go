@@ -5,6 +5,7 @@
 package graphs
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -13,7 +14,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
-	"github.com/tbhub/tbhub/schemas/pbtxt"
 
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 )
@@ -35,7 +35,7 @@ type graphRunInfo struct {
 	Tags     map[string]*graphTagInfo `json:"tags"`
 }
 
-func (h Plugin) GraphInfo(w http.ResponseWriter, r *route.Request) error {
+func (h *Plugin) GraphInfo(w http.ResponseWriter, r *route.Request) error {
 	plugins := []string{"graphs", "graph_run_metadata", "graph_run_metadata_graph", "graph_keras_model", "graph_tagged_run_metadata"}
 	listed := make([][]route.SeriesInfo, len(plugins))
 	fns := make([]func() error, len(plugins))
@@ -81,30 +81,49 @@ func (h Plugin) GraphInfo(w http.ResponseWriter, r *route.Request) error {
 	return route.WriteJSON(w, out)
 }
 
-// latestBlob returns the first blob of the latest point of (run, tag) in
-// the first of plugins that has one; found is false if none does.
-func (h Plugin) latestBlob(r *route.Request, run, tag string, plugins ...string) (b []byte, plugin string, found bool, err error) {
+// latestBlobKey returns the key of the first blob of the latest point of
+// (run, tag) in the first of plugins that has one; found is false if none
+// does.
+func (h *Plugin) latestBlobKey(r *route.Request, run, tag string, plugins ...string) (key string, found bool, err error) {
 	for _, p := range plugins {
 		series, err := h.ReadBlobSequences(r, p, route.One(run, tag), 1)
 		if err != nil {
-			return nil, "", false, err
+			return "", false, err
 		}
 		for _, s := range series {
 			vals := s.Data.GetValues()
 			if len(vals) == 0 || len(vals[len(vals)-1].GetBlobRefs()) == 0 {
 				continue
 			}
-			b, err := h.ReadBlob(r, vals[len(vals)-1].GetBlobRefs()[0].GetBlobKey())
-			return b, p, err == nil, err
+			return vals[len(vals)-1].GetBlobRefs()[0].GetBlobKey(), true, nil
 		}
 	}
-	return nil, "", false, nil
+	return "", false, nil
+}
+
+// answer serves the text made from the blob key by convert, as answers
+// keeps it under the route's variant of that blob (the blob key changes
+// whenever the blob can, so the key's answer never goes stale). Only
+// callers that found key (so may read it) reach it.
+func (h *Plugin) answer(w http.ResponseWriter, r *route.Request, variant, key string, convert func(blob []byte) ([]byte, error)) error {
+	body, err := h.answers.get(r.Ctx, variant+"\x00"+key, func() ([]byte, error) {
+		b, err := h.ReadBlob(r, key)
+		if err != nil {
+			return nil, err
+		}
+		return convert(b)
+	})
+	if err != nil {
+		return err
+	}
+	return route.WriteBody(w, "text/x-protobuf; charset=utf-8", body)
 }
 
 // graph serves a run's graph, the op graph recorded under a tag, or (with
 // conceptual=true) the Keras model under a tag converted to a GraphDef, as
-// text-format GraphDef, optionally with large attribute values removed.
-func (h Plugin) Graph(w http.ResponseWriter, r *route.Request) error {
+// text-format GraphDef, optionally with large attribute values removed;
+// within h's Limits.
+func (h *Plugin) Graph(w http.ResponseWriter, r *route.Request) error {
 	q := r.URL.Query()
 	run := q.Get("run")
 	if !q.Has("run") {
@@ -123,52 +142,78 @@ func (h Plugin) Graph(w http.ResponseWriter, r *route.Request) error {
 		limit = n
 	}
 	tag := q.Get("tag")
-	var g *tbpb.GraphDef
+	var (
+		key, what string
+		found     bool
+		err       error
+		decode    func(b []byte) (*tbpb.GraphDef, error)
+	)
+	variant := fmt.Sprintf("graph\x00%d\x00%s", limit, largeKey)
 	switch {
 	case q.Get("conceptual") == "true":
 		if tag == "" {
 			return route.Errorf(http.StatusBadRequest, "a conceptual graph needs the tag of a Keras model")
 		}
-		b, _, found, err := h.latestBlob(r, run, tag, "graph_keras_model")
-		if err != nil {
-			return err
-		}
-		if !found {
+		if key, found, err = h.latestBlobKey(r, run, tag, "graph_keras_model"); !found && err == nil {
 			return route.Errorf(http.StatusNotFound, "run %q has no Keras model under tag %q", run, tag)
 		}
-		if g, err = kerasGraph(b, q.Get("keras2_inputs") == "true"); err != nil {
-			return route.Errorf(http.StatusBadRequest, "the stored Keras model of run %q tag %q is not a model config", run, tag)
+		keras2 := q.Get("keras2_inputs") == "true"
+		variant += fmt.Sprintf("\x00keras2=%t", keras2)
+		what = fmt.Sprintf("the Keras model of run %q tag %q", run, tag)
+		decode = func(b []byte) (*tbpb.GraphDef, error) {
+			g, err := kerasGraph(b, keras2, h.lim)
+			if errors.Is(err, errNotKeras) {
+				return nil, route.Errorf(http.StatusBadRequest, "the stored Keras model of run %q tag %q is not a model config", run, tag)
+			}
+			return g, err
 		}
 	case tag == "":
-		b, _, found, err := h.latestBlob(r, run, RunGraphTag, "graphs")
-		if err != nil {
-			return err
-		}
-		if !found {
+		if key, found, err = h.latestBlobKey(r, run, RunGraphTag, "graphs"); !found && err == nil {
 			return route.Errorf(http.StatusNotFound, "run %q has no graph", run)
 		}
-		g = &tbpb.GraphDef{}
-		if err := proto.Unmarshal(b, g); err != nil {
-			return route.Errorf(http.StatusBadRequest, "the stored graph of run %q is not a GraphDef", run)
+		what = fmt.Sprintf("the graph of run %q", run)
+		decode = func(b []byte) (*tbpb.GraphDef, error) {
+			g := &tbpb.GraphDef{}
+			if err := proto.Unmarshal(b, g); err != nil {
+				return nil, route.Errorf(http.StatusBadRequest, "the stored graph of run %q is not a GraphDef", run)
+			}
+			return g, nil
 		}
 	default:
-		b, _, found, err := h.latestBlob(r, run, tag, "graph_run_metadata_graph", "graph_run_metadata")
-		if err != nil {
-			return err
-		}
-		if !found {
+		if key, found, err = h.latestBlobKey(r, run, tag, "graph_run_metadata_graph", "graph_run_metadata"); !found && err == nil {
 			return route.Errorf(http.StatusNotFound, "run %q has no op graph under tag %q", run, tag)
 		}
-		md := &tbpb.RunMetadata{}
-		if err := proto.Unmarshal(b, md); err != nil {
-			return route.Errorf(http.StatusBadRequest, "the stored run metadata of run %q tag %q is not a RunMetadata", run, tag)
+		what = fmt.Sprintf("the op graph of run %q tag %q", run, tag)
+		decode = func(b []byte) (*tbpb.GraphDef, error) {
+			md, err := h.runMetadata(b, run, tag)
+			if err != nil {
+				return nil, err
+			}
+			return functionGraphs(md), nil
 		}
-		g = functionGraphs(md)
 	}
-	if limit > 0 {
-		limitAttrSize(g, limit, largeKey)
+	if err != nil {
+		return err
 	}
-	return route.WriteBody(w, "text/x-protobuf; charset=utf-8", pbtxt.Marshal(g))
+	return h.answer(w, r, variant, key, func(b []byte) ([]byte, error) {
+		g, err := decode(b)
+		if err != nil {
+			return nil, err
+		}
+		if limit > 0 {
+			limitAttrSize(g, limit, largeKey)
+		}
+		return h.lim.text(g, what)
+	})
+}
+
+// runMetadata decodes the RunMetadata stored under (run, tag).
+func (h *Plugin) runMetadata(b []byte, run, tag string) (*tbpb.RunMetadata, error) {
+	md := &tbpb.RunMetadata{}
+	if err := proto.Unmarshal(b, md); err != nil {
+		return nil, route.Errorf(http.StatusBadRequest, "the stored run metadata of run %q tag %q is not a RunMetadata", run, tag)
+	}
+	return md, nil
 }
 
 // functionGraphs merges the pre-optimization graphs of a RunMetadata's
@@ -228,26 +273,39 @@ func limitAttrSize(g *tbpb.GraphDef, limit int64, largeKey string) {
 	}
 }
 
-// runMetadata serves the RunMetadata recorded under (run, tag) as text
-// format.
-func (h Plugin) RunMetadata(w http.ResponseWriter, r *route.Request) error {
+// RunMetadata serves the RunMetadata recorded under (run, tag) as text
+// format, within h's Limits.
+func (h *Plugin) RunMetadata(w http.ResponseWriter, r *route.Request) error {
 	run, tag, err := route.RequireRunTag(r)
 	if err != nil {
 		return err
 	}
-	b, _, found, err := h.latestBlob(r, run, tag, "graph_run_metadata", "graph_tagged_run_metadata")
+	key, found, err := h.latestBlobKey(r, run, tag, "graph_run_metadata", "graph_tagged_run_metadata")
 	if err != nil {
 		return err
 	}
 	if !found {
 		return route.Errorf(http.StatusNotFound, "no run metadata for run=%q, tag=%q", run, tag)
 	}
-	md := &tbpb.RunMetadata{}
-	if err := proto.Unmarshal(b, md); err != nil {
-		return route.Errorf(http.StatusBadRequest, "the stored run metadata of run %q tag %q is not a RunMetadata", run, tag)
-	}
-	return route.WriteBody(w, "text/x-protobuf; charset=utf-8", pbtxt.Marshal(md))
+	return h.answer(w, r, "run_metadata", key, func(b []byte) ([]byte, error) {
+		md, err := h.runMetadata(b, run, tag)
+		if err != nil {
+			return nil, err
+		}
+		return h.lim.text(md, fmt.Sprintf("the run metadata of run %q tag %q", run, tag))
+	})
 }
 
-// Plugin serves the plugin's routes from the data of Env.
-type Plugin struct{ *route.Env }
+// Plugin serves the plugin's routes from the data of Env. Make it with New.
+type Plugin struct {
+	*route.Env
+	lim     Limits
+	answers *answers
+}
+
+// New returns the plugin, bounded by lim (DefaultLimits for each field
+// that is zero).
+func New(env *route.Env, lim Limits) *Plugin {
+	lim = lim.OrDefaults()
+	return &Plugin{Env: env, lim: lim, answers: newAnswers(lim)}
+}

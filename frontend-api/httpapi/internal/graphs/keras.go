@@ -2,6 +2,7 @@ package graphs
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -54,18 +55,46 @@ type kerasConverter struct {
 	extraInputs map[string][]string
 	// keras2 reads Keras 2's inbound nodes too.
 	keras2 bool
+	// lim bounds the models' nesting, the nodes' names and the bytes of
+	// names and inputs in g (bytes); err, once set, stops the conversion.
+	lim   Limits
+	bytes int
+	err   error
 }
 
+// errNotKeras is a config that is not a Keras model's.
+var errNotKeras = errors.New("not a Keras model config")
+
 // kerasGraph converts a Keras model's JSON config into a GraphDef, with
-// Keras 2's inbound nodes read when keras2 is set.
-func kerasGraph(config []byte, keras2 bool) (*tbpb.GraphDef, error) {
+// Keras 2's inbound nodes read when keras2 is set. A model past lim
+// (nested deeper than MaxDepth, a node name longer than MaxNameBytes,
+// names and inputs of more than MaxAnswerBytes) is the 413 that says so,
+// found before more of it is built.
+func kerasGraph(config []byte, keras2 bool, lim Limits) (*tbpb.GraphDef, error) {
 	var top kerasLayer
 	if err := json.Unmarshal(config, &top); err != nil {
-		return nil, fmt.Errorf("not a Keras model config: %w", err)
+		return nil, fmt.Errorf("%w: %w", errNotKeras, err)
 	}
-	c := &kerasConverter{g: &tbpb.GraphDef{}, modelOutputs: map[string][]string{}, extraInputs: map[string][]string{}, keras2: keras2}
-	c.layer(&top, "", "")
+	c := &kerasConverter{g: &tbpb.GraphDef{}, modelOutputs: map[string][]string{}, extraInputs: map[string][]string{}, keras2: keras2, lim: lim}
+	c.layer(&top, "", "", 0)
+	if c.err != nil {
+		return nil, c.err
+	}
 	return c.g, nil
+}
+
+// add adds n to the graph unless the bytes of the graph's names and
+// inputs would pass MaxAnswerBytes.
+func (c *kerasConverter) add(n *tbpb.NodeDef) {
+	c.bytes += len(n.Name)
+	for _, in := range n.Input {
+		c.bytes += len(in)
+	}
+	if c.bytes > c.lim.MaxAnswerBytes {
+		c.err = tooLarge("the Keras model's layer names and inputs are larger than %d bytes, this server's limit", c.lim.MaxAnswerBytes)
+		return
+	}
+	c.g.Node = append(c.g.Node, n)
 }
 
 func scopedName(scope, name string) string {
@@ -75,11 +104,20 @@ func scopedName(scope, name string) string {
 	return scope + "/" + name
 }
 
-// layer adds l (found in scope) to the graph and returns the name of the
-// node standing for its output. prev is the output of the layer before it
-// in a Sequential model, or "".
-func (c *kerasConverter) layer(l *kerasLayer, scope, prev string) string {
+// layer adds l (found in scope, depth models deep) to the graph and
+// returns the name of the node standing for its output. prev is the output
+// of the layer before it in a Sequential model, or "".
+func (c *kerasConverter) layer(l *kerasLayer, scope, prev string, depth int) string {
+	if depth > c.lim.MaxDepth && c.err == nil {
+		c.err = tooLarge("the Keras model nests models deeper than %d levels, this server's limit", c.lim.MaxDepth)
+	}
 	name := scopedName(scope, l.Config.Name)
+	if len(name) > c.lim.MaxNameBytes && c.err == nil {
+		c.err = tooLarge("the Keras model has a layer whose name under its models' scopes is longer than %d bytes, this server's limit", c.lim.MaxNameBytes)
+	}
+	if c.err != nil {
+		return name
+	}
 	inbound := c.resolve(scope, parseInbound(l.InboundNodes, c.keras2))
 	if l.Config.Layers == nil {
 		n := &tbpb.NodeDef{Name: name, Attr: map[string]*tbpb.AttrValue{}}
@@ -96,7 +134,7 @@ func (c *kerasConverter) layer(l *kerasLayer, scope, prev string) string {
 			n.Input = append(n.Input, prev)
 		}
 		n.Input = append(n.Input, c.extraInputs[name]...)
-		c.g.Node = append(c.g.Node, n)
+		c.add(n)
 		return name
 	}
 
@@ -119,12 +157,12 @@ func (c *kerasConverter) layer(l *kerasLayer, scope, prev string) string {
 		}
 	}
 	last := feed
-	for i := range l.Config.Layers {
+	for i := 0; i < len(l.Config.Layers) && c.err == nil; i++ {
 		p := ""
 		if !functional {
 			p = last
 		}
-		last = c.layer(&l.Config.Layers[i], name, p)
+		last = c.layer(&l.Config.Layers[i], name, p, depth+1)
 	}
 	if functional {
 		c.modelOutputs[name] = c.resolve(name, outputs)

@@ -54,7 +54,7 @@ func TestKerasGraph(t *testing.T) {
 		want: []string{"outer/x(InputLayer)<-", "outer/block/d1(Dense)<-outer/x", "outer/block/act(ReLU)<-outer/block/d1", "outer/add(Add)<-outer/block/act,outer/x"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := kerasGraph([]byte(tc.config), true)
+			g, err := kerasGraph([]byte(tc.config), true, DefaultLimits())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,7 +69,7 @@ func TestKerasDtype(t *testing.T) {
 	g, err := kerasGraph([]byte(`{"class_name": "Sequential", "config": {"name": "s", "layers": [
 		{"class_name": "Dense", "config": {"name": "a", "dtype": "float32"}},
 		{"class_name": "Dense", "config": {"name": "b", "dtype": {"config": {"name": "bfloat16"}}}},
-		{"class_name": "Dense", "config": {"name": "c", "dtype": {"config": {"name": "mixed_float16"}}}}]}}`), false)
+		{"class_name": "Dense", "config": {"name": "c", "dtype": {"config": {"name": "mixed_float16"}}}}]}}`), false, DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestKerasDtype(t *testing.T) {
 	if want := []string{"DT_FLOAT", "DT_BFLOAT16", "DT_INVALID"}; !slices.Equal(got, want) {
 		t.Errorf("dtypes %v, want %v", got, want)
 	}
-	if _, err := kerasGraph([]byte("not json"), false); err == nil {
+	if _, err := kerasGraph([]byte("not json"), false, DefaultLimits()); err == nil {
 		t.Error("a non-JSON config converted")
 	}
 }
@@ -96,7 +96,7 @@ func TestKerasGraphDefaultIsTensorBoards(t *testing.T) {
 		{"class_name": "Concatenate", "name": "cat", "config": {"name": "cat"}, "inbound_nodes": [[["a", 0, 0, {}], ["b", 0, 0, {}]]]},
 		{"class_name": "Dense", "name": "out", "config": {"name": "out"}, "inbound_nodes": [[["cat", 0, 0, {}]]]}],
 		"input_layers": [["a", 0, 0], ["b", 0, 0]], "output_layers": [["out", 0, 0]]}}`
-	g, err := kerasGraph([]byte(config), false)
+	g, err := kerasGraph([]byte(config), false, DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,5 +145,36 @@ node {
 `
 	if got := string(pbtxt.Marshal(g)); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A Keras model past the limits is refused as it is converted: nested
+// deeper than MaxDepth, a scoped name longer than MaxNameBytes, or names
+// and inputs of more than MaxAnswerBytes.
+func TestKerasGraphLimits(t *testing.T) {
+	nested := `{"class_name": "Dense", "config": {"name": "d"}}`
+	for range 5 {
+		nested = `{"class_name": "Sequential", "config": {"name": "s", "layers": [` + nested + `]}}`
+	}
+	lim := DefaultLimits()
+	lim.MaxDepth = 4
+	if _, err := kerasGraph([]byte(nested), false, lim); err == nil || !strings.Contains(err.Error(), "deeper than 4 levels") {
+		t.Errorf("models nested 5 deep with MaxDepth 4: %v", err)
+	}
+	lim.MaxDepth = 5
+	if g, err := kerasGraph([]byte(nested), false, lim); err != nil || len(g.GetNode()) != 1 || g.GetNode()[0].GetName() != "s/s/s/s/s/d" {
+		t.Errorf("models nested 5 deep with MaxDepth 5: %v, %v", err, g)
+	}
+	lim = DefaultLimits()
+	lim.MaxNameBytes = len("s/s/s/s/s/d") - 1
+	if _, err := kerasGraph([]byte(nested), false, lim); err == nil || !strings.Contains(err.Error(), "longer than 10 bytes") {
+		t.Errorf("a name one byte too long: %v", err)
+	}
+	seq := `{"class_name": "Sequential", "config": {"name": "m", "layers": [` + strings.Repeat(`{"class_name": "Dense", "config": {"name": "abcdefgh"}}, `, 99) +
+		`{"class_name": "Dense", "config": {"name": "abcdefgh"}}]}}`
+	lim = DefaultLimits()
+	lim.MaxAnswerBytes = 1000 // 100 nodes of 10-byte names, most with a 10-byte input
+	if _, err := kerasGraph([]byte(seq), false, lim); err == nil || !strings.Contains(err.Error(), "larger than 1000 bytes") {
+		t.Errorf("names and inputs over MaxAnswerBytes: %v", err)
 	}
 }

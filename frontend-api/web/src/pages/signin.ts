@@ -7,6 +7,7 @@
 
 import { ApiError, getSession, signInWithToken } from "../api";
 import { h, setChildren } from "../dom";
+import { signInErrorText } from "./signinerror";
 
 /** The page to come back to: ?next= on /signin, else the current page. */
 function nextPath(): string {
@@ -31,7 +32,7 @@ function issuerName(issuer: string): string {
 export function renderSignIn(el: HTMLElement, done: () => void, message?: string, focus = true) {
   const input = h("input", { type: "password", name: "token", placeholder: "tbh_…", autocomplete: "current-password", required: true, "aria-label": "API token", size: 40 });
   const error = h("p.error", { role: "alert" });
-  if (location.pathname === "/signin") error.textContent = new URLSearchParams(location.search).get("error") ?? "";
+  if (location.pathname === "/signin") error.textContent = signInErrorText(new URLSearchParams(location.search).get("error"));
   const oidc = h("div.oidc");
   const form = h(
     "form.signin",
