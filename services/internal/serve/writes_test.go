@@ -124,13 +124,18 @@ func TestBadPointsAreReportedAndGoodOnesKept(t *testing.T) {
 
 func TestLimitsAreEnforced(t *testing.T) {
 	st, blobs := embedded(t)
+	// ada's token counts toward the byte quota too: 100 bytes are left.
+	quota := 100 + (&store.APIToken{ID: store.NewTokenID(), Name: "test", SecretPrefix: "tbh_abcdef"}).StoredBytes()
 	h := newHarness(t, st, blobs, func(c *serve.Config) {
 		c.Limits.MaxExperimentsPerUser = 2
 		c.Limits.MaxPointsPerUser = 10
 		c.Limits.MaxPointsPerRequest = 8
-		c.Limits.MaxBlobBytesPerUser = 100
+		c.Limits.MaxBlobBytesPerUser = quota
 	})
 	ctx := newUserContext(t, h, "ada")
+	if tb := tokenBytes(t, h, st, ctx); tb != quota-100 {
+		t.Fatalf("ada's token holds %d bytes, want %d", tb, quota-100)
+	}
 	var eid string
 	for range 2 {
 		ce, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
@@ -159,17 +164,17 @@ func TestLimitsAreEnforced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantExhausted("blob beyond the quota", writeWholeBlob(ctx, h, seq.GetBlobSequenceId(), 0, make([]byte, 101)), "blob bytes per user is 100")
+	wantExhausted("blob beyond the quota", writeWholeBlob(ctx, h, seq.GetBlobSequenceId(), 0, make([]byte, 101)), fmt.Sprintf("blob bytes per user is %d", quota))
 
 	usage, err := h.exps.GetQuotaUsage(ctx, &experimentsv1.GetQuotaUsageRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The byte quota counts no blob (the one refused stored nothing) and
-	// the metadata of the series "loss".
+	// The byte quota counts no blob (the one refused stored nothing), the
+	// metadata of the series "loss" and ada's token.
 	want := map[experimentsv1.Quota][2]int64{
 		experimentsv1.Quota_QUOTA_EXPERIMENTS: {2, 2}, experimentsv1.Quota_QUOTA_POINTS: {8, 10},
-		experimentsv1.Quota_QUOTA_BLOB_BYTES: {int64(proto.Size(scalarMetadata())), 100},
+		experimentsv1.Quota_QUOTA_BLOB_BYTES: {int64(proto.Size(scalarMetadata())) + quota - 100, quota},
 	}
 	for _, u := range usage.GetUsages() {
 		if w := want[u.GetQuota()]; u.GetUsed() != w[0] || u.GetLimit() != w[1] {
