@@ -76,10 +76,14 @@ func (a *authService) WhoAmI(ctx context.Context, _ *authv1.WhoAmIRequest) (*aut
 // guard has checked that they include the tokens scope), expiring no
 // later than the caller's credential and recorded as its child, so that
 // revoking the caller's token revokes it. It counts toward the user's
-// token cap and byte quota.
+// token cap and byte quota, and takes from the user's request budget
+// like a write.
 func (a *authService) CreateToken(ctx context.Context, req *authv1.CreateTokenRequest) (*authv1.CreateTokenResponse, error) {
 	p, err := tenancy.Caller(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := a.s.limits.Allow(p.UserID); err != nil {
 		return nil, err
 	}
 	var scopes store.TokenScopes
