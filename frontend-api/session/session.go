@@ -1,9 +1,11 @@
 // Package session signs browsers in to tbhub. A signed-in browser holds
 // one HttpOnly cookie whose value is an API token minted for it ("web
-// session", both scopes at most, expiring with the cookie), so the rest of
-// the system sees an ordinary bearer token: Credentials turns the cookie
-// into the Authorization value that httpapi forwards to the services.
-// Signing out revokes that token.
+// session", the scopes of the credential signed in with, expiring with the
+// cookie or that credential, whichever is first, and revoked with it), so
+// the rest of the system sees an ordinary bearer token: Credentials turns
+// the cookie into the Authorization value that httpapi forwards to the
+// services. Signing out revokes that token. A pasted API token without the
+// tokens scope may not mint one: its session cookie holds the token itself.
 //
 // Two ways in:
 //
@@ -32,6 +34,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -278,7 +281,10 @@ func (h *Handler) signInWithToken(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h.info(who))
 }
 
-// start mints a session token with credential and sets the cookie.
+// start mints a session token with credential and sets the cookie. A
+// credential without the tokens scope may not mint one (a read-only API
+// token, say): the cookie then holds that token itself, which keeps its
+// own expiry and revocation, and signing out only forgets the cookie.
 func (h *Handler) start(w http.ResponseWriter, r *http.Request, credential string) (*authv1.WhoAmIResponse, error) {
 	ctx, cancel := h.call(r, credential)
 	defer cancel()
@@ -287,18 +293,33 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request, credential strin
 		return nil, err
 	}
 	expire := h.cfg.Now().Add(h.cfg.Lifetime)
-	tok, err := h.cfg.Auth.CreateToken(ctx, &authv1.CreateTokenRequest{Name: TokenName, Scopes: who.GetScopes(), ExpireTime: timestamppb.New(expire)})
-	if err != nil {
-		return nil, err
+	secret := strings.TrimSpace(strings.TrimPrefix(credential, "Bearer "))
+	if !borrowed(who) {
+		tok, err := h.cfg.Auth.CreateToken(ctx, &authv1.CreateTokenRequest{Name: TokenName, Scopes: who.GetScopes(), ExpireTime: timestamppb.New(expire)})
+		if err != nil {
+			return nil, err
+		}
+		// The server ends the session's token with the credential it was
+		// made with, if that expires first (an ID token within its hour);
+		// the cookie ends with the token.
+		if te := tok.GetToken().GetExpireTime(); te != nil && te.AsTime().Before(expire) {
+			expire = te.AsTime()
+		}
+		secret = tok.GetSecret()
 	}
-	// The server ends the session's token with the credential it was made
-	// with, if that expires first; the cookie ends with the token.
-	if te := tok.GetToken().GetExpireTime(); te != nil && te.AsTime().Before(expire) {
-		expire = te.AsTime()
-	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: tok.GetSecret(), Path: "/", Expires: expire, MaxAge: max(1, int(expire.Sub(h.cfg.Now()).Seconds())),
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: secret, Path: "/", Expires: expire, MaxAge: max(1, int(expire.Sub(h.cfg.Now()).Seconds())),
 		HttpOnly: true, Secure: h.secure(r), SameSite: http.SameSiteLaxMode})
 	return who, nil
+}
+
+// borrowed reports whether a session started with the caller's
+// credential holds that credential itself: an API token that may not
+// create credentials (no tokens scope). Any other credential mints the
+// session a token of its own, with the same scopes, so a session cookie
+// holding an API token without the tokens scope is always borrowed.
+func borrowed(who *authv1.WhoAmIResponse) bool {
+	return who.GetCredentialKind() == authv1.CredentialKind_CREDENTIAL_KIND_API_TOKEN &&
+		!slices.Contains(who.GetScopes(), authv1.Scope_SCOPE_TOKENS)
 }
 
 // signOut revokes the session's token and forgets the cookie.
@@ -312,7 +333,7 @@ func (h *Handler) signOut(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := h.call(r, "Bearer "+c.Value)
 		defer cancel()
 		who, err := h.cfg.Auth.WhoAmI(ctx, &authv1.WhoAmIRequest{})
-		if err == nil {
+		if err == nil && !borrowed(who) {
 			_, err = h.cfg.Auth.RevokeToken(ctx, &authv1.RevokeTokenRequest{TokenId: who.GetTokenId()})
 		}
 		if err != nil && status.Code(err) != codes.Unauthenticated {

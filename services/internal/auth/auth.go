@@ -4,8 +4,9 @@
 //
 //   - tbhub API tokens, recognisable by their "tbh_" prefix: 256 random
 //     bits, shown to the user once (IssueToken) and stored only as a
-//     SHA-256 hash; revocable, optionally expiring, scoped to upload
-//     and/or read.
+//     SHA-256 hash; revocable (with every token made with them),
+//     optionally expiring, scoped to upload, read and/or managing the
+//     user's tokens.
 //   - OpenID Connect ID tokens (JWTs) from one configured issuer (Google by
 //     default), verified against the issuer's published keys with
 //     github.com/coreos/go-oidc. The user is the issuer + subject; the
@@ -65,9 +66,9 @@ type Principal struct {
 	// for API tokens.
 	Scopes  store.TokenScopes
 	TokenID string // API tokens only
-	// ExpireTime is when the credential stops working; zero for API
-	// tokens without expiry and for OIDC callers (whose sign-in, not the
-	// ID token's hour, is the credential).
+	// ExpireTime is when the credential stops working: the ID token's
+	// expiry for OIDC callers, the token's for API tokens (zero if it has
+	// none). Credentials made with this one expire no later.
 	ExpireTime time.Time
 }
 
@@ -255,7 +256,7 @@ func (a *Authenticator) idToken(ctx context.Context, raw string) (*Principal, er
 			return nil, fmt.Errorf("auth: user of %s/%s: %w", tok.Issuer, tok.Subject, err)
 		}
 		return &Principal{UserID: u.ID, Email: c.Email, Issuer: tok.Issuer, Subject: tok.Subject,
-			Kind: KindOIDC, Scopes: store.AllScopes}, nil
+			Kind: KindOIDC, Scopes: store.AllScopes, ExpireTime: tok.Expiry}, nil
 	}
 	u, err := a.ids.GetOrCreateOIDCUser(ctx, tok.Issuer, tok.Subject, c.Email, store.NewUserID())
 	if errors.Is(err, store.ErrAlreadyExists) {
@@ -267,7 +268,7 @@ func (a *Authenticator) idToken(ctx context.Context, raw string) (*Principal, er
 		return nil, fmt.Errorf("auth: user of %s/%s: %w", tok.Issuer, tok.Subject, err)
 	}
 	return &Principal{UserID: u.ID, Email: c.Email, Issuer: tok.Issuer, Subject: tok.Subject,
-		Kind: KindOIDC, Scopes: store.AllScopes}, nil
+		Kind: KindOIDC, Scopes: store.AllScopes, ExpireTime: tok.Expiry}, nil
 }
 
 func audienceAccepted(aud, accepted []string) bool {
@@ -314,23 +315,35 @@ func (a *Authenticator) oidcVerifier(ctx context.Context) (*oidc.IDTokenVerifier
 }
 
 // IssueToken creates an API token for a user and returns its record and
-// its secret, which is not stored and cannot be shown again. A zero expire
-// means no expiry.
-func (a *Authenticator) IssueToken(ctx context.Context, userID, name string, scopes store.TokenScopes, expire time.Time) (store.APIToken, string, error) {
+// its secret, which is not stored and cannot be shown again. parentID is
+// the token it is made with ("" for none: an OIDC sign-in, an operator);
+// revoking that token revokes this one. A zero expire means no expiry.
+func (a *Authenticator) IssueToken(ctx context.Context, userID, parentID, name string, scopes store.TokenScopes, expire time.Time) (store.APIToken, string, error) {
+	t, secret, err := NewToken(userID, parentID, name, scopes, expire)
+	if err != nil {
+		return store.APIToken{}, "", err
+	}
+	if t, err = a.ids.CreateAPIToken(ctx, t); err != nil {
+		return store.APIToken{}, "", fmt.Errorf("auth.IssueToken: %w", err)
+	}
+	return t, secret, nil
+}
+
+// NewToken makes the record and the secret of a new API token, as
+// IssueToken does, without storing it: a caller that must first admit
+// the record (its bytes count toward a quota) stores it itself with
+// store.IdentityStore.CreateAPIToken.
+func NewToken(userID, parentID, name string, scopes store.TokenScopes, expire time.Time) (store.APIToken, string, error) {
 	if scopes == 0 || scopes&^store.AllScopes != 0 {
-		return store.APIToken{}, "", fmt.Errorf("auth.IssueToken: scopes %v: %w", scopes, store.ErrInvalidArgument)
+		return store.APIToken{}, "", fmt.Errorf("auth.NewToken: scopes %v: %w", scopes, store.ErrInvalidArgument)
 	}
 	b := make([]byte, tokenSecretBytes)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
 	secret := TokenPrefix + base64.RawURLEncoding.EncodeToString(b)
-	t, err := a.ids.CreateAPIToken(ctx, store.APIToken{
-		ID: store.NewTokenID(), UserID: userID, Name: name, Scopes: scopes,
+	return store.APIToken{
+		ID: store.NewTokenID(), UserID: userID, ParentID: parentID, Name: name, Scopes: scopes,
 		Hash: store.HashTokenSecret(secret), SecretPrefix: secret[:secretPrefixLen], ExpireTime: expire,
-	})
-	if err != nil {
-		return store.APIToken{}, "", fmt.Errorf("auth.IssueToken: %w", err)
-	}
-	return t, secret, nil
+	}, secret, nil
 }
 
 type principalKey struct{}

@@ -66,7 +66,7 @@ func TestReadOnly(t *testing.T) {
 	if err := f.st.CreateUser(ctx, store.User{ID: "u1", Name: "ada"}); err != nil {
 		t.Fatal(err)
 	}
-	_, secret, err := f.auth.IssueToken(ctx, "u1", "ci", store.ScopeRead, time.Time{})
+	_, secret, err := f.auth.IssueToken(ctx, "u1", "", "ci", store.ScopeRead, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestAPITokens(t *testing.T) {
 	if err := f.st.CreateUser(ctx, store.User{ID: "u1", Name: "ada"}); err != nil {
 		t.Fatal(err)
 	}
-	tok, secret, err := f.auth.IssueToken(ctx, "u1", "ci", store.ScopeRead, time.Time{})
+	tok, secret, err := f.auth.IssueToken(ctx, "u1", "", "ci", store.ScopeRead, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestAPITokens(t *testing.T) {
 		t.Errorf("revoked token: %v, want ErrInvalidCredentials", err)
 	}
 
-	_, expiring, err := f.auth.IssueToken(ctx, "u1", "short", store.AllScopes, f.now.Add(time.Hour))
+	_, expiring, err := f.auth.IssueToken(ctx, "u1", "", "short", store.AllScopes, f.now.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestAPITokens(t *testing.T) {
 	if _, err := f.auth.Authenticate(ctx, "Bearer "+expiring); !errors.Is(err, auth.ErrInvalidCredentials) {
 		t.Errorf("expired token: %v, want ErrInvalidCredentials", err)
 	}
-	if _, _, err := f.auth.IssueToken(ctx, "u1", "none", 0, time.Time{}); !errors.Is(err, store.ErrInvalidArgument) {
+	if _, _, err := f.auth.IssueToken(ctx, "u1", "", "none", 0, time.Time{}); !errors.Is(err, store.ErrInvalidArgument) {
 		t.Errorf("IssueToken without scopes: %v, want ErrInvalidArgument", err)
 	}
 }
@@ -198,7 +198,7 @@ func TestOIDC(t *testing.T) {
 		t.Errorf("second sign-in: %+v, %v; want user %s", again, err, p.UserID)
 	}
 	// An API token of an OIDC user carries the email.
-	_, secret, err := f.auth.IssueToken(ctx, p.UserID, "t", store.ScopeUpload, time.Time{})
+	_, secret, err := f.auth.IssueToken(ctx, p.UserID, "", "t", store.ScopeUpload, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,6 +225,27 @@ func TestOIDC(t *testing.T) {
 		if _, err := f.auth.Authenticate(ctx, "Bearer "+raw); !errors.Is(err, auth.ErrInvalidCredentials) {
 			t.Errorf("%s: %v, want ErrInvalidCredentials", name, err)
 		}
+	}
+}
+
+// An OIDC principal expires with its ID token, so that what it makes
+// (CreateToken caps at Principal.ExpireTime) does not outlive it: it
+// carried no expiry, and an ID token with 8 s left minted a token that
+// never expired.
+func TestOIDCPrincipalExpiresWithTheIDToken(t *testing.T) {
+	f := newFixture(t)
+	expiry := f.now.Add(8 * time.Second)
+	raw := f.idToken(t, oidctest.Claims{Subject: "s-1", Email: "ada@example.com", EmailVerified: true, Expiry: expiry})
+	p, err := f.auth.Authenticate(t.Context(), "Bearer "+raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.ExpireTime.Equal(expiry) {
+		t.Errorf("principal of an ID token expiring at %v expires at %v", expiry, p.ExpireTime)
+	}
+	f.now = expiry.Add(time.Second)
+	if _, err := f.auth.Authenticate(t.Context(), "Bearer "+raw); !errors.Is(err, auth.ErrInvalidCredentials) {
+		t.Errorf("the ID token after its expiry: %v, want ErrInvalidCredentials", err)
 	}
 }
 
@@ -259,7 +280,7 @@ func TestIssuerUnavailable(t *testing.T) {
 	if err := f.st.CreateUser(t.Context(), store.User{ID: "u", Name: "u"}); err != nil {
 		t.Fatal(err)
 	}
-	_, secret, err := a.IssueToken(t.Context(), "u", "t", store.ScopeRead, time.Time{})
+	_, secret, err := a.IssueToken(t.Context(), "u", "", "t", store.ScopeRead, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,10 @@ type Limits struct {
 	MaxExperimentsPerUser int64
 	MaxPointsPerUser      int64
 	MaxBlobBytesPerUser   int64
+	// MaxTokensPerUser caps a user's live API tokens, web sessions
+	// included (neither revoked nor expired; store.Usage.Tokens); 0 =
+	// unlimited. Token records count toward MaxBlobBytesPerUser too.
+	MaxTokensPerUser int64
 
 	// Per-user write rate: RequestsPerSecond sustained, Burst at once.
 	// RequestsPerSecond 0 disables rate limiting.
@@ -101,6 +105,9 @@ func Default() Limits {
 		MaxExperimentsPerUser:    1_000,
 		MaxPointsPerUser:         1_000_000_000,
 		MaxBlobBytesPerUser:      100 << 30,
+		// A user's laptops, CI jobs and browsers, with room to spare;
+		// revoked and expired tokens free their place.
+		MaxTokensPerUser: 100,
 		// An upload of a blob-heavy logdir sends two requests per blob
 		// (GetOrCreateBlobSequence, WriteBlob) as fast as it can; several
 		// uploads of one user may run at once.
@@ -250,10 +257,14 @@ var (
 		used: func(u *userState) int64 { return u.usage.Experiments }, add: func(u *userState, n int64) { u.usage.Experiments += n }}
 	pointsQuota = quota{name: "points per user", limit: func(l Limits) int64 { return l.MaxPointsPerUser },
 		used: func(u *userState) int64 { return u.usage.Points }, add: func(u *userState, n int64) { u.usage.Points += n }}
+	tokensQuota = quota{name: "live API tokens per user", counts: ", counting web sessions and tokens neither revoked nor expired",
+		limit: func(l Limits) int64 { return l.MaxTokensPerUser },
+		used:  func(u *userState) int64 { return u.usage.Tokens }, add: func(u *userState, n int64) { u.usage.Tokens += n }}
 	// bytesQuota counts blob bytes stored and reserved by running streams,
-	// and series metadata; admitted metadata is added here, blob bytes by
-	// ReserveBlobBytes.
-	bytesQuota = quota{name: "blob bytes per user", counts: ", counting blobs (finished or not) and series metadata",
+	// series metadata and token records; admitted metadata and token bytes
+	// are added here (to MetadataBytes until the next refresh), blob bytes
+	// by ReserveBlobBytes.
+	bytesQuota = quota{name: "blob bytes per user", counts: ", counting blobs (finished or not), series metadata and API tokens",
 		limit: func(l Limits) int64 { return l.MaxBlobBytesPerUser },
 		used:  func(u *userState) int64 { return u.usage.StoredBytes() + u.reserved },
 		add:   func(u *userState, n int64) { u.usage.MetadataBytes += n }}
@@ -302,6 +313,23 @@ func (e *Enforcer) ReserveBlobBytes(ctx context.Context, userID string, n int64)
 // of the usage from the store corrects it.
 func (e *Enforcer) ReserveMetadataBytes(ctx context.Context, userID string, n int64) error {
 	return e.reserve(ctx, userID, charge{bytesQuota, n})
+}
+
+// ReserveToken admits one more live API token for the user, whose record
+// takes n bytes (store.APIToken.StoredBytes): under the token cap and the
+// byte quota, both or neither.
+func (e *Enforcer) ReserveToken(ctx context.Context, userID string, n int64) error {
+	return e.reserve(ctx, userID, charge{tokensQuota, 1}, charge{bytesQuota, n})
+}
+
+// UsageChanged makes the next quota check of the user read the usage from
+// the store again: call it after a change that frees quota (revoked
+// tokens), so that a user at a cap may use what was freed at once.
+func (e *Enforcer) UsageChanged(userID string) {
+	u := e.user(userID)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.loaded = time.Time{}
 }
 
 // AcquireBlobStream admits one more WriteBlob stream of the user over the

@@ -190,3 +190,35 @@ func TestTokenRoutes(t *testing.T) {
 	expect(t, "owner revokes it", s.send(t, http.MethodDelete, "/api/tokens/"+created.Token.TokenID, s.token, ""), http.StatusNoContent, "")
 	expect(t, "revoked", s.send(t, http.MethodGet, "/api/whoami", created.Secret, ""), http.StatusUnauthorized, "")
 }
+
+// newToken creates a token with token's credential through POST
+// /api/tokens and returns its ID and secret.
+func newToken(t *testing.T, s *server, token, scopes string) (id, secret string) {
+	t.Helper()
+	r := s.send(t, http.MethodPost, "/api/tokens", token, `{"name":"t","scopes":[`+scopes+`]}`)
+	var created struct {
+		Token  struct{ TokenID string }
+		Secret string
+	}
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &created) != nil {
+		t.Fatalf("POST /api/tokens %s: %d %s", scopes, r.status, r.body)
+	}
+	return created.Token.TokenID, created.Secret
+}
+
+// Listing, creating and revoking tokens needs the tokens scope (issue 20
+// #5): a read-only token listed and revoked every token of its user,
+// upload tokens included, and minted more; an upload token minted too.
+func TestTokenRoutesNeedTheTokensScope(t *testing.T) {
+	s := startServerWith(t, readpath.Config{CacheTTL: -1})
+	_, ro := newToken(t, s, s.token, `"SCOPE_READ"`)
+	uploadID, upload := newToken(t, s, s.token, `"SCOPE_UPLOAD","SCOPE_READ"`)
+	for _, cred := range []struct{ name, token string }{{"read-only", ro}, {"upload+read", upload}} {
+		expect(t, cred.name+" lists tokens", s.send(t, http.MethodGet, "/api/tokens", cred.token, ""), http.StatusForbidden, "tokens scope")
+		expect(t, cred.name+" creates a token", s.send(t, http.MethodPost, "/api/tokens", cred.token, `{"name":"x","scopes":["SCOPE_READ"]}`), http.StatusForbidden, "tokens scope")
+		expect(t, cred.name+" revokes the upload token", s.send(t, http.MethodDelete, "/api/tokens/"+uploadID, cred.token, ""), http.StatusForbidden, "tokens scope")
+	}
+	expect(t, "the upload token after the refused revocations", s.send(t, http.MethodGet, "/api/whoami", upload, ""), http.StatusOK, "")
+	_, manager := newToken(t, s, s.token, `"SCOPE_READ","SCOPE_TOKENS"`)
+	expect(t, "a token with the tokens scope lists", s.send(t, http.MethodGet, "/api/tokens", manager, ""), http.StatusOK, `"SCOPE_TOKENS"`)
+}

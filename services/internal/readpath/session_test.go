@@ -127,9 +127,63 @@ func TestTokenSignInSession(t *testing.T) {
 	if r := s.send(t, http.MethodGet, "/api/whoami", s.token, ""); r.status != http.StatusOK {
 		t.Errorf("the token signed in with must still work after sign-out: %d", r.status)
 	}
-	if _, body := call(t, c, http.MethodGet, s.url+"/api/session", "", ""); !strings.Contains(body, `"signedIn":false`) {
-		t.Errorf("after sign-out: %s", body)
+	wantSignedOut(t, c, s.url, "after sign-out")
+}
+
+// wantSignedOut checks that GET /api/session says the browser c is
+// signed out.
+func wantSignedOut(t *testing.T, c *http.Client, url, what string) {
+	t.Helper()
+	if _, body := call(t, c, http.MethodGet, url+"/api/session", "", ""); !strings.Contains(body, `"signedIn":false`) {
+		t.Errorf("%s: %s", what, body)
 	}
+}
+
+// A browser session minted with a token dies when that token is revoked
+// (issue 20 #5): it outlived it.
+func TestSessionDiesWithTheTokenItWasMadeWith(t *testing.T) {
+	s := startServerWith(t, readpath.Config{CacheTTL: -1})
+	eid := ownedExperiment(t, s)
+	laptopID, laptop := newToken(t, s, s.token, `"SCOPE_UPLOAD","SCOPE_READ","SCOPE_TOKENS"`)
+	c := browser(t)
+	resp, body := call(t, c, http.MethodPost, s.url+"/api/session", s.url, `{"token":"`+laptop+`"}`)
+	ck := sessionCookie(resp)
+	if resp.StatusCode != http.StatusOK || ck == nil || ck.Value == laptop {
+		t.Fatalf("sign-in with the token: %d %s, cookie %+v; want a session token of its own", resp.StatusCode, body, ck)
+	}
+	if resp, body := call(t, c, http.MethodGet, s.url+"/api/experiments/"+eid, "", ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("reading with the session: %d %s", resp.StatusCode, body)
+	}
+	expect(t, "revoke the token", s.send(t, http.MethodDelete, "/api/tokens/"+laptopID, s.token, ""), http.StatusNoContent, "")
+	if r := s.send(t, http.MethodGet, "/api/whoami", ck.Value, ""); r.status != http.StatusUnauthorized {
+		t.Errorf("the session's token after revoking the token it was made with: %d, want 401", r.status)
+	}
+	wantSignedOut(t, c, s.url, "the browser after revoking the token it signed in with")
+}
+
+// A read-only token may not mint credentials, yet still signs a browser
+// in: the cookie holds the token itself, which reads but cannot manage
+// tokens, and signing out leaves it working.
+func TestReadOnlyTokenSignIn(t *testing.T) {
+	s := startServerWith(t, readpath.Config{CacheTTL: -1})
+	eid := ownedExperiment(t, s)
+	_, ro := newToken(t, s, s.token, `"SCOPE_READ"`)
+	c := browser(t)
+	resp, body := call(t, c, http.MethodPost, s.url+"/api/session", s.url, `{"token":"`+ro+`"}`)
+	if ck := sessionCookie(resp); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"signedIn":true`) || ck == nil || ck.Value != ro {
+		t.Fatalf("sign-in with a read-only token: %d %s, cookie %+v", resp.StatusCode, body, ck)
+	}
+	if resp, body := call(t, c, http.MethodGet, s.url+"/api/experiments/"+eid, "", ""); resp.StatusCode != http.StatusOK {
+		t.Errorf("reading with the session: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := call(t, c, http.MethodGet, s.url+"/api/tokens", "", ""); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("listing tokens with the read-only session: %d %s, want 403", resp.StatusCode, body)
+	}
+	if resp, _ := call(t, c, http.MethodDelete, s.url+"/api/session", s.url, ""); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("sign-out: %d", resp.StatusCode)
+	}
+	expect(t, "the read-only token after sign-out", s.send(t, http.MethodGet, "/api/whoami", ro, ""), http.StatusOK, "")
+	wantSignedOut(t, c, s.url, "after sign-out")
 }
 
 func TestOIDCSignInSession(t *testing.T) {

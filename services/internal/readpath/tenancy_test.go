@@ -149,7 +149,7 @@ func TestTenancyMatrixHTTP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, secret, err := s.srv.Authenticator().IssueToken(ctx, u.ID, "matrix", scopes, time.Time{})
+		_, secret, err := s.srv.Authenticator().IssueToken(ctx, u.ID, "", "matrix", scopes, time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}

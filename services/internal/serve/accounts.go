@@ -43,7 +43,7 @@ func IssueUserToken(ctx context.Context, st UserStore, a *auth.Authenticator, na
 	if err != nil {
 		return "", err
 	}
-	_, secret, err := a.IssueToken(ctx, u.ID, label, store.AllScopes, time.Time{})
+	_, secret, err := a.IssueToken(ctx, u.ID, "", label, store.AllScopes, time.Time{})
 	return secret, err
 }
 
@@ -54,6 +54,6 @@ func (s *Server) FirstStart(ctx context.Context) (string, error) {
 	if err != nil || !created {
 		return "", err
 	}
-	_, secret, err := s.auth.IssueToken(ctx, u.ID, "created by tbhub serve on first start", store.AllScopes, time.Time{})
+	_, secret, err := s.auth.IssueToken(ctx, u.ID, "", "created by tbhub serve on first start", store.AllScopes, time.Time{})
 	return secret, err
 }

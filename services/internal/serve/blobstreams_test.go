@@ -160,7 +160,7 @@ func TestTokenCannotOutliveItsCredential(t *testing.T) {
 	h := newHarness(t, st, blobs, nil)
 	ctx := newUserContext(t, h, "ada")
 	expire := time.Now().Add(time.Hour).Truncate(time.Second)
-	short, err := h.account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: "short", Scopes: []authv1.Scope{authv1.Scope_SCOPE_UPLOAD, authv1.Scope_SCOPE_READ},
+	short, err := h.account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: "short", Scopes: []authv1.Scope{authv1.Scope_SCOPE_UPLOAD, authv1.Scope_SCOPE_READ, authv1.Scope_SCOPE_TOKENS},
 		ExpireTime: timestamppb.New(expire)})
 	if err != nil {
 		t.Fatal(err)

@@ -49,13 +49,14 @@ var visibilities = []experimentsv1.Visibility{
 type rpcKind int
 
 const (
-	kindCreate   rpcKind = iota // needs a user with upload scope
-	kindWrite                   // owner with upload scope only
-	kindList                    // any signed-in user; lists their own
-	kindRead                    // follows visibility
-	kindTestOnly                // disabled: UNIMPLEMENTED once authenticated
-	kindAccount                 // about the caller only: any valid credential
-	kindBrowse                  // the public gallery: anyone, signed in or not
+	kindCreate      rpcKind = iota // needs a user with upload scope
+	kindWrite                      // owner with upload scope only
+	kindList                       // any signed-in user; lists their own
+	kindRead                       // follows visibility
+	kindTestOnly                   // disabled: UNIMPLEMENTED once authenticated
+	kindAccount                    // about the caller only: any valid credential
+	kindBrowse                     // the public gallery: anyone, signed in or not
+	kindCredentials                // the caller's tokens: needs the tokens scope
 )
 
 func expectedCode(k rpcKind, c credential, v experimentsv1.Visibility) codes.Code {
@@ -76,7 +77,7 @@ func expectedCode(k rpcKind, c credential, v experimentsv1.Visibility) codes.Cod
 		return codes.Unauthenticated
 	}
 	switch k {
-	case kindCreate:
+	case kindCreate, kindCredentials:
 		if c == credReadOnly {
 			return codes.PermissionDenied
 		}
@@ -256,11 +257,11 @@ var rpcCases = []rpcCase{
 		_, err := h.account.WhoAmI(ctx, &authv1.WhoAmIRequest{})
 		return err
 	}},
-	{"auth.ListTokens", kindAccount, func(ctx context.Context, h *harness, _ target) error {
+	{"auth.ListTokens", kindCredentials, func(ctx context.Context, h *harness, _ target) error {
 		_, err := h.account.ListTokens(ctx, &authv1.ListTokensRequest{})
 		return err
 	}},
-	{"auth.CreateToken", kindAccount, func(ctx context.Context, h *harness, _ target) error {
+	{"auth.CreateToken", kindCredentials, func(ctx context.Context, h *harness, _ target) error {
 		_, err := h.account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: "read", Scopes: []authv1.Scope{authv1.Scope_SCOPE_READ}})
 		return err
 	}},
@@ -311,14 +312,14 @@ func newMatrixFixture(t *testing.T, h *harness) *matrixFixture {
 		}
 		return resp.GetSecret(), resp.GetToken().GetTokenId()
 	}
-	full, _ := token(ownerOIDC, authv1.Scope_SCOPE_UPLOAD, authv1.Scope_SCOPE_READ)
+	full, _ := token(ownerOIDC, authv1.Scope_SCOPE_UPLOAD, authv1.Scope_SCOPE_READ, authv1.Scope_SCOPE_TOKENS)
 	readOnly, _ := token(ownerOIDC, authv1.Scope_SCOPE_READ)
 	revoked, revokedID := token(ownerOIDC, authv1.Scope_SCOPE_UPLOAD, authv1.Scope_SCOPE_READ)
 	if _, err := h.account.RevokeToken(ownerOIDC, &authv1.RevokeTokenRequest{TokenId: revokedID}); err != nil {
 		t.Fatal(err)
 	}
 	otherOIDC := as(ctx, bearer(h.idToken(t, "other-subject", "other@example.com", false)))
-	other, _ := token(otherOIDC, authv1.Scope_SCOPE_UPLOAD, authv1.Scope_SCOPE_READ)
+	other, _ := token(otherOIDC, authv1.Scope_SCOPE_UPLOAD, authv1.Scope_SCOPE_READ, authv1.Scope_SCOPE_TOKENS)
 
 	f.headers = map[credential]string{
 		credNone:      "",

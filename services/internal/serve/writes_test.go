@@ -18,6 +18,7 @@ import (
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 	"github.com/tbhub/tbhub/services/internal/serve"
+	"github.com/tbhub/tbhub/services/internal/store"
 )
 
 func newUserContext(t *testing.T, h *harness, name string) context.Context {
@@ -123,13 +124,18 @@ func TestBadPointsAreReportedAndGoodOnesKept(t *testing.T) {
 
 func TestLimitsAreEnforced(t *testing.T) {
 	st, blobs := embedded(t)
+	// ada's token counts toward the byte quota too: 100 bytes are left.
+	quota := 100 + (&store.APIToken{ID: store.NewTokenID(), Name: "test", SecretPrefix: "tbh_abcdef"}).StoredBytes()
 	h := newHarness(t, st, blobs, func(c *serve.Config) {
 		c.Limits.MaxExperimentsPerUser = 2
 		c.Limits.MaxPointsPerUser = 10
 		c.Limits.MaxPointsPerRequest = 8
-		c.Limits.MaxBlobBytesPerUser = 100
+		c.Limits.MaxBlobBytesPerUser = quota
 	})
 	ctx := newUserContext(t, h, "ada")
+	if tb := tokenBytes(t, h, st, ctx); tb != quota-100 {
+		t.Fatalf("ada's token holds %d bytes, want %d", tb, quota-100)
+	}
 	var eid string
 	for range 2 {
 		ce, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
@@ -158,17 +164,17 @@ func TestLimitsAreEnforced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantExhausted("blob beyond the quota", writeWholeBlob(ctx, h, seq.GetBlobSequenceId(), 0, make([]byte, 101)), "blob bytes per user is 100")
+	wantExhausted("blob beyond the quota", writeWholeBlob(ctx, h, seq.GetBlobSequenceId(), 0, make([]byte, 101)), fmt.Sprintf("blob bytes per user is %d", quota))
 
 	usage, err := h.exps.GetQuotaUsage(ctx, &experimentsv1.GetQuotaUsageRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The byte quota counts no blob (the one refused stored nothing) and
-	// the metadata of the series "loss".
+	// The byte quota counts no blob (the one refused stored nothing), the
+	// metadata of the series "loss" and ada's token.
 	want := map[experimentsv1.Quota][2]int64{
 		experimentsv1.Quota_QUOTA_EXPERIMENTS: {2, 2}, experimentsv1.Quota_QUOTA_POINTS: {8, 10},
-		experimentsv1.Quota_QUOTA_BLOB_BYTES: {int64(proto.Size(scalarMetadata())), 100},
+		experimentsv1.Quota_QUOTA_BLOB_BYTES: {int64(proto.Size(scalarMetadata())) + quota - 100, quota},
 	}
 	for _, u := range usage.GetUsages() {
 		if w := want[u.GetQuota()]; u.GetUsed() != w[0] || u.GetLimit() != w[1] {
@@ -337,7 +343,7 @@ func TestMetadataCountsTowardTheByteQuota(t *testing.T) {
 		c.Limits.MaxBlobBytesPerUser = quota
 	})
 	ctx, eid := adaExperiment(t, h, st, "metadata")
-	var stored int64
+	stored := tokenBytes(t, h, st, ctx) // ada's token counts too (TestTokensCountTowardTheByteQuota)
 	for i := range 20 {
 		req := scalarRequest(eid, 1)
 		tag := req.Runs[0].Tags[0]
@@ -373,6 +379,25 @@ func TestMetadataCountsTowardTheByteQuota(t *testing.T) {
 			t.Errorf("blob bytes quota: used %d of %d, want %d of %d", u.GetUsed(), u.GetLimit(), stored, quota)
 		}
 	}
+}
+
+// tokenBytes is what the tokens of the caller of ctx count toward the
+// byte quota.
+func tokenBytes(t *testing.T, h *harness, st store.Store, ctx context.Context) int64 {
+	t.Helper()
+	who, err := h.account.WhoAmI(ctx, &authv1.WhoAmIRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := st.ListAPITokens(ctx, who.GetUserId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for i := range tokens {
+		n += tokens[i].StoredBytes()
+	}
+	return n
 }
 
 // The metadata limit (--max-metadata-bytes) holds on every path that

@@ -26,9 +26,14 @@ const (
 	ScopeUpload TokenScopes = 1 << iota
 	// ScopeRead allows reading the experiments the user may see.
 	ScopeRead
+	// ScopeTokens allows managing the user's credentials: creating API
+	// tokens and web sessions, listing and revoking them. Without it a
+	// stolen upload or read token cannot mint credentials that outlive it
+	// nor revoke the user's others.
+	ScopeTokens
 
 	// AllScopes is what a signed-in (OIDC) user holds.
-	AllScopes = ScopeUpload | ScopeRead
+	AllScopes = ScopeUpload | ScopeRead | ScopeTokens
 )
 
 // Has reports whether every scope of want is in s.
@@ -41,6 +46,9 @@ func (s TokenScopes) String() string {
 	}
 	if s.Has(ScopeRead) {
 		parts = append(parts, "read")
+	}
+	if s.Has(ScopeTokens) {
+		parts = append(parts, "tokens")
 	}
 	if len(parts) == 0 {
 		return "none"
@@ -78,12 +86,27 @@ type APIToken struct {
 	// SecretPrefix is the first characters of the secret, so a user can
 	// recognise a token; too short to use it.
 	SecretPrefix string
+	// ParentID is the token whose call created this one (a token or a web
+	// session minted with it); empty for tokens made by a signed-in (OIDC)
+	// user or by an operator. Revoking a token revokes its descendants.
+	ParentID string
 	// CreateTime is set by the store. ExpireTime zero means no expiry;
 	// LastUseTime and RevokeTime are zero until set.
 	CreateTime  time.Time
 	ExpireTime  time.Time
 	LastUseTime time.Time
 	RevokeTime  time.Time
+}
+
+// TokenRecordOverhead is what a stored token takes besides its text
+// fields: the 32-byte hash, the scopes and four times, 8 bytes each.
+const TokenRecordOverhead = 32 + 5*8
+
+// StoredBytes is what the token's record counts toward the user's byte
+// quota: its ID, name, secret prefix and parent ID (bytes of UTF-8) and
+// TokenRecordOverhead. The stores sum the same in Usage.TokenBytes.
+func (t *APIToken) StoredBytes() int64 {
+	return int64(len(t.ID)+len(t.Name)+len(t.SecretPrefix)+len(t.ParentID)) + TokenRecordOverhead
 }
 
 // Usable reports whether the token may authenticate a call at now: not
@@ -101,11 +124,19 @@ type Usage struct {
 	// MetadataBytes is the bytes of the series' serialized summary
 	// metadata (TimeSeries.SummaryMetadata), stored once per series.
 	MetadataBytes int64
+	// Tokens is the user's API tokens (web sessions included) neither
+	// revoked nor expired when the usage was read: what the per-user token
+	// cap counts.
+	Tokens int64
+	// TokenBytes is the bytes of the user's token records in every state
+	// (APIToken.StoredBytes): revoked and expired tokens stay listed, so
+	// they stay stored.
+	TokenBytes int64
 }
 
 // StoredBytes is what the per-user byte quota counts: blobs, finished or
-// not, and series metadata.
-func (u Usage) StoredBytes() int64 { return u.BlobBytes + u.MetadataBytes }
+// not, series metadata and token records.
+func (u Usage) StoredBytes() int64 { return u.BlobBytes + u.MetadataBytes + u.TokenBytes }
 
 // IdentityStore keeps users' outside identities, API tokens and usage.
 // Methods wrap the sentinel errors of this package.
@@ -125,7 +156,8 @@ type IdentityStore interface {
 	GetOIDCIdentity(ctx context.Context, userID string) (OIDCIdentity, error)
 
 	// CreateAPIToken stores t (ID, UserID, Hash and a non-empty Scopes
-	// required; CreateTime is set by the store). ErrNotFound for an
+	// required; CreateTime is set by the store; ParentID, if set, is
+	// recorded as given). ErrNotFound for an
 	// unknown user, ErrAlreadyExists if the ID or hash is taken.
 	CreateAPIToken(ctx context.Context, t APIToken) (APIToken, error)
 	// GetAPITokenByHash returns the token with that hash in any state;
@@ -133,9 +165,10 @@ type IdentityStore interface {
 	GetAPITokenByHash(ctx context.Context, h TokenHash) (APIToken, error)
 	// ListAPITokens returns a user's tokens in every state, oldest first.
 	ListAPITokens(ctx context.Context, userID string) ([]APIToken, error)
-	// RevokeAPIToken marks a user's token revoked at the given time; a
-	// token already revoked keeps its first revocation time. ErrNotFound
-	// if the user has no token with that ID.
+	// RevokeAPIToken marks a user's token revoked at the given time,
+	// with every token made with it, transitively (ParentID), in one
+	// transaction; a token already revoked keeps its first revocation
+	// time. ErrNotFound if the user has no token with that ID.
 	RevokeAPIToken(ctx context.Context, userID, tokenID string, at time.Time) error
 	// TouchAPIToken records a use of the token at the given time (never
 	// moving LastUseTime backwards). Unknown IDs are ignored.
@@ -153,7 +186,8 @@ type IdentityStore interface {
 	// experiment, sorted.
 	ListPendingGrants(ctx context.Context, eid string) ([]string, error)
 
-	// UserUsage sums the user's live experiments.
+	// UserUsage sums the user's live experiments and counts the user's
+	// tokens.
 	UserUsage(ctx context.Context, userID string) (Usage, error)
 	// ListGrantedExperiments returns the IDs of live experiments on which
 	// the user holds a read grant, sorted.

@@ -239,7 +239,7 @@ func outcomeError(out Outcome, op Op, p *auth.Principal) error {
 		return rpcerr.New(codes.Unauthenticated, "this call needs credentials (authorization: Bearer ...)")
 	}
 	if p != nil && !p.Scopes.Has(rules[op].scope) {
-		return rpcerr.New(codes.PermissionDenied, "the credential's scopes (%v) do not allow %v", p.Scopes, op)
+		return rpcerr.New(codes.PermissionDenied, "the credential's scopes (%v) do not allow %v, which needs the %v scope", p.Scopes, op, rules[op].scope)
 	}
 	return rpcerr.New(codes.PermissionDenied, "only the experiment's owner may %v it", op)
 }

@@ -115,9 +115,9 @@ var Methods = map[string]Method{
 	}},
 
 	authv1.AuthService_WhoAmI_FullMethodName:      {Op: OpAccount},
-	authv1.AuthService_CreateToken_FullMethodName: {Op: OpAccount},
-	authv1.AuthService_ListTokens_FullMethodName:  {Op: OpAccount},
-	authv1.AuthService_RevokeToken_FullMethodName: {Op: OpAccount},
+	authv1.AuthService_CreateToken_FullMethodName: {Op: OpCredentials},
+	authv1.AuthService_ListTokens_FullMethodName:  {Op: OpCredentials},
+	authv1.AuthService_RevokeToken_FullMethodName: {Op: OpCredentials},
 }
 
 // publicServices are served to anyone without a rule: probes and

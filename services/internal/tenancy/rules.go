@@ -42,15 +42,20 @@ const (
 	OpRead
 	// OpList lists the caller's own experiments (no experiment named).
 	OpList
-	// OpAccount concerns only the caller: who am I, tokens, quota usage.
+	// OpAccount concerns only the caller: who am I, quota usage.
 	OpAccount
 	// OpBrowse lists the public gallery: anyone, signed in or not, with
 	// any scopes (what it shows is public).
 	OpBrowse
+	// OpCredentials creates, lists or revokes the caller's credentials
+	// (API tokens, web sessions): only with the tokens scope, so a read
+	// or upload token can neither mint credentials nor see or revoke the
+	// user's others.
+	OpCredentials
 )
 
 func (o Op) String() string {
-	names := [...]string{"invalid", "create", "write", "read", "list", "account", "browse"}
+	names := [...]string{"invalid", "create", "write", "read", "list", "account", "browse", "credentials"}
 	if o < 0 || int(o) >= len(names) {
 		return "invalid"
 	}
@@ -122,6 +127,10 @@ var rules = map[Op]rule{
 	}},
 	OpBrowse: {0, map[Relation][3]Outcome{
 		Anonymous: {A, A, A},
+		Other:     {A, A, A},
+	}},
+	OpCredentials: {store.ScopeTokens, map[Relation][3]Outcome{
+		Anonymous: {U, U, U},
 		Other:     {A, A, A},
 	}},
 }

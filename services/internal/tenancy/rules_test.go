@@ -69,6 +69,13 @@ func TestDecide(t *testing.T) {
 		{OpAccount, &auth.Principal{UserID: "u", Scopes: store.ScopeRead}, Allow},
 		{OpBrowse, nil, Allow},
 		{OpBrowse, &auth.Principal{UserID: "u", Scopes: store.ScopeUpload}, Allow},
+		// Credentials need the tokens scope: neither a read-only nor an
+		// upload+read token may create, list or revoke them.
+		{OpCredentials, nil, Unauthenticated},
+		{OpCredentials, ownerRead, PermissionDenied},
+		{OpCredentials, &auth.Principal{UserID: "u", Scopes: store.ScopeUpload | store.ScopeRead}, PermissionDenied},
+		{OpCredentials, &auth.Principal{UserID: "u", Scopes: store.ScopeTokens}, Allow},
+		{OpCredentials, other, Allow},
 		{Op(99), other, PermissionDenied},
 	} {
 		if got := Decide(tc.op, tc.p, nil); got != tc.want {

@@ -30,6 +30,9 @@ func scopesToProto(s store.TokenScopes) []authv1.Scope {
 	if s.Has(store.ScopeRead) {
 		out = append(out, authv1.Scope_SCOPE_READ)
 	}
+	if s.Has(store.ScopeTokens) {
+		out = append(out, authv1.Scope_SCOPE_TOKENS)
+	}
 	return out
 }
 
@@ -69,11 +72,18 @@ func (a *authService) WhoAmI(ctx context.Context, _ *authv1.WhoAmIRequest) (*aut
 	}, nil
 }
 
-// CreateToken issues a token with at most the caller's own scopes: a
-// read-only token cannot mint an upload token.
+// CreateToken issues a token with at most the caller's own scopes (the
+// guard has checked that they include the tokens scope), expiring no
+// later than the caller's credential and recorded as its child, so that
+// revoking the caller's token revokes it. It counts toward the user's
+// token cap and byte quota, and takes from the user's request budget
+// like a write.
 func (a *authService) CreateToken(ctx context.Context, req *authv1.CreateTokenRequest) (*authv1.CreateTokenResponse, error) {
 	p, err := tenancy.Caller(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := a.s.limits.Allow(p.UserID); err != nil {
 		return nil, err
 	}
 	var scopes store.TokenScopes
@@ -83,6 +93,8 @@ func (a *authService) CreateToken(ctx context.Context, req *authv1.CreateTokenRe
 			scopes |= store.ScopeUpload
 		case authv1.Scope_SCOPE_READ:
 			scopes |= store.ScopeRead
+		case authv1.Scope_SCOPE_TOKENS:
+			scopes |= store.ScopeTokens
 		default:
 			return nil, rpcerr.New(codes.InvalidArgument, "unknown scope %v", s)
 		}
@@ -103,13 +115,20 @@ func (a *authService) CreateToken(ctx context.Context, req *authv1.CreateTokenRe
 		}
 	}
 	// A token made with an expiring credential expires with it at the
-	// latest: an expiring token cannot mint a lasting one (nor a session
-	// that outlives it, which the web UI makes this way).
+	// latest: an expiring token, or an ID token with its hour, cannot mint
+	// a lasting one (nor a session that outlives it, which the web UI
+	// makes this way).
 	if !p.ExpireTime.IsZero() && (expire.IsZero() || expire.After(p.ExpireTime)) {
 		expire = p.ExpireTime
 	}
-	t, secret, err := a.s.auth.IssueToken(ctx, p.UserID, req.GetName(), scopes, expire)
+	t, secret, err := auth.NewToken(p.UserID, p.TokenID, req.GetName(), scopes, expire)
 	if err != nil {
+		return nil, err
+	}
+	if err := a.s.limits.ReserveToken(ctx, p.UserID, t.StoredBytes()); err != nil {
+		return nil, err
+	}
+	if t, err = a.s.st.CreateAPIToken(ctx, t); err != nil {
 		return nil, err
 	}
 	return &authv1.CreateTokenResponse{Token: tokenProto(&t), Secret: secret}, nil
@@ -143,5 +162,7 @@ func (a *authService) RevokeToken(ctx context.Context, req *authv1.RevokeTokenRe
 	if err != nil {
 		return nil, err
 	}
+	// The revoked tokens no longer count toward the token cap.
+	a.s.limits.UsageChanged(p.UserID)
 	return &authv1.RevokeTokenResponse{}, nil
 }

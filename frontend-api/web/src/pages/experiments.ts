@@ -322,6 +322,9 @@ async function renderTokens(el: HTMLElement, reroute: () => void) {
   const name = h("input", { type: "text", name: "token-name", placeholder: "e.g. laptop, ci", "aria-label": "token name", maxLength: 100, required: true });
   const upload = h("input", { type: "checkbox", name: "scope-upload", checked: true });
   const read = h("input", { type: "checkbox", name: "scope-read", checked: true });
+  // Off by default: tbup and scripts need no more, and a token that may
+  // manage tokens can mint new ones (which die with it) and revoke others.
+  const manage = h("input", { type: "checkbox", name: "scope-tokens" });
   const list = h("tbody");
   const sessionList = h("tbody");
   const revoke = async (t: ApiToken) => {
@@ -443,7 +446,7 @@ async function renderTokens(el: HTMLElement, reroute: () => void) {
       onsubmit: async (ev: Event) => {
         ev.preventDefault();
         error.textContent = "";
-        const scopes = [upload.checked && "SCOPE_UPLOAD", read.checked && "SCOPE_READ"].filter(Boolean);
+        const scopes = [upload.checked && "SCOPE_UPLOAD", read.checked && "SCOPE_READ", manage.checked && "SCOPE_TOKENS"].filter(Boolean);
         let ans: { secret?: string } | null;
         try {
           ans = await send<{ secret?: string }>("POST", "/api/tokens", { name: name.value.trim(), scopes });
@@ -483,6 +486,7 @@ async function renderTokens(el: HTMLElement, reroute: () => void) {
     h("label", null, "Name ", name),
     h("label", null, upload, " upload"),
     h("label", null, read, " read"),
+    h("label", null, manage, " manage tokens"),
     h("button", { type: "submit", className: "primary" }, "Create token"),
   );
   setChildren(

@@ -137,7 +137,7 @@ func (e *Env) UserWithScopes(tb testing.TB, name string, scopes store.TokenScope
 			}
 		}
 	}
-	_, secret, err := e.Auth.IssueToken(ctx, u.ID, "test", scopes, timeZero)
+	_, secret, err := e.Auth.IssueToken(ctx, u.ID, "", "test", scopes, timeZero)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/spanner"
@@ -202,18 +203,18 @@ func (s *Store) GetOIDCIdentity(ctx context.Context, userID string) (store.OIDCI
 }
 
 var tokenColumns = []string{"TokenId", "TokenHash", "UserId", "Description", "Scopes", "SecretPrefix",
-	"CreateTime", "ExpireTime", "LastUseTime", "RevokeTime"}
+	"CreateTime", "ExpireTime", "LastUseTime", "RevokeTime", "ParentTokenId"}
 
 func tokenFromRow(row *spanner.Row) (store.APIToken, error) {
 	var t store.APIToken
-	var id, prefix spanner.NullString
+	var id, prefix, parent spanner.NullString
 	var hash []byte
 	var scopes spanner.NullInt64
 	var expire, lastUse, revoke spanner.NullTime
-	if err := row.Columns(&id, &hash, &t.UserID, &t.Name, &scopes, &prefix, &t.CreateTime, &expire, &lastUse, &revoke); err != nil {
+	if err := row.Columns(&id, &hash, &t.UserID, &t.Name, &scopes, &prefix, &t.CreateTime, &expire, &lastUse, &revoke, &parent); err != nil {
 		return store.APIToken{}, err
 	}
-	t.ID, t.SecretPrefix, t.Scopes = id.StringVal, prefix.StringVal, store.TokenScopes(scopes.Int64)
+	t.ID, t.SecretPrefix, t.Scopes, t.ParentID = id.StringVal, prefix.StringVal, store.TokenScopes(scopes.Int64), parent.StringVal
 	copy(t.Hash[:], hash)
 	t.CreateTime = t.CreateTime.UTC()
 	t.ExpireTime, t.LastUseTime, t.RevokeTime = timeOf(expire), timeOf(lastUse), timeOf(revoke)
@@ -253,8 +254,9 @@ func (s *Store) CreateAPIToken(ctx context.Context, t store.APIToken) (store.API
 		}
 		// Insert fails with AlreadyExists if the hash is taken.
 		return tx.BufferWrite([]*spanner.Mutation{spanner.Insert("ApiTokens",
-			[]string{"TokenHash", "TokenId", "UserId", "Description", "Scopes", "SecretPrefix", "CreateTime", "ExpireTime"},
-			[]any{t.Hash[:], t.ID, t.UserID, t.Name, int64(t.Scopes), t.SecretPrefix, spanner.CommitTimestamp, nullTime(t.ExpireTime)})})
+			[]string{"TokenHash", "TokenId", "UserId", "Description", "Scopes", "SecretPrefix", "CreateTime", "ExpireTime", "ParentTokenId"},
+			[]any{t.Hash[:], t.ID, t.UserID, t.Name, int64(t.Scopes), t.SecretPrefix, spanner.CommitTimestamp, nullTime(t.ExpireTime),
+				spanner.NullString{StringVal: t.ParentID, Valid: t.ParentID != ""}})})
 	})
 	if err != nil {
 		return store.APIToken{}, fail("CreateAPIToken", err)
@@ -285,7 +287,7 @@ func (s *Store) ListAPITokens(ctx context.Context, userID string) ([]store.APITo
 	defer tx.Close()
 	var out []store.APIToken
 	it := tx.Query(ctx, spanner.Statement{
-		SQL: `SELECT TokenId, TokenHash, UserId, Description, Scopes, SecretPrefix, CreateTime, ExpireTime, LastUseTime, RevokeTime
+		SQL: `SELECT ` + strings.Join(tokenColumns, ", ") + `
 			FROM ApiTokens WHERE UserId = @user ORDER BY CreateTime, TokenId`,
 		Params: map[string]any{"user": userID},
 	})
@@ -328,11 +330,39 @@ func (s *Store) RevokeAPIToken(ctx context.Context, userID, tokenID string, at t
 			return err
 		}
 		var revoked spanner.NullTime
-		if err := row.Columns(&revoked); err != nil || revoked.Valid {
-			return err // the first revocation time stays
+		if err := row.Columns(&revoked); err != nil {
+			return err
 		}
-		return tx.BufferWrite([]*spanner.Mutation{spanner.Update("ApiTokens",
-			[]string{"TokenHash", "RevokeTime"}, []any{hash, at})})
+		var ms []*spanner.Mutation
+		if !revoked.Valid { // else the first revocation time stays
+			ms = append(ms, spanner.Update("ApiTokens", []string{"TokenHash", "RevokeTime"}, []any{hash, at}))
+		}
+		// The descendants, one generation per query.
+		for parents := []string{tokenID}; len(parents) > 0; {
+			var children []string
+			err := tx.Query(ctx, spanner.Statement{
+				SQL: `SELECT TokenHash, TokenId, RevokeTime FROM ApiTokens@{FORCE_INDEX=ApiTokensByParent, spanner_emulator.disable_query_null_filtered_index_check=true}
+					WHERE ParentTokenId IN UNNEST(@parents) AND UserId = @user`,
+				Params: map[string]any{"parents": parents, "user": userID},
+			}).Do(func(row *spanner.Row) error {
+				var h []byte
+				var id string
+				var revoked spanner.NullTime
+				if err := row.Columns(&h, &id, &revoked); err != nil {
+					return err
+				}
+				children = append(children, id)
+				if !revoked.Valid {
+					ms = append(ms, spanner.Update("ApiTokens", []string{"TokenHash", "RevokeTime"}, []any{h, at}))
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			parents = children
+		}
+		return tx.BufferWrite(ms)
 	})
 	return fail("RevokeAPIToken", err)
 }
@@ -414,6 +444,22 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 		return store.Usage{}, fail("UserUsage", err)
 	}
 	u.BlobBytes += unfinished
+	// Token bytes as store.APIToken.StoredBytes counts them; a read-only
+	// transaction's CURRENT_TIMESTAMP is its read time.
+	row, err = singleRow(tx.Query(ctx, spanner.Statement{
+		SQL: `SELECT
+				COALESCE(SUM(CASE WHEN RevokeTime IS NULL AND (ExpireTime IS NULL OR ExpireTime > CURRENT_TIMESTAMP()) THEN 1 ELSE 0 END), 0),
+				COALESCE(SUM(BYTE_LENGTH(COALESCE(TokenId, '')) + BYTE_LENGTH(Description) + BYTE_LENGTH(COALESCE(SecretPrefix, ''))
+					+ BYTE_LENGTH(COALESCE(ParentTokenId, '')) + @overhead), 0)
+			FROM ApiTokens WHERE UserId = @user`,
+		Params: map[string]any{"user": userID, "overhead": int64(store.TokenRecordOverhead)},
+	}))
+	if err == nil {
+		err = row.Columns(&u.Tokens, &u.TokenBytes)
+	}
+	if err != nil {
+		return store.Usage{}, fail("UserUsage", err)
+	}
 	return u, nil
 }
 

@@ -232,8 +232,9 @@ func (s *Store) CreateAPIToken(ctx context.Context, t store.APIToken) (store.API
 			return fmt.Errorf("token %q: %w", t.ID, store.ErrAlreadyExists)
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO api_tokens
-			(id, hash, user_id, name, scopes, secret_prefix, create_time, expire_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, t.Hash[:], t.UserID, t.Name, int64(t.Scopes), t.SecretPrefix, nanos(t.CreateTime), optionalNanos(t.ExpireTime))
+			(id, hash, user_id, name, scopes, secret_prefix, create_time, expire_time, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, t.Hash[:], t.UserID, t.Name, int64(t.Scopes), t.SecretPrefix, nanos(t.CreateTime), optionalNanos(t.ExpireTime),
+			sql.NullString{String: t.ParentID, Valid: t.ParentID != ""})
 		return err
 	})
 	if err != nil {
@@ -242,16 +243,18 @@ func (s *Store) CreateAPIToken(ctx context.Context, t store.APIToken) (store.API
 	return t, nil
 }
 
-const tokenColumns = "id, hash, user_id, name, scopes, secret_prefix, create_time, expire_time, last_use_time, revoke_time"
+const tokenColumns = "id, hash, user_id, name, scopes, secret_prefix, create_time, expire_time, last_use_time, revoke_time, parent_id"
 
 func scanToken(row interface{ Scan(...any) error }) (store.APIToken, error) {
 	var t store.APIToken
 	var hash []byte
 	var scopes, created int64
 	var expire, lastUse, revoke sql.NullInt64
-	if err := row.Scan(&t.ID, &hash, &t.UserID, &t.Name, &scopes, &t.SecretPrefix, &created, &expire, &lastUse, &revoke); err != nil {
+	var parent sql.NullString
+	if err := row.Scan(&t.ID, &hash, &t.UserID, &t.Name, &scopes, &t.SecretPrefix, &created, &expire, &lastUse, &revoke, &parent); err != nil {
 		return store.APIToken{}, err
 	}
+	t.ParentID = parent.String
 	copy(t.Hash[:], hash)
 	t.Scopes = store.TokenScopes(scopes)
 	t.CreateTime = fromNanos(created)
@@ -298,15 +301,21 @@ func (s *Store) ListAPITokens(ctx context.Context, userID string) ([]store.APITo
 // RevokeAPIToken implements store.IdentityStore.
 func (s *Store) RevokeAPIToken(ctx context.Context, userID, tokenID string, at time.Time) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE api_tokens SET revoke_time = COALESCE(revoke_time, ?)
-			WHERE id = ? AND user_id = ?`, nanos(at), tokenID, userID)
-		if err != nil {
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM api_tokens WHERE id = ? AND user_id = ?", tokenID, userID).Scan(&n); err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return errors.Join(err, fmt.Errorf("token %q of user %q: %w", tokenID, userID, store.ErrNotFound))
+		if n == 0 {
+			return fmt.Errorf("token %q of user %q: %w", tokenID, userID, store.ErrNotFound)
 		}
-		return nil
+		// The token and its descendants, which were made with it and so
+		// belong to its user.
+		_, err := tx.ExecContext(ctx, `WITH RECURSIVE family(id) AS (
+				SELECT ?1
+				UNION SELECT t.id FROM api_tokens t JOIN family f ON t.parent_id = f.id WHERE t.user_id = ?3
+			)
+			UPDATE api_tokens SET revoke_time = COALESCE(revoke_time, ?2) WHERE id IN family`, tokenID, nanos(at), userID)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("sqlitestore.RevokeAPIToken: %w", err)
@@ -351,7 +360,15 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 			FROM experiments e JOIN series s ON s.experiment_id = e.id JOIN blobs b ON b.series_id = s.id
 			WHERE e.owner = ? AND e.deleted = 0 AND b.state = ?`, userID, int(store.BlobStateUnfinalized)).Scan(&unfinished)
 		u.BlobBytes += unfinished
-		return err
+		if err != nil {
+			return err
+		}
+		// Token bytes as store.APIToken.StoredBytes counts them.
+		return tx.QueryRowContext(ctx, `SELECT
+				COALESCE(SUM(CASE WHEN revoke_time IS NULL AND (expire_time IS NULL OR expire_time > ?) THEN 1 ELSE 0 END), 0),
+				COALESCE(SUM(LENGTH(CAST(id AS BLOB)) + LENGTH(CAST(name AS BLOB)) + LENGTH(CAST(secret_prefix AS BLOB))
+					+ COALESCE(LENGTH(CAST(parent_id AS BLOB)), 0) + ?), 0)
+			FROM api_tokens WHERE user_id = ?`, nanos(s.now()), store.TokenRecordOverhead, userID).Scan(&u.Tokens, &u.TokenBytes)
 	})
 	if err != nil {
 		return store.Usage{}, fmt.Errorf("sqlitestore.UserUsage: %w", err)

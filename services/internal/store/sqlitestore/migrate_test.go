@@ -113,3 +113,46 @@ func TestMigrateScalarsToBlocks(t *testing.T) {
 		t.Errorf("blobs abandoned before now: %+v, %v; want k0, stamped at the upgrade (after %v)", got2, err, beforeMigrate)
 	}
 }
+
+// TestMigrateTokenParentsAndScope builds a version-7 database with a full
+// (upload+read) token and a read-only one and checks that Open keeps them,
+// with no parent, the full one gaining the tokens scope it had in effect
+// before version 8, the read-only one not.
+func TestMigrateTokenParentsAndScope(t *testing.T) {
+	t.Parallel()
+	c := t.Context()
+	path := filepath.Join(t.TempDir(), DefaultFile)
+	old, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := append(slices.Clone(migrations[:7]), "PRAGMA user_version = 7",
+		"INSERT INTO users VALUES ('u', 'u', 0)",
+		"INSERT INTO api_tokens (id, hash, user_id, name, scopes, secret_prefix, create_time) VALUES ('full', x'01', 'u', 'laptop', 3, 'tbh_a', 1), ('ro', x'02', 'u', 'ci', 2, 'tbh_b', 2)")
+	for _, q := range stmts {
+		if _, err := old.ExecContext(c, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(c, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tokens, err := s.ListAPITokens(c, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.TokenScopes{store.AllScopes, store.ScopeRead}
+	if len(tokens) != 2 {
+		t.Fatalf("tokens after the migration: %+v, want 2", tokens)
+	}
+	for i, tok := range tokens {
+		if tok.Scopes != want[i] || tok.ParentID != "" {
+			t.Errorf("token %s after the migration: scopes %v, parent %q; want %v, none", tok.ID, tok.Scopes, tok.ParentID, want[i])
+		}
+	}
+}

@@ -200,6 +200,18 @@ UPDATE blobs SET unfinished_write_time = CAST((julianday('now') - 2440587.5) * 8
 	WHERE state = 1;
 CREATE INDEX blobs_unfinished ON blobs (unfinished_write_time) WHERE unfinished_write_time IS NOT NULL;
 `,
+	// Version 8: each token's parent, and the tokens scope.
+	`
+-- parent_id is the token whose call created this one (NULL for tokens made
+-- by a signed-in user or an operator); revoking a token revokes its
+-- descendants, found through the index. Scope bit 4 (tokens) now guards
+-- creating, listing and revoking credentials: tokens that held every scope
+-- before this version (1 upload + 2 read) could do all of that and keep
+-- it; read-only and upload-only ones lose it.
+ALTER TABLE api_tokens ADD COLUMN parent_id TEXT;
+CREATE INDEX api_tokens_by_parent ON api_tokens (parent_id) WHERE parent_id IS NOT NULL;
+UPDATE api_tokens SET scopes = 7 WHERE scopes = 3;
+`,
 }
 
 // dataMigrations are Go steps that run, in the same transaction, after the

@@ -24,6 +24,8 @@ func RunIdentity(t *testing.T, newStore func(t *testing.T) IdentityBackend) {
 	}{
 		{"OIDCUsers", testOIDCUsers},
 		{"APITokens", testAPITokens},
+		{"TokenFamilies", testTokenFamilies},
+		{"TokenUsage", testTokenUsage},
 		{"Usage", testUsage},
 		{"PendingGrants", testPendingGrants},
 		{"ExperimentAccess", testExperimentAccess},
@@ -175,6 +177,92 @@ func testAPITokens(t *testing.T, s IdentityBackend) {
 	}
 	if list, _ := s.ListAPITokens(ctx, u2); len(list) != 0 {
 		t.Errorf("ListAPITokens(u2) = %+v, want none", list)
+	}
+}
+
+// testTokenFamilies: a token records the token it was made with, and
+// revoking a token revokes its descendants, whatever their depth, and
+// nothing else.
+func testTokenFamilies(t *testing.T, s IdentityBackend) {
+	ctx := t.Context()
+	u1 := newUser(t, s, "1")
+	// root ─┬─ child ── grandchild
+	//       └─ session
+	// sibling (no parent)
+	for _, tok := range []struct{ id, parent string }{
+		{"root", ""}, {"child", "root"}, {"grandchild", "child"}, {"session", "root"}, {"sibling", ""},
+	} {
+		if _, err := s.CreateAPIToken(ctx, store.APIToken{ID: tok.id, UserID: u1, ParentID: tok.parent, Name: tok.id,
+			Scopes: store.ScopeRead, Hash: store.HashTokenSecret("secret-" + tok.id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.GetAPITokenByHash(ctx, store.HashTokenSecret("secret-grandchild"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ParentID != "child" {
+		t.Errorf("grandchild's ParentID = %q, want child", got.ParentID)
+	}
+	// A child revoked earlier keeps its own revocation time.
+	t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	t1 := t0.Add(time.Hour)
+	if err := s.RevokeAPIToken(ctx, u1, "session", t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RevokeAPIToken(ctx, u1, "root", t1); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.ListAPITokens(ctx, u1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]time.Time{"root": t1, "child": t1, "grandchild": t1, "session": t0, "sibling": {}}
+	for _, tok := range list {
+		if !tok.RevokeTime.Equal(want[tok.ID]) {
+			t.Errorf("token %s: RevokeTime %v, want %v", tok.ID, tok.RevokeTime, want[tok.ID])
+		}
+		if tok.ID == "child" && tok.ParentID != "root" {
+			t.Errorf("listed child's ParentID = %q, want root", tok.ParentID)
+		}
+	}
+	if len(list) != len(want) {
+		t.Errorf("ListAPITokens gave %d tokens, want %d", len(list), len(want))
+	}
+}
+
+// testTokenUsage: UserUsage counts the user's tokens neither revoked nor
+// expired, and the bytes of every token record.
+func testTokenUsage(t *testing.T, s IdentityBackend) {
+	ctx := t.Context()
+	u1, u2 := newUser(t, s, "1"), newUser(t, s, "2")
+	past, future := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	tokens := []store.APIToken{
+		{ID: "live", Name: "laptop"},
+		{ID: "expiring", Name: "ci ☃", ExpireTime: future, ParentID: "live"},
+		{ID: "expired", Name: "old", ExpireTime: past},
+		{ID: "revoked", Name: "", SecretPrefix: "tbh_abcdef"},
+	}
+	var bytes int64
+	for i, tok := range tokens {
+		tok.UserID, tok.Scopes, tok.Hash = u1, store.ScopeRead, store.HashTokenSecret(tok.ID)
+		if _, err := s.CreateAPIToken(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+		bytes += tokens[i].StoredBytes()
+	}
+	if err := s.RevokeAPIToken(ctx, u1, "revoked", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.UserUsage(ctx, u1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Tokens != 2 || u.TokenBytes != bytes || u.StoredBytes() != bytes {
+		t.Errorf("UserUsage = %+v (stored bytes %d), want 2 live tokens and %d token bytes, all of the stored bytes", u, u.StoredBytes(), bytes)
+	}
+	if u, _ := s.UserUsage(ctx, u2); u != (store.Usage{}) {
+		t.Errorf("UserUsage(u2) = %+v, want zero", u)
 	}
 }
 

@@ -35,6 +35,9 @@ const (
 	Scope_SCOPE_UPLOAD Scope = 1
 	// Read experiments the caller may see.
 	Scope_SCOPE_READ Scope = 2
+	// Manage the caller's credentials: create tokens and web sessions, list
+	// and revoke tokens. A token made with another is revoked with it.
+	Scope_SCOPE_TOKENS Scope = 3
 )
 
 // Enum value maps for Scope.
@@ -43,11 +46,13 @@ var (
 		0: "SCOPE_UNSPECIFIED",
 		1: "SCOPE_UPLOAD",
 		2: "SCOPE_READ",
+		3: "SCOPE_TOKENS",
 	}
 	Scope_value = map[string]int32{
 		"SCOPE_UNSPECIFIED": 0,
 		"SCOPE_UPLOAD":      1,
 		"SCOPE_READ":        2,
+		"SCOPE_TOKENS":      3,
 	}
 )
 
@@ -696,12 +701,13 @@ const file_tbhub_auth_v1_auth_proto_rawDesc = "" +
 	"\x06tokens\x18\x01 \x03(\v2\x14.tbhub.auth.v1.TokenR\x06tokens\"/\n" +
 	"\x12RevokeTokenRequest\x12\x19\n" +
 	"\btoken_id\x18\x01 \x01(\tR\atokenId\"\x15\n" +
-	"\x13RevokeTokenResponse*@\n" +
+	"\x13RevokeTokenResponse*R\n" +
 	"\x05Scope\x12\x15\n" +
 	"\x11SCOPE_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fSCOPE_UPLOAD\x10\x01\x12\x0e\n" +
 	"\n" +
-	"SCOPE_READ\x10\x02*j\n" +
+	"SCOPE_READ\x10\x02\x12\x10\n" +
+	"\fSCOPE_TOKENS\x10\x03*j\n" +
 	"\x0eCredentialKind\x12\x1f\n" +
 	"\x1bCREDENTIAL_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14CREDENTIAL_KIND_OIDC\x10\x01\x12\x1d\n" +

@@ -36,13 +36,17 @@ type AuthServiceClient interface {
 	// Who the server thinks the caller is.
 	WhoAmI(ctx context.Context, in *WhoAmIRequest, opts ...grpc.CallOption) (*WhoAmIResponse, error)
 	// Creates an API token for the caller. The secret is in the response and
-	// nowhere else: the server keeps only a hash. Requires a signed-in user
-	// (OIDC) or a token with every requested scope.
+	// nowhere else: the server keeps only a hash. Requires SCOPE_TOKENS and
+	// every requested scope (a signed-in OIDC user holds all). The token
+	// expires no later than the caller's credential, is revoked with it, and
+	// counts toward the per-user token cap (RESOURCE_EXHAUSTED past it).
 	CreateToken(ctx context.Context, in *CreateTokenRequest, opts ...grpc.CallOption) (*CreateTokenResponse, error)
-	// The caller's tokens, without secrets, including revoked and expired ones.
+	// The caller's tokens, without secrets, including revoked and expired
+	// ones. Requires SCOPE_TOKENS.
 	ListTokens(ctx context.Context, in *ListTokensRequest, opts ...grpc.CallOption) (*ListTokensResponse, error)
-	// Revokes one of the caller's tokens. Later calls with it fail with
-	// UNAUTHENTICATED. Revoking twice is not an error.
+	// Revokes one of the caller's tokens and every token made with it,
+	// transitively. Later calls with them fail with UNAUTHENTICATED.
+	// Revoking twice is not an error. Requires SCOPE_TOKENS.
 	RevokeToken(ctx context.Context, in *RevokeTokenRequest, opts ...grpc.CallOption) (*RevokeTokenResponse, error)
 }
 
@@ -101,13 +105,17 @@ type AuthServiceServer interface {
 	// Who the server thinks the caller is.
 	WhoAmI(context.Context, *WhoAmIRequest) (*WhoAmIResponse, error)
 	// Creates an API token for the caller. The secret is in the response and
-	// nowhere else: the server keeps only a hash. Requires a signed-in user
-	// (OIDC) or a token with every requested scope.
+	// nowhere else: the server keeps only a hash. Requires SCOPE_TOKENS and
+	// every requested scope (a signed-in OIDC user holds all). The token
+	// expires no later than the caller's credential, is revoked with it, and
+	// counts toward the per-user token cap (RESOURCE_EXHAUSTED past it).
 	CreateToken(context.Context, *CreateTokenRequest) (*CreateTokenResponse, error)
-	// The caller's tokens, without secrets, including revoked and expired ones.
+	// The caller's tokens, without secrets, including revoked and expired
+	// ones. Requires SCOPE_TOKENS.
 	ListTokens(context.Context, *ListTokensRequest) (*ListTokensResponse, error)
-	// Revokes one of the caller's tokens. Later calls with it fail with
-	// UNAUTHENTICATED. Revoking twice is not an error.
+	// Revokes one of the caller's tokens and every token made with it,
+	// transitively. Later calls with them fail with UNAUTHENTICATED.
+	// Revoking twice is not an error. Requires SCOPE_TOKENS.
 	RevokeToken(context.Context, *RevokeTokenRequest) (*RevokeTokenResponse, error)
 	mustEmbedUnimplementedAuthServiceServer()
 }
