@@ -200,6 +200,14 @@ UPDATE blobs SET unfinished_write_time = CAST((julianday('now') - 2440587.5) * 8
 	WHERE state = 1;
 CREATE INDEX blobs_unfinished ON blobs (unfinished_write_time) WHERE unfinished_write_time IS NOT NULL;
 `,
+	// Version 8: the name a user shows others.
+	`
+-- display_name is the name the user chose to show others; NULL until they
+-- choose one, and for every user stored before this version: others then
+-- see the user's handle (store.Handle, derived from the id), never name,
+-- which for an OIDC user is their email.
+ALTER TABLE users ADD COLUMN display_name TEXT;
+`,
 }
 
 // dataMigrations are Go steps that run, in the same transaction, after the
