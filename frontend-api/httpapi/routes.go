@@ -120,6 +120,7 @@ func (h *Handler) routes() {
 	h.handle("POST /api/experiments/{eid}/grants", h.mutation(staleExperiment, api.Grant))
 	h.handle("DELETE /api/experiments/{eid}/grants", h.mutation(staleExperiment, api.Revoke))
 	h.handle("GET /api/whoami", api.WhoAmI)
+	h.handle("PATCH /api/whoami", h.mutation(staleAll, api.SetDisplayName))
 	h.handle("GET /api/tokens", api.ListTokens)
 	h.handle("POST /api/tokens", h.mutation(staleCaller, api.CreateToken))
 	h.handle("DELETE /api/tokens/{id}", h.mutation(staleAll, api.RevokeToken))

@@ -286,6 +286,9 @@ export interface Experiment {
   /** The description (markdown) rendered and sanitized by the server. */
   descriptionHtml?: string;
   ownerUserId?: string;
+  /** The name the owner shows everyone: their display name, or their handle. */
+  ownerDisplayName?: string;
+  /** The owner's user name and email: only in answers to the owner. */
   ownerName?: string;
   ownerEmail?: string;
   visibility?: string;

@@ -211,3 +211,29 @@ func TestDescriptionsRenderAndShareSaysGallery(t *testing.T) {
 		t.Errorf("Share dialog of an unlisted experiment says %q", note)
 	}
 }
+
+// The owner chooses a display name on "My experiments": until then the
+// field shows the handle (never an email) as its placeholder; a name the
+// server refuses shows its reason; a saved one is what the gallery shows
+// as the owner of their public experiment.
+func TestDisplayNameShowsInGallery(t *testing.T) {
+	ctx := tab(t, true)
+	t.Cleanup(func() { api(t, http.MethodPatch, "/api/whoami", env.token, `{"displayName":""}`) })
+	field := `document.querySelector("section.display-name input[name=display-name]")`
+	run(t, ctx,
+		navigate(env.origin+"/"),
+		waitFor(field+`?.placeholder.startsWith("user-") && `+field+`.value === ""`),
+		waitFor(`document.querySelector("section.display-name p.hint").textContent.includes("until you choose")`),
+		chromedp.SetValue(`section.display-name input[name=display-name]`, "<b>Grace</b>", chromedp.ByQuery),
+		chromedp.Click(`section.display-name button[type=submit]`, chromedp.ByQuery),
+		waitFor(`document.querySelector("section.display-name p.error").textContent.includes("not '<'")`),
+		chromedp.SetValue(`section.display-name input[name=display-name]`, "Grace H.", chromedp.ByQuery),
+		chromedp.Click(`section.display-name button[type=submit]`, chromedp.ByQuery),
+		waitFor(`document.querySelector("section.display-name p.hint").textContent === "Others see you as “Grace H.”." && document.querySelector("section.display-name p.error").textContent === ""`),
+	)
+	screenshot(t, ctx, "display-name")
+	run(t, ctx,
+		navigate(env.origin+"/gallery?q="+"grace%20h."),
+		waitFor(fmt.Sprintf(`document.querySelector(%q)?.textContent === "Grace H."`, galleryItem(env.publicEID)+" .owner")),
+	)
+}

@@ -16,12 +16,14 @@ import (
 
 type galleryPage struct {
 	Experiments []struct {
-		ExperimentID    string `json:"experimentId"`
-		Name            string `json:"name"`
-		Description     string `json:"description"`
-		DescriptionHTML string `json:"descriptionHtml"`
-		OwnerName       string `json:"ownerName"`
-		UpdateTime      string `json:"updateTime"`
+		ExperimentID     string `json:"experimentId"`
+		Name             string `json:"name"`
+		Description      string `json:"description"`
+		DescriptionHTML  string `json:"descriptionHtml"`
+		OwnerName        string `json:"ownerName"`
+		OwnerEmail       string `json:"ownerEmail"`
+		OwnerDisplayName string `json:"ownerDisplayName"`
+		UpdateTime       string `json:"updateTime"`
 	} `json:"experiments"`
 	NextPageToken string `json:"nextPageToken"`
 }
@@ -92,8 +94,10 @@ func checkPublicGalleryRoute(t *testing.T, s *server) {
 		t.Errorf("Cache-Control %q", cc)
 	}
 	e := p.Experiments[0]
-	if e.Description != hostileDescription || e.OwnerName != "researcher" || e.UpdateTime == "" {
-		t.Errorf("first entry: %+v", e)
+	// Signed out, the owner is their public name only (no display name
+	// chosen: the handle), never their user name or email.
+	if e.Description != hostileDescription || e.OwnerDisplayName != store.Handle(owner.ID) || e.OwnerName != "" || e.OwnerEmail != "" || e.UpdateTime == "" {
+		t.Errorf("first entry: %+v, want owner display name %q and no user name", e, store.Handle(owner.ID))
 	}
 	html := e.DescriptionHTML
 	if !strings.Contains(html, "<strong>bold</strong>") || !strings.Contains(html, `<a href="https://example.com/">ok</a>`) {
@@ -109,9 +113,13 @@ func checkPublicGalleryRoute(t *testing.T, s *server) {
 	if got := ids(p); !slices.Equal(got, []string{older}) {
 		t.Errorf("q=MNIST: %v, want [%s]", got, older)
 	}
-	p, _ = get("&q=researcher")
+	p, _ = get("&q=" + url.QueryEscape(store.Handle(owner.ID)))
 	if got := ids(p); len(got) != 2 {
-		t.Errorf("q=researcher (the owner): %v, want both public experiments", got)
+		t.Errorf("q=%s (the owner's handle): %v, want both public experiments", store.Handle(owner.ID), got)
+	}
+	p, _ = get("&q=researcher")
+	if got := ids(p); len(got) != 0 {
+		t.Errorf("q=researcher (the owner's user name, not shown): %v, want none", got)
 	}
 
 	p, _ = get("&page_size=1")

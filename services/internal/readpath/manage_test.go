@@ -222,3 +222,40 @@ func TestTokenRoutesNeedTheTokensScope(t *testing.T) {
 	_, manager := newToken(t, s, s.token, `"SCOPE_READ","SCOPE_TOKENS"`)
 	expect(t, "a token with the tokens scope lists", s.send(t, http.MethodGet, "/api/tokens", manager, ""), http.StatusOK, `"SCOPE_TOKENS"`)
 }
+
+// PATCH /api/whoami sets the caller's display name, which GET
+// /api/experiments/{eid} then shows a reader who is not the owner, without
+// the owner's user name (here an email, as an OIDC user's is); the owner
+// still sees their own.
+func TestDisplayNameRoute(t *testing.T) {
+	s := startServerWith(t, readpath.Config{CacheTTL: -1})
+	ctx := context.Background()
+	carol, err := serve.IssueUserToken(ctx, s.st, s.srv.Authenticator(), "carol@example.com", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, err := s.st.GetUserByName(ctx, "carol@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eid := store.NewExperimentID()
+	if err := s.st.CreateExperiment(ctx, store.Experiment{ID: eid, Name: "mnist", Owner: owner.ID, Visibility: store.VisibilityUnlisted}); err != nil {
+		t.Fatal(err)
+	}
+
+	expect(t, "anonymous", s.send(t, http.MethodPatch, "/api/whoami", "", `{"displayName":"x"}`), http.StatusUnauthorized, "")
+	expect(t, "markup", s.send(t, http.MethodPatch, "/api/whoami", carol, `{"displayName":"<b>Carol</b>"}`), http.StatusBadRequest, "not '<'")
+	expect(t, "too long", s.send(t, http.MethodPatch, "/api/whoami", carol, `{"displayName":"`+strings.Repeat("c", 65)+`"}`), http.StatusBadRequest, "at most 64")
+	expect(t, "malformed", s.send(t, http.MethodPatch, "/api/whoami", carol, `{"displayName":`), http.StatusBadRequest, "malformed JSON")
+	expect(t, "not yet chosen", s.send(t, http.MethodGet, "/api/experiments/"+eid, s.token, ""), http.StatusOK,
+		`"ownerDisplayName":"`+store.Handle(owner.ID)+`"`)
+	expect(t, "set", s.send(t, http.MethodPatch, "/api/whoami", carol, `{"displayName":"Carol D."}`), http.StatusOK, `{"displayName":"Carol D."}`)
+	expect(t, "whoami", s.send(t, http.MethodGet, "/api/whoami", carol, ""), http.StatusOK, `"displayName":"Carol D."`)
+
+	other := s.send(t, http.MethodGet, "/api/experiments/"+eid, s.token, "")
+	expect(t, "another reader", other, http.StatusOK, `"ownerDisplayName":"Carol D."`)
+	if strings.Contains(string(other.body), "@") {
+		t.Errorf("another reader's answer holds the owner's email: %s", other.body)
+	}
+	expect(t, "the owner", s.send(t, http.MethodGet, "/api/experiments/"+eid, carol, ""), http.StatusOK, `"ownerName":"carol@example.com"`)
+}

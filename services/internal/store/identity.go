@@ -66,6 +66,25 @@ type OIDCIdentity struct {
 	Email   string
 }
 
+// Handle is the name others see for a user who has chosen no display name:
+// "user-" and the 8 characters of the user ID after its first (the ID is
+// public already, as Experiment.Owner), so it is stable and says nothing
+// about the user's email. The stores' gallery searches compute it in SQL
+// by the same rule (storetest checks they agree).
+func Handle(userID string) string {
+	rest := userID[min(1, len(userID)):]
+	return "user-" + rest[:min(8, len(rest))]
+}
+
+// PublicName is the name others see for u: its display name, or else its
+// handle. Never its Name, which for an OIDC user is their email.
+func (u User) PublicName() string {
+	if u.DisplayName != "" {
+		return u.DisplayName
+	}
+	return Handle(u.ID)
+}
+
 // TokenHash is the SHA-256 of an API token's secret. The store keeps only
 // this, so a leaked table grants nothing.
 type TokenHash [sha256.Size]byte

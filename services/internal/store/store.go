@@ -123,7 +123,11 @@ const (
 // User is an account. Tokens and authentication live elsewhere.
 type User struct {
 	ID   string // opaque, assigned by the caller; non-empty
-	Name string // unique, non-empty
+	Name string // unique, non-empty; an OIDC user's email: never shown to others
+	// DisplayName is the name the user chose to show others
+	// (IdentityStore.SetDisplayName); empty until they choose one. See
+	// PublicName.
+	DisplayName string
 	// CreateTime is set by the store.
 	CreateTime time.Time
 }
@@ -180,7 +184,8 @@ const MaxPublicPage = 100
 // ListPublicExperiments.
 type PublicQuery struct {
 	// Search, if non-empty, keeps the experiments whose name, description
-	// or owner's user name contains it, ignoring case (Unicode simple case
+	// or owner's public name (User.PublicName: never the user name, which
+	// may be an email) contains it, ignoring case (Unicode simple case
 	// folding: both backends compare lower-cased text).
 	Search string
 	// Limit is the page size, 1 to MaxPublicPage (ErrInvalidArgument
@@ -406,6 +411,10 @@ type Writer interface {
 	// CreateUser stores u (ID and Name non-empty); ErrAlreadyExists if
 	// either is taken.
 	CreateUser(ctx context.Context, u User) error
+	// SetDisplayName stores the name the user shows others (empty: none,
+	// back to the handle) and returns the user; ErrNotFound for an unknown
+	// user. The caller has checked the name.
+	SetDisplayName(ctx context.Context, userID, name string) (User, error)
 
 	// CreateExperiment stores e; its ID must be valid (ValidateExperimentID),
 	// Owner an existing user and Visibility valid. ErrAlreadyExists if the

@@ -114,10 +114,11 @@ var Methods = map[string]Method{
 		return store.ExperimentOfBlobKey(r.(*datapb.ReadBlobRequest).GetBlobKey())
 	}},
 
-	authv1.AuthService_WhoAmI_FullMethodName:      {Op: OpAccount},
-	authv1.AuthService_CreateToken_FullMethodName: {Op: OpCredentials},
-	authv1.AuthService_ListTokens_FullMethodName:  {Op: OpCredentials},
-	authv1.AuthService_RevokeToken_FullMethodName: {Op: OpCredentials},
+	authv1.AuthService_WhoAmI_FullMethodName:         {Op: OpAccount},
+	authv1.AuthService_CreateToken_FullMethodName:    {Op: OpCredentials},
+	authv1.AuthService_ListTokens_FullMethodName:     {Op: OpCredentials},
+	authv1.AuthService_RevokeToken_FullMethodName:    {Op: OpCredentials},
+	authv1.AuthService_SetDisplayName_FullMethodName: {Op: OpAccount},
 }
 
 // publicServices are served to anyone without a rule: probes and

@@ -3,7 +3,10 @@ package writer
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
@@ -69,7 +72,56 @@ func (a *authService) WhoAmI(ctx context.Context, _ *authv1.WhoAmIRequest) (*aut
 	return &authv1.WhoAmIResponse{
 		UserId: p.UserID, UserName: u.Name, Email: p.Email, Issuer: p.Issuer, Subject: p.Subject,
 		CredentialKind: kind, Scopes: scopesToProto(p.Scopes), TokenId: p.TokenID,
+		DisplayName: u.PublicName(),
 	}, nil
+}
+
+// MaxDisplayNameChars bounds a display name, in characters.
+const MaxDisplayNameChars = 64
+
+// checkDisplayName returns what is wrong with a display name, or "". A
+// display name is shown to anyone (the public gallery), so it holds only
+// letters, digits, single inner spaces and . _ ' -: no markup, no control
+// or bidirectional formatting characters, no "@" (an email is not a display
+// name), and it does not pose as a handle.
+func checkDisplayName(name string) string {
+	switch n := utf8.RuneCountInString(name); {
+	case !utf8.ValidString(name):
+		return "display name must be valid UTF-8"
+	case n > MaxDisplayNameChars:
+		return fmt.Sprintf("display name has %d characters; at most %d", n, MaxDisplayNameChars)
+	case strings.TrimSpace(name) != name || strings.Contains(name, "  "):
+		return "display name may not start or end with a space, nor hold two in a row"
+	case strings.HasPrefix(strings.ToLower(name), "user-"):
+		return `display name may not start with "user-", which is how handles look`
+	}
+	for _, r := range name {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune(" ._'-", r) {
+			return fmt.Sprintf("display name may hold letters, digits, spaces and . _ ' - only, not %q", r)
+		}
+	}
+	return ""
+}
+
+// SetDisplayName sets the name others see for the caller. It changes what
+// the caller shows the world, so it needs the upload scope: a read-only
+// token cannot.
+func (a *authService) SetDisplayName(ctx context.Context, req *authv1.SetDisplayNameRequest) (*authv1.SetDisplayNameResponse, error) {
+	p, err := tenancy.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !p.Scopes.Has(store.ScopeUpload) {
+		return nil, rpcerr.New(codes.PermissionDenied, "the credential's scopes (%v) do not include upload", p.Scopes)
+	}
+	if bad := checkDisplayName(req.GetDisplayName()); bad != "" {
+		return nil, rpcerr.New(codes.InvalidArgument, "%s", bad)
+	}
+	u, err := a.s.st.SetDisplayName(ctx, p.UserID, req.GetDisplayName())
+	if err != nil {
+		return nil, err
+	}
+	return &authv1.SetDisplayNameResponse{DisplayName: u.PublicName()}, nil
 }
 
 // CreateToken issues a token with at most the caller's own scopes (the

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
+	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/rpcerr"
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/tenancy"
@@ -35,10 +36,20 @@ func (s *Server) experimentV1(ctx context.Context, e *store.Experiment) *experim
 	return s.experimentV1With(ctx, e, owners{})
 }
 
-// owners keeps the owners one answer names: (user name, email) by user ID.
-type owners map[string][2]string
+// owner is what an answer may say of an experiment's owner: the user, and
+// their email if the caller is the owner.
+type owner struct {
+	user  store.User
+	email string
+}
 
-// experimentV1With converts e, looking its owner up in o first.
+// owners keeps the owners one answer names, by user ID.
+type owners map[string]owner
+
+// experimentV1With converts e, looking its owner up in o first. Everyone
+// sees the owner's public name (store.User.PublicName); only the owner
+// sees their user name and email: an OIDC user's user name is their email,
+// and the gallery is open to anyone.
 func (s *Server) experimentV1With(ctx context.Context, e *store.Experiment, o owners) *experimentsv1.Experiment {
 	out := &experimentsv1.Experiment{
 		ExperimentId: e.ID, Name: e.Name, Description: e.Description,
@@ -50,17 +61,27 @@ func (s *Server) experimentV1With(ctx context.Context, e *store.Experiment, o ow
 		},
 		Url: s.ExperimentURL(e.ID),
 	}
+	isOwner := false
+	if p := auth.FromContext(ctx); p != nil {
+		isOwner = p.UserID == e.Owner
+	}
 	who, ok := o[e.Owner]
 	if !ok {
+		who.user = store.User{ID: e.Owner}
 		if u, err := s.st.GetUser(ctx, e.Owner); err == nil {
-			who[0] = u.Name
+			who.user = u
 		}
-		if id, err := s.st.GetOIDCIdentity(ctx, e.Owner); err == nil {
-			who[1] = id.Email
+		if isOwner {
+			if id, err := s.st.GetOIDCIdentity(ctx, e.Owner); err == nil {
+				who.email = id.Email
+			}
 		}
 		o[e.Owner] = who
 	}
-	out.OwnerName, out.OwnerEmail = who[0], who[1]
+	out.OwnerDisplayName = who.user.PublicName()
+	if isOwner {
+		out.OwnerName, out.OwnerEmail = who.user.Name, who.email
+	}
 	return out
 }
 

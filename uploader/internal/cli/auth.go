@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -115,6 +116,8 @@ Commands:
                    server's OpenID Connect issuer (device flow: open a URL anywhere, enter a code)
   logout           forget the credentials stored for the server
   whoami           show who the credentials belong to
+  display-name     show the name others see for you (the public gallery, your experiments);
+                   --set NAME chooses it, --set "" goes back to your handle (user-...)
 
 Run 'tbup auth <command> -h' for a command's flags.
 `
@@ -128,16 +131,26 @@ func runAuth(ctx context.Context, env Env, args []string) error {
 	if isHelp(sub) || sub == "help" {
 		return &helpError{usage: []byte(authUsage)}
 	}
-	if sub != "login" && sub != "logout" && sub != "whoami" {
+	if sub != "login" && sub != "logout" && sub != "whoami" && sub != "display-name" {
 		fmt.Fprintf(env.Stderr, "tbup auth: unknown command %q\n\n%s", sub, authUsage)
 		return ErrUsage
 	}
-	fs := newFlagSet(env, "auth "+sub, "[--server URL] [--token T]")
+	synopsis := "[--server URL] [--token T]"
+	if sub == "display-name" {
+		synopsis = "[--set NAME] " + synopsis
+	}
+	fs := newFlagSet(env, "auth "+sub, synopsis)
 	var sf serverFlags
 	sf.register(fs)
+	var newName *string
+	if sub == "display-name" {
+		newName = fs.String("set", "", "the display name to choose: at most 64 characters, letters, digits, spaces and . _ ' -; \"\" goes back to your handle")
+	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	setName := false
+	fs.Visit(func(f *flag.Flag) { setName = setName || f.Name == "set" })
 	switch sub {
 	case "login":
 		explicit := sf.token
@@ -184,7 +197,27 @@ func runAuth(ctx context.Context, env Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(env.Stdout, "%s on %s\n", describeUser(who), sf.server)
+		fmt.Fprintf(env.Stdout, "%s on %s; others see you as %q\n", describeUser(who), sf.server, who.GetDisplayName())
+		return nil
+	case "display-name":
+		if !setName {
+			who, err := whoAmI(ctx, env, &sf)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "Others see you as %q on %s.\n", who.GetDisplayName(), sf.server)
+			return nil
+		}
+		c, err := sf.connect(ctx, env, nil)
+		if err != nil {
+			return err
+		}
+		defer c.conn.Close()
+		resp, err := authv1.NewAuthServiceClient(c.conn).SetDisplayName(ctx, &authv1.SetDisplayNameRequest{DisplayName: *newName})
+		if err != nil {
+			return errors.New(client.Describe(err))
+		}
+		fmt.Fprintf(env.Stdout, "Others now see you as %q on %s.\n", resp.GetDisplayName(), sf.server)
 		return nil
 	}
 	return fmt.Errorf("tbup auth %s: not handled", sub) // checked above

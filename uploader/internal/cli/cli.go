@@ -31,7 +31,7 @@ type command struct {
 var commands = map[string]command{
 	"inspect": {"show what an upload of a logdir would send, without a server", runInspect},
 	"upload":  {"upload a logdir and keep it in sync (--one-shot to upload once)", runUpload},
-	"auth":    {"sign in (login --token T), sign out (logout), or show who you are (whoami)", runAuth},
+	"auth":    {"sign in (login --token T), sign out (logout), show who you are (whoami), or the name others see (display-name)", runAuth},
 }
 
 // ErrUsage marks a command line that could not be understood; usage was printed.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -130,7 +131,7 @@ func (ex *exporter) writeMetadata(e *experimentsv1.Experiment, url string) error
 		"description":        e.GetDescription(),
 		"url":                url,
 		"visibility":         e.GetVisibility().String(),
-		"owner":              e.GetOwnerEmail(),
+		"owner":              cmp.Or(e.GetOwnerEmail(), e.GetOwnerDisplayName()), // the email only for the owner
 		"create_time":        e.GetCreateTime().AsTime(),
 		"update_time":        e.GetUpdateTime().AsTime(),
 		"num_runs":           e.GetCounts().GetNumRuns(),

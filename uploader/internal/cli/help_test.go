@@ -28,7 +28,7 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		}
 	}
 	sort.Strings(cmds)
-	cmds = append(cmds, "auth", "auth login", "auth logout", "auth whoami")
+	cmds = append(cmds, "auth", "auth login", "auth logout", "auth whoami", "auth display-name")
 	var cases []helpCase
 	for _, cmd := range cmds {
 		words := strings.Fields(cmd)

@@ -213,6 +213,24 @@ func (h API) WhoAmI(w http.ResponseWriter, r *route.Request) error {
 	return route.WriteProtoJSON(w, resp)
 }
 
+// SetDisplayName sets the name others see for the caller. The body is a
+// SetDisplayNameRequest in proto3 JSON ({"displayName"}; empty goes back to
+// the handle); the answer is a SetDisplayNameResponse.
+func (h API) SetDisplayName(w http.ResponseWriter, r *route.Request) error {
+	if err := h.needAuth(); err != nil {
+		return err
+	}
+	req := &authv1.SetDisplayNameRequest{}
+	if err := readBody(r, req); err != nil {
+		return err
+	}
+	resp, err := h.Auth.SetDisplayName(r.Ctx, req, h.CallOpts...)
+	if err != nil {
+		return err
+	}
+	return route.WriteProtoJSON(w, resp)
+}
+
 // apiListTokens lists the caller's API tokens, without secrets.
 func (h API) ListTokens(w http.ResponseWriter, r *route.Request) error {
 	if err := h.needAuth(); err != nil {

@@ -1,11 +1,13 @@
 // "My experiments": the signed-in user's experiments with their counts,
 // and what the owner can do with them (rename, re-describe, change
-// visibility, share, delete), the experiments shared with them, and their
-// API tokens (create one, shown once; revoke). Every change is one call to
+// visibility, share, delete), the experiments shared with them, their
+// display name (what others see for them), and their API tokens (create
+// one, shown once; revoke). Every change is one call to
 // tbhub's /api/ routes (frontend-api/httpapi/manage.go); the server decides
 // who may do what.
 
 import { ApiError, getFresh, getJSON, getSession, send, signOut, type ApiToken, type Experiment, type ExperimentList, type Grant } from "../api";
+import { displayNameField, seenAs } from "../displayname";
 import { h, setChildren } from "../dom";
 import { renderGallery } from "./gallery";
 import { renderSignIn } from "./signin";
@@ -247,7 +249,7 @@ export async function renderExperiments(el: HTMLElement, reroute: () => void) {
                   h("button.share", { type: "button", onclick: () => shareDialog(e) }, "Share"),
                   h("button.delete.danger", { type: "button", onclick: () => deleteDialog(e) }, "Delete"),
                 )
-              : h("td", null, e.ownerEmail ?? ""),
+              : h("td.owner", null, e.ownerDisplayName ?? ""),
           ),
         ),
       ),
@@ -255,15 +257,56 @@ export async function renderExperiments(el: HTMLElement, reroute: () => void) {
   const ownedList = owned.experiments ?? [];
   const sharedList = shared.experiments ?? [];
   const tokens = h("section.tokens");
+  const profile = h("section.display-name");
   setChildren(
     el,
     h("h1", null, "My experiments"),
     status,
     ownedList.length ? h("div.table-scroll", null, table(ownedList, true)) : h("p.notice", null, "No experiments yet. Upload a logdir with `tbup upload --logdir LOGDIR`."),
     sharedList.length ? [h("h2", null, "Shared with me"), h("div.table-scroll", null, table(sharedList, false))] : null,
+    profile,
     tokens,
   );
+  renderDisplayName(profile);
   renderTokens(tokens, reroute);
+}
+
+/**
+ * The display name section: the name others see for the caller (the
+ * gallery, their experiments' pages), which they may choose; the server
+ * checks it and its reason is shown when it refuses one.
+ */
+async function renderDisplayName(el: HTMLElement) {
+  const input = h("input", { type: "text", name: "display-name", "aria-label": "display name", maxLength: 64, size: 30 });
+  const status = h("p.hint", { role: "status" });
+  const error = h("p.error", { role: "alert" });
+  const show = (name: string) => {
+    Object.assign(input, displayNameField(name));
+    status.textContent = seenAs(name);
+  };
+  const form = h(
+    "form.display-name",
+    {
+      onsubmit: async (ev: Event) => {
+        ev.preventDefault();
+        error.textContent = "";
+        try {
+          const ans = await send<{ displayName?: string }>("PATCH", "/api/whoami", { displayName: input.value.trim() });
+          show(ans?.displayName ?? "");
+        } catch (e) {
+          error.textContent = errorText(e);
+        }
+      },
+    },
+    h("label", null, "Name others see ", input),
+    h("button", { type: "submit", className: "primary" }, "Save"),
+  );
+  setChildren(el, h("h2", null, "Display name"), form, status, error);
+  try {
+    show((await getFresh<{ displayName?: string }>("/api/whoami")).body.displayName ?? "");
+  } catch (e) {
+    error.textContent = errorText(e);
+  }
 }
 
 /** Who may read an experiment of this visibility besides those it is shared with, and where it is listed. */

@@ -1,6 +1,7 @@
 // The public gallery (/gallery, and the landing page of a signed-out
 // visitor): public experiments, most recently updated first, with their
-// owner and rendered description, searched by name, description or owner
+// owner's display name (never an email) and rendered description, searched
+// by name, description or owner's display name
 // (GET /api/experiments?scope=public&q=). Unlisted experiments are never
 // listed; the server decides. The search is kept in the URL (?q=).
 
@@ -26,7 +27,7 @@ function item(e: Experiment): HTMLElement {
     h(
       "p.meta",
       null,
-      h("span.owner", null, e.ownerName || e.ownerEmail || "unknown owner"),
+      h("span.owner", null, e.ownerDisplayName || "unknown owner"),
       " · updated ",
       e.updateTime ? h("time.updated", { dateTime: e.updateTime, title: new Date(e.updateTime).toLocaleString() }, new Date(e.updateTime).toLocaleDateString()) : "–",
       ` · ${runs.toLocaleString()} run${runs === 1 ? "" : "s"}`,

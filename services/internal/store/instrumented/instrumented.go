@@ -209,6 +209,10 @@ func (s *Store) GetOIDCIdentity(ctx context.Context, userID string) (store.OIDCI
 	return value(s, ctx, "GetOIDCIdentity", func(ctx context.Context) (store.OIDCIdentity, error) { return s.st.GetOIDCIdentity(ctx, userID) })
 }
 
+func (s *Store) SetDisplayName(ctx context.Context, userID, name string) (store.User, error) {
+	return value(s, ctx, "SetDisplayName", func(ctx context.Context) (store.User, error) { return s.st.SetDisplayName(ctx, userID, name) })
+}
+
 func (s *Store) CreateAPIToken(ctx context.Context, t store.APIToken) (store.APIToken, error) {
 	return value(s, ctx, "CreateAPIToken", func(ctx context.Context) (store.APIToken, error) { return s.st.CreateAPIToken(ctx, t) })
 }

@@ -30,16 +30,24 @@ func (s *Store) CreateUser(ctx context.Context, u store.User) error {
 		}
 		// Insert fails with AlreadyExists if the id is taken.
 		return tx.BufferWrite([]*spanner.Mutation{spanner.Insert("Users",
-			[]string{"UserId", "Name", "CreateTime"}, []any{u.ID, u.Name, spanner.CommitTimestamp})})
+			[]string{"UserId", "Name", "DisplayName", "CreateTime"},
+			[]any{u.ID, u.Name, nullIfEmpty(u.DisplayName), spanner.CommitTimestamp})})
 	})
 	return fail("CreateUser", err)
 }
 
-var userColumns = []string{"UserId", "Name", "CreateTime"}
+var userColumns = []string{"UserId", "Name", "DisplayName", "CreateTime"}
+
+// nullIfEmpty stores an empty optional string as NULL.
+func nullIfEmpty(s string) spanner.NullString {
+	return spanner.NullString{StringVal: s, Valid: s != ""}
+}
 
 func userFromRow(row *spanner.Row) (store.User, error) {
 	var u store.User
-	err := row.Columns(&u.ID, &u.Name, &u.CreateTime)
+	var display spanner.NullString
+	err := row.Columns(&u.ID, &u.Name, &display, &u.CreateTime)
+	u.DisplayName = display.StringVal
 	return u, err
 }
 
@@ -192,14 +200,17 @@ func (s *Store) ListExperiments(ctx context.Context, f store.ExperimentFilter, f
 
 // publicSQL finds one page of the public gallery: public live experiments
 // (index ExperimentsByVisibility) ordered by their update time
-// (updateTimeSQL, as experimentSQL reports it).
+// (updateTimeSQL, as experimentSQL reports it). The owner is matched by
+// public name (store.User.PublicName, with store.Handle's rule), never by
+// user name: an OIDC user's is their email.
 const publicSQL = `SELECT p.ExperimentId, p.Updated FROM (
   SELECT e.ExperimentId,
     ` + updateTimeSQL + ` AS Updated
   FROM Experiments@{FORCE_INDEX=ExperimentsByVisibility} e
   WHERE e.Visibility = 'public' AND e.State = 'LIVE' AND (@search = ''
     OR STRPOS(LOWER(e.Name), @search) > 0 OR STRPOS(LOWER(e.Description), @search) > 0
-    OR STRPOS(LOWER((SELECT u.Name FROM Users u WHERE u.UserId = e.OwnerId)), @search) > 0)
+    OR STRPOS(LOWER(COALESCE((SELECT u.DisplayName FROM Users u WHERE u.UserId = e.OwnerId),
+      CONCAT('user-', SUBSTR(e.OwnerId, 2, 8)))), @search) > 0)
 ) p
 WHERE @afterId = '' OR p.Updated < @afterTime OR (p.Updated = @afterTime AND p.ExperimentId > @afterId)
 ORDER BY p.Updated DESC, p.ExperimentId

@@ -184,6 +184,29 @@ func (s *Store) GetOIDCUser(ctx context.Context, issuer, subject string) (store.
 	return u, fail("GetOIDCUser", err)
 }
 
+// SetDisplayName implements store.IdentityStore.
+func (s *Store) SetDisplayName(ctx context.Context, userID, name string) (store.User, error) {
+	s, release := s.acquire()
+	defer release()
+	var u store.User
+	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		row, err := tx.ReadRow(ctx, "Users", spanner.Key{userID}, userColumns)
+		if err != nil {
+			return err
+		}
+		if u, err = userFromRow(row); err != nil {
+			return err
+		}
+		u.DisplayName = name
+		return tx.BufferWrite([]*spanner.Mutation{spanner.Update("Users", []string{"UserId", "DisplayName"},
+			[]any{userID, nullIfEmpty(name)})})
+	})
+	if err != nil {
+		return store.User{}, fail("SetDisplayName", err)
+	}
+	return u, nil
+}
+
 // GetOIDCIdentity implements store.IdentityStore.
 func (s *Store) GetOIDCIdentity(ctx context.Context, userID string) (store.OIDCIdentity, error) {
 	s, release := s.acquire()

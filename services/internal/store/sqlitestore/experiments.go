@@ -27,7 +27,8 @@ func (s *Store) CreateUser(ctx context.Context, u store.User) error {
 		if n > 0 {
 			return fmt.Errorf("sqlitestore.CreateUser %q (%q): %w", u.ID, u.Name, store.ErrAlreadyExists)
 		}
-		_, err := tx.ExecContext(ctx, "INSERT INTO users (id, name, create_time) VALUES (?, ?, ?)", u.ID, u.Name, nanos(s.now()))
+		_, err := tx.ExecContext(ctx, "INSERT INTO users (id, name, display_name, create_time) VALUES (?, ?, ?, ?)",
+			u.ID, u.Name, nullIfEmpty(u.DisplayName), nanos(s.now()))
 		return err
 	})
 }
@@ -43,18 +44,36 @@ func (s *Store) GetUserByName(ctx context.Context, name string) (store.User, err
 }
 
 func (s *Store) getUser(ctx context.Context, column, value string) (store.User, error) {
-	var u store.User
-	var created int64
-	err := s.r.QueryRowContext(ctx, "SELECT id, name, create_time FROM users WHERE "+column+" = ?", value).
-		Scan(&u.ID, &u.Name, &created)
+	u, err := scanUser(s.r.QueryRowContext(ctx, "SELECT "+userColumns+" FROM users WHERE "+column+" = ?", value))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.User{}, fmt.Errorf("sqlitestore: user with %s %q: %w", column, value, store.ErrNotFound)
 	}
 	if err != nil {
 		return store.User{}, fmt.Errorf("sqlitestore: user with %s %q: %w", column, value, classify(err))
 	}
-	u.CreateTime = fromNanos(created)
 	return u, nil
+}
+
+// userColumns are what scanUser reads.
+const userColumns = "id, name, display_name, create_time"
+
+func scanUser(row *sql.Row) (store.User, error) {
+	var u store.User
+	var display sql.NullString
+	var created int64
+	if err := row.Scan(&u.ID, &u.Name, &display, &created); err != nil {
+		return store.User{}, err
+	}
+	u.DisplayName, u.CreateTime = display.String, fromNanos(created)
+	return u, nil
+}
+
+// nullIfEmpty stores an empty optional text as NULL.
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 // CreateExperiment implements store.Writer.
@@ -218,7 +237,10 @@ func (s *Store) ListPublicExperiments(ctx context.Context, q store.PublicQuery) 
 		return nil, fmt.Errorf("sqlitestore.ListPublicExperiments: %w", err)
 	}
 	// The select list is the outer query's only table's (the search's
-	// subquery on users is scoped to itself): no need to qualify it.
+	// subquery on users is scoped to itself): no need to qualify it. The
+	// owner is matched by public name (store.User.PublicName, with
+	// store.Handle's rule), never by user name: an OIDC user's is their
+	// email.
 	query := "SELECT " + experimentColumns + ` FROM experiments e
 		WHERE e.visibility = 'public' AND e.deleted = 0`
 	var args []any
@@ -229,7 +251,8 @@ func (s *Store) ListPublicExperiments(ctx context.Context, q store.PublicQuery) 
 	}
 	if q.Search != "" {
 		query += " AND (instr(" + foldFunc + "(e.name), ?) > 0 OR instr(" + foldFunc + "(e.description), ?) > 0" +
-			" OR instr(" + foldFunc + "((SELECT u.name FROM users u WHERE u.id = e.owner)), ?) > 0)"
+			" OR instr(" + foldFunc + "(COALESCE((SELECT u.display_name FROM users u WHERE u.id = e.owner)," +
+			" 'user-' || substr(e.owner, 2, 8))), ?) > 0)"
 		needle := strings.ToLower(q.Search)
 		args = append(args, needle, needle, needle)
 	}

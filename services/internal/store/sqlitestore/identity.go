@@ -93,13 +93,8 @@ func (s *Store) GetOrCreateOIDCUser(ctx context.Context, issuer, subject, email,
 		default:
 			return err
 		}
-		var created int64
-		if err := tx.QueryRowContext(ctx, "SELECT id, name, create_time FROM users WHERE id = ?", userID).
-			Scan(&u.ID, &u.Name, &created); err != nil {
-			return err
-		}
-		u.CreateTime = fromNanos(created)
-		return nil
+		u, err = scanUser(tx.QueryRowContext(ctx, "SELECT "+userColumns+" FROM users WHERE id = ?", userID))
+		return err
 	})
 	if err != nil {
 		return store.User{}, fmt.Errorf("sqlitestore.GetOrCreateOIDCUser: %w", err)
@@ -194,6 +189,28 @@ func (s *Store) GetOIDCUser(ctx context.Context, issuer, subject string) (store.
 		return store.User{}, fmt.Errorf("sqlitestore.GetOIDCUser %s/%s: %w", issuer, subject, classify(err))
 	}
 	return s.GetUser(ctx, userID)
+}
+
+// SetDisplayName implements store.IdentityStore.
+func (s *Store) SetDisplayName(ctx context.Context, userID, name string) (store.User, error) {
+	var u store.User
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE users SET display_name = ? WHERE id = ?", nullIfEmpty(name), userID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return store.ErrNotFound
+		}
+		u, err = scanUser(tx.QueryRowContext(ctx, "SELECT "+userColumns+" FROM users WHERE id = ?", userID))
+		return err
+	})
+	if err != nil {
+		return store.User{}, fmt.Errorf("sqlitestore.SetDisplayName %q: %w", userID, classify(err))
+	}
+	return u, nil
 }
 
 // GetOIDCIdentity implements store.IdentityStore.

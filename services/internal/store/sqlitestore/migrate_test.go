@@ -13,19 +13,35 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
+// oldDatabase writes a database of an older schema version with stmts
+// (that version's migrations, its user_version and rows) and returns its
+// path.
+func oldDatabase(t *testing.T, stmts ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), DefaultFile)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range stmts {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // TestMigrateScalarsToBlocks builds a version-2 database with scalars in
 // the old one-row-per-point table and checks that Open moves them to
 // blocks without losing or changing a point.
 func TestMigrateScalarsToBlocks(t *testing.T) {
 	t.Parallel()
 	c := t.Context()
-	path := filepath.Join(t.TempDir(), DefaultFile)
-	old, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	eid := store.NewExperimentID()
-	stmts := []string{migrations[0], migrations[1], "PRAGMA user_version = 2",
+	path := oldDatabase(t, migrations[0], migrations[1], "PRAGMA user_version = 2",
 		"INSERT INTO users VALUES ('u', 'u', 0)",
 		fmt.Sprintf("INSERT INTO experiments (id, name, description, owner, visibility, create_time, update_time) VALUES ('%s', '', '', 'u', 'private', 0, 0)", eid),
 		fmt.Sprintf("INSERT INTO runs VALUES ('%s', 'r', 1)", eid),
@@ -34,11 +50,10 @@ func TestMigrateScalarsToBlocks(t *testing.T) {
 		fmt.Sprintf("INSERT INTO series (id, experiment_id, run, tag, plugin, data_class, display_name, description, point_count, max_step, blob_count, total_bytes) VALUES (8, '%s', 'r', 'img', 'images', 3, '', '', 1, 1, 1, 5)", eid),
 		"INSERT INTO blob_sequences VALUES (8, 1, 0, 1.5, 2)",
 		"INSERT INTO blobs VALUES (8, 1, 0, 'k0', 3, 0, 1), (8, 1, 1, 'k1', 5, 0, 2)",
-	}
-	for _, q := range stmts {
-		if _, err := old.ExecContext(c, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
+	)
+	old, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
 	}
 	want := make([]store.ScalarPoint, 300)
 	for i := range want {
@@ -111,6 +126,39 @@ func TestMigrateScalarsToBlocks(t *testing.T) {
 	if err != nil || len(got2) != 1 || got2[0].ObjectKey != "k0" || got2[0].Size != 3 ||
 		got2[0].Ref != (store.BlobRef{Run: "r", Tag: "img", Step: 1, Index: 0}) || got2[0].WriteTime.Before(beforeMigrate.Add(-time.Second)) {
 		t.Errorf("blobs abandoned before now: %+v, %v; want k0, stamped at the upgrade (after %v)", got2, err, beforeMigrate)
+	}
+}
+
+// TestMigrateGivesUsersHandles upgrades a version-7 database, whose OIDC
+// user is named by their email, and checks that others now see (and the
+// gallery searches) the user's handle, not the email.
+func TestMigrateGivesUsersHandles(t *testing.T) {
+	t.Parallel()
+	c := t.Context()
+	eid := store.NewExperimentID()
+	path := oldDatabase(t, append(slices.Clone(migrations[:7]), "PRAGMA user_version = 7",
+		"INSERT INTO users (id, name, create_time) VALUES ('uK3f9aZq1xYw', 'ada@uni.example', 0)",
+		fmt.Sprintf("INSERT INTO experiments (id, name, description, owner, visibility, create_time, update_time) VALUES ('%s', 'mnist', '', 'uK3f9aZq1xYw', 'public', 0, 0)", eid))...)
+	if from, to, err := Migrate(c, path); err != nil || from != 7 || to != SchemaVersion {
+		t.Fatalf("Migrate = %d -> %d, %v, want 7 -> %d", from, to, err, SchemaVersion)
+	}
+	s, err := Open(c, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	u, err := s.GetUser(c, "uK3f9aZq1xYw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Name != "ada@uni.example" || u.DisplayName != "" || u.PublicName() != "user-K3f9aZq1" {
+		t.Errorf("migrated user = %+v, public name %q, want the handle user-K3f9aZq1", u, u.PublicName())
+	}
+	for search, want := range map[string]int{"uni.example": 0, "user-k3f9azq1": 1} {
+		list, err := s.ListPublicExperiments(c, store.PublicQuery{Search: search, Limit: 10})
+		if err != nil || len(list) != want {
+			t.Errorf("gallery search %q = %d experiments (%v), want %d", search, len(list), err, want)
+		}
 	}
 }
 

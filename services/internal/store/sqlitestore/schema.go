@@ -212,6 +212,14 @@ ALTER TABLE api_tokens ADD COLUMN parent_id TEXT;
 CREATE INDEX api_tokens_by_parent ON api_tokens (parent_id) WHERE parent_id IS NOT NULL;
 UPDATE api_tokens SET scopes = 7 WHERE scopes = 3;
 `,
+	// Version 9: the name a user shows others.
+	`
+-- display_name is the name the user chose to show others; NULL until they
+-- choose one, and for every user stored before this version: others then
+-- see the user's handle (store.Handle, derived from the id), never name,
+-- which for an OIDC user is their email.
+ALTER TABLE users ADD COLUMN display_name TEXT;
+`,
 }
 
 // dataMigrations are Go steps that run, in the same transaction, after the

@@ -32,6 +32,31 @@ func testUsers(t *testing.T, s store.Store) {
 	wantErr(t, "GetUser unknown", err, store.ErrNotFound)
 	_, err = s.GetUserByName(c, "nobody")
 	wantErr(t, "GetUserByName unknown", err, store.ErrNotFound)
+
+	// A display name is kept apart from the (unique) user name: two users
+	// may choose the same one, and clearing it goes back to the handle.
+	if u.DisplayName != "" || u.PublicName() != store.Handle("u1") {
+		t.Errorf("new user %+v: public name %q, want the handle %q", u, u.PublicName(), store.Handle("u1"))
+	}
+	for _, id := range []string{"u1", "u3"} {
+		if id == "u3" {
+			must(t, "CreateUser", s.CreateUser(c, store.User{ID: "u3", Name: "ada@example.com", DisplayName: "Ada L."}))
+		}
+		set, err := s.SetDisplayName(c, id, "Ada L.")
+		must(t, "SetDisplayName", err)
+		got, err := s.GetUser(c, id)
+		must(t, "GetUser", err)
+		if set.ID != id || set.DisplayName != "Ada L." || got != set || got.PublicName() != "Ada L." {
+			t.Errorf("after SetDisplayName(%s): returned %+v, GetUser %+v, want display name Ada L.", id, set, got)
+		}
+	}
+	cleared, err := s.SetDisplayName(c, "u1", "")
+	must(t, "SetDisplayName", err)
+	if got, _ := s.GetUserByName(c, "ada"); cleared.DisplayName != "" || got != cleared || got.PublicName() != store.Handle("u1") {
+		t.Errorf("after clearing: returned %+v, GetUserByName %+v, want no display name", cleared, got)
+	}
+	_, err = s.SetDisplayName(c, "nobody", "x")
+	wantErr(t, "SetDisplayName unknown", err, store.ErrNotFound)
 }
 
 func testExperiments(t *testing.T, s store.Store) {

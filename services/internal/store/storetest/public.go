@@ -45,10 +45,13 @@ func publicIDs(t *testing.T, s store.Store, search string, pageSize int) []strin
 
 // testListPublicExperiments checks the public gallery: public live
 // experiments only (never unlisted, private or deleted ones), latest
-// update first, in pages, searchable by name, description and owner.
+// update first, in pages, searchable by name, description and the owner's
+// public name (never the user name, an OIDC user's email).
 func testListPublicExperiments(t *testing.T, s store.Store) {
 	c := ctx(t)
-	ada, bob := newUser(t, s, "ada.lovelace"), newUser(t, s, "Bob")
+	ada, bob := newUser(t, s, "ada.lovelace@uni.example"), newUser(t, s, "Bob")
+	_, err := s.SetDisplayName(c, bob, "Bobby Tables")
+	must(t, "SetDisplayName", err)
 	create := func(owner, name, desc string, v store.Visibility) string {
 		eid := store.NewExperimentID()
 		must(t, "CreateExperiment", s.CreateExperiment(c, store.Experiment{ID: eid, Name: name, Description: desc, Owner: owner, Visibility: v}))
@@ -83,11 +86,14 @@ func testListPublicExperiments(t *testing.T, s store.Store) {
 		search string
 		want   []string
 	}{
-		{"resnet", []string{resnet}}, // name; not the unlisted, private or deleted ResNets
-		{"BOLD", []string{resnet}},   // description, any case
-		{"école", []string{ecole}},   // beyond ASCII
-		{"bob", []string{gamma, ecole}},
-		{"LOVELACE", []string{resnet}}, // owner's name
+		{"resnet", []string{resnet}},    // name; not the unlisted, private or deleted ResNets
+		{"BOLD", []string{resnet}},      // description, any case
+		{"école", []string{ecole}},      // beyond ASCII
+		{"bob", []string{gamma, ecole}}, // owner's display name
+		{"TABLES", []string{gamma, ecole}},
+		{store.Handle(ada), []string{resnet}}, // owner's handle: no display name
+		{"lovelace", nil},                     // never the user name
+		{"uni.example", nil},                  // (an email's domain)
 		{"a", all},
 		{"no such thing", nil},
 		{"%", nil}, // no wildcards
@@ -119,5 +125,15 @@ func testListPublicExperiments(t *testing.T, s store.Store) {
 	must(t, "UpdateExperiment", err)
 	if got := publicIDs(t, s, "", 10); len(got) != 3 || got[0] != gamma {
 		t.Errorf("after making %s public again, gallery = %v, want it first", gamma, got)
+	}
+
+	// A display name is searched as it is now: cleared, the handle is.
+	_, err = s.SetDisplayName(c, bob, "")
+	must(t, "SetDisplayName", err)
+	if got := publicIDs(t, s, "tables", 10); len(got) != 0 {
+		t.Errorf("after clearing the display name, search %q = %v, want none", "tables", got)
+	}
+	if got := publicIDs(t, s, store.Handle(bob), 10); len(got) != 2 {
+		t.Errorf("after clearing the display name, search %q = %v, want %v and %v", store.Handle(bob), got, gamma, ecole)
 	}
 }

@@ -188,7 +188,11 @@ type WhoAmIResponse struct {
 	TokenId string `protobuf:"bytes,7,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
 	// The user's unique name: the name given to `tbhub token create --user`,
 	// or, for users who signed in with OIDC, their email when it was free.
-	UserName      string `protobuf:"bytes,8,opt,name=user_name,json=userName,proto3" json:"user_name,omitempty"`
+	UserName string `protobuf:"bytes,8,opt,name=user_name,json=userName,proto3" json:"user_name,omitempty"`
+	// The name others see: the display name the user chose
+	// (SetDisplayName), or else their handle ("user-" and the start of
+	// user_id), which says nothing about their email.
+	DisplayName   string `protobuf:"bytes,9,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -275,6 +279,13 @@ func (x *WhoAmIResponse) GetTokenId() string {
 func (x *WhoAmIResponse) GetUserName() string {
 	if x != nil {
 		return x.UserName
+	}
+	return ""
+}
+
+func (x *WhoAmIResponse) GetDisplayName() string {
+	if x != nil {
+		return x.DisplayName
 	}
 	return ""
 }
@@ -661,12 +672,103 @@ func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
 	return file_tbhub_auth_v1_auth_proto_rawDescGZIP(), []int{8}
 }
 
+type SetDisplayNameRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 64 characters: letters, digits, spaces and . _ ' -; empty
+	// clears the chosen name.
+	DisplayName   string `protobuf:"bytes,1,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetDisplayNameRequest) Reset() {
+	*x = SetDisplayNameRequest{}
+	mi := &file_tbhub_auth_v1_auth_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetDisplayNameRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetDisplayNameRequest) ProtoMessage() {}
+
+func (x *SetDisplayNameRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tbhub_auth_v1_auth_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetDisplayNameRequest.ProtoReflect.Descriptor instead.
+func (*SetDisplayNameRequest) Descriptor() ([]byte, []int) {
+	return file_tbhub_auth_v1_auth_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SetDisplayNameRequest) GetDisplayName() string {
+	if x != nil {
+		return x.DisplayName
+	}
+	return ""
+}
+
+type SetDisplayNameResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The name others now see (the handle when the request cleared it).
+	DisplayName   string `protobuf:"bytes,1,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetDisplayNameResponse) Reset() {
+	*x = SetDisplayNameResponse{}
+	mi := &file_tbhub_auth_v1_auth_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetDisplayNameResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetDisplayNameResponse) ProtoMessage() {}
+
+func (x *SetDisplayNameResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tbhub_auth_v1_auth_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetDisplayNameResponse.ProtoReflect.Descriptor instead.
+func (*SetDisplayNameResponse) Descriptor() ([]byte, []int) {
+	return file_tbhub_auth_v1_auth_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SetDisplayNameResponse) GetDisplayName() string {
+	if x != nil {
+		return x.DisplayName
+	}
+	return ""
+}
+
 var File_tbhub_auth_v1_auth_proto protoreflect.FileDescriptor
 
 const file_tbhub_auth_v1_auth_proto_rawDesc = "" +
 	"\n" +
 	"\x18tbhub/auth/v1/auth.proto\x12\rtbhub.auth.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x0f\n" +
-	"\rWhoAmIRequest\"\x9f\x02\n" +
+	"\rWhoAmIRequest\"\xc2\x02\n" +
 	"\x0eWhoAmIResponse\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x14\n" +
 	"\x05email\x18\x02 \x01(\tR\x05email\x12\x16\n" +
@@ -675,7 +777,8 @@ const file_tbhub_auth_v1_auth_proto_rawDesc = "" +
 	"\x0fcredential_kind\x18\x05 \x01(\x0e2\x1d.tbhub.auth.v1.CredentialKindR\x0ecredentialKind\x12,\n" +
 	"\x06scopes\x18\x06 \x03(\x0e2\x14.tbhub.auth.v1.ScopeR\x06scopes\x12\x19\n" +
 	"\btoken_id\x18\a \x01(\tR\atokenId\x12\x1b\n" +
-	"\tuser_name\x18\b \x01(\tR\buserName\"\x80\x03\n" +
+	"\tuser_name\x18\b \x01(\tR\buserName\x12!\n" +
+	"\fdisplay_name\x18\t \x01(\tR\vdisplayName\"\x80\x03\n" +
 	"\x05Token\x12\x19\n" +
 	"\btoken_id\x18\x01 \x01(\tR\atokenId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12,\n" +
@@ -701,7 +804,11 @@ const file_tbhub_auth_v1_auth_proto_rawDesc = "" +
 	"\x06tokens\x18\x01 \x03(\v2\x14.tbhub.auth.v1.TokenR\x06tokens\"/\n" +
 	"\x12RevokeTokenRequest\x12\x19\n" +
 	"\btoken_id\x18\x01 \x01(\tR\atokenId\"\x15\n" +
-	"\x13RevokeTokenResponse*R\n" +
+	"\x13RevokeTokenResponse\":\n" +
+	"\x15SetDisplayNameRequest\x12!\n" +
+	"\fdisplay_name\x18\x01 \x01(\tR\vdisplayName\";\n" +
+	"\x16SetDisplayNameResponse\x12!\n" +
+	"\fdisplay_name\x18\x01 \x01(\tR\vdisplayName*R\n" +
 	"\x05Scope\x12\x15\n" +
 	"\x11SCOPE_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fSCOPE_UPLOAD\x10\x01\x12\x0e\n" +
@@ -711,13 +818,14 @@ const file_tbhub_auth_v1_auth_proto_rawDesc = "" +
 	"\x0eCredentialKind\x12\x1f\n" +
 	"\x1bCREDENTIAL_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14CREDENTIAL_KIND_OIDC\x10\x01\x12\x1d\n" +
-	"\x19CREDENTIAL_KIND_API_TOKEN\x10\x022\xd3\x02\n" +
+	"\x19CREDENTIAL_KIND_API_TOKEN\x10\x022\xb2\x03\n" +
 	"\vAuthService\x12E\n" +
 	"\x06WhoAmI\x12\x1c.tbhub.auth.v1.WhoAmIRequest\x1a\x1d.tbhub.auth.v1.WhoAmIResponse\x12T\n" +
 	"\vCreateToken\x12!.tbhub.auth.v1.CreateTokenRequest\x1a\".tbhub.auth.v1.CreateTokenResponse\x12Q\n" +
 	"\n" +
 	"ListTokens\x12 .tbhub.auth.v1.ListTokensRequest\x1a!.tbhub.auth.v1.ListTokensResponse\x12T\n" +
-	"\vRevokeToken\x12!.tbhub.auth.v1.RevokeTokenRequest\x1a\".tbhub.auth.v1.RevokeTokenResponseB<Z:github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1;authv1b\x06proto3"
+	"\vRevokeToken\x12!.tbhub.auth.v1.RevokeTokenRequest\x1a\".tbhub.auth.v1.RevokeTokenResponse\x12]\n" +
+	"\x0eSetDisplayName\x12$.tbhub.auth.v1.SetDisplayNameRequest\x1a%.tbhub.auth.v1.SetDisplayNameResponseB<Z:github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1;authv1b\x06proto3"
 
 var (
 	file_tbhub_auth_v1_auth_proto_rawDescOnce sync.Once
@@ -732,43 +840,47 @@ func file_tbhub_auth_v1_auth_proto_rawDescGZIP() []byte {
 }
 
 var file_tbhub_auth_v1_auth_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_tbhub_auth_v1_auth_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_tbhub_auth_v1_auth_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_tbhub_auth_v1_auth_proto_goTypes = []any{
-	(Scope)(0),                    // 0: tbhub.auth.v1.Scope
-	(CredentialKind)(0),           // 1: tbhub.auth.v1.CredentialKind
-	(*WhoAmIRequest)(nil),         // 2: tbhub.auth.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),        // 3: tbhub.auth.v1.WhoAmIResponse
-	(*Token)(nil),                 // 4: tbhub.auth.v1.Token
-	(*CreateTokenRequest)(nil),    // 5: tbhub.auth.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),   // 6: tbhub.auth.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),     // 7: tbhub.auth.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),    // 8: tbhub.auth.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),    // 9: tbhub.auth.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),   // 10: tbhub.auth.v1.RevokeTokenResponse
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(Scope)(0),                     // 0: tbhub.auth.v1.Scope
+	(CredentialKind)(0),            // 1: tbhub.auth.v1.CredentialKind
+	(*WhoAmIRequest)(nil),          // 2: tbhub.auth.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),         // 3: tbhub.auth.v1.WhoAmIResponse
+	(*Token)(nil),                  // 4: tbhub.auth.v1.Token
+	(*CreateTokenRequest)(nil),     // 5: tbhub.auth.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),    // 6: tbhub.auth.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),      // 7: tbhub.auth.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),     // 8: tbhub.auth.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),     // 9: tbhub.auth.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),    // 10: tbhub.auth.v1.RevokeTokenResponse
+	(*SetDisplayNameRequest)(nil),  // 11: tbhub.auth.v1.SetDisplayNameRequest
+	(*SetDisplayNameResponse)(nil), // 12: tbhub.auth.v1.SetDisplayNameResponse
+	(*timestamppb.Timestamp)(nil),  // 13: google.protobuf.Timestamp
 }
 var file_tbhub_auth_v1_auth_proto_depIdxs = []int32{
 	1,  // 0: tbhub.auth.v1.WhoAmIResponse.credential_kind:type_name -> tbhub.auth.v1.CredentialKind
 	0,  // 1: tbhub.auth.v1.WhoAmIResponse.scopes:type_name -> tbhub.auth.v1.Scope
 	0,  // 2: tbhub.auth.v1.Token.scopes:type_name -> tbhub.auth.v1.Scope
-	11, // 3: tbhub.auth.v1.Token.create_time:type_name -> google.protobuf.Timestamp
-	11, // 4: tbhub.auth.v1.Token.expire_time:type_name -> google.protobuf.Timestamp
-	11, // 5: tbhub.auth.v1.Token.last_use_time:type_name -> google.protobuf.Timestamp
-	11, // 6: tbhub.auth.v1.Token.revoke_time:type_name -> google.protobuf.Timestamp
+	13, // 3: tbhub.auth.v1.Token.create_time:type_name -> google.protobuf.Timestamp
+	13, // 4: tbhub.auth.v1.Token.expire_time:type_name -> google.protobuf.Timestamp
+	13, // 5: tbhub.auth.v1.Token.last_use_time:type_name -> google.protobuf.Timestamp
+	13, // 6: tbhub.auth.v1.Token.revoke_time:type_name -> google.protobuf.Timestamp
 	0,  // 7: tbhub.auth.v1.CreateTokenRequest.scopes:type_name -> tbhub.auth.v1.Scope
-	11, // 8: tbhub.auth.v1.CreateTokenRequest.expire_time:type_name -> google.protobuf.Timestamp
+	13, // 8: tbhub.auth.v1.CreateTokenRequest.expire_time:type_name -> google.protobuf.Timestamp
 	4,  // 9: tbhub.auth.v1.CreateTokenResponse.token:type_name -> tbhub.auth.v1.Token
 	4,  // 10: tbhub.auth.v1.ListTokensResponse.tokens:type_name -> tbhub.auth.v1.Token
 	2,  // 11: tbhub.auth.v1.AuthService.WhoAmI:input_type -> tbhub.auth.v1.WhoAmIRequest
 	5,  // 12: tbhub.auth.v1.AuthService.CreateToken:input_type -> tbhub.auth.v1.CreateTokenRequest
 	7,  // 13: tbhub.auth.v1.AuthService.ListTokens:input_type -> tbhub.auth.v1.ListTokensRequest
 	9,  // 14: tbhub.auth.v1.AuthService.RevokeToken:input_type -> tbhub.auth.v1.RevokeTokenRequest
-	3,  // 15: tbhub.auth.v1.AuthService.WhoAmI:output_type -> tbhub.auth.v1.WhoAmIResponse
-	6,  // 16: tbhub.auth.v1.AuthService.CreateToken:output_type -> tbhub.auth.v1.CreateTokenResponse
-	8,  // 17: tbhub.auth.v1.AuthService.ListTokens:output_type -> tbhub.auth.v1.ListTokensResponse
-	10, // 18: tbhub.auth.v1.AuthService.RevokeToken:output_type -> tbhub.auth.v1.RevokeTokenResponse
-	15, // [15:19] is the sub-list for method output_type
-	11, // [11:15] is the sub-list for method input_type
+	11, // 15: tbhub.auth.v1.AuthService.SetDisplayName:input_type -> tbhub.auth.v1.SetDisplayNameRequest
+	3,  // 16: tbhub.auth.v1.AuthService.WhoAmI:output_type -> tbhub.auth.v1.WhoAmIResponse
+	6,  // 17: tbhub.auth.v1.AuthService.CreateToken:output_type -> tbhub.auth.v1.CreateTokenResponse
+	8,  // 18: tbhub.auth.v1.AuthService.ListTokens:output_type -> tbhub.auth.v1.ListTokensResponse
+	10, // 19: tbhub.auth.v1.AuthService.RevokeToken:output_type -> tbhub.auth.v1.RevokeTokenResponse
+	12, // 20: tbhub.auth.v1.AuthService.SetDisplayName:output_type -> tbhub.auth.v1.SetDisplayNameResponse
+	16, // [16:21] is the sub-list for method output_type
+	11, // [11:16] is the sub-list for method input_type
 	11, // [11:11] is the sub-list for extension type_name
 	11, // [11:11] is the sub-list for extension extendee
 	0,  // [0:11] is the sub-list for field type_name
@@ -785,7 +897,7 @@ func file_tbhub_auth_v1_auth_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tbhub_auth_v1_auth_proto_rawDesc), len(file_tbhub_auth_v1_auth_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   9,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

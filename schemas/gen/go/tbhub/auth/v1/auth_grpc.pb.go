@@ -23,10 +23,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AuthService_WhoAmI_FullMethodName      = "/tbhub.auth.v1.AuthService/WhoAmI"
-	AuthService_CreateToken_FullMethodName = "/tbhub.auth.v1.AuthService/CreateToken"
-	AuthService_ListTokens_FullMethodName  = "/tbhub.auth.v1.AuthService/ListTokens"
-	AuthService_RevokeToken_FullMethodName = "/tbhub.auth.v1.AuthService/RevokeToken"
+	AuthService_WhoAmI_FullMethodName         = "/tbhub.auth.v1.AuthService/WhoAmI"
+	AuthService_CreateToken_FullMethodName    = "/tbhub.auth.v1.AuthService/CreateToken"
+	AuthService_ListTokens_FullMethodName     = "/tbhub.auth.v1.AuthService/ListTokens"
+	AuthService_RevokeToken_FullMethodName    = "/tbhub.auth.v1.AuthService/RevokeToken"
+	AuthService_SetDisplayName_FullMethodName = "/tbhub.auth.v1.AuthService/SetDisplayName"
 )
 
 // AuthServiceClient is the client API for AuthService service.
@@ -48,6 +49,10 @@ type AuthServiceClient interface {
 	// transitively. Later calls with them fail with UNAUTHENTICATED.
 	// Revoking twice is not an error. Requires SCOPE_TOKENS.
 	RevokeToken(ctx context.Context, in *RevokeTokenRequest, opts ...grpc.CallOption) (*RevokeTokenResponse, error)
+	// Sets the name others see for the caller (Experiment.owner_display_name);
+	// an empty name goes back to the user's handle. INVALID_ARGUMENT, naming
+	// the rule, for a name too long or with characters not allowed.
+	SetDisplayName(ctx context.Context, in *SetDisplayNameRequest, opts ...grpc.CallOption) (*SetDisplayNameResponse, error)
 }
 
 type authServiceClient struct {
@@ -98,6 +103,16 @@ func (c *authServiceClient) RevokeToken(ctx context.Context, in *RevokeTokenRequ
 	return out, nil
 }
 
+func (c *authServiceClient) SetDisplayName(ctx context.Context, in *SetDisplayNameRequest, opts ...grpc.CallOption) (*SetDisplayNameResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetDisplayNameResponse)
+	err := c.cc.Invoke(ctx, AuthService_SetDisplayName_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AuthServiceServer is the server API for AuthService service.
 // All implementations must embed UnimplementedAuthServiceServer
 // for forward compatibility.
@@ -117,6 +132,10 @@ type AuthServiceServer interface {
 	// transitively. Later calls with them fail with UNAUTHENTICATED.
 	// Revoking twice is not an error. Requires SCOPE_TOKENS.
 	RevokeToken(context.Context, *RevokeTokenRequest) (*RevokeTokenResponse, error)
+	// Sets the name others see for the caller (Experiment.owner_display_name);
+	// an empty name goes back to the user's handle. INVALID_ARGUMENT, naming
+	// the rule, for a name too long or with characters not allowed.
+	SetDisplayName(context.Context, *SetDisplayNameRequest) (*SetDisplayNameResponse, error)
 	mustEmbedUnimplementedAuthServiceServer()
 }
 
@@ -138,6 +157,9 @@ func (UnimplementedAuthServiceServer) ListTokens(context.Context, *ListTokensReq
 }
 func (UnimplementedAuthServiceServer) RevokeToken(context.Context, *RevokeTokenRequest) (*RevokeTokenResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RevokeToken not implemented")
+}
+func (UnimplementedAuthServiceServer) SetDisplayName(context.Context, *SetDisplayNameRequest) (*SetDisplayNameResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetDisplayName not implemented")
 }
 func (UnimplementedAuthServiceServer) mustEmbedUnimplementedAuthServiceServer() {}
 func (UnimplementedAuthServiceServer) testEmbeddedByValue()                     {}
@@ -232,6 +254,24 @@ func _AuthService_RevokeToken_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AuthService_SetDisplayName_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetDisplayNameRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AuthServiceServer).SetDisplayName(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AuthService_SetDisplayName_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AuthServiceServer).SetDisplayName(ctx, req.(*SetDisplayNameRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AuthService_ServiceDesc is the grpc.ServiceDesc for AuthService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -254,6 +294,10 @@ var AuthService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RevokeToken",
 			Handler:    _AuthService_RevokeToken_Handler,
+		},
+		{
+			MethodName: "SetDisplayName",
+			Handler:    _AuthService_SetDisplayName_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

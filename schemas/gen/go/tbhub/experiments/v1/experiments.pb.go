@@ -202,7 +202,8 @@ type Experiment struct {
 	Description  string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
 	// Stable id of the owner, as in WhoAmIResponse.user_id.
 	OwnerUserId string `protobuf:"bytes,4,opt,name=owner_user_id,json=ownerUserId,proto3" json:"owner_user_id,omitempty"`
-	// Owner's email, shown to people who may read the experiment.
+	// Owner's email; set only when the caller is the owner (it is never
+	// shown to others).
 	OwnerEmail string                 `protobuf:"bytes,5,opt,name=owner_email,json=ownerEmail,proto3" json:"owner_email,omitempty"`
 	Visibility Visibility             `protobuf:"varint,6,opt,name=visibility,proto3,enum=tbhub.experiments.v1.Visibility" json:"visibility,omitempty"`
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
@@ -211,15 +212,19 @@ type Experiment struct {
 	Counts     *ExperimentCounts      `protobuf:"bytes,9,opt,name=counts,proto3" json:"counts,omitempty"`
 	// Where the experiment can be viewed.
 	Url string `protobuf:"bytes,10,opt,name=url,proto3" json:"url,omitempty"`
-	// Owner's user name (WhoAmIResponse.user_name), shown to people who may
-	// read the experiment.
+	// Owner's user name (WhoAmIResponse.user_name), which is the email of a
+	// user who signed in with OIDC; set only when the caller is the owner.
 	OwnerName string `protobuf:"bytes,11,opt,name=owner_name,json=ownerName,proto3" json:"owner_name,omitempty"`
 	// The description (markdown) rendered to sanitized HTML. Set by the HTTP
 	// API (frontend-api), which holds the renderer; empty from the gRPC
 	// service.
 	DescriptionHtml string `protobuf:"bytes,12,opt,name=description_html,json=descriptionHtml,proto3" json:"description_html,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The name the owner shows others (WhoAmIResponse.display_name): a
+	// display name they chose or their handle; never their email. Set for
+	// every caller.
+	OwnerDisplayName string `protobuf:"bytes,13,opt,name=owner_display_name,json=ownerDisplayName,proto3" json:"owner_display_name,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Experiment) Reset() {
@@ -332,6 +337,13 @@ func (x *Experiment) GetOwnerName() string {
 func (x *Experiment) GetDescriptionHtml() string {
 	if x != nil {
 		return x.DescriptionHtml
+	}
+	return ""
+}
+
+func (x *Experiment) GetOwnerDisplayName() string {
+	if x != nil {
+		return x.OwnerDisplayName
 	}
 	return ""
 }
@@ -1786,7 +1798,7 @@ var File_tbhub_experiments_v1_experiments_proto protoreflect.FileDescriptor
 
 const file_tbhub_experiments_v1_experiments_proto_rawDesc = "" +
 	"\n" +
-	"&tbhub/experiments/v1/experiments.proto\x12\x14tbhub.experiments.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x84\x04\n" +
+	"&tbhub/experiments/v1/experiments.proto\x12\x14tbhub.experiments.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb2\x04\n" +
 	"\n" +
 	"Experiment\x12#\n" +
 	"\rexperiment_id\x18\x01 \x01(\tR\fexperimentId\x12\x12\n" +
@@ -1807,7 +1819,8 @@ const file_tbhub_experiments_v1_experiments_proto_rawDesc = "" +
 	" \x01(\tR\x03url\x12\x1d\n" +
 	"\n" +
 	"owner_name\x18\v \x01(\tR\townerName\x12)\n" +
-	"\x10description_html\x18\f \x01(\tR\x0fdescriptionHtml\"\x95\x02\n" +
+	"\x10description_html\x18\f \x01(\tR\x0fdescriptionHtml\x12,\n" +
+	"\x12owner_display_name\x18\r \x01(\tR\x10ownerDisplayName\"\x95\x02\n" +
 	"\x10ExperimentCounts\x12\x19\n" +
 	"\bnum_runs\x18\x01 \x01(\x03R\anumRuns\x12\x19\n" +
 	"\bnum_tags\x18\x02 \x01(\x03R\anumTags\x12*\n" +
