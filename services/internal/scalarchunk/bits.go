@@ -1,5 +1,10 @@
 package scalarchunk
 
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
 // bitWriter appends bits, most significant first, to a byte slice.
 type bitWriter struct {
 	b    []byte
@@ -40,43 +45,57 @@ type bitReader struct {
 	pos uint64 // in bits
 }
 
-func (r *bitReader) readBit() (bool, bool) {
-	if r.pos>>3 >= uint64(len(r.b)) {
-		return false, false
+// left is the number of bits not read.
+func (r *bitReader) left() uint64 { return uint64(len(r.b))*8 - r.pos }
+
+// peek returns the 64 bits from pos, the first at the top, zeros past the
+// end; at least 57 of them are the stream's unless it ends before.
+func (r *bitReader) peek() uint64 {
+	i := r.pos >> 3
+	var w uint64
+	if i+8 <= uint64(len(r.b)) {
+		w = binary.BigEndian.Uint64(r.b[i:])
+	} else {
+		for j := i; j < i+8; j++ {
+			w <<= 8
+			if j < uint64(len(r.b)) {
+				w |= uint64(r.b[j])
+			}
+		}
 	}
-	one := r.b[r.pos>>3]&(0x80>>(r.pos&7)) != 0
-	r.pos++
-	return one, true
+	return w << (r.pos & 7)
 }
 
 // readBits reads n bits (n <= 64) as the low bits of the result.
 func (r *bitReader) readBits(n uint8) (uint64, bool) {
-	if uint64(n) > uint64(len(r.b))*8-r.pos {
+	if uint64(n) > r.left() {
 		return 0, false
 	}
-	var v uint64
-	for n > 0 {
-		i, used := r.pos>>3, uint8(r.pos&7)
-		take := min(n, 8-used)
-		chunk := uint64(r.b[i]>>(8-used-take)) & (1<<take - 1)
-		v = v<<take | chunk
-		n -= take
-		r.pos += uint64(take)
+	if n == 0 {
+		return 0, true
 	}
+	if n > 56 {
+		hi, _ := r.readBits(n - 32)
+		lo, _ := r.readBits(32)
+		return hi<<32 | lo, true
+	}
+	v := r.peek() >> (64 - n)
+	r.pos += uint64(n)
 	return v, true
 }
 
-// readUnary reads up to max one-bits ending in a zero bit (not counted, and
-// not read when max ones were read) and returns how many ones it read.
+// readUnary reads up to max (< 57) one-bits ending in a zero bit (not
+// counted, and not read when max ones were read) and returns how many ones
+// it read.
 func (r *bitReader) readUnary(max int) (int, bool) {
-	for n := 0; n < max; n++ {
-		one, ok := r.readBit()
-		if !ok {
-			return 0, false
-		}
-		if !one {
-			return n, true
-		}
+	ones := min(bits.LeadingZeros64(^r.peek()), max)
+	read := ones
+	if ones < max {
+		read++ // the zero
 	}
-	return max, true
+	if uint64(read) > r.left() {
+		return 0, false
+	}
+	r.pos += uint64(read)
+	return ones, true
 }

@@ -70,28 +70,33 @@ func (c *pointCodec) read(r *bitReader, h *Header, first bool) (store.ScalarPoin
 	return store.ScalarPoint{Step: step, WallTime: wallOf(wall, c.wallScale), Value: c.valueOf(value)}, true
 }
 
-// numCodec encodes a step, or a float's bits, read as an integer by how far they are
-// from a prediction: the previous bits (order 1) or the previous bits plus
-// the previous difference (order 2). The order adapts without costing a
-// bit: it is 2 while order 2's residuals have recently been shorter, which
-// the decoder follows as it decodes. A residual is zigzagged and written
-// '0' for 0, '10' + w bits when it fits in the window of the last w bits
-// and needs more than w-6, else '11' + 6 bits of w-1 + w bits (w: its bit
-// length), which sets the window.
+// numCodec encodes a step, or a float's bits, read as an integer by how
+// far they are from a prediction: the previous number (order 1) or the
+// previous number plus the previous difference (order 2). The order adapts
+// without costing a bit: it is 2 while order 2's residuals have recently
+// been shorter, which the decoder follows as it decodes. A residual is
+// zigzagged to z and Rice-coded with a parameter k that follows the
+// recent residuals' mean: z>>k in unary (that many ones, then a zero),
+// then the low k bits of z; a z>>k of escapeOnes or more is written as
+// escapeOnes ones, 6 bits of n-1 and the n bits of z (n its bit length).
 type numCodec struct {
 	prev, delta uint64
 	// score is a decaying sum of order 1's residual bit lengths minus order
 	// 2's; order 2 predicts while it is positive.
-	score  int32
-	window uint8
+	score int32
+	// mean is a decaying mean of the residuals (z).
+	mean uint64
 }
+
+// escapeOnes is where unary gives way to a length and raw bits.
+const escapeOnes = 24
 
 func newNumCodec(first uint64) numCodec { return numCodec{prev: first} }
 
 func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
 func unzigzag(z uint64) int64 { return int64(z>>1) ^ -int64(z&1) }
 
-// prediction is what the next bits are expected to be.
+// prediction is what the next number is expected to be.
 func (c *numCodec) prediction() uint64 {
 	if c.score > 0 {
 		return c.prev + c.delta
@@ -99,58 +104,61 @@ func (c *numCodec) prediction() uint64 {
 	return c.prev
 }
 
-// update moves to v.
-func (c *numCodec) update(v uint64) {
+// riceK is the Rice parameter for the next residual.
+func (c *numCodec) riceK() uint8 {
+	return uint8(max(bits.Len64(c.mean)-riceShift, 0))
+}
+
+const riceShift = 1
+
+// update moves to v, whose residual was z.
+func (c *numCodec) update(v, z uint64) {
 	delta := v - c.prev
 	len1, len2 := bits.Len64(zigzag(int64(delta))), bits.Len64(zigzag(int64(delta-c.delta)))
 	c.score += int32(len1-len2)*16 - c.score/8
 	c.prev, c.delta = v, delta
+	c.mean = c.mean - c.mean>>meanShift + z>>meanShift
 }
+
+const meanShift = 2
 
 func (c *numCodec) write(w *bitWriter, v uint64) {
 	z := zigzag(int64(v - c.prediction()))
-	c.update(v)
-	if z == 0 {
-		w.writeBit(false)
+	k := c.riceK()
+	c.update(v, z)
+	if q := z >> k; q < escapeOnes {
+		w.writeBits(1<<(q+1)-2, uint8(q+1)) // q ones, a zero
+		w.writeBits(z, k)
 		return
 	}
 	n := uint8(bits.Len64(z))
-	if n <= c.window && n+6 > c.window {
-		w.writeBits(0b10, 2)
-		w.writeBits(z, c.window)
-		return
-	}
-	c.window = n
-	w.writeBits(0b11, 2)
+	w.writeBits(1<<escapeOnes-1, escapeOnes)
 	w.writeBits(uint64(n-1), 6)
 	w.writeBits(z, n)
 }
 
 func (c *numCodec) read(r *bitReader) (uint64, bool) {
-	class, ok := r.readUnary(2)
+	k := c.riceK()
+	q, ok := r.readUnary(escapeOnes)
 	if !ok {
 		return 0, false
 	}
 	var z uint64
-	switch class {
-	case 1:
-		if c.window == 0 {
-			return 0, false
-		}
-		if z, ok = r.readBits(c.window); !ok {
-			return 0, false
-		}
-	case 2:
-		n, ok := r.readBits(6)
+	if q < escapeOnes {
+		low, ok := r.readBits(k)
 		if !ok {
 			return 0, false
 		}
-		c.window = uint8(n + 1)
-		if z, ok = r.readBits(c.window); !ok {
+		z = uint64(q)<<k | low
+	} else {
+		n, ok1 := r.readBits(6)
+		raw, ok2 := r.readBits(uint8(n + 1))
+		if !ok1 || !ok2 {
 			return 0, false
 		}
+		z = raw
 	}
 	v := c.prediction() + uint64(unzigzag(z))
-	c.update(v)
+	c.update(v, z)
 	return v, true
 }

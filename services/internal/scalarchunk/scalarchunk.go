@@ -23,28 +23,28 @@
 //
 // Numbers of 4 or 8 bytes are little-endian IEEE-754 bits. The bit stream
 // holds the first point's wall time as 64 raw bits, then per later point
-// its step, its wall time and its value's bits (float32
-// bits if flagFloat32, else float64; the first value is the header's), each
-// read as an integer, modulo 2^64, and written as its residual from a
+// its step, its wall time and its value's bits (float32 bits if
+// flagFloat32, else float64; the first value is the header's), each read
+// as an integer, modulo 2^64, and written as its residual from a
 // prediction (numCodec): the previous number (delta coding) or the
 // previous number plus the previous difference (delta of deltas), chosen
 // by which has recently done better, so a regular step or clock costs one
-// bit and a smooth value a few. A residual is zigzagged and written with a
-// reusable window of bit length like Gorilla's XOR (Pelkonen et al., VLDB
-// 2015; Prometheus tsdb/chunkenc/xor.go): '0' for 0, '10' + the window's
-// width of bits, '11' + 6 bits of width-1 + that many bits.
+// bit. Residuals are Rice-coded with a parameter that follows their recent
+// size, so a noisy value costs about the entropy of its noise plus a bit.
 //
 // The wall time is its float64 bits (scale 0), or when every wall time of
 // the chunk is a whole number of microseconds (1), milliseconds (2) or
 // seconds (3), that number: w == float64(n)/1e6 to the bit, as TensorFlow's
 // C++ writer (NowMicros()/1e6) and writers that round to the second give.
 //
-// Why not XOR, as Gorilla: the float64 bits of a wall time around 1.7e9 s
+// Why not XOR, as Gorilla (Pelkonen et al., VLDB 2015; Prometheus
+// tsdb/chunkenc/xor.go): the float64 bits of a wall time around 1.7e9 s
 // are a fixed-point number (the exponent does not change for decades), so
 // the difference of differences of those integers is the clock's jitter in
-// units of 2^-22 s, about 2.7 B per point for ±20% jitter, where XOR took
-// 4.5 B; on float32 values the difference beat XOR by about 0.4 B per
-// point (docs/capacity.md, "Series encoding", has the measurements).
+// units of 2^-22 s, which costs about 2.4 B per point for ±20% jitter
+// where XOR took 4.5 B; the difference also beat XOR on float32 values,
+// and Rice codes beat Gorilla's windows of meaningful bits by about 0.6 B
+// per point (docs/capacity.md, "Series encoding", has the measurements).
 //
 // Steps strictly increase within a chunk: Append rejects any other step
 // with ErrStepOrder, and the store splits or merges chunks to keep it so.
