@@ -15,7 +15,8 @@ type Iterator struct {
 	h     Header
 	codec pointCodec
 	r     bitReader
-	n     int // points read
+	n     int    // points read
+	seen  Header // of the points read
 	at    store.ScalarPoint
 	err   error
 }
@@ -50,6 +51,7 @@ func (it *Iterator) Next() bool {
 	}
 	it.at = p
 	it.n++
+	it.seen.add(p)
 	if it.n == it.h.Count {
 		it.err = it.checkEnd()
 		return it.err == nil
@@ -57,14 +59,13 @@ func (it *Iterator) Next() bool {
 	return true
 }
 
-// checkEnd checks what the last point and the stream's end must satisfy.
+// checkEnd checks that the header describes the points read, and that the
+// stream ends with the last one.
 func (it *Iterator) checkEnd() error {
 	used := (it.r.pos + 7) / 8
 	switch {
-	case it.at.Step != it.h.LastStep:
-		return fmt.Errorf("%w: last step %d, header says %d", ErrCorrupt, it.at.Step, it.h.LastStep)
-	case it.codec.valueBits(it.at.Value) != it.codec.valueBits(it.h.Last):
-		return fmt.Errorf("%w: last value differs from the header's", ErrCorrupt)
+	case !it.seen.same(it.h):
+		return fmt.Errorf("%w: header %+v, points %+v", ErrCorrupt, it.h, it.seen)
 	case used != uint64(len(it.r.b)):
 		return fmt.Errorf("%w: %d bytes after the last point", ErrCorrupt, uint64(len(it.r.b))-used)
 	case it.r.pos%8 != 0 && it.r.b[used-1]<<(it.r.pos%8) != 0:

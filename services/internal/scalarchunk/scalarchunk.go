@@ -89,7 +89,19 @@ type Header struct {
 }
 
 // Finite is the number of finite values.
-func (h *Header) Finite() int { return h.Count - h.NaN - h.PosInf - h.NegInf }
+func (h Header) Finite() int { return h.Count - h.NaN - h.PosInf - h.NegInf }
+
+// same tells whether h and o are equal, their floats to the bit.
+func (h Header) same(o Header) bool {
+	hf, of := [4]*float64{&h.First, &h.Last, &h.Min, &h.Max}, [4]*float64{&o.First, &o.Last, &o.Min, &o.Max}
+	for i := range hf {
+		if math.Float64bits(*hf[i]) != math.Float64bits(*of[i]) {
+			return false
+		}
+		*hf[i], *of[i] = 0, 0
+	}
+	return h == o
+}
 
 // add counts p, the point after the others, into h.
 func (h *Header) add(p store.ScalarPoint) {

@@ -67,19 +67,6 @@ func wantHeader(points []store.ScalarPoint) Header {
 	return h
 }
 
-// sameHeader compares headers with their floats to the bit.
-func sameHeader(a, b Header) bool {
-	floats := func(h *Header) []*float64 { return []*float64{&h.First, &h.Last, &h.Min, &h.Max} }
-	fa, fb := floats(&a), floats(&b)
-	for i := range fa {
-		if math.Float64bits(*fa[i]) != math.Float64bits(*fb[i]) {
-			return false
-		}
-		*fa[i], *fb[i] = 0, 0
-	}
-	return a == b
-}
-
 // checkRoundTrip encodes points, decodes them back and checks the header.
 func checkRoundTrip(t *testing.T, points []store.ScalarPoint) []byte {
 	t.Helper()
@@ -98,7 +85,7 @@ func checkRoundTrip(t *testing.T, points []store.ScalarPoint) []byte {
 	if err != nil {
 		t.Fatalf("ReadHeader: %v", err)
 	}
-	if want := wantHeader(points); !sameHeader(h, want) {
+	if want := wantHeader(points); !h.same(want) {
 		t.Fatalf("header %+v, want %+v", h, want)
 	}
 	return chunk
@@ -377,6 +364,22 @@ func TestCorruptChunks(t *testing.T) {
 	last := slices.Clone(good)
 	last[len(last)-1] ^= 1 // the padding or the last value's bits
 	bad = append(bad, last)
+	// A header that does not describe the points.
+	h, f, body, err := parseHeader(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, change := range []func(*Header){
+		func(h *Header) { h.Min = math.Nextafter(h.Min, math.Inf(-1)) },
+		func(h *Header) { h.Max = math.Nextafter(h.Max, math.Inf(1)) },
+		func(h *Header) { h.NaN++ },
+		func(h *Header) { h.First = math.Copysign(0, -1) },
+		func(h *Header) { h.LastStep++ },
+	} {
+		wrong := h
+		change(&wrong)
+		bad = append(bad, append(appendHeader(nil, &wrong, f), body...))
+	}
 	for _, b := range bad {
 		if _, err := Decode(b, nil); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("Decode(%x): err %v, want ErrCorrupt", b, err)
