@@ -44,7 +44,9 @@ func (a *Appender) Append(p store.ScalarPoint) error {
 		return fmt.Errorf("%w: step %d after %d", ErrStepOrder, p.Step, a.h.LastStep)
 	}
 	// The form is the most compact one that holds every point: a point
-	// that the chunk's form cannot hold makes the chunk be rewritten.
+	// that the chunk's form cannot hold makes the chunk be rewritten. Forms
+	// only get wider (float32 to float64 values; wall times in s, ms, µs,
+	// float64 bits), so that happens at most four times per chunk.
 	f := form{float32: true, wallScale: 3}
 	if a.h.Count > 0 {
 		f = a.codec.form

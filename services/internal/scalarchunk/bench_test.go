@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -173,5 +174,30 @@ func BenchmarkDecode(b *testing.B) {
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*points), "ns/point")
 			})
 		}
+	}
+}
+
+// BenchmarkColumnCost splits each generated shape's bytes per point
+// between its columns: it encodes the shape with every wall time replaced
+// by the first (what steps and values cost) and with every value replaced
+// by the first (what steps and wall times cost).
+func BenchmarkColumnCost(b *testing.B) {
+	for _, s := range generatedShapes() {
+		b.Run(s.name, func(b *testing.B) {
+			sameWall, sameValue := slices.Clone(s.points), slices.Clone(s.points)
+			for i := range s.points {
+				sameWall[i].WallTime, sameValue[i].Value = s.points[0].WallTime, s.points[0].Value
+			}
+			var all, values, walls int
+			for b.Loop() {
+				all = chunkBytes(encodeInChunks(b, s.points, chunkSizes[1]))
+				values = chunkBytes(encodeInChunks(b, sameWall, chunkSizes[1]))
+				walls = chunkBytes(encodeInChunks(b, sameValue, chunkSizes[1]))
+			}
+			n := float64(len(s.points))
+			b.ReportMetric(float64(all)/n, "B/point")
+			b.ReportMetric(float64(values)/n, "B/point-steps+values")
+			b.ReportMetric(float64(walls)/n, "B/point-steps+walls")
+		})
 	}
 }
