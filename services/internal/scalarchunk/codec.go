@@ -1,6 +1,7 @@
 package scalarchunk
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 
@@ -33,7 +34,10 @@ func (c *pointCodec) valueOf(b uint64) float64 {
 // write encodes p; first tells that p is the chunk's first point, whose
 // step and value are in the header.
 func (c *pointCodec) write(w *bitWriter, p store.ScalarPoint, first bool) {
-	wall, _ := wallTicks(p.WallTime, c.wallScale)
+	wall, ok := wallTicks(p.WallTime, c.wallScale)
+	if !ok { // Append chose a scale that does not hold p
+		panic(fmt.Sprintf("scalarchunk: wall time %v is no tick of scale %d", p.WallTime, c.wallScale))
+	}
 	if first {
 		c.step = newNumCodec(uint64(p.Step))
 		c.wall = newNumCodec(wall)

@@ -279,17 +279,23 @@ func isFloat32(v float64) bool {
 // wallUnits are the ticks per second of the wall time scales 1 to 3.
 var wallUnits = [...]float64{1: 1e6, 2: 1e3, 3: 1}
 
+// maxTickWall bounds the wall times written as ticks: below it, a number
+// of µs is exact in a float64, so a wall time that is a whole number of
+// seconds is one of milliseconds and one of microseconds too, and the
+// scales nest (a chunk's scale is the coarsest that holds every point
+// because it holds each). 9e9 s is in the year 2255.
+const maxTickWall = 9e9
+
 // wallTicks returns wall time w as a number of ticks of scale (its float64
 // bits for scale 0), and whether it is exactly one.
 func wallTicks(w float64, scale uint8) (uint64, bool) {
 	if scale == 0 {
 		return math.Float64bits(w), true
 	}
-	x := w * wallUnits[scale]
-	if !(math.Abs(x) < 1<<53) {
+	if !(math.Abs(w) < maxTickWall) {
 		return 0, false
 	}
-	n := int64(math.Round(x))
+	n := int64(math.Round(w * wallUnits[scale]))
 	return uint64(n), math.Float64bits(wallOf(uint64(n), scale)) == math.Float64bits(w)
 }
 

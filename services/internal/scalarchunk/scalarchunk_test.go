@@ -155,7 +155,7 @@ func TestWallScale(t *testing.T) {
 		scale uint8
 	}{
 		{[]float64{1.7e9, 1.7e9 + 1, 1.7e9 + 3}, 3},
-		{[]float64{0, -5, 1 << 52}, 3},
+		{[]float64{0, -5, 8e9}, 3},
 		{[]float64{1.7e9, 1.7e9 + 0.5, 1.7e9 + 0.001}, 2},
 		{[]float64{1.7e9, 1.7e9 + 0.5, 1515280094.15151}, 1},
 		{[]float64{1.7e9, 1.7e9 + 0.25, 1515280094.15151, 1.7e9 + 0x1p-22}, 0},
@@ -163,6 +163,9 @@ func TestWallScale(t *testing.T) {
 		{[]float64{1.7e9, math.NaN()}, 0},
 		{[]float64{1.7e9, math.Inf(1)}, 0},
 		{[]float64{1 << 53, 1<<53 + 2}, 0},
+		{[]float64{1 << 52, 1.7e9 + 0.5}, 0}, // whole seconds, but too many µs for a float64
+		{[]float64{9e9 - 1, 9e9 - 0.5}, 2},
+		{[]float64{9e9, 9e9 + 1}, 0},
 		{[]float64{float64(1700000000123456789) / 1e9}, 0}, // Python's time.time()
 	}
 	for _, tc := range tests {
