@@ -33,9 +33,11 @@
 // size, so a noisy value costs about the entropy of its noise plus a bit.
 //
 // The wall time is its float64 bits (scale 0), or when every wall time of
-// the chunk is a whole number of microseconds (1), milliseconds (2) or
-// seconds (3), that number: w == float64(n)/1e6 to the bit, as TensorFlow's
-// C++ writer (NowMicros()/1e6) and writers that round to the second give.
+// the chunk is below 9e9 s and a whole number of microseconds (1),
+// milliseconds (2) or seconds (3), that number: w == float64(n)/1e6 to the
+// bit, as TensorFlow's C++ writer (NowMicros()/1e6) and writers that round
+// to the second give. Appending a point that the chunk's value or wall
+// time form cannot hold rewrites the chunk in the wider form.
 //
 // Why not XOR, as Gorilla (Pelkonen et al., VLDB 2015; Prometheus
 // tsdb/chunkenc/xor.go): the float64 bits of a wall time around 1.7e9 s
