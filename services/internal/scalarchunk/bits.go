@@ -27,15 +27,19 @@ func (w *bitWriter) writeBits(v uint64, n uint8) {
 	if n < 64 {
 		v &= 1<<n - 1
 	}
-	for n > 0 {
-		if w.free == 0 {
-			w.b = append(w.b, 0)
-			w.free = 8
-		}
+	if w.free > 0 && n > 0 { // the last byte's free bits first
 		take := min(n, w.free)
 		n -= take
 		w.free -= take
-		w.b[len(w.b)-1] |= byte(v>>n&(1<<take-1)) << w.free
+		w.b[len(w.b)-1] |= byte(v>>n) << w.free
+	}
+	for n >= 8 {
+		n -= 8
+		w.b = append(w.b, byte(v>>n))
+	}
+	if n > 0 {
+		w.free = 8 - n
+		w.b = append(w.b, byte(v<<w.free))
 	}
 }
 
