@@ -70,14 +70,14 @@ func generatedShapes() []corpusSeries {
 			return 0.9 - 0.4*math.Exp(-float64(i)/500) + 0.05*r.NormFloat64()
 		}))},
 		{"constant", shape(3, 0.05, everyStep, func(*rand.Rand, int) float64 { return float64(float32(1e-3)) })},
-		{"steps 0, 100, 200…", shape(4, 2, func(_ *rand.Rand, _ int, prev int64) int64 { return prev + 100 }, f32(smoothLoss))},
+		{"steps 0, 100, 200…", shape(4, 2, func(_ *rand.Rand, i int, _ int64) int64 { return 100 * int64(i) }, f32(smoothLoss))},
 		{"irregular steps", shape(5, 1, func(r *rand.Rand, _ int, prev int64) int64 { return prev + 1 + r.Int64N(1000) }, f32(smoothLoss))},
 		{"float64 loss", shape(6, 0.5, everyStep, smoothLoss)},
 	}
 }
 
-// chunkSizes are the chunk lengths measured: Prometheus's 120 and a larger
-// one for stores that pay per row.
+// chunkSizes are the chunk lengths measured: about Prometheus's 120, and a
+// larger one for stores that pay per row.
 var chunkSizes = []int{128, 1024}
 
 // encodeInChunks returns the chunks of points, n points each.
