@@ -106,7 +106,8 @@ const visitBatch = 256
 // Visit calls fn with the points of chunk whose steps are in [lo, hi], in
 // step order, in slices of at most visitBatch points that are valid only
 // during the call, and returns fn's first error. A chunk whose header
-// shows no step in [lo, hi] is not decoded.
+// shows no step in [lo, hi] is not decoded. A corrupt chunk gives
+// ErrCorrupt, possibly after its first points went to fn.
 func Visit(chunk []byte, lo, hi int64, fn func([]store.ScalarPoint) error) error {
 	it, err := NewIterator(chunk)
 	if err != nil {

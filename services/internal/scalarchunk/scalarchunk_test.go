@@ -391,6 +391,9 @@ func TestCorruptChunks(t *testing.T) {
 		if _, err := Reopen(b); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("Reopen(%x): err %v, want ErrCorrupt", b, err)
 		}
+		if err := Visit(b, math.MinInt64, math.MaxInt64, func([]store.ScalarPoint) error { return nil }); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("Visit(%x): err %v, want ErrCorrupt", b, err)
+		}
 	}
 }
 
