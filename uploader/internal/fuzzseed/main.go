@@ -17,12 +17,14 @@ package main
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,6 +53,11 @@ const (
 	kindTensor = "tensor" // []byte: a serialized TensorProto
 	kindGraph  = "graph"  // []byte: a serialized GraphDef or RunMetadata
 	kindText   = "text"   // string: a text summary's contents
+	// kindScalars is ([]byte, int): one scalar series of a file, 18 bytes
+	// a point (the step gap less one, 255 for a larger gap; 1, the value
+	// is a float32; the wall time's float64 bits and the value's float32
+	// bits in 8 bytes, little-endian), and where to cut it in two.
+	kindScalars = "scalars"
 )
 
 var seedKinds = map[string]string{
@@ -63,6 +70,7 @@ var seedKinds = map[string]string{
 	"FuzzTextToHTML":      kindTensor,
 	"FuzzMarshalGraphDef": kindGraph,
 	"FuzzToSafeHTML":      kindText,
+	"FuzzChunkRoundTrip":  kindScalars,
 }
 
 // seedSet collects a target's seeds, without repeats.
@@ -188,6 +196,7 @@ func run(corpus, out string, targets []string) error {
 		// Every file gets a share of each set, so the seeds span the corpus's
 		// plugins rather than the first files' records.
 		records, tensorsHere := 0, 0
+		scalars := map[string]*scalarSeed{} // by tag
 		r := eventfile.NewReader(f, 0)
 		for {
 			rec, err := r.Next()
@@ -209,6 +218,12 @@ func run(corpus, out string, targets []string) error {
 				add(kindGraph, m)
 			}
 			for _, v := range ev.GetSummary().GetValue() {
+				if x, ok := scalarOf(v); ok {
+					if scalars[v.GetTag()] == nil {
+						scalars[v.GetTag()] = &scalarSeed{}
+					}
+					scalars[v.GetTag()].add(ev.GetStep(), ev.GetWallTime(), x)
+				}
 				if t := v.GetTensor(); t != nil && tensorsHere < perFile {
 					if b, err := proto.Marshal(t); err == nil {
 						tensorsHere++
@@ -221,6 +236,11 @@ func run(corpus, out string, targets []string) error {
 			}
 		}
 		f.Close()
+		for i, tag := range slices.Sorted(maps.Keys(scalars)) {
+			if i < perFile {
+				add(kindScalars, scalars[tag].data, len(scalars[tag].data)/scalarSeedBytes/2)
+			}
+		}
 	}
 	for _, kind := range slices.Sorted(maps.Keys(sets)) {
 		for _, s := range sets[kind] {
@@ -230,4 +250,48 @@ func run(corpus, out string, targets []string) error {
 		}
 	}
 	return nil
+}
+
+// scalarSeedBytes is the size of a point in a kindScalars seed.
+const scalarSeedBytes = 18
+
+// scalarSeed is a kindScalars seed being built.
+type scalarSeed struct {
+	data []byte
+	step int64
+}
+
+func (s *scalarSeed) add(step int64, wallTime float64, value float32) {
+	if len(s.data)+scalarSeedBytes > maxSeedBytes {
+		return
+	}
+	var gap byte // 0 for the first point and for a step not above the last
+	if d := step - s.step - 1; len(s.data) > 0 && d >= 255 {
+		gap = 255
+	} else if len(s.data) > 0 && d > 0 {
+		gap = byte(d)
+	}
+	s.data = append(s.data, gap, 1)
+	s.data = binary.LittleEndian.AppendUint64(s.data, math.Float64bits(wallTime))
+	s.data = binary.LittleEndian.AppendUint64(s.data, uint64(math.Float32bits(value)))
+	s.step = step
+}
+
+// scalarOf is v's value if v is a float32 scalar: a simple_value, or a
+// one-element DT_FLOAT tensor.
+func scalarOf(v *tbpb.Summary_Value) (float32, bool) {
+	if x, ok := v.GetValue().(*tbpb.Summary_Value_SimpleValue); ok {
+		return x.SimpleValue, true
+	}
+	t := v.GetTensor()
+	if t.GetDtype() != tbpb.DataType_DT_FLOAT {
+		return 0, false
+	}
+	if c := t.GetTensorContent(); len(c) == 4 {
+		return math.Float32frombits(binary.LittleEndian.Uint32(c)), true
+	}
+	if len(t.GetFloatVal()) == 1 && len(t.GetTensorContent()) == 0 {
+		return t.GetFloatVal()[0], true
+	}
+	return 0, false
 }
