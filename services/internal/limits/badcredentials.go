@@ -27,6 +27,18 @@ import (
 // the last KnownCredentialTTL are checked whatever the budget, so a
 // signed-in user behind the same address (a NAT, a proxy the server cannot
 // see past) keeps working during an attack.
+//
+// A known credential is remembered for the address it was verified from
+// (its budget's key), at most MaxKnownCredentialsPerAddress per address
+// and MaxKnownCredentials in all. A full list makes room only by
+// forgetting expired entries, never live ones: when it was one list that
+// forgot its oldest entry, an attacker behind the victim's address who
+// verified 10,001 tokens of their own in 24 s flushed the victim's out,
+// then spent the address's budget with bad tokens and had the victim
+// refused. Now a credential verified while its address's share (or the
+// whole list) is full of live entries is not remembered; it is checked
+// against the budget like an unknown one, and a valid check gives back
+// what it took.
 const (
 	BadCredentialLogsPerSecond = 1
 	BadCredentialLogBurst      = 10
@@ -37,9 +49,12 @@ const (
 	// (least recently used first out); a budget forgotten is a full one.
 	MaxThrottledAddresses = 10_000
 	// MaxKnownCredentials bounds the valid credentials remembered, each
-	// for KnownCredentialTTL after it was last verified.
-	MaxKnownCredentials = 10_000
-	KnownCredentialTTL  = 10 * time.Minute
+	// for KnownCredentialTTL after it was last verified, and
+	// MaxKnownCredentialsPerAddress those of one address (a company's NAT
+	// may hide a few hundred users).
+	MaxKnownCredentials           = 50_000
+	MaxKnownCredentialsPerAddress = 256
+	KnownCredentialTTL            = 10 * time.Minute
 )
 
 // CredentialLimits are the per-address budget of failed credential
@@ -79,7 +94,7 @@ type BadCredentials struct {
 	log        *rate.Limiter
 	suppressed int64
 	budgets    lru[netip.Addr, *bucket]
-	known      lru[[sha256.Size]byte, time.Time] // credential hash -> last verified
+	known      knownCredentials
 }
 
 // NewBadCredentials returns the sampler and throttle of l; now is the
@@ -89,7 +104,7 @@ func NewBadCredentials(l CredentialLimits, now func() time.Time) *BadCredentials
 		now = time.Now
 	}
 	return &BadCredentials{now: now, lim: l, log: rate.NewLimiter(BadCredentialLogsPerSecond, BadCredentialLogBurst),
-		budgets: newLRU[netip.Addr, *bucket](MaxThrottledAddresses), known: newLRU[[sha256.Size]byte, time.Time](MaxKnownCredentials)}
+		budgets: newLRU[netip.Addr, *bucket](MaxThrottledAddresses), known: newKnownCredentials()}
 }
 
 // Limits returns the budget it enforces.
@@ -124,10 +139,10 @@ func (b *BadCredentials) Admit(addr netip.Addr, ok bool, credential string) (Che
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if seen, found := b.known.get(c.key); found && now.Sub(seen) < KnownCredentialTTL {
+	key := addressKey(addr)
+	if b.known.has(key, c.key, now) {
 		return c, 0
 	}
-	key := addressKey(addr)
 	bk, found := b.budgets.get(key)
 	if !found {
 		bk = &bucket{tokens: float64(b.lim.Burst), last: now}
@@ -148,7 +163,7 @@ func (c Check) Valid() {
 	}
 	c.b.mu.Lock()
 	defer c.b.mu.Unlock()
-	c.b.known.put(c.key, c.b.now())
+	c.b.known.put(addressKey(c.addr), c.key, c.b.now())
 	c.giveBack()
 }
 
@@ -161,7 +176,7 @@ func (c Check) Invalid() {
 	}
 	c.b.mu.Lock()
 	defer c.b.mu.Unlock()
-	c.b.known.remove(c.key)
+	c.b.known.remove(addressKey(c.addr), c.key)
 }
 
 // Undecided gives back the check's budget when the credential could be
@@ -205,6 +220,14 @@ func (b *BadCredentials) Addresses() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.budgets.len()
+}
+
+// KnownCredentials is how many verified credentials are remembered (at
+// most MaxKnownCredentials).
+func (b *BadCredentials) KnownCredentials() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.known.order.Len()
 }
 
 // addressKey is what a budget belongs to: an IPv4 address, or an IPv6
@@ -278,11 +301,70 @@ func (l *lru[K, V]) put(k K, v V) {
 	}
 }
 
-func (l *lru[K, V]) remove(k K) {
-	if e, ok := l.items[k]; ok {
-		l.order.Remove(e)
-		delete(l.items, k)
+func (l *lru[K, V]) len() int { return l.order.Len() }
+
+// knownCredentials remembers when each credential was last verified from
+// each address: bounded per address and in total, and making room only
+// by forgetting expired entries (see BadCredentials). Not safe for
+// concurrent use.
+type knownCredentials struct {
+	order      *list.List // of *knownEntry, most recently verified first
+	items      map[knownKey]*list.Element
+	perAddress map[netip.Addr]int
+}
+
+// knownKey is a credential's hash at an address (its addressKey).
+type knownKey struct {
+	addr netip.Addr
+	hash [sha256.Size]byte
+}
+
+type knownEntry struct {
+	key      knownKey
+	verified time.Time
+}
+
+func newKnownCredentials() knownCredentials {
+	return knownCredentials{order: list.New(), items: map[knownKey]*list.Element{}, perAddress: map[netip.Addr]int{}}
+}
+
+// has reports whether the credential was verified from addr less than
+// KnownCredentialTTL before now.
+func (k *knownCredentials) has(addr netip.Addr, hash [sha256.Size]byte, now time.Time) bool {
+	e, ok := k.items[knownKey{addr, hash}]
+	return ok && now.Sub(e.Value.(*knownEntry).verified) < KnownCredentialTTL
+}
+
+// put records a verification at now, if there is room once expired
+// entries are forgotten.
+func (k *knownCredentials) put(addr netip.Addr, hash [sha256.Size]byte, now time.Time) {
+	key := knownKey{addr, hash}
+	if e, ok := k.items[key]; ok {
+		e.Value.(*knownEntry).verified = now
+		k.order.MoveToFront(e)
+		return
+	}
+	for last := k.order.Back(); last != nil && now.Sub(last.Value.(*knownEntry).verified) >= KnownCredentialTTL; last = k.order.Back() {
+		k.drop(last)
+	}
+	if k.order.Len() >= MaxKnownCredentials || k.perAddress[addr] >= MaxKnownCredentialsPerAddress {
+		return
+	}
+	k.items[key] = k.order.PushFront(&knownEntry{key: key, verified: now})
+	k.perAddress[addr]++
+}
+
+func (k *knownCredentials) remove(addr netip.Addr, hash [sha256.Size]byte) {
+	if e, ok := k.items[knownKey{addr, hash}]; ok {
+		k.drop(e)
 	}
 }
 
-func (l *lru[K, V]) len() int { return l.order.Len() }
+func (k *knownCredentials) drop(e *list.Element) {
+	key := e.Value.(*knownEntry).key
+	k.order.Remove(e)
+	delete(k.items, key)
+	if k.perAddress[key.addr]--; k.perAddress[key.addr] <= 0 {
+		delete(k.perAddress, key.addr)
+	}
+}
