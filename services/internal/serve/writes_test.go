@@ -18,6 +18,7 @@ import (
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 	"github.com/tbhub/tbhub/services/internal/serve"
+	"github.com/tbhub/tbhub/services/internal/store"
 )
 
 func newUserContext(t *testing.T, h *harness, name string) context.Context {
@@ -123,11 +124,15 @@ func TestBadPointsAreReportedAndGoodOnesKept(t *testing.T) {
 
 func TestLimitsAreEnforced(t *testing.T) {
 	st, blobs := embedded(t)
+	// The byte quota leaves 100 bytes for blobs once the series "loss"
+	// (its metadata) and the runs "train" and "r" are stored.
+	stored := int64(proto.Size(scalarMetadata())) + store.RowBytes("train") + store.RowBytes("r")
+	quota := stored + 100
 	h := newHarness(t, st, blobs, func(c *serve.Config) {
 		c.Limits.MaxExperimentsPerUser = 2
 		c.Limits.MaxPointsPerUser = 10
 		c.Limits.MaxPointsPerRequest = 8
-		c.Limits.MaxBlobBytesPerUser = 100
+		c.Limits.MaxBlobBytesPerUser = quota
 	})
 	ctx := newUserContext(t, h, "ada")
 	var eid string
@@ -158,17 +163,17 @@ func TestLimitsAreEnforced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantExhausted("blob beyond the quota", writeWholeBlob(ctx, h, seq.GetBlobSequenceId(), 0, make([]byte, 101)), "blob bytes per user is 100")
+	wantExhausted("blob beyond the quota", writeWholeBlob(ctx, h, seq.GetBlobSequenceId(), 0, make([]byte, 101)), fmt.Sprintf("blob bytes per user is %d", quota))
 
 	usage, err := h.exps.GetQuotaUsage(ctx, &experimentsv1.GetQuotaUsageRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The byte quota counts no blob (the one refused stored nothing) and
-	// the metadata of the series "loss".
+	// The byte quota counts no blob (the one refused stored nothing), the
+	// metadata of the series "loss" and the two runs.
 	want := map[experimentsv1.Quota][2]int64{
 		experimentsv1.Quota_QUOTA_EXPERIMENTS: {2, 2}, experimentsv1.Quota_QUOTA_POINTS: {8, 10},
-		experimentsv1.Quota_QUOTA_BLOB_BYTES: {int64(proto.Size(scalarMetadata())), 100},
+		experimentsv1.Quota_QUOTA_BLOB_BYTES: {stored, quota},
 	}
 	for _, u := range usage.GetUsages() {
 		if w := want[u.GetQuota()]; u.GetUsed() != w[0] || u.GetLimit() != w[1] {
@@ -337,7 +342,8 @@ func TestMetadataCountsTowardTheByteQuota(t *testing.T) {
 		c.Limits.MaxBlobBytesPerUser = quota
 	})
 	ctx, eid := adaExperiment(t, h, st, "metadata")
-	var stored int64
+	run := store.RowBytes("train") // the series' run, stored with the first
+	stored := run
 	for i := range 20 {
 		req := scalarRequest(eid, 1)
 		tag := req.Runs[0].Tags[0]
@@ -355,8 +361,8 @@ func TestMetadataCountsTowardTheByteQuota(t *testing.T) {
 			t.Fatalf("series %d past the quota (%d bytes of metadata stored): %v, want RESOURCE_EXHAUSTED naming the quota", i, stored, err)
 		}
 	}
-	if stored == 0 || stored > quota {
-		t.Fatalf("%d bytes of metadata stored under a quota of %d", stored, quota)
+	if stored == run || stored > quota {
+		t.Fatalf("%d bytes of metadata and runs stored under a quota of %d", stored, quota)
 	}
 	big := &tbpb.SummaryMetadata{PluginData: &tbpb.SummaryMetadata_PluginData{PluginName: "images", Content: make([]byte, 60_000)}}
 	_, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{

@@ -101,11 +101,30 @@ type Usage struct {
 	// MetadataBytes is the bytes of the series' serialized summary
 	// metadata (TimeSeries.SummaryMetadata), stored once per series.
 	MetadataBytes int64
+	// RunBytes is what the experiments' runs take and GrantBytes what
+	// their grants take (read grants by user ID, pending grants by
+	// email): RowBytes of each row's name, ID or email.
+	RunBytes   int64
+	GrantBytes int64
+	// PendingGrants counts the pending grants (by email) on the user's
+	// experiments.
+	PendingGrants int64
 }
 
 // StoredBytes is what the per-user byte quota counts: blobs, finished or
-// not, and series metadata.
-func (u Usage) StoredBytes() int64 { return u.BlobBytes + u.MetadataBytes }
+// not, series metadata, runs and grants.
+func (u Usage) StoredBytes() int64 {
+	return u.BlobBytes + u.MetadataBytes + u.RunBytes + u.GrantBytes
+}
+
+// RowOverheadBytes is what a run or grant row counts toward the byte
+// quota beyond its text: its keys and index entries, roughly. Without it
+// 100,000 runs of one-byte names would count 100 KB and take tens of MB.
+const RowOverheadBytes = 100
+
+// RowBytes is what a run or grant row named text counts toward the byte
+// quota: its UTF-8 bytes and RowOverheadBytes.
+func RowBytes(text string) int64 { return int64(len(text)) + RowOverheadBytes }
 
 // IdentityStore keeps users' outside identities, API tokens and usage.
 // Methods wrap the sentinel errors of this package.

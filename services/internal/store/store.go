@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -299,6 +300,11 @@ func SameWallTime(a, b float64) bool {
 	return a == b || (math.IsNaN(a) && math.IsNaN(b))
 }
 
+// DistinctNames returns names sorted, each once.
+func DistinctNames(names []string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(names)))
+}
+
 // SeriesRef names a series inside an experiment.
 type SeriesRef struct {
 	Run, Tag string
@@ -384,6 +390,12 @@ type Reader interface {
 
 	// ListRuns returns the experiment's runs sorted by name.
 	ListRuns(ctx context.Context, eid string) ([]Run, error)
+	// CountRuns returns which of names the experiment does not have yet
+	// (each once, sorted): what writing them would add; and, if any is
+	// missing, how many runs it has (total is 0, not counted, when none
+	// is: the common case of a write to existing runs costs only the
+	// reads of those names' rows). It never reads the list.
+	CountRuns(ctx context.Context, eid string, names []string) (total int64, missing []string, err error)
 	// ListPlugins returns the distinct plugin names of its series, sorted.
 	ListPlugins(ctx context.Context, eid string) ([]string, error)
 	// ListSeries returns the series of class c (every class if

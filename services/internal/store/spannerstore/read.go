@@ -42,6 +42,55 @@ func (s *Store) ListRuns(ctx context.Context, eid string) ([]store.Run, error) {
 	return runs, nil
 }
 
+// CountRuns implements store.Reader: a read of the named Runs rows, by
+// key, and a count of the experiment's if one is missing.
+func (s *Store) CountRuns(ctx context.Context, eid string, names []string) (int64, []string, error) {
+	s, release := s.acquire()
+	defer release()
+	var total int64
+	var missing []string
+	err := s.readOnly(ctx, eid, func(tx *spanner.ReadOnlyTransaction) error {
+		wanted := store.DistinctNames(names)
+		keys := make([]spanner.KeySet, len(wanted))
+		for i, name := range wanted {
+			keys[i] = spanner.Key{eid, name}
+		}
+		found := map[string]bool{}
+		err := tx.Read(ctx, "Runs", spanner.KeySets(keys...), []string{"RunName"}).Do(func(row *spanner.Row) error {
+			var name string
+			if err := row.Column(0, &name); err != nil {
+				return err
+			}
+			found[name] = true
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		missing = nil
+		for _, name := range wanted {
+			if !found[name] {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		row, err := singleRow(tx.Query(ctx, spanner.Statement{
+			SQL:    "SELECT COUNT(*) FROM Runs WHERE ExperimentId = @eid",
+			Params: map[string]any{"eid": eid},
+		}))
+		if err == nil {
+			err = row.Columns(&total)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, nil, fail("CountRuns", err)
+	}
+	return total, missing, nil
+}
+
 // ListPlugins implements store.Reader.
 func (s *Store) ListPlugins(ctx context.Context, eid string) ([]string, error) {
 	s, release := s.acquire()

@@ -331,6 +331,7 @@ func (s *Store) TouchAPIToken(ctx context.Context, tokenID string, at time.Time)
 // count: their data is on its way out.
 func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, error) {
 	var u store.Usage
+	var pendingBytes int64
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM experiments WHERE owner = ? AND deleted = 0", userID).
 			Scan(&u.Experiments); err != nil {
@@ -351,8 +352,23 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 			FROM experiments e JOIN series s ON s.experiment_id = e.id JOIN blobs b ON b.series_id = s.id
 			WHERE e.owner = ? AND e.deleted = 0 AND b.state = ?`, userID, int(store.BlobStateUnfinalized)).Scan(&unfinished)
 		u.BlobBytes += unfinished
-		return err
+		if err != nil {
+			return err
+		}
+		// Runs and grants count RowBytes each: their text's UTF-8 bytes
+		// and store.RowOverheadBytes.
+		return tx.QueryRowContext(ctx, `SELECT
+				(SELECT COALESCE(SUM(LENGTH(CAST(r.name AS BLOB)) + ?2), 0)
+					FROM experiments e JOIN runs r ON r.experiment_id = e.id WHERE e.owner = ?1 AND e.deleted = 0),
+				(SELECT COALESCE(SUM(LENGTH(CAST(g.user_id AS BLOB)) + ?2), 0)
+					FROM experiments e JOIN read_grants g ON g.experiment_id = e.id WHERE e.owner = ?1 AND e.deleted = 0),
+				(SELECT COUNT(*)
+					FROM experiments e JOIN pending_grants p ON p.experiment_id = e.id WHERE e.owner = ?1 AND e.deleted = 0),
+				(SELECT COALESCE(SUM(LENGTH(CAST(p.email AS BLOB)) + ?2), 0)
+					FROM experiments e JOIN pending_grants p ON p.experiment_id = e.id WHERE e.owner = ?1 AND e.deleted = 0)`,
+			userID, store.RowOverheadBytes).Scan(&u.RunBytes, &u.GrantBytes, &u.PendingGrants, &pendingBytes)
 	})
+	u.GrantBytes += pendingBytes
 	if err != nil {
 		return store.Usage{}, fmt.Errorf("sqlitestore.UserUsage: %w", err)
 	}

@@ -42,6 +42,35 @@ func (s *Store) ListRuns(ctx context.Context, eid string) ([]store.Run, error) {
 	return runs, nil
 }
 
+// CountRuns implements store.Reader.
+func (s *Store) CountRuns(ctx context.Context, eid string, names []string) (int64, []string, error) {
+	var total int64
+	var missing []string
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		if err := liveExperiment(ctx, tx, eid); err != nil {
+			return err
+		}
+		missing = nil
+		for _, name := range store.DistinctNames(names) {
+			var one int
+			err := tx.QueryRowContext(ctx, "SELECT 1 FROM runs WHERE experiment_id = ? AND name = ?", eid, name).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				missing = append(missing, name)
+			} else if err != nil {
+				return err
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		return tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM runs WHERE experiment_id = ?", eid).Scan(&total)
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("sqlitestore.CountRuns: %w", err)
+	}
+	return total, missing, nil
+}
+
 // ListPlugins implements store.Reader.
 func (s *Store) ListPlugins(ctx context.Context, eid string) ([]string, error) {
 	var plugins []string

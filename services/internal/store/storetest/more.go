@@ -187,6 +187,41 @@ func testBlobSequences(t *testing.T, s store.Store) {
 	}
 }
 
+// testCountRuns: the runs an experiment has, and which of some names it
+// has not, whether the runs came from PutRuns or from points.
+func testCountRuns(t *testing.T, s store.Store) {
+	c := ctx(t)
+	eid := newExperiment(t, s)
+	total, missing, err := s.CountRuns(c, eid, []string{"b", "a"})
+	must(t, "CountRuns", err)
+	if total != 0 || !slices.Equal(missing, []string{"a", "b"}) {
+		t.Errorf("CountRuns of an empty experiment = %d, %q; want 0, [a b]", total, missing)
+	}
+	must(t, "PutRuns", s.PutRuns(c, eid, []store.Run{{Name: "a"}, {Name: "b"}}))
+	must(t, "WriteScalars", s.WriteScalars(c, eid, []store.ScalarSeries{scalarSeries("c", "loss", 0, 0, 1)}))
+	total, missing, err = s.CountRuns(c, eid, []string{"d", "c", "x/y", "d", "a"})
+	must(t, "CountRuns", err)
+	if total != 3 || !slices.Equal(missing, []string{"d", "x/y"}) {
+		t.Errorf("CountRuns = %d, %q; want 3, [d x/y]", total, missing)
+	}
+	total, missing, err = s.CountRuns(c, eid, []string{"c", "a"})
+	must(t, "CountRuns", err)
+	if total != 0 || len(missing) != 0 {
+		t.Errorf("CountRuns of existing runs = %d, %q; want 0 (not counted), []", total, missing)
+	}
+	must(t, "PutRuns", s.PutRuns(c, eid, []store.Run{{Name: "d"}}))
+	total, missing, err = s.CountRuns(c, eid, []string{"e"})
+	must(t, "CountRuns", err)
+	if total != 4 || !slices.Equal(missing, []string{"e"}) {
+		t.Errorf("CountRuns = %d, %q; want 4, [e]", total, missing)
+	}
+	_, _, err = s.CountRuns(c, store.NewExperimentID(), []string{"a"})
+	wantErr(t, "CountRuns of an unknown experiment", err, store.ErrNotFound)
+	must(t, "DeleteExperiment", s.DeleteExperiment(c, eid))
+	_, _, err = s.CountRuns(c, eid, []string{"a"})
+	wantErr(t, "CountRuns of a deleted experiment", err, store.ErrNotFound)
+}
+
 // testPutRuns: a run with no data is listed and counted (TensorBoard lists
 // a run whose event files hold only the file_version event, or nothing);
 // the start time an uploader read from a run's first event is the run's,
