@@ -257,6 +257,8 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 	fs.Int64Var(&f.lim.MaxExperimentsPerUser, "max-experiments-per-user", f.lim.MaxExperimentsPerUser, "experiments quota per user (0: unlimited)")
 	fs.Int64Var(&f.lim.MaxPointsPerUser, "max-points-per-user", f.lim.MaxPointsPerUser, "scalar and tensor points quota per user (0: unlimited)")
 	fs.Int64Var(&f.lim.MaxBlobBytesPerUser, "max-blob-bytes-per-user", f.lim.MaxBlobBytesPerUser, "blob bytes quota per user (0: unlimited)")
+	fs.Int64Var(&f.lim.MaxRunsPerExperiment, "max-runs-per-experiment", f.lim.MaxRunsPerExperiment, "runs one experiment may have, however created; also bounds every run listing (0: unlimited)")
+	fs.Int64Var(&f.lim.MaxPendingGrantsPerUser, "max-pending-grants-per-user", f.lim.MaxPendingGrantsPerUser, "grants by email not yet claimed by a sign-in, over one user's experiments (0: unlimited)")
 	fs.Float64Var(&f.lim.RequestsPerSecond, "requests-per-second", f.lim.RequestsPerSecond, "per-user write rate (0: unlimited)")
 	fs.Int64Var(&f.lim.MaxMetadataBytes, "max-metadata-bytes", f.lim.MaxMetadataBytes, "largest summary metadata of a series (plugin_data.content included)")
 	fs.IntVar(&f.lim.MaxBlobStreamsPerUser, "max-blob-streams-per-user", f.lim.MaxBlobStreamsPerUser, "WriteBlob streams one user may have open at once")
