@@ -764,8 +764,12 @@ func (x *RunStart) GetStartTime() float64 {
 }
 
 type GetExperimentRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ExperimentId  string                 `protobuf:"bytes,1,opt,name=experiment_id,json=experimentId,proto3" json:"experiment_id,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ExperimentId string                 `protobuf:"bytes,1,opt,name=experiment_id,json=experimentId,proto3" json:"experiment_id,omitempty"`
+	// Answer the experiment alone, without its runs: what a page showing
+	// the experiment's name and counts needs (the runs are a read of every
+	// run row; the counts are not).
+	OmitRuns      bool `protobuf:"varint,2,opt,name=omit_runs,json=omitRuns,proto3" json:"omit_runs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -807,11 +811,20 @@ func (x *GetExperimentRequest) GetExperimentId() string {
 	return ""
 }
 
+func (x *GetExperimentRequest) GetOmitRuns() bool {
+	if x != nil {
+		return x.OmitRuns
+	}
+	return false
+}
+
 type GetExperimentResponse struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Experiment *Experiment            `protobuf:"bytes,1,opt,name=experiment,proto3" json:"experiment,omitempty"`
 	// The experiment's runs, by name, each with its start time (0 when
 	// unknown), as TensorBoard lists them: runs with no data included.
+	// Empty when the request set omit_runs. At most the server's runs per
+	// experiment limit.
 	Runs          []*RunStart `protobuf:"bytes,2,rep,name=runs,proto3" json:"runs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1839,9 +1852,10 @@ const file_tbhub_experiments_v1_experiments_proto_rawDesc = "" +
 	"\bRunStart\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
-	"start_time\x18\x02 \x01(\x01R\tstartTime\";\n" +
+	"start_time\x18\x02 \x01(\x01R\tstartTime\"X\n" +
 	"\x14GetExperimentRequest\x12#\n" +
-	"\rexperiment_id\x18\x01 \x01(\tR\fexperimentId\"\x8d\x01\n" +
+	"\rexperiment_id\x18\x01 \x01(\tR\fexperimentId\x12\x1b\n" +
+	"\tomit_runs\x18\x02 \x01(\bR\bomitRuns\"\x8d\x01\n" +
 	"\x15GetExperimentResponse\x12@\n" +
 	"\n" +
 	"experiment\x18\x01 \x01(\v2 .tbhub.experiments.v1.ExperimentR\n" +
