@@ -2,6 +2,7 @@ package readpath_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+	"github.com/tbhub/tbhub/services/internal/reader"
 	"github.com/tbhub/tbhub/services/internal/readpath"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
@@ -119,5 +121,48 @@ func TestExperimentPageListsNoRuns(t *testing.T) {
 		metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+s.token), &experimentsv1.GetExperimentRequest{ExperimentId: eid})
 	if err != nil || len(exp.GetRuns()) != 3 {
 		t.Errorf("GetExperiment = %d runs, %v; want 3", len(exp.GetRuns()), err)
+	}
+}
+
+// TensorBoard's data/runs (and the DataProvider's ListRuns under it) has
+// no paging, and answered every run: 103 MB for an experiment of 100,000
+// runs, to anonymous readers of a public one. The write service now caps
+// runs per experiment; an experiment holding more (made before the cap,
+// or under a larger one) is refused with a clear error before its runs
+// are read, in both shapes of data/runs, and one within the bound is
+// listed whole.
+func TestRunListsAreBounded(t *testing.T) {
+	const max = 10
+	s := startServerWith(t, readpath.Config{Reader: reader.Config{MaxListedRuns: max}})
+	ctx := context.Background()
+	owner, err := s.st.GetUserByName(ctx, "researcher")
+	if err != nil {
+		t.Fatal(err)
+	}
+	experiment := func(runs int) string {
+		eid := store.NewExperimentID()
+		if err := s.st.CreateExperiment(ctx, store.Experiment{ID: eid, Name: "sweep", Owner: owner.ID, Visibility: store.VisibilityPublic}); err != nil {
+			t.Fatal(err)
+		}
+		var list []store.Run
+		for i := range runs {
+			list = append(list, store.Run{Name: fmt.Sprintf("trial-%03d", i)})
+		}
+		if err := s.st.PutRuns(ctx, eid, list); err != nil {
+			t.Fatal(err)
+		}
+		return eid
+	}
+	over, within := experiment(max+1), experiment(max)
+	for _, path := range []string{"/data/runs", "/data/runs?format=index"} {
+		r := s.do(t, http.MethodGet, "/experiment/"+over+path, "", nil)
+		if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), fmt.Sprintf("has %d runs; at most %d are listed", max+1, max)) {
+			t.Errorf("%s of %d runs: %d %s, want 400 naming the bound", path, max+1, r.status, r.body)
+		}
+	}
+	var names []string
+	s.getJSON(t, "/experiment/"+within+"/data/runs", &names)
+	if len(names) != max {
+		t.Errorf("data/runs of %d runs listed %d", max, len(names))
 	}
 }

@@ -170,3 +170,22 @@ func TestPendingGrantsAreBounded(t *testing.T) {
 		t.Errorf("%d grants listed, want 3", n)
 	}
 }
+
+// GetExperiment answers the runs of an experiment within the runs limit;
+// one holding more (made before the limit, or under a larger one) is
+// refused with OUT_OF_RANGE naming the limit, and omit_runs still answers
+// the experiment alone.
+func TestGetExperimentRunsAreBounded(t *testing.T) {
+	st, blobs := embedded(t)
+	h := newHarness(t, st, blobs, func(c *serve.Config) { c.Limits.MaxRunsPerExperiment = 2 })
+	ctx, eid := adaExperiment(t, h, st, "old")
+	if err := st.PutRuns(t.Context(), eid, []store.Run{{Name: "a"}, {Name: "b"}, {Name: "c"}}); err != nil { // before the limit
+		t.Fatal(err)
+	}
+	_, err := h.exps.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid})
+	wantRefused(t, "GetExperiment of 3 runs", err, codes.OutOfRange, "has 3 runs; at most 2 are listed")
+	exp, err := h.exps.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid, OmitRuns: true})
+	if err != nil || exp.GetExperiment().GetCounts().GetNumRuns() != 3 || len(exp.GetRuns()) != 0 {
+		t.Errorf("GetExperiment with omit_runs = %v, %v; want the experiment counting 3 runs, no runs", exp, err)
+	}
+}

@@ -392,9 +392,10 @@ type Reader interface {
 	ListRuns(ctx context.Context, eid string) ([]Run, error)
 	// CountRuns returns which of names the experiment does not have yet
 	// (each once, sorted): what writing them would add; and, if any is
-	// missing, how many runs it has (total is 0, not counted, when none
-	// is: the common case of a write to existing runs costs only the
-	// reads of those names' rows). It never reads the list.
+	// missing or names is empty, how many runs it has (total is 0, not
+	// counted, when names are given and none is missing: the common case
+	// of a write to existing runs costs only the reads of those names'
+	// rows). It never reads the list.
 	CountRuns(ctx context.Context, eid string, names []string) (total int64, missing []string, err error)
 	// ListPlugins returns the distinct plugin names of its series, sorted.
 	ListPlugins(ctx context.Context, eid string) ([]string, error)

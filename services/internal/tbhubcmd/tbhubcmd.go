@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -369,11 +370,16 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 }
 
 // readPath is the read path's configuration (tbhub serve): the web UI's
-// sign-in and the HTTP API's settings from the flags.
+// sign-in and the HTTP API's settings from the flags. Run lists are
+// bounded by the runs per experiment limit this process enforces.
 func (f *serveFlags) readPath(o auth.OIDCConfig, origin string, logger *slog.Logger) readpath.Config {
+	maxRuns := f.lim.MaxRunsPerExperiment
+	if maxRuns == 0 { // unlimited
+		maxRuns = math.MaxInt64
+	}
 	return readpath.Config{
 		SignIn: webSignIn(o, *f.webClient, *f.webSecret), PublicOrigin: origin,
-		Reader: reader.Config{BlobKeySecret: reader.RandomSecret()}, Logger: logger,
+		Reader: reader.Config{BlobKeySecret: reader.RandomSecret(), MaxListedRuns: maxRuns}, Logger: logger,
 		SamplesPerPlugin: f.samples, Markdown: f.markdown,
 	}
 }

@@ -159,7 +159,8 @@ func (x *experimentService) PutRuns(ctx context.Context, req *experimentsv1.PutR
 }
 
 // GetExperiment answers the experiment with its counts and, unless
-// omit_runs, its runs (at most MaxRunsPerExperiment of them).
+// omit_runs, its runs: at most MaxRunsPerExperiment of them (OUT_OF_RANGE
+// beyond, before they are read).
 func (x *experimentService) GetExperiment(ctx context.Context, req *experimentsv1.GetExperimentRequest) (*experimentsv1.GetExperimentResponse, error) {
 	e, err := x.s.withCounts(ctx)
 	if err != nil {
@@ -167,6 +168,10 @@ func (x *experimentService) GetExperiment(ctx context.Context, req *experimentsv
 	}
 	if req.GetOmitRuns() {
 		return &experimentsv1.GetExperimentResponse{Experiment: x.s.experimentV1(ctx, &e)}, nil
+	}
+	if max := x.s.limits.Limits().MaxRunsPerExperiment; max > 0 && e.NumRuns > max {
+		// Created before the limit, or under a larger one.
+		return nil, rpcerr.New(codes.OutOfRange, "the experiment has %d runs; at most %d are listed (omit_runs answers the experiment alone)", e.NumRuns, max)
 	}
 	runs, err := x.s.st.ListRuns(ctx, e.ID)
 	if err != nil {

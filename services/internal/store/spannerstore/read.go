@@ -73,7 +73,7 @@ func (s *Store) CountRuns(ctx context.Context, eid string, names []string) (int6
 				missing = append(missing, name)
 			}
 		}
-		if len(missing) == 0 {
+		if len(missing) == 0 && len(names) > 0 {
 			return nil
 		}
 		row, err := singleRow(tx.Query(ctx, spanner.Statement{

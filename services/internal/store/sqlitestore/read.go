@@ -60,7 +60,7 @@ func (s *Store) CountRuns(ctx context.Context, eid string, names []string) (int6
 				return err
 			}
 		}
-		if len(missing) == 0 {
+		if len(missing) == 0 && len(names) > 0 {
 			return nil
 		}
 		return tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM runs WHERE experiment_id = ?", eid).Scan(&total)

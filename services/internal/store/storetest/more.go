@@ -209,6 +209,11 @@ func testCountRuns(t *testing.T, s store.Store) {
 	if total != 0 || len(missing) != 0 {
 		t.Errorf("CountRuns of existing runs = %d, %q; want 0 (not counted), []", total, missing)
 	}
+	total, missing, err = s.CountRuns(c, eid, nil)
+	must(t, "CountRuns", err)
+	if total != 3 || len(missing) != 0 {
+		t.Errorf("CountRuns with no names = %d, %q; want 3 (counted), []", total, missing)
+	}
 	must(t, "PutRuns", s.PutRuns(c, eid, []store.Run{{Name: "d"}}))
 	total, missing, err = s.CountRuns(c, eid, []string{"e"})
 	must(t, "CountRuns", err)
