@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -174,7 +175,7 @@ func TestPendingGrantsAreBounded(t *testing.T) {
 // GetExperiment answers the runs of an experiment within the runs limit;
 // one holding more (made before the limit, or under a larger one) is
 // refused with OUT_OF_RANGE naming the limit, and omit_runs still answers
-// the experiment alone.
+// the experiment alone, and run_page_size its runs in pages.
 func TestGetExperimentRunsAreBounded(t *testing.T) {
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, func(c *serve.Config) { c.Limits.MaxRunsPerExperiment = 2 })
@@ -188,4 +189,24 @@ func TestGetExperimentRunsAreBounded(t *testing.T) {
 	if err != nil || exp.GetExperiment().GetCounts().GetNumRuns() != 3 || len(exp.GetRuns()) != 0 {
 		t.Errorf("GetExperiment with omit_runs = %v, %v; want the experiment counting 3 runs, no runs", exp, err)
 	}
+	var names []string
+	pages := 0
+	for token := ""; pages == 0 || token != ""; pages++ {
+		exp, err := h.exps.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid, RunPageSize: 2, RunPageToken: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(exp.GetRuns()) > 2 {
+			t.Fatalf("a page of %d runs, size 2", len(exp.GetRuns()))
+		}
+		for _, r := range exp.GetRuns() {
+			names = append(names, r.GetName())
+		}
+		token = exp.GetNextRunPageToken()
+	}
+	if !slices.Equal(names, []string{"a", "b", "c"}) || pages != 2 {
+		t.Errorf("%d pages of runs %q, want 2 pages of [a b c]", pages, names)
+	}
+	_, err = h.exps.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid, RunPageSize: 2, RunPageToken: "%%"})
+	wantRefused(t, "a malformed run_page_token", err, codes.InvalidArgument, "run_page_token")
 }

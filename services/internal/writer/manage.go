@@ -2,6 +2,7 @@ package writer
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"math"
 	"slices"
@@ -158,26 +159,47 @@ func (x *experimentService) PutRuns(ctx context.Context, req *experimentsv1.PutR
 	return &experimentsv1.PutRunsResponse{}, nil
 }
 
+// maxRunPageSize bounds GetExperimentRequest.run_page_size: 5,000 runs
+// of the longest names are about 5 MB.
+const maxRunPageSize = 5000
+
 // GetExperiment answers the experiment with its counts and, unless
-// omit_runs, its runs: at most MaxRunsPerExperiment of them (OUT_OF_RANGE
-// beyond, before they are read).
+// omit_runs, its runs: one page of them (run_page_size, the page token
+// the last name's base64url), or all at once, at most
+// MaxRunsPerExperiment of them (OUT_OF_RANGE beyond, before they are
+// read).
 func (x *experimentService) GetExperiment(ctx context.Context, req *experimentsv1.GetExperimentRequest) (*experimentsv1.GetExperimentResponse, error) {
 	e, err := x.s.withCounts(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if req.GetOmitRuns() {
-		return &experimentsv1.GetExperimentResponse{Experiment: x.s.experimentV1(ctx, &e)}, nil
-	}
-	if max := x.s.limits.Limits().MaxRunsPerExperiment; max > 0 && e.NumRuns > max {
-		// Created before the limit, or under a larger one.
-		return nil, rpcerr.New(codes.OutOfRange, "the experiment has %d runs; at most %d are listed (omit_runs answers the experiment alone)", e.NumRuns, max)
-	}
-	runs, err := x.s.st.ListRuns(ctx, e.ID)
-	if err != nil {
-		return nil, err
-	}
 	resp := &experimentsv1.GetExperimentResponse{Experiment: x.s.experimentV1(ctx, &e)}
+	var runs []store.Run
+	switch size := int(req.GetRunPageSize()); {
+	case req.GetOmitRuns():
+		return resp, nil
+	case size > 0:
+		size = min(size, maxRunPageSize)
+		after, err := base64.RawURLEncoding.DecodeString(req.GetRunPageToken())
+		if err != nil {
+			return nil, rpcerr.New(codes.InvalidArgument, "malformed run_page_token")
+		}
+		if runs, err = x.s.st.ListRunsAfter(ctx, e.ID, string(after), size+1); err != nil {
+			return nil, err
+		}
+		if len(runs) > size {
+			runs = runs[:size]
+			resp.NextRunPageToken = base64.RawURLEncoding.EncodeToString([]byte(runs[size-1].Name))
+		}
+	default:
+		if max := x.s.limits.Limits().MaxRunsPerExperiment; max > 0 && e.NumRuns > max {
+			// Created before the limit, or under a larger one.
+			return nil, rpcerr.New(codes.OutOfRange, "the experiment has %d runs; at most %d are listed at once (omit_runs answers the experiment alone, run_page_size its runs in pages)", e.NumRuns, max)
+		}
+		if runs, err = x.s.st.ListRuns(ctx, e.ID); err != nil {
+			return nil, err
+		}
+	}
 	for _, r := range runs {
 		resp.Runs = append(resp.Runs, &experimentsv1.RunStart{Name: r.Name, StartTime: r.StartTime})
 	}

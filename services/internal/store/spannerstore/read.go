@@ -17,11 +17,34 @@ import (
 
 // ListRuns implements store.Reader.
 func (s *Store) ListRuns(ctx context.Context, eid string) ([]store.Run, error) {
+	runs, err := s.listRuns(ctx, eid, spanner.Key{eid}.AsPrefix(), 0)
+	if err != nil {
+		return nil, fail("ListRuns", err)
+	}
+	return runs, nil
+}
+
+// ListRunsAfter implements store.Reader: the experiment's Runs rows after
+// (eid, after), in key order, which is bytewise name order.
+func (s *Store) ListRunsAfter(ctx context.Context, eid, after string, limit int) ([]store.Run, error) {
+	if err := store.ValidatePageLimit(limit); err != nil {
+		return nil, fail("ListRunsAfter", err)
+	}
+	runs, err := s.listRuns(ctx, eid, spanner.KeyRange{Start: spanner.Key{eid, after}, End: spanner.Key{eid}, Kind: spanner.OpenClosed}, int64(limit))
+	if err != nil {
+		return nil, fail("ListRunsAfter", err)
+	}
+	return runs, nil
+}
+
+// listRuns reads up to limit (0: all) of the experiment's runs in keys,
+// sorted by name.
+func (s *Store) listRuns(ctx context.Context, eid string, keys spanner.KeySet, limit int64) ([]store.Run, error) {
 	s, release := s.acquire()
 	defer release()
 	runs := []store.Run{}
 	err := s.readOnly(ctx, eid, func(tx *spanner.ReadOnlyTransaction) error {
-		return tx.Read(ctx, "Runs", spanner.Key{eid}.AsPrefix(), []string{"RunName", "StartTime", "FirstEventTime"}).Do(func(row *spanner.Row) error {
+		return tx.ReadWithOptions(ctx, "Runs", keys, []string{"RunName", "StartTime", "FirstEventTime"}, &spanner.ReadOptions{Limit: int(limit)}).Do(func(row *spanner.Row) error {
 			var r store.Run
 			var start, firstEvent spanner.NullFloat64
 			if err := row.Columns(&r.Name, &start, &firstEvent); err != nil {
@@ -36,7 +59,7 @@ func (s *Store) ListRuns(ctx context.Context, eid string) ([]store.Run, error) {
 		})
 	})
 	if err != nil {
-		return nil, fail("ListRuns", err)
+		return nil, err
 	}
 	slices.SortFunc(runs, func(a, b store.Run) int { return cmp.Compare(a.Name, b.Name) })
 	return runs, nil

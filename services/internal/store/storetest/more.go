@@ -227,6 +227,54 @@ func testCountRuns(t *testing.T, s store.Store) {
 	wantErr(t, "CountRuns of a deleted experiment", err, store.ErrNotFound)
 }
 
+// testListRunsAfter: pages of runs in bytewise name order, with their
+// start times, that together are ListRuns.
+func testListRunsAfter(t *testing.T, s store.Store) {
+	c := ctx(t)
+	eid := newExperiment(t, s)
+	names := []string{"b", "a", "a/1", "Z", "é", "a0", "eval"}
+	var runs []store.Run
+	for i, n := range names {
+		runs = append(runs, store.Run{Name: n, StartTime: float64(100 + i)})
+	}
+	must(t, "PutRuns", s.PutRuns(c, eid, runs))
+	all, err := s.ListRuns(c, eid)
+	must(t, "ListRuns", err)
+	var paged []store.Run
+	after := ""
+	for {
+		page, err := s.ListRunsAfter(c, eid, after, 3)
+		must(t, "ListRunsAfter", err)
+		if len(page) > 3 {
+			t.Fatalf("a page of %d runs, limit 3", len(page))
+		}
+		if len(page) == 0 {
+			break
+		}
+		paged = append(paged, page...)
+		after = page[len(page)-1].Name
+	}
+	if !slices.Equal(paged, all) || len(all) != len(names) {
+		t.Errorf("pages = %v, want ListRuns = %v", paged, all)
+	}
+	var got []string
+	for _, r := range paged {
+		got = append(got, r.Name)
+	}
+	if want := slices.Sorted(slices.Values(names)); !slices.Equal(got, want) {
+		t.Errorf("runs in order %q, want bytewise %q", got, want)
+	}
+	page, err := s.ListRunsAfter(c, eid, "a0", 2)
+	must(t, "ListRunsAfter", err)
+	if len(page) != 2 || page[0].Name != "b" || page[0].StartTime != 100 || page[1].Name != "eval" {
+		t.Errorf("ListRunsAfter(a0, 2) = %v, want b (100), eval", page)
+	}
+	_, err = s.ListRunsAfter(c, eid, "", 0)
+	wantErr(t, "ListRunsAfter with limit 0", err, store.ErrInvalidArgument)
+	_, err = s.ListRunsAfter(c, store.NewExperimentID(), "", 1)
+	wantErr(t, "ListRunsAfter of an unknown experiment", err, store.ErrNotFound)
+}
+
 // testPutRuns: a run with no data is listed and counted (TensorBoard lists
 // a run whose event files hold only the file_version event, or nothing);
 // the start time an uploader read from a run's first event is the run's,

@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"RunsPluginsCounts", testRunsPluginsCounts},
 		{"PutRuns", testPutRuns},
 		{"CountRuns", testCountRuns},
+		{"ListRunsAfter", testListRunsAfter},
 		{"Delete", testDelete},
 		{"Sweep", testSweep},
 		{"AbandonedBlobs", testAbandonedBlobs},
