@@ -29,16 +29,19 @@ import (
 // see past) keeps working during an attack.
 //
 // A known credential is remembered for the address it was verified from
-// (its budget's key), at most MaxKnownCredentialsPerAddress per address
-// and MaxKnownCredentials in all. A full list makes room only by
-// forgetting expired entries, never live ones: when it was one list that
-// forgot its oldest entry, an attacker behind the victim's address who
-// verified 10,001 tokens of their own in 24 s flushed the victim's out,
-// then spent the address's budget with bad tokens and had the victim
-// refused. Now a credential verified while its address's share (or the
-// whole list) is full of live entries is not remembered; it is checked
+// (its budget's key): at most MaxKnownCredentialsPerUser of one user's
+// per address, MaxKnownCredentialsPerAddress per address and
+// MaxKnownCredentials in all. A full list makes room only by forgetting
+// expired entries, never live ones: when it was one list that forgot its
+// oldest entry, an attacker behind the victim's address who verified
+// 10,001 tokens of their own in 24 s flushed the victim's out, then spent
+// the address's budget with bad tokens and had the victim refused. Now a
+// credential verified while its user's share, its address's share or the
+// whole list is full of live entries is not remembered; it is checked
 // against the budget like an unknown one, and a valid check gives back
-// what it took.
+// what it took. One account's tokens take at most
+// MaxKnownCredentialsPerUser places at an address, so other users behind
+// it are still remembered.
 const (
 	BadCredentialLogsPerSecond = 1
 	BadCredentialLogBurst      = 10
@@ -49,11 +52,13 @@ const (
 	// (least recently used first out); a budget forgotten is a full one.
 	MaxThrottledAddresses = 10_000
 	// MaxKnownCredentials bounds the valid credentials remembered, each
-	// for KnownCredentialTTL after it was last verified, and
+	// for KnownCredentialTTL after it was last verified;
 	// MaxKnownCredentialsPerAddress those of one address (a company's NAT
-	// may hide a few hundred users).
+	// may hide a few hundred users); MaxKnownCredentialsPerUser those of
+	// one user at one address (a web session, a few API tokens).
 	MaxKnownCredentials           = 50_000
 	MaxKnownCredentialsPerAddress = 256
+	MaxKnownCredentialsPerUser    = 8
 	KnownCredentialTTL            = 10 * time.Minute
 )
 
@@ -155,15 +160,16 @@ func (b *BadCredentials) Admit(addr netip.Addr, ok bool, credential string) (Che
 	return c, 0
 }
 
-// Valid records that the credential was valid: it is remembered, and its
-// check gives back what it took of the address's budget.
-func (c Check) Valid() {
+// Valid records that the credential was valid, and whose (the user ID):
+// it is remembered, and its check gives back what it took of the
+// address's budget.
+func (c Check) Valid(user string) {
 	if c.b == nil {
 		return
 	}
 	c.b.mu.Lock()
 	defer c.b.mu.Unlock()
-	c.b.known.put(addressKey(c.addr), c.key, c.b.now())
+	c.b.known.put(addressKey(c.addr), c.key, user, c.b.now())
 	c.giveBack()
 }
 
@@ -311,6 +317,13 @@ type knownCredentials struct {
 	order      *list.List // of *knownEntry, most recently verified first
 	items      map[knownKey]*list.Element
 	perAddress map[netip.Addr]int
+	perUser    map[userAt]int
+}
+
+// userAt is a user at an address (its addressKey).
+type userAt struct {
+	addr netip.Addr
+	user string
 }
 
 // knownKey is a credential's hash at an address (its addressKey).
@@ -321,11 +334,12 @@ type knownKey struct {
 
 type knownEntry struct {
 	key      knownKey
+	user     string
 	verified time.Time
 }
 
 func newKnownCredentials() knownCredentials {
-	return knownCredentials{order: list.New(), items: map[knownKey]*list.Element{}, perAddress: map[netip.Addr]int{}}
+	return knownCredentials{order: list.New(), items: map[knownKey]*list.Element{}, perAddress: map[netip.Addr]int{}, perUser: map[userAt]int{}}
 }
 
 // has reports whether the credential was verified from addr less than
@@ -335,9 +349,9 @@ func (k *knownCredentials) has(addr netip.Addr, hash [sha256.Size]byte, now time
 	return ok && now.Sub(e.Value.(*knownEntry).verified) < KnownCredentialTTL
 }
 
-// put records a verification at now, if there is room once expired
-// entries are forgotten.
-func (k *knownCredentials) put(addr netip.Addr, hash [sha256.Size]byte, now time.Time) {
+// put records a verification of user's credential at now, if there is
+// room once expired entries are forgotten.
+func (k *knownCredentials) put(addr netip.Addr, hash [sha256.Size]byte, user string, now time.Time) {
 	key := knownKey{addr, hash}
 	if e, ok := k.items[key]; ok {
 		e.Value.(*knownEntry).verified = now
@@ -347,11 +361,14 @@ func (k *knownCredentials) put(addr netip.Addr, hash [sha256.Size]byte, now time
 	for last := k.order.Back(); last != nil && now.Sub(last.Value.(*knownEntry).verified) >= KnownCredentialTTL; last = k.order.Back() {
 		k.drop(last)
 	}
-	if k.order.Len() >= MaxKnownCredentials || k.perAddress[addr] >= MaxKnownCredentialsPerAddress {
+	who := userAt{addr, user}
+	if k.order.Len() >= MaxKnownCredentials || k.perAddress[addr] >= MaxKnownCredentialsPerAddress ||
+		k.perUser[who] >= MaxKnownCredentialsPerUser {
 		return
 	}
-	k.items[key] = k.order.PushFront(&knownEntry{key: key, verified: now})
+	k.items[key] = k.order.PushFront(&knownEntry{key: key, user: user, verified: now})
 	k.perAddress[addr]++
+	k.perUser[who]++
 }
 
 func (k *knownCredentials) remove(addr netip.Addr, hash [sha256.Size]byte) {
@@ -361,10 +378,16 @@ func (k *knownCredentials) remove(addr netip.Addr, hash [sha256.Size]byte) {
 }
 
 func (k *knownCredentials) drop(e *list.Element) {
-	key := e.Value.(*knownEntry).key
+	entry := e.Value.(*knownEntry)
 	k.order.Remove(e)
-	delete(k.items, key)
-	if k.perAddress[key.addr]--; k.perAddress[key.addr] <= 0 {
-		delete(k.perAddress, key.addr)
+	delete(k.items, entry.key)
+	decrement(k.perAddress, entry.key.addr)
+	decrement(k.perUser, userAt{entry.key.addr, entry.user})
+}
+
+// decrement lowers m[key], deleting it at zero.
+func decrement[K comparable](m map[K]int, key K) {
+	if m[key]--; m[key] <= 0 {
+		delete(m, key)
 	}
 }

@@ -20,7 +20,7 @@ func TestBadCredentialsBudgetPerAddress(t *testing.T) {
 	if wait != 0 {
 		t.Fatal("first check refused")
 	}
-	c.Valid() // given back, and remembered
+	c.Valid("u1") // given back, and remembered
 	for i := range 3 {
 		if _, wait := b.Admit(a, true, fmt.Sprint("Bearer bad", i)); wait != 0 {
 			t.Fatalf("check %d of a burst of 3 refused", i)
@@ -32,7 +32,7 @@ func TestBadCredentialsBudgetPerAddress(t *testing.T) {
 	if _, wait := b.Admit(a, true, "Bearer good"); wait != 0 {
 		t.Error("a credential verified before was refused")
 	}
-	b.known.put(a, sha256.Sum256([]byte("Bearer revoked")), now) // verified once, then revoked:
+	b.known.put(a, sha256.Sum256([]byte("Bearer revoked")), "u2", now) // verified once, then revoked:
 	c, wait = b.Admit(a, true, "Bearer revoked")
 	if wait != 0 {
 		t.Fatal("a known credential was refused")
@@ -92,22 +92,28 @@ func TestKnownCredentialsCannotBeFlushed(t *testing.T) {
 	now := time.Unix(1e9, 0)
 	b := NewBadCredentials(CredentialLimits{PerSecond: 1, Burst: 1}, func() time.Time { return now })
 	shared := netip.MustParseAddr("198.51.100.7")
-	verify := func(a netip.Addr, cred string) {
+	verify := func(a netip.Addr, cred, user string) {
 		t.Helper()
 		c, wait := b.Admit(a, true, cred)
 		if wait != 0 {
 			t.Fatalf("verifying %q from %v: refused", cred, a)
 		}
-		c.Valid()
+		c.Valid(user)
 	}
-	verify(shared, "Bearer victim")
-	// The attacker verifies more tokens than the whole list once held,
-	// from the victim's address and from many others.
+	verify(shared, "Bearer victim", "victim")
+	// The attacker verifies more tokens of their account than the whole
+	// list once held, from the victim's address and from many others.
 	for i := range 10_001 {
-		verify(shared, fmt.Sprint("Bearer attacker", i))
+		verify(shared, fmt.Sprint("Bearer attacker", i), "attacker")
 	}
+	if n := b.knownAt(shared); n > 1+MaxKnownCredentialsPerUser {
+		t.Errorf("one user's tokens took %d places at an address, want at most %d", n-1, MaxKnownCredentialsPerUser)
+	}
+	// Another user signing in behind the same address later is still
+	// remembered.
+	verify(shared, "Bearer colleague", "colleague")
 	for i := range MaxKnownCredentials + 100 {
-		verify(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), fmt.Sprint("Bearer elsewhere", i))
+		verify(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), fmt.Sprint("Bearer elsewhere", i), fmt.Sprint("user", i))
 	}
 	if n := b.KnownCredentials(); n > MaxKnownCredentials {
 		t.Errorf("%d credentials remembered, want at most %d", n, MaxKnownCredentials)
@@ -125,9 +131,12 @@ func TestKnownCredentialsCannotBeFlushed(t *testing.T) {
 	if _, wait := b.Admit(shared, true, "Bearer victim"); wait != 0 {
 		t.Error("the victim's verified credential was flushed out by the attacker's: refused on a spent budget")
 	}
+	if _, wait := b.Admit(shared, true, "Bearer colleague"); wait != 0 {
+		t.Error("a user verified behind the address after the attacker's tokens was not remembered: refused on a spent budget")
+	}
 	// Entries expire; their room is given to new credentials.
 	now = now.Add(KnownCredentialTTL)
-	verify(netip.MustParseAddr("203.0.113.9"), "Bearer later")
+	verify(netip.MustParseAddr("203.0.113.9"), "Bearer later", "later")
 	if n := b.KnownCredentials(); n != 1 {
 		t.Errorf("%d credentials remembered after every other expired, want 1", n)
 	}
