@@ -27,6 +27,21 @@ import (
 // the last KnownCredentialTTL are checked whatever the budget, so a
 // signed-in user behind the same address (a NAT, a proxy the server cannot
 // see past) keeps working during an attack.
+//
+// A known credential is remembered for the address it was verified from
+// (its budget's key): at most MaxKnownCredentialsPerUser of one user's
+// per address, MaxKnownCredentialsPerAddress per address and
+// MaxKnownCredentials in all. A full list makes room only by forgetting
+// expired entries, never live ones: when it was one list that forgot its
+// oldest entry, an attacker behind the victim's address who verified
+// 10,001 tokens of their own in 24 s flushed the victim's out, then spent
+// the address's budget with bad tokens and had the victim refused. Now a
+// credential verified while its user's share, its address's share or the
+// whole list is full of live entries is not remembered; it is checked
+// against the budget like an unknown one, and a valid check gives back
+// what it took. One account's tokens take at most
+// MaxKnownCredentialsPerUser places at an address, so other users behind
+// it are still remembered.
 const (
 	BadCredentialLogsPerSecond = 1
 	BadCredentialLogBurst      = 10
@@ -37,9 +52,14 @@ const (
 	// (least recently used first out); a budget forgotten is a full one.
 	MaxThrottledAddresses = 10_000
 	// MaxKnownCredentials bounds the valid credentials remembered, each
-	// for KnownCredentialTTL after it was last verified.
-	MaxKnownCredentials = 10_000
-	KnownCredentialTTL  = 10 * time.Minute
+	// for KnownCredentialTTL after it was last verified;
+	// MaxKnownCredentialsPerAddress those of one address (a company's NAT
+	// may hide a few hundred users); MaxKnownCredentialsPerUser those of
+	// one user at one address (a web session, a few API tokens).
+	MaxKnownCredentials           = 50_000
+	MaxKnownCredentialsPerAddress = 256
+	MaxKnownCredentialsPerUser    = 8
+	KnownCredentialTTL            = 10 * time.Minute
 )
 
 // CredentialLimits are the per-address budget of failed credential
@@ -79,7 +99,7 @@ type BadCredentials struct {
 	log        *rate.Limiter
 	suppressed int64
 	budgets    lru[netip.Addr, *bucket]
-	known      lru[[sha256.Size]byte, time.Time] // credential hash -> last verified
+	known      knownCredentials
 }
 
 // NewBadCredentials returns the sampler and throttle of l; now is the
@@ -89,7 +109,7 @@ func NewBadCredentials(l CredentialLimits, now func() time.Time) *BadCredentials
 		now = time.Now
 	}
 	return &BadCredentials{now: now, lim: l, log: rate.NewLimiter(BadCredentialLogsPerSecond, BadCredentialLogBurst),
-		budgets: newLRU[netip.Addr, *bucket](MaxThrottledAddresses), known: newLRU[[sha256.Size]byte, time.Time](MaxKnownCredentials)}
+		budgets: newLRU[netip.Addr, *bucket](MaxThrottledAddresses), known: newKnownCredentials()}
 }
 
 // Limits returns the budget it enforces.
@@ -124,10 +144,10 @@ func (b *BadCredentials) Admit(addr netip.Addr, ok bool, credential string) (Che
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if seen, found := b.known.get(c.key); found && now.Sub(seen) < KnownCredentialTTL {
+	key := addressKey(addr)
+	if b.known.has(key, c.key, now) {
 		return c, 0
 	}
-	key := addressKey(addr)
 	bk, found := b.budgets.get(key)
 	if !found {
 		bk = &bucket{tokens: float64(b.lim.Burst), last: now}
@@ -140,15 +160,16 @@ func (b *BadCredentials) Admit(addr netip.Addr, ok bool, credential string) (Che
 	return c, 0
 }
 
-// Valid records that the credential was valid: it is remembered, and its
-// check gives back what it took of the address's budget.
-func (c Check) Valid() {
+// Valid records that the credential was valid, and whose (the user ID):
+// it is remembered, and its check gives back what it took of the
+// address's budget.
+func (c Check) Valid(user string) {
 	if c.b == nil {
 		return
 	}
 	c.b.mu.Lock()
 	defer c.b.mu.Unlock()
-	c.b.known.put(c.key, c.b.now())
+	c.b.known.put(addressKey(c.addr), c.key, user, c.b.now())
 	c.giveBack()
 }
 
@@ -161,7 +182,7 @@ func (c Check) Invalid() {
 	}
 	c.b.mu.Lock()
 	defer c.b.mu.Unlock()
-	c.b.known.remove(c.key)
+	c.b.known.remove(addressKey(c.addr), c.key)
 }
 
 // Undecided gives back the check's budget when the credential could be
@@ -205,6 +226,14 @@ func (b *BadCredentials) Addresses() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.budgets.len()
+}
+
+// KnownCredentials is how many verified credentials are remembered (at
+// most MaxKnownCredentials).
+func (b *BadCredentials) KnownCredentials() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.known.order.Len()
 }
 
 // addressKey is what a budget belongs to: an IPv4 address, or an IPv6
@@ -278,11 +307,87 @@ func (l *lru[K, V]) put(k K, v V) {
 	}
 }
 
-func (l *lru[K, V]) remove(k K) {
-	if e, ok := l.items[k]; ok {
-		l.order.Remove(e)
-		delete(l.items, k)
+func (l *lru[K, V]) len() int { return l.order.Len() }
+
+// knownCredentials remembers when each credential was last verified from
+// each address: bounded per address and in total, and making room only
+// by forgetting expired entries (see BadCredentials). Not safe for
+// concurrent use.
+type knownCredentials struct {
+	order      *list.List // of *knownEntry, most recently verified first
+	items      map[knownKey]*list.Element
+	perAddress map[netip.Addr]int
+	perUser    map[userAt]int
+}
+
+// userAt is a user at an address (its addressKey).
+type userAt struct {
+	addr netip.Addr
+	user string
+}
+
+// knownKey is a credential's hash at an address (its addressKey).
+type knownKey struct {
+	addr netip.Addr
+	hash [sha256.Size]byte
+}
+
+type knownEntry struct {
+	key      knownKey
+	user     string
+	verified time.Time
+}
+
+func newKnownCredentials() knownCredentials {
+	return knownCredentials{order: list.New(), items: map[knownKey]*list.Element{}, perAddress: map[netip.Addr]int{}, perUser: map[userAt]int{}}
+}
+
+// has reports whether the credential was verified from addr less than
+// KnownCredentialTTL before now.
+func (k *knownCredentials) has(addr netip.Addr, hash [sha256.Size]byte, now time.Time) bool {
+	e, ok := k.items[knownKey{addr, hash}]
+	return ok && now.Sub(e.Value.(*knownEntry).verified) < KnownCredentialTTL
+}
+
+// put records a verification of user's credential at now, if there is
+// room once expired entries are forgotten.
+func (k *knownCredentials) put(addr netip.Addr, hash [sha256.Size]byte, user string, now time.Time) {
+	key := knownKey{addr, hash}
+	if e, ok := k.items[key]; ok {
+		e.Value.(*knownEntry).verified = now
+		k.order.MoveToFront(e)
+		return
+	}
+	for last := k.order.Back(); last != nil && now.Sub(last.Value.(*knownEntry).verified) >= KnownCredentialTTL; last = k.order.Back() {
+		k.drop(last)
+	}
+	who := userAt{addr, user}
+	if k.order.Len() >= MaxKnownCredentials || k.perAddress[addr] >= MaxKnownCredentialsPerAddress ||
+		k.perUser[who] >= MaxKnownCredentialsPerUser {
+		return
+	}
+	k.items[key] = k.order.PushFront(&knownEntry{key: key, user: user, verified: now})
+	k.perAddress[addr]++
+	k.perUser[who]++
+}
+
+func (k *knownCredentials) remove(addr netip.Addr, hash [sha256.Size]byte) {
+	if e, ok := k.items[knownKey{addr, hash}]; ok {
+		k.drop(e)
 	}
 }
 
-func (l *lru[K, V]) len() int { return l.order.Len() }
+func (k *knownCredentials) drop(e *list.Element) {
+	entry := e.Value.(*knownEntry)
+	k.order.Remove(e)
+	delete(k.items, entry.key)
+	decrement(k.perAddress, entry.key.addr)
+	decrement(k.perUser, userAt{entry.key.addr, entry.user})
+}
+
+// decrement lowers m[key], deleting it at zero.
+func decrement[K comparable](m map[K]int, key K) {
+	if m[key]--; m[key] <= 0 {
+		delete(m, key)
+	}
+}

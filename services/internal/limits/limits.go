@@ -52,14 +52,23 @@ type Limits struct {
 
 	// Per-user quotas over live experiments; 0 = unlimited.
 	// MaxBlobBytesPerUser counts every stored byte that points do not:
-	// blobs, finished or not, and series metadata (store.Usage.StoredBytes).
-	MaxExperimentsPerUser int64
-	MaxPointsPerUser      int64
-	MaxBlobBytesPerUser   int64
+	// blobs, finished or not, series metadata, token records, runs and
+	// grants (store.Usage.StoredBytes). MaxPendingGrantsPerUser bounds the
+	// pending grants (by email) on a user's experiments.
+	MaxExperimentsPerUser   int64
+	MaxPointsPerUser        int64
+	MaxBlobBytesPerUser     int64
+	MaxPendingGrantsPerUser int64
 	// MaxTokensPerUser caps a user's live API tokens, web sessions
 	// included (neither revoked nor expired; store.Usage.Tokens); 0 =
 	// unlimited. Token records count toward MaxBlobBytesPerUser too.
 	MaxTokensPerUser int64
+
+	// MaxRunsPerExperiment bounds the runs of one experiment, however
+	// they are created (PutRuns, points, blob sequences); 0 = unlimited.
+	// It also bounds every answer that lists an experiment's runs
+	// (TensorBoard's data/runs and ListRuns have no paging).
+	MaxRunsPerExperiment int64
 
 	// Per-user write rate: RequestsPerSecond sustained, Burst at once.
 	// RequestsPerSecond 0 disables rate limiting.
@@ -108,6 +117,14 @@ func Default() Limits {
 		// A user's laptops, CI jobs and browsers, with room to spare;
 		// revoked and expired tokens free their place.
 		MaxTokensPerUser: 100,
+		// Sharing with a class or a team by email before they sign in;
+		// each pending grant is a row no sign-in has claimed yet.
+		MaxPendingGrantsPerUser: 1_000,
+		// A sweep of 5,000 trials, each with a train and an eval run,
+		// fits twice. Every run is listed whole to any reader (data/runs):
+		// 20,000 runs of typical 30-byte names answer about 700 KB, of
+		// the longest names (1 KiB) about 21 MB.
+		MaxRunsPerExperiment: 20_000,
 		// An upload of a blob-heavy logdir sends two requests per blob
 		// (GetOrCreateBlobSequence, WriteBlob) as fast as it can; several
 		// uploads of one user may run at once.
@@ -136,6 +153,8 @@ func (l Limits) Validate() error {
 		return fmt.Errorf("limits: MaxBlobChunkBytes must be positive and leave 64 KiB of MaxRequestBytes for the envelope")
 	case l.MaxBlobBytes <= 0, l.MaxTensorPointBytes <= 0, l.MaxPointsPerRequest <= 0, l.MaxBlobsPerSequence <= 0, l.MaxMetadataBytes <= 0:
 		return fmt.Errorf("limits: blob, tensor point, points-per-request, blobs-per-sequence and metadata limits must be positive")
+	case l.MaxRunsPerExperiment < 0 || l.MaxPendingGrantsPerUser < 0:
+		return fmt.Errorf("limits: runs per experiment and pending grants per user must not be negative (0: unlimited)")
 	case l.RequestsPerSecond < 0 || (l.RequestsPerSecond > 0 && l.Burst < 1):
 		return fmt.Errorf("limits: a rate limit needs a burst of at least 1")
 	case l.MaxBlobStreamsPerUser <= 0 || l.MaxBlobStreamsPerConn <= 0:
@@ -261,13 +280,16 @@ var (
 		limit: func(l Limits) int64 { return l.MaxTokensPerUser },
 		used:  func(u *userState) int64 { return u.usage.Tokens }, add: func(u *userState, n int64) { u.usage.Tokens += n }}
 	// bytesQuota counts blob bytes stored and reserved by running streams,
-	// series metadata and token records; admitted metadata and token bytes
-	// are added here (to MetadataBytes until the next refresh), blob bytes
-	// by ReserveBlobBytes.
-	bytesQuota = quota{name: "blob bytes per user", counts: ", counting blobs (finished or not), series metadata and API tokens",
+	// series metadata, token records, runs and grants; admitted metadata,
+	// token, run and grant bytes are added here (to MetadataBytes until the
+	// next refresh), blob bytes by ReserveBlobBytes.
+	bytesQuota = quota{name: "blob bytes per user", counts: ", counting blobs (finished or not), series metadata, API tokens, runs and grants",
 		limit: func(l Limits) int64 { return l.MaxBlobBytesPerUser },
 		used:  func(u *userState) int64 { return u.usage.StoredBytes() + u.reserved },
 		add:   func(u *userState, n int64) { u.usage.MetadataBytes += n }}
+	pendingGrantsQuota = quota{name: "pending grants per user", counts: " (grants by email no one has signed in with yet)",
+		limit: func(l Limits) int64 { return l.MaxPendingGrantsPerUser },
+		used:  func(u *userState) int64 { return u.usage.PendingGrants }, add: func(u *userState, n int64) { u.usage.PendingGrants += n }}
 )
 
 // ReserveExperiment admits one more experiment for the user.
@@ -306,12 +328,13 @@ func (e *Enforcer) ReserveBlobBytes(ctx context.Context, userID string, n int64)
 	}, nil
 }
 
-// ReserveMetadataBytes admits a write carrying n bytes of series
-// metadata under the byte quota. A series keeps the metadata of its first
-// write only, so n over-counts series that exist already (the stock
-// uploader repeats a tag's metadata in every request); the next refresh
-// of the usage from the store corrects it.
-func (e *Enforcer) ReserveMetadataBytes(ctx context.Context, userID string, n int64) error {
+// ReserveStoredBytes admits a write that stores n more bytes under the
+// byte quota besides blobs: series metadata, runs, grants (their
+// store.RowBytes). A series keeps the metadata of its first write only,
+// so n over-counts series that exist already (the stock uploader repeats
+// a tag's metadata in every request); the next refresh of the usage from
+// the store corrects it.
+func (e *Enforcer) ReserveStoredBytes(ctx context.Context, userID string, n int64) error {
 	return e.reserve(ctx, userID, charge{bytesQuota, n})
 }
 
@@ -330,6 +353,13 @@ func (e *Enforcer) UsageChanged(userID string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.loaded = time.Time{}
+}
+
+// ReservePendingGrant admits one more pending grant of n bytes (its
+// store.RowBytes) for the user: under the pending grants quota and the
+// byte quota, both or neither.
+func (e *Enforcer) ReservePendingGrant(ctx context.Context, userID string, n int64) error {
+	return e.reserve(ctx, userID, charge{bytesQuota, n}, charge{pendingGrantsQuota, 1})
 }
 
 // AcquireBlobStream admits one more WriteBlob stream of the user over the
@@ -365,7 +395,7 @@ func (e *Enforcer) AcquireBlobStream(userID, conn string) (release func(), err e
 
 // ReservePointWrite admits a point write (WriteScalar, WriteTensor):
 // points under the points quota and metadataBytes of series metadata
-// under the byte quota (as ReserveMetadataBytes), both or neither, under
+// under the byte quota (as ReserveStoredBytes), both or neither, under
 // one lock and at most one read of the usage. The byte quota is checked
 // first.
 func (e *Enforcer) ReservePointWrite(ctx context.Context, userID string, points, metadataBytes int64) error {

@@ -197,7 +197,7 @@ func TestMetadataSharesTheByteQuota(t *testing.T) {
 	ctx := t.Context()
 	_, err = e.ReserveBlobBytes(ctx, "u", 501)
 	wantExhausted(t, err, "blob bytes per user is 1000", "metadata")
-	if err := e.ReserveMetadataBytes(ctx, "u", 400); err != nil {
+	if err := e.ReserveStoredBytes(ctx, "u", 400); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.ReserveBlobBytes(ctx, "u", 101)
@@ -206,14 +206,14 @@ func TestMetadataSharesTheByteQuota(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantExhausted(t, e.ReserveMetadataBytes(ctx, "u", 1), "blob bytes per user is 1000")
+	wantExhausted(t, e.ReserveStoredBytes(ctx, "u", 1), "blob bytes per user is 1000")
 	settle(0)
-	if err := e.ReserveMetadataBytes(ctx, "u", 100); err != nil {
+	if err := e.ReserveStoredBytes(ctx, "u", 100); err != nil {
 		t.Fatal(err)
 	}
 	// A refresh replaces what was admitted by what the store holds.
 	now = now.Add(usageRefresh + time.Second)
-	if err := e.ReserveMetadataBytes(ctx, "u", 500); err != nil {
+	if err := e.ReserveStoredBytes(ctx, "u", 500); err != nil {
 		t.Errorf("after a refresh to 500 bytes stored: %v", err)
 	}
 	// Unlimited: nothing is refused.
@@ -221,7 +221,7 @@ func TestMetadataSharesTheByteQuota(t *testing.T) {
 	if e, err = NewEnforcer(l, src, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.ReserveMetadataBytes(ctx, "u", 1<<40); err != nil {
+	if err := e.ReserveStoredBytes(ctx, "u", 1<<40); err != nil {
 		t.Errorf("unlimited quota: %v", err)
 	}
 }

@@ -58,11 +58,18 @@ func (s *Server) ListPlugins(ctx context.Context, req *datapb.ListPluginsRequest
 }
 
 // ListRuns returns the runs by start time (earliest first, then by name);
-// runs whose start time is unknown come last.
+// runs whose start time is unknown come last. At most MaxListedRuns.
 func (s *Server) ListRuns(ctx context.Context, req *datapb.ListRunsRequest) (*datapb.ListRunsResponse, error) {
 	e, err := s.experiment(ctx, req.GetExperimentId())
 	if err != nil {
 		return nil, err
+	}
+	total, _, err := s.st.CountRuns(ctx, e.ID, nil)
+	if err != nil {
+		return nil, err
+	}
+	if total > s.cfg.MaxListedRuns {
+		return nil, rpcerr.New(codes.OutOfRange, "the experiment has %d runs; at most %d are listed", total, s.cfg.MaxListedRuns)
 	}
 	runs, err := s.st.ListRuns(ctx, e.ID)
 	if err != nil {

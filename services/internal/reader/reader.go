@@ -18,7 +18,8 @@
 //     carry an HMAC under the server's secret (see blobkey.go), so a key can
 //     neither be forged nor used to read another experiment's blob.
 //   - A read whose answer would exceed Config.MaxResponsePoints points is
-//     refused with OUT_OF_RANGE before it grows.
+//     refused with OUT_OF_RANGE before it grows; so is a run list longer
+//     than Config.MaxListedRuns.
 //
 // Access control is not decided here: every call passes tenancy.Guard
 // first, which puts the authorized experiment in the context. Handlers
@@ -61,6 +62,10 @@ const (
 	// DefaultBlobChunkBytes is the size of ReadBlob's chunks: well under
 	// gRPC's default 4 MiB receive limit, so any client takes them.
 	DefaultBlobChunkBytes = 1 << 20
+	// DefaultMaxListedRuns bounds a ListRuns answer: the write service's
+	// default runs per experiment (limits.Default), at most about 21 MB
+	// of names.
+	DefaultMaxListedRuns = 20_000
 )
 
 // MinBlobKeySecretBytes is the shortest accepted Config.BlobKeySecret.
@@ -91,7 +96,13 @@ type Config struct {
 	MaxResponseTensorBytes int64
 	// BlobChunkBytes is ReadBlob's chunk size; DefaultBlobChunkBytes if zero.
 	BlobChunkBytes int
-	Logger         *slog.Logger
+	// MaxListedRuns bounds the runs of one ListRuns answer, which
+	// TensorBoard's API cannot page; DefaultMaxListedRuns if zero. The
+	// write service keeps experiments under its runs per experiment
+	// limit; one with more (created before that limit, or under a larger
+	// one) is refused with OUT_OF_RANGE before its runs are read.
+	MaxListedRuns int64
+	Logger        *slog.Logger
 }
 
 // RandomSecret returns a fresh 32-byte secret for Config.BlobKeySecret, for
@@ -135,6 +146,9 @@ func New(st store.Reader, blobs blob.Store, cfg Config) (*Server, error) {
 	}
 	if cfg.BlobChunkBytes <= 0 {
 		cfg.BlobChunkBytes = DefaultBlobChunkBytes
+	}
+	if cfg.MaxListedRuns <= 0 {
+		cfg.MaxListedRuns = DefaultMaxListedRuns
 	}
 	logger := cfg.Logger
 	if logger == nil {

@@ -70,6 +70,14 @@ func startServer(t testing.TB) *server {
 // (a fresh blob-key secret is filled in).
 func startServerWith(t testing.TB, cfg readpath.Config) *server {
 	t.Helper()
+	st, blobs := openEmbedded(t)
+	return startOn(t, st, blobs, cfg)
+}
+
+// openEmbedded opens a fresh SQLite store and blob folder, closed when
+// the test ends.
+func openEmbedded(t testing.TB) (store.Store, blob.Store) {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := sqlitestore.Open(context.Background(), filepath.Join(dir, sqlitestore.DefaultFile), sqlitestore.Options{})
 	if err != nil {
@@ -83,7 +91,7 @@ func startServerWith(t testing.TB, cfg readpath.Config) *server {
 		st.Close()
 		blobs.Close()
 	})
-	return startOn(t, st, blobs, cfg)
+	return st, blobs
 }
 
 // startOn serves st and blobs; they are closed by the caller.

@@ -1,8 +1,12 @@
 package readpath_test
 
 import (
+	"context"
+	"fmt"
+	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -13,6 +17,9 @@ import (
 
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+	"github.com/tbhub/tbhub/services/internal/reader"
+	"github.com/tbhub/tbhub/services/internal/readpath"
+	"github.com/tbhub/tbhub/services/internal/store"
 )
 
 // PutRuns creates runs with no data, which data/runs lists in start-time
@@ -58,5 +65,104 @@ func TestPutRuns(t *testing.T) {
 	}
 	if !slices.Equal(runs, []string{"first", "hparams/1", "starting"}) || got.GetExperiment().GetCounts().GetNumRuns() != 3 {
 		t.Errorf("GetExperiment runs = %v, counts %v", got.GetRuns(), got.GetExperiment().GetCounts())
+	}
+}
+
+// runListCounter is a store that counts its ListRuns calls.
+type runListCounter struct {
+	store.Store
+	lists atomic.Int64
+}
+
+func (c *runListCounter) ListRuns(ctx context.Context, eid string) ([]store.Run, error) {
+	c.lists.Add(1)
+	return c.Store.ListRuns(ctx, eid)
+}
+
+// GET /api/experiments/{eid} listed every run to answer 341 bytes (issue
+// 20 #1: 1.57 s for 100,000 runs), and live pages poll it. It reads no
+// run list now, signed in or not; the run count it shows is still there,
+// and GetExperiment still answers the runs to whoever asks (tbup verify).
+func TestExperimentPageListsNoRuns(t *testing.T) {
+	base, blobs := openEmbedded(t)
+	st := &runListCounter{Store: base}
+	s := startOn(t, st, blobs, readpath.Config{})
+	ctx := context.Background()
+	owner, err := st.GetUserByName(ctx, "researcher")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eid := store.NewExperimentID()
+	if err := st.CreateExperiment(ctx, store.Experiment{ID: eid, Name: "page", Owner: owner.ID, Visibility: store.VisibilityPublic}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutRuns(ctx, eid, []store.Run{{Name: "a"}, {Name: "b"}, {Name: "c"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, token := range []string{s.token, ""} {
+		before := st.lists.Load()
+		r := s.do(t, http.MethodGet, "/api/experiments/"+eid, token, nil)
+		if r.status != http.StatusOK {
+			t.Fatalf("GET /api/experiments/%s: %d %s", eid, r.status, r.body)
+		}
+		if n := st.lists.Load() - before; n != 0 {
+			t.Errorf("GET /api/experiments/{eid} (signed in: %v) listed the runs %d times", token != "", n)
+		}
+		if !strings.Contains(string(r.body), `"numRuns":"3"`) {
+			t.Errorf("the page's experiment lacks its run count: %s", r.body)
+		}
+	}
+	conn, err := grpc.NewClient(s.srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	exp, err := experimentsv1.NewExperimentServiceClient(conn).GetExperiment(
+		metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+s.token), &experimentsv1.GetExperimentRequest{ExperimentId: eid})
+	if err != nil || len(exp.GetRuns()) != 3 {
+		t.Errorf("GetExperiment = %d runs, %v; want 3", len(exp.GetRuns()), err)
+	}
+}
+
+// TensorBoard's data/runs (and the DataProvider's ListRuns under it) has
+// no paging, and answered every run: 103 MB for an experiment of 100,000
+// runs, to anonymous readers of a public one. The write service now caps
+// runs per experiment; an experiment holding more (made before the cap,
+// or under a larger one) is refused with a clear error before its runs
+// are read, in both shapes of data/runs, and one within the bound is
+// listed whole.
+func TestRunListsAreBounded(t *testing.T) {
+	const max = 10
+	s := startServerWith(t, readpath.Config{Reader: reader.Config{MaxListedRuns: max}})
+	ctx := context.Background()
+	owner, err := s.st.GetUserByName(ctx, "researcher")
+	if err != nil {
+		t.Fatal(err)
+	}
+	experiment := func(runs int) string {
+		eid := store.NewExperimentID()
+		if err := s.st.CreateExperiment(ctx, store.Experiment{ID: eid, Name: "sweep", Owner: owner.ID, Visibility: store.VisibilityPublic}); err != nil {
+			t.Fatal(err)
+		}
+		var list []store.Run
+		for i := range runs {
+			list = append(list, store.Run{Name: fmt.Sprintf("trial-%03d", i)})
+		}
+		if err := s.st.PutRuns(ctx, eid, list); err != nil {
+			t.Fatal(err)
+		}
+		return eid
+	}
+	over, within := experiment(max+1), experiment(max)
+	for _, path := range []string{"/data/runs", "/data/runs?format=index"} {
+		r := s.do(t, http.MethodGet, "/experiment/"+over+path, "", nil)
+		if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), fmt.Sprintf("has %d runs; at most %d are listed", max+1, max)) {
+			t.Errorf("%s of %d runs: %d %s, want 400 naming the bound", path, max+1, r.status, r.body)
+		}
+	}
+	var names []string
+	s.getJSON(t, "/experiment/"+within+"/data/runs", &names)
+	if len(names) != max {
+		t.Errorf("data/runs of %d runs listed %d", max, len(names))
 	}
 }

@@ -124,8 +124,11 @@ func TestBadPointsAreReportedAndGoodOnesKept(t *testing.T) {
 
 func TestLimitsAreEnforced(t *testing.T) {
 	st, blobs := embedded(t)
-	// ada's token counts toward the byte quota too: 100 bytes are left.
-	quota := 100 + (&store.APIToken{ID: store.NewTokenID(), Name: "test", SecretPrefix: "tbh_abcdef"}).StoredBytes()
+	// The byte quota leaves 100 bytes for blobs once the series "loss"
+	// (its metadata), the runs "train" and "r" and ada's token are stored.
+	token := (&store.APIToken{ID: store.NewTokenID(), Name: "test", SecretPrefix: "tbh_abcdef"}).StoredBytes()
+	stored := int64(proto.Size(scalarMetadata())) + store.RowBytes("train") + store.RowBytes("r") + token
+	quota := stored + 100
 	h := newHarness(t, st, blobs, func(c *serve.Config) {
 		c.Limits.MaxExperimentsPerUser = 2
 		c.Limits.MaxPointsPerUser = 10
@@ -133,8 +136,8 @@ func TestLimitsAreEnforced(t *testing.T) {
 		c.Limits.MaxBlobBytesPerUser = quota
 	})
 	ctx := newUserContext(t, h, "ada")
-	if tb := tokenBytes(t, h, st, ctx); tb != quota-100 {
-		t.Fatalf("ada's token holds %d bytes, want %d", tb, quota-100)
+	if tb := tokenBytes(t, h, st, ctx); tb != token {
+		t.Fatalf("ada's token holds %d bytes, want %d", tb, token)
 	}
 	var eid string
 	for range 2 {
@@ -171,10 +174,10 @@ func TestLimitsAreEnforced(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The byte quota counts no blob (the one refused stored nothing), the
-	// metadata of the series "loss" and ada's token.
+	// metadata of the series "loss", the two runs and ada's token.
 	want := map[experimentsv1.Quota][2]int64{
 		experimentsv1.Quota_QUOTA_EXPERIMENTS: {2, 2}, experimentsv1.Quota_QUOTA_POINTS: {8, 10},
-		experimentsv1.Quota_QUOTA_BLOB_BYTES: {int64(proto.Size(scalarMetadata())) + quota - 100, quota},
+		experimentsv1.Quota_QUOTA_BLOB_BYTES: {stored, quota},
 	}
 	for _, u := range usage.GetUsages() {
 		if w := want[u.GetQuota()]; u.GetUsed() != w[0] || u.GetLimit() != w[1] {
@@ -343,7 +346,10 @@ func TestMetadataCountsTowardTheByteQuota(t *testing.T) {
 		c.Limits.MaxBlobBytesPerUser = quota
 	})
 	ctx, eid := adaExperiment(t, h, st, "metadata")
-	stored := tokenBytes(t, h, st, ctx) // ada's token counts too (TestTokensCountTowardTheByteQuota)
+	// The series' run, stored with the first, and ada's token
+	// (TestTokensCountTowardTheByteQuota) count too.
+	base := store.RowBytes("train") + tokenBytes(t, h, st, ctx)
+	stored := base
 	for i := range 20 {
 		req := scalarRequest(eid, 1)
 		tag := req.Runs[0].Tags[0]
@@ -361,8 +367,8 @@ func TestMetadataCountsTowardTheByteQuota(t *testing.T) {
 			t.Fatalf("series %d past the quota (%d bytes of metadata stored): %v, want RESOURCE_EXHAUSTED naming the quota", i, stored, err)
 		}
 	}
-	if stored == 0 || stored > quota {
-		t.Fatalf("%d bytes of metadata stored under a quota of %d", stored, quota)
+	if stored == base || stored > quota {
+		t.Fatalf("%d bytes of metadata and runs stored under a quota of %d", stored, quota)
 	}
 	big := &tbpb.SummaryMetadata{PluginData: &tbpb.SummaryMetadata_PluginData{PluginName: "images", Content: make([]byte, 60_000)}}
 	_, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{

@@ -151,11 +151,30 @@ type Usage struct {
 	// (APIToken.StoredBytes): revoked and expired tokens stay listed, so
 	// they stay stored.
 	TokenBytes int64
+	// RunBytes is what the experiments' runs take and GrantBytes what
+	// their grants take (read grants by user ID, pending grants by
+	// email): RowBytes of each row's name, ID or email.
+	RunBytes   int64
+	GrantBytes int64
+	// PendingGrants counts the pending grants (by email) on the user's
+	// experiments.
+	PendingGrants int64
 }
 
 // StoredBytes is what the per-user byte quota counts: blobs, finished or
-// not, series metadata and token records.
-func (u Usage) StoredBytes() int64 { return u.BlobBytes + u.MetadataBytes + u.TokenBytes }
+// not, series metadata, token records, runs and grants.
+func (u Usage) StoredBytes() int64 {
+	return u.BlobBytes + u.MetadataBytes + u.TokenBytes + u.RunBytes + u.GrantBytes
+}
+
+// RowOverheadBytes is what a run or grant row counts toward the byte
+// quota beyond its text: its keys and index entries, roughly. Without it
+// 100,000 runs of one-byte names would count 100 KB and take tens of MB.
+const RowOverheadBytes = 100
+
+// RowBytes is what a run or grant row named text counts toward the byte
+// quota: its UTF-8 bytes and RowOverheadBytes.
+func RowBytes(text string) int64 { return int64(len(text)) + RowOverheadBytes }
 
 // IdentityStore keeps users' outside identities, API tokens and usage.
 // Methods wrap the sentinel errors of this package.

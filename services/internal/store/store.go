@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/tbhub/tbhub/schemas/experimentid"
@@ -304,6 +305,19 @@ func SameWallTime(a, b float64) bool {
 	return a == b || (math.IsNaN(a) && math.IsNaN(b))
 }
 
+// ValidatePageLimit reports a page size below 1 (ErrInvalidArgument).
+func ValidatePageLimit(limit int) error {
+	if limit < 1 {
+		return fmt.Errorf("page limit %d: want at least 1: %w", limit, ErrInvalidArgument)
+	}
+	return nil
+}
+
+// DistinctNames returns names sorted, each once.
+func DistinctNames(names []string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(names)))
+}
+
 // SeriesRef names a series inside an experiment.
 type SeriesRef struct {
 	Run, Tag string
@@ -389,6 +403,17 @@ type Reader interface {
 
 	// ListRuns returns the experiment's runs sorted by name.
 	ListRuns(ctx context.Context, eid string) ([]Run, error)
+	// ListRunsAfter returns one page of them: up to limit (>= 1, else
+	// ErrInvalidArgument) runs whose names sort after the name after ("":
+	// from the first), by name (bytewise, as Go compares strings).
+	ListRunsAfter(ctx context.Context, eid, after string, limit int) ([]Run, error)
+	// CountRuns returns which of names the experiment does not have yet
+	// (each once, sorted): what writing them would add; and, if any is
+	// missing or names is empty, how many runs it has (total is 0, not
+	// counted, when names are given and none is missing: the common case
+	// of a write to existing runs costs only the reads of those names'
+	// rows). It never reads the list.
+	CountRuns(ctx context.Context, eid string, names []string) (total int64, missing []string, err error)
 	// ListPlugins returns the distinct plugin names of its series, sorted.
 	ListPlugins(ctx context.Context, eid string) ([]string, error)
 	// ListSeries returns the series of class c (every class if

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -259,6 +260,8 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 	fs.Int64Var(&f.lim.MaxPointsPerUser, "max-points-per-user", f.lim.MaxPointsPerUser, "scalar and tensor points quota per user (0: unlimited)")
 	fs.Int64Var(&f.lim.MaxBlobBytesPerUser, "max-blob-bytes-per-user", f.lim.MaxBlobBytesPerUser, "blob bytes quota per user (0: unlimited)")
 	fs.Int64Var(&f.lim.MaxTokensPerUser, "max-tokens-per-user", f.lim.MaxTokensPerUser, "live API tokens (web sessions included) per user (0: unlimited)")
+	fs.Int64Var(&f.lim.MaxRunsPerExperiment, "max-runs-per-experiment", f.lim.MaxRunsPerExperiment, "runs one experiment may have, however created; also bounds every run listing (0: unlimited)")
+	fs.Int64Var(&f.lim.MaxPendingGrantsPerUser, "max-pending-grants-per-user", f.lim.MaxPendingGrantsPerUser, "grants by email not yet claimed by a sign-in, over one user's experiments (0: unlimited)")
 	fs.Float64Var(&f.lim.RequestsPerSecond, "requests-per-second", f.lim.RequestsPerSecond, "per-user write rate (0: unlimited)")
 	fs.Int64Var(&f.lim.MaxMetadataBytes, "max-metadata-bytes", f.lim.MaxMetadataBytes, "largest summary metadata of a series (plugin_data.content included)")
 	fs.IntVar(&f.lim.MaxBlobStreamsPerUser, "max-blob-streams-per-user", f.lim.MaxBlobStreamsPerUser, "WriteBlob streams one user may have open at once")
@@ -371,11 +374,16 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 }
 
 // readPath is the read path's configuration (tbhub serve): the web UI's
-// sign-in and the HTTP API's settings from the flags.
+// sign-in and the HTTP API's settings from the flags. Run lists are
+// bounded by the runs per experiment limit this process enforces.
 func (f *serveFlags) readPath(o auth.OIDCConfig, origin string, logger *slog.Logger) readpath.Config {
+	maxRuns := f.lim.MaxRunsPerExperiment
+	if maxRuns == 0 { // unlimited
+		maxRuns = math.MaxInt64
+	}
 	return readpath.Config{
 		SignIn: webSignIn(o, *f.webClient, *f.webSecret), PublicOrigin: origin,
-		Reader: reader.Config{BlobKeySecret: reader.RandomSecret()}, Logger: logger,
+		Reader: reader.Config{BlobKeySecret: reader.RandomSecret(), MaxListedRuns: maxRuns}, Logger: logger,
 		SamplesPerPlugin: f.samples, Markdown: f.markdown, Graphs: f.graphs,
 	}
 }

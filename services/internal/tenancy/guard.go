@@ -178,7 +178,7 @@ func (g *Guard) authenticate(ctx context.Context, method string) (context.Contex
 		check.Undecided()
 		return ctx, m, err
 	}
-	check.Valid()
+	check.Valid(p.UserID)
 	return auth.NewContext(ctx, p), m, nil
 }
 

@@ -96,7 +96,11 @@ func (w *writerService) GetOrCreateBlobSequence(ctx context.Context, req *servic
 	if reason != "" {
 		return nil, rpcerr.New(codes.InvalidArgument, "run %q tag %q: %s", req.GetRun(), req.GetTag(), reason)
 	}
-	if err := w.s.limits.ReserveMetadataBytes(ctx, p.UserID, int64(len(ts.SummaryMetadata))); err != nil {
+	runBytes, err := w.s.newRuns(ctx, e.ID, []string{req.GetRun()})
+	if err != nil {
+		return nil, err
+	}
+	if err := w.s.limits.ReserveStoredBytes(ctx, p.UserID, int64(len(ts.SummaryMetadata))+runBytes); err != nil {
 		return nil, err
 	}
 	_, replaced, err := w.s.st.GetOrCreateBlobSequence(ctx, e.ID, ts, req.GetStep(), wall, n)

@@ -2,8 +2,10 @@ package writer
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -117,6 +119,29 @@ func (x *experimentService) ContinueExperiment(ctx context.Context, _ *experimen
 // maxRunsPerPut bounds PutRunsRequest.runs (one store commit each).
 const maxRunsPerPut = 1000
 
+// newRuns refuses a write whose runs not in the experiment yet would take
+// it past MaxRunsPerExperiment (RESOURCE_EXHAUSTED naming the limit), and
+// returns what those new runs count toward the byte quota. Like the
+// quotas, it is as exact as one process can make it: concurrent writes
+// of new runs may each pass, up to a request's runs beyond the limit.
+func (s *Server) newRuns(ctx context.Context, eid string, names []string) (bytes int64, err error) {
+	if len(names) == 0 {
+		return 0, nil
+	}
+	total, missing, err := s.st.CountRuns(ctx, eid, names)
+	if err != nil {
+		return 0, err
+	}
+	if max := s.limits.Limits().MaxRunsPerExperiment; max > 0 && total+int64(len(missing)) > max {
+		return 0, rpcerr.New(codes.ResourceExhausted, "runs per experiment limit is %d: the experiment has %d and this request adds %d",
+			max, total, len(missing))
+	}
+	for _, name := range missing {
+		bytes += store.RowBytes(name)
+	}
+	return bytes, nil
+}
+
 // PutRuns creates the request's runs and records their start times.
 func (x *experimentService) PutRuns(ctx context.Context, req *experimentsv1.PutRunsRequest) (*experimentsv1.PutRunsResponse, error) {
 	e, err := tenancy.AuthorizedExperiment(ctx)
@@ -127,6 +152,7 @@ func (x *experimentService) PutRuns(ctx context.Context, req *experimentsv1.PutR
 		return nil, rpcerr.New(codes.InvalidArgument, "at most %d runs per PutRuns request; the request has %d", maxRunsPerPut, n)
 	}
 	runs := make([]store.Run, len(req.GetRuns()))
+	names := make([]string, len(req.GetRuns()))
 	for i, r := range req.GetRuns() {
 		if bad := checkRunTag("run", r.GetName()); bad != "" {
 			return nil, rpcerr.New(codes.InvalidArgument, "runs[%d]: %s", i, bad)
@@ -135,6 +161,18 @@ func (x *experimentService) PutRuns(ctx context.Context, req *experimentsv1.PutR
 			return nil, rpcerr.New(codes.InvalidArgument, "runs[%d]: start time %v", i, st)
 		}
 		runs[i] = store.Run{Name: r.GetName(), StartTime: r.GetStartTime()}
+		names[i] = r.GetName()
+	}
+	runBytes, err := x.s.newRuns(ctx, e.ID, names)
+	if err != nil {
+		return nil, err
+	}
+	p, err := tenancy.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := x.s.limits.ReserveStoredBytes(ctx, p.UserID, runBytes); err != nil {
+		return nil, err
 	}
 	if err := x.s.st.PutRuns(ctx, e.ID, runs); err != nil {
 		return nil, err
@@ -142,16 +180,47 @@ func (x *experimentService) PutRuns(ctx context.Context, req *experimentsv1.PutR
 	return &experimentsv1.PutRunsResponse{}, nil
 }
 
-func (x *experimentService) GetExperiment(ctx context.Context, _ *experimentsv1.GetExperimentRequest) (*experimentsv1.GetExperimentResponse, error) {
+// maxRunPageSize bounds GetExperimentRequest.run_page_size: 5,000 runs
+// of the longest names are about 5 MB.
+const maxRunPageSize = 5000
+
+// GetExperiment answers the experiment with its counts and, unless
+// omit_runs, its runs: one page of them (run_page_size, the page token
+// the last name's base64url), or all at once, at most
+// MaxRunsPerExperiment of them (OUT_OF_RANGE beyond, before they are
+// read).
+func (x *experimentService) GetExperiment(ctx context.Context, req *experimentsv1.GetExperimentRequest) (*experimentsv1.GetExperimentResponse, error) {
 	e, err := x.s.withCounts(ctx)
 	if err != nil {
 		return nil, err
 	}
-	runs, err := x.s.st.ListRuns(ctx, e.ID)
-	if err != nil {
-		return nil, err
-	}
 	resp := &experimentsv1.GetExperimentResponse{Experiment: x.s.experimentV1(ctx, &e)}
+	var runs []store.Run
+	switch size := int(req.GetRunPageSize()); {
+	case req.GetOmitRuns():
+		return resp, nil
+	case size > 0:
+		size = min(size, maxRunPageSize)
+		after, err := base64.RawURLEncoding.DecodeString(req.GetRunPageToken())
+		if err != nil {
+			return nil, rpcerr.New(codes.InvalidArgument, "malformed run_page_token")
+		}
+		if runs, err = x.s.st.ListRunsAfter(ctx, e.ID, string(after), size+1); err != nil {
+			return nil, err
+		}
+		if len(runs) > size {
+			runs = runs[:size]
+			resp.NextRunPageToken = base64.RawURLEncoding.EncodeToString([]byte(runs[size-1].Name))
+		}
+	default:
+		if max := x.s.limits.Limits().MaxRunsPerExperiment; max > 0 && e.NumRuns > max {
+			// Created before the limit, or under a larger one.
+			return nil, rpcerr.New(codes.OutOfRange, "the experiment has %d runs; at most %d are listed at once (omit_runs answers the experiment alone, run_page_size its runs in pages)", e.NumRuns, max)
+		}
+		if runs, err = x.s.st.ListRuns(ctx, e.ID); err != nil {
+			return nil, err
+		}
+	}
 	for _, r := range runs {
 		resp.Runs = append(resp.Runs, &experimentsv1.RunStart{Name: r.Name, StartTime: r.StartTime})
 	}
@@ -316,6 +385,9 @@ func (s *Server) grantee(ctx context.Context, g *experimentsv1.Grantee) (userID,
 		return u.ID, "", nil
 	case g.GetEmail() != "":
 		email := strings.ToLower(strings.TrimSpace(g.GetEmail()))
+		if len(email) > MaxEmailBytes {
+			return "", "", rpcerr.New(codes.InvalidArgument, "email has %d bytes; an address has at most %d", len(email), MaxEmailBytes)
+		}
 		// Users are named after their email at their first sign-in (in lower case
 		// since emails are; as the issuer spelled it before).
 		names := []string{email}
@@ -356,8 +428,44 @@ func (x *experimentService) changeGrant(ctx context.Context, g *experimentsv1.Gr
 	return e.ID, forUser(ctx, e.ID, uid)
 }
 
+// MaxEmailBytes bounds a grantee's email: the longest path of SMTP
+// (RFC 5321, 256 octets) less its angle brackets.
+const MaxEmailBytes = 254
+
+// GrantAccess grants read access. A grant the experiment does not hold
+// yet counts store.RowBytes of its user ID or email toward the owner's
+// byte quota, and a pending one (by email) toward the pending grants
+// quota too.
 func (x *experimentService) GrantAccess(ctx context.Context, req *experimentsv1.GrantAccessRequest) (*experimentsv1.GrantAccessResponse, error) {
-	eid, err := x.changeGrant(ctx, req.GetGrantee(), x.s.st.GrantRead, x.s.st.AddPendingGrant)
+	p, err := tenancy.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	grantRead := func(ctx context.Context, eid, uid string) error {
+		e, err := tenancy.AuthorizedExperiment(ctx)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(e.Readers, uid) {
+			if err := x.s.limits.ReserveStoredBytes(ctx, p.UserID, store.RowBytes(uid)); err != nil {
+				return err
+			}
+		}
+		return x.s.st.GrantRead(ctx, eid, uid)
+	}
+	addPending := func(ctx context.Context, eid, email string) error {
+		pending, err := x.s.st.ListPendingGrants(ctx, eid)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(pending, email) {
+			if err := x.s.limits.ReservePendingGrant(ctx, p.UserID, store.RowBytes(email)); err != nil {
+				return err
+			}
+		}
+		return x.s.st.AddPendingGrant(ctx, eid, email)
+	}
+	eid, err := x.changeGrant(ctx, req.GetGrantee(), grantRead, addPending)
 	if err != nil {
 		return nil, err
 	}

@@ -127,16 +127,19 @@ func pointBatch[P any, T pointTag[P], R pointRun[P, T], SP any, B any](runs []R,
 				batch = append(batch, entry(ts, points))
 				accepted.points += int64(len(points))
 				accepted.metadataBytes += int64(len(ts.SummaryMetadata))
+				accepted.runs = append(accepted.runs, r.GetName())
 			}
 		}
 	}
 	return batch, accepted
 }
 
-// admission is what a write asks of the quotas: its points, and the
-// bytes of the series metadata it carries (stored if the series is new).
+// admission is what a write asks of the quotas: its points, the bytes
+// of the series metadata it carries (stored if the series is new), and
+// the runs it writes to (created if new).
 type admission struct {
 	points, metadataBytes int64
+	runs                  []string
 }
 
 func countPoints[P any, T pointTag[P], R pointRun[P, T]](runs []R) int64 {
@@ -167,7 +170,15 @@ func (s *Server) writePoints(ctx context.Context, n int64, collect func(*violati
 	var bad violations
 	accepted, write := collect(&bad)
 	if accepted.points > 0 {
-		if err := s.limits.ReservePointWrite(ctx, p.UserID, accepted.points, accepted.metadataBytes); err != nil {
+		eid, err := tenancy.AuthorizedExperiment(ctx)
+		if err != nil {
+			return err
+		}
+		runBytes, err := s.newRuns(ctx, eid.ID, accepted.runs)
+		if err != nil {
+			return err
+		}
+		if err := s.limits.ReservePointWrite(ctx, p.UserID, accepted.points, accepted.metadataBytes+runBytes); err != nil {
 			return err
 		}
 		if err := write(); err != nil {

@@ -95,7 +95,7 @@ func runExport(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 	}
-	exp, err := experimentsv1.NewExperimentServiceClient(c.conn).GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: *eid})
+	exp, err := experimentsv1.NewExperimentServiceClient(c.conn).GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: *eid, OmitRuns: true})
 	if err != nil {
 		return fmt.Errorf("experiment %s: %s", *eid, client.Describe(err))
 	}

@@ -82,12 +82,12 @@ func verifyExperiment(ctx context.Context, env Env, out io.Writer, c *connection
 	if err != nil {
 		return err
 	}
-	exp, err := experimentsv1.NewExperimentServiceClient(c.conn).GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid})
+	runs, err := serverRuns(ctx, experimentsv1.NewExperimentServiceClient(c.conn), eid)
 	if err != nil {
 		return fmt.Errorf("experiment %s: %s", eid, client.Describe(err))
 	}
 	const maxShown = 200
-	res, err := verify.Compare(ctx, local, exp.GetRuns(), servicepb.NewTensorBoardExporterServiceClient(c.conn), eid, func(line string) {
+	res, err := verify.Compare(ctx, local, runs, servicepb.NewTensorBoardExporterServiceClient(c.conn), eid, func(line string) {
 		fmt.Fprintln(out, line)
 	}, maxShown)
 	if err != nil {
@@ -104,6 +104,27 @@ func verifyExperiment(ctx context.Context, env Env, out io.Writer, c *connection
 	}
 	fmt.Fprintf(out, "Identical: %s of %s are on the server as in the logdir.\n", compared(res), src)
 	return nil
+}
+
+// runPageSize is how many runs verify asks for at once.
+const runPageSize = 1000
+
+// serverRuns reads the experiment's runs page by page (a server that
+// does not page answers them all in its first answer, with no next
+// token).
+func serverRuns(ctx context.Context, api experimentsv1.ExperimentServiceClient, eid string) ([]*experimentsv1.RunStart, error) {
+	var runs []*experimentsv1.RunStart
+	token := ""
+	for {
+		exp, err := api.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid, RunPageSize: runPageSize, RunPageToken: token})
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, exp.GetRuns()...)
+		if token = exp.GetNextRunPageToken(); token == "" {
+			return runs, nil
+		}
+	}
 }
 
 // compared says how much verify compared: "2 runs, 1 series, 40 points and 1 blob".

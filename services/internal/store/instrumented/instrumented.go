@@ -96,6 +96,18 @@ func (s *Store) ListRuns(ctx context.Context, eid string) ([]store.Run, error) {
 	return value(s, ctx, "ListRuns", func(ctx context.Context) ([]store.Run, error) { return s.st.ListRuns(ctx, eid) })
 }
 
+func (s *Store) ListRunsAfter(ctx context.Context, eid, after string, limit int) ([]store.Run, error) {
+	return value(s, ctx, "ListRunsAfter", func(ctx context.Context) ([]store.Run, error) { return s.st.ListRunsAfter(ctx, eid, after, limit) })
+}
+
+func (s *Store) CountRuns(ctx context.Context, eid string, names []string) (total int64, missing []string, err error) {
+	err = s.call(ctx, "CountRuns", func(ctx context.Context) error {
+		total, missing, err = s.st.CountRuns(ctx, eid, names)
+		return err
+	})
+	return total, missing, err
+}
+
 func (s *Store) ListPlugins(ctx context.Context, eid string) ([]string, error) {
 	return value(s, ctx, "ListPlugins", func(ctx context.Context) ([]string, error) { return s.st.ListPlugins(ctx, eid) })
 }

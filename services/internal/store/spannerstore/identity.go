@@ -483,6 +483,28 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 	if err != nil {
 		return store.Usage{}, fail("UserUsage", err)
 	}
+	// Runs and grants count store.RowBytes each: their text's UTF-8 bytes
+	// and store.RowOverheadBytes.
+	row, err = singleRow(tx.Query(ctx, spanner.Statement{
+		SQL: `SELECT
+				(SELECT COALESCE(SUM(BYTE_LENGTH(r.RunName) + @row), 0)
+					FROM Experiments e JOIN Runs r ON r.ExperimentId = e.ExperimentId WHERE e.OwnerId = @user AND e.State = @live),
+				(SELECT COALESCE(SUM(BYTE_LENGTH(g.UserId) + @row), 0)
+					FROM Experiments e JOIN ReadGrants g ON g.ExperimentId = e.ExperimentId WHERE e.OwnerId = @user AND e.State = @live),
+				(SELECT COUNT(*)
+					FROM Experiments e JOIN PendingGrants p ON p.ExperimentId = e.ExperimentId WHERE e.OwnerId = @user AND e.State = @live),
+				(SELECT COALESCE(SUM(BYTE_LENGTH(p.Email) + @row), 0)
+					FROM Experiments e JOIN PendingGrants p ON p.ExperimentId = e.ExperimentId WHERE e.OwnerId = @user AND e.State = @live)`,
+		Params: map[string]any{"user": userID, "live": stateLive, "row": int64(store.RowOverheadBytes)},
+	}))
+	var pendingBytes int64
+	if err == nil {
+		err = row.Columns(&u.RunBytes, &u.GrantBytes, &u.PendingGrants, &pendingBytes)
+	}
+	if err != nil {
+		return store.Usage{}, fail("UserUsage", err)
+	}
+	u.GrantBytes += pendingBytes
 	return u, nil
 }
 

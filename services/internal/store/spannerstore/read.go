@@ -17,11 +17,34 @@ import (
 
 // ListRuns implements store.Reader.
 func (s *Store) ListRuns(ctx context.Context, eid string) ([]store.Run, error) {
+	runs, err := s.listRuns(ctx, eid, spanner.Key{eid}.AsPrefix(), 0)
+	if err != nil {
+		return nil, fail("ListRuns", err)
+	}
+	return runs, nil
+}
+
+// ListRunsAfter implements store.Reader: the experiment's Runs rows after
+// (eid, after), in key order, which is bytewise name order.
+func (s *Store) ListRunsAfter(ctx context.Context, eid, after string, limit int) ([]store.Run, error) {
+	if err := store.ValidatePageLimit(limit); err != nil {
+		return nil, fail("ListRunsAfter", err)
+	}
+	runs, err := s.listRuns(ctx, eid, spanner.KeyRange{Start: spanner.Key{eid, after}, End: spanner.Key{eid}, Kind: spanner.OpenClosed}, int64(limit))
+	if err != nil {
+		return nil, fail("ListRunsAfter", err)
+	}
+	return runs, nil
+}
+
+// listRuns reads up to limit (0: all) of the experiment's runs in keys,
+// sorted by name.
+func (s *Store) listRuns(ctx context.Context, eid string, keys spanner.KeySet, limit int64) ([]store.Run, error) {
 	s, release := s.acquire()
 	defer release()
 	runs := []store.Run{}
 	err := s.readOnly(ctx, eid, func(tx *spanner.ReadOnlyTransaction) error {
-		return tx.Read(ctx, "Runs", spanner.Key{eid}.AsPrefix(), []string{"RunName", "StartTime", "FirstEventTime"}).Do(func(row *spanner.Row) error {
+		return tx.ReadWithOptions(ctx, "Runs", keys, []string{"RunName", "StartTime", "FirstEventTime"}, &spanner.ReadOptions{Limit: int(limit)}).Do(func(row *spanner.Row) error {
 			var r store.Run
 			var start, firstEvent spanner.NullFloat64
 			if err := row.Columns(&r.Name, &start, &firstEvent); err != nil {
@@ -36,10 +59,59 @@ func (s *Store) ListRuns(ctx context.Context, eid string) ([]store.Run, error) {
 		})
 	})
 	if err != nil {
-		return nil, fail("ListRuns", err)
+		return nil, err
 	}
 	slices.SortFunc(runs, func(a, b store.Run) int { return cmp.Compare(a.Name, b.Name) })
 	return runs, nil
+}
+
+// CountRuns implements store.Reader: a read of the named Runs rows, by
+// key, and a count of the experiment's if one is missing.
+func (s *Store) CountRuns(ctx context.Context, eid string, names []string) (int64, []string, error) {
+	s, release := s.acquire()
+	defer release()
+	var total int64
+	var missing []string
+	err := s.readOnly(ctx, eid, func(tx *spanner.ReadOnlyTransaction) error {
+		wanted := store.DistinctNames(names)
+		keys := make([]spanner.KeySet, len(wanted))
+		for i, name := range wanted {
+			keys[i] = spanner.Key{eid, name}
+		}
+		found := map[string]bool{}
+		err := tx.Read(ctx, "Runs", spanner.KeySets(keys...), []string{"RunName"}).Do(func(row *spanner.Row) error {
+			var name string
+			if err := row.Column(0, &name); err != nil {
+				return err
+			}
+			found[name] = true
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		missing = nil
+		for _, name := range wanted {
+			if !found[name] {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) == 0 && len(names) > 0 {
+			return nil
+		}
+		row, err := singleRow(tx.Query(ctx, spanner.Statement{
+			SQL:    "SELECT COUNT(*) FROM Runs WHERE ExperimentId = @eid",
+			Params: map[string]any{"eid": eid},
+		}))
+		if err == nil {
+			err = row.Columns(&total)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, nil, fail("CountRuns", err)
+	}
+	return total, missing, nil
 }
 
 // ListPlugins implements store.Reader.

@@ -357,6 +357,7 @@ func (s *Store) TouchAPIToken(ctx context.Context, tokenID string, at time.Time)
 // count: their data is on its way out.
 func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, error) {
 	var u store.Usage
+	var pendingBytes int64
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM experiments WHERE owner = ? AND deleted = 0", userID).
 			Scan(&u.Experiments); err != nil {
@@ -381,12 +382,27 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 			return err
 		}
 		// Token bytes as store.APIToken.StoredBytes counts them.
-		return tx.QueryRowContext(ctx, `SELECT
+		if err := tx.QueryRowContext(ctx, `SELECT
 				COALESCE(SUM(CASE WHEN revoke_time IS NULL AND (expire_time IS NULL OR expire_time > ?) THEN 1 ELSE 0 END), 0),
 				COALESCE(SUM(LENGTH(CAST(id AS BLOB)) + LENGTH(CAST(name AS BLOB)) + LENGTH(CAST(secret_prefix AS BLOB))
 					+ COALESCE(LENGTH(CAST(parent_id AS BLOB)), 0) + ?), 0)
-			FROM api_tokens WHERE user_id = ?`, nanos(s.now()), store.TokenRecordOverhead, userID).Scan(&u.Tokens, &u.TokenBytes)
+			FROM api_tokens WHERE user_id = ?`, nanos(s.now()), store.TokenRecordOverhead, userID).Scan(&u.Tokens, &u.TokenBytes); err != nil {
+			return err
+		}
+		// Runs and grants count RowBytes each: their text's UTF-8 bytes
+		// and store.RowOverheadBytes.
+		return tx.QueryRowContext(ctx, `SELECT
+				(SELECT COALESCE(SUM(LENGTH(CAST(r.name AS BLOB)) + ?2), 0)
+					FROM experiments e JOIN runs r ON r.experiment_id = e.id WHERE e.owner = ?1 AND e.deleted = 0),
+				(SELECT COALESCE(SUM(LENGTH(CAST(g.user_id AS BLOB)) + ?2), 0)
+					FROM experiments e JOIN read_grants g ON g.experiment_id = e.id WHERE e.owner = ?1 AND e.deleted = 0),
+				(SELECT COUNT(*)
+					FROM experiments e JOIN pending_grants p ON p.experiment_id = e.id WHERE e.owner = ?1 AND e.deleted = 0),
+				(SELECT COALESCE(SUM(LENGTH(CAST(p.email AS BLOB)) + ?2), 0)
+					FROM experiments e JOIN pending_grants p ON p.experiment_id = e.id WHERE e.owner = ?1 AND e.deleted = 0)`,
+			userID, store.RowOverheadBytes).Scan(&u.RunBytes, &u.GrantBytes, &u.PendingGrants, &pendingBytes)
 	})
+	u.GrantBytes += pendingBytes
 	if err != nil {
 		return store.Usage{}, fmt.Errorf("sqlitestore.UserUsage: %w", err)
 	}

@@ -15,12 +15,35 @@ import (
 
 // ListRuns implements store.Reader.
 func (s *Store) ListRuns(ctx context.Context, eid string) ([]store.Run, error) {
+	runs, err := s.listRuns(ctx, eid, "", -1) // SQLite: a negative LIMIT is none
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore.ListRuns: %w", err)
+	}
+	return runs, nil
+}
+
+// ListRunsAfter implements store.Reader.
+func (s *Store) ListRunsAfter(ctx context.Context, eid, after string, limit int) ([]store.Run, error) {
+	if err := store.ValidatePageLimit(limit); err != nil {
+		return nil, fmt.Errorf("sqlitestore.ListRunsAfter: %w", err)
+	}
+	runs, err := s.listRuns(ctx, eid, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore.ListRunsAfter: %w", err)
+	}
+	return runs, nil
+}
+
+// listRuns reads up to limit runs (negative: all) named after after, by
+// name; SQLite's default collation compares text bytewise.
+func (s *Store) listRuns(ctx context.Context, eid, after string, limit int) ([]store.Run, error) {
 	var runs []store.Run
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		if err := liveExperiment(ctx, tx, eid); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, "SELECT name, COALESCE(first_event_time, start_time) FROM runs WHERE experiment_id = ? ORDER BY name", eid)
+		rows, err := tx.QueryContext(ctx, `SELECT name, COALESCE(first_event_time, start_time) FROM runs
+			WHERE experiment_id = ? AND name > ? ORDER BY name LIMIT ?`, eid, after, limit)
 		if err != nil {
 			return err
 		}
@@ -36,10 +59,36 @@ func (s *Store) ListRuns(ctx context.Context, eid string) ([]store.Run, error) {
 		}
 		return rows.Err()
 	})
+	return runs, err
+}
+
+// CountRuns implements store.Reader.
+func (s *Store) CountRuns(ctx context.Context, eid string, names []string) (int64, []string, error) {
+	var total int64
+	var missing []string
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		if err := liveExperiment(ctx, tx, eid); err != nil {
+			return err
+		}
+		missing = nil
+		for _, name := range store.DistinctNames(names) {
+			var one int
+			err := tx.QueryRowContext(ctx, "SELECT 1 FROM runs WHERE experiment_id = ? AND name = ?", eid, name).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				missing = append(missing, name)
+			} else if err != nil {
+				return err
+			}
+		}
+		if len(missing) == 0 && len(names) > 0 {
+			return nil
+		}
+		return tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM runs WHERE experiment_id = ?", eid).Scan(&total)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlitestore.ListRuns: %w", err)
+		return 0, nil, fmt.Errorf("sqlitestore.CountRuns: %w", err)
 	}
-	return runs, nil
+	return total, missing, nil
 }
 
 // ListPlugins implements store.Reader.

@@ -28,6 +28,7 @@ func RunIdentity(t *testing.T, newStore func(t *testing.T) IdentityBackend) {
 		{"TokenUsage", testTokenUsage},
 		{"Usage", testUsage},
 		{"PendingGrants", testPendingGrants},
+		{"RunAndGrantUsage", testRunAndGrantUsage},
 		{"ExperimentAccess", testExperimentAccess},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -311,8 +312,9 @@ func testUsage(t *testing.T, s IdentityBackend) {
 	// Two live experiments, 2+2 scalars and 1 tensor; one current blob
 	// and one unfinished: both hold stored bytes, so both count; the
 	// metadata of 2 scalar series (1000 bytes each), a tensor series (10)
-	// and a blob sequence (20).
-	if want := (store.Usage{Experiments: 2, Points: 5, BlobBytes: 200, MetadataBytes: 2030}); u != want {
+	// and a blob sequence (20); run "r" of both and the reader's grant.
+	if want := (store.Usage{Experiments: 2, Points: 5, BlobBytes: 200, MetadataBytes: 2030,
+		RunBytes: 2 * store.RowBytes("r"), GrantBytes: store.RowBytes(reader)}); u != want {
 		t.Errorf("UserUsage = %+v, want %+v", u, want)
 	}
 	if u, _ := s.UserUsage(ctx, reader); u != (store.Usage{}) {
@@ -395,5 +397,39 @@ func testExperimentAccess(t *testing.T, s IdentityBackend) {
 	}
 	if _, err := s.GetExperimentAccess(ctx, store.NewExperimentID()); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetExperimentAccess of a missing experiment: %v, want ErrNotFound", err)
+	}
+}
+
+// Runs and grants are stored bytes: each counts its name's, user ID's or
+// email's UTF-8 bytes and store.RowOverheadBytes toward the owner's usage,
+// and pending grants are counted; a deleted experiment's count no more.
+func testRunAndGrantUsage(t *testing.T, s IdentityBackend) {
+	ctx := t.Context()
+	owner, reader := newUser(t, s, "owner"), newUser(t, s, "reader")
+	eids := ownedExperiments(t, s, owner, 2)
+	for _, eid := range eids {
+		must(t, "PutRuns", s.PutRuns(ctx, eid, []store.Run{{Name: "a"}, {Name: "été", StartTime: 5}}))
+		must(t, "WriteScalars", s.WriteScalars(ctx, eid, []store.ScalarSeries{{Series: store.TimeSeries{Run: "train", Tag: "loss"},
+			Points: []store.ScalarPoint{{Step: 1, Value: 1}}}}))
+		must(t, "GrantRead", s.GrantRead(ctx, eid, reader))
+		for _, email := range []string{"x@example.com", "someone.else@example.org"} {
+			must(t, "AddPendingGrant", s.AddPendingGrant(ctx, eid, email))
+		}
+	}
+	must(t, "DeleteExperiment", s.DeleteExperiment(ctx, eids[1]))
+	u, err := s.UserUsage(ctx, owner)
+	must(t, "UserUsage", err)
+	want := store.Usage{Experiments: 1, Points: 1,
+		RunBytes:      store.RowBytes("a") + store.RowBytes("été") + store.RowBytes("train"),
+		GrantBytes:    store.RowBytes(reader) + store.RowBytes("x@example.com") + store.RowBytes("someone.else@example.org"),
+		PendingGrants: 2}
+	if u != want {
+		t.Errorf("UserUsage = %+v, want %+v", u, want)
+	}
+	if want.RunBytes != 3*store.RowOverheadBytes+1+5+5 {
+		t.Errorf("RowBytes counts characters, not UTF-8 bytes: runs %d", want.RunBytes)
+	}
+	if got, want := u.StoredBytes(), want.RunBytes+want.GrantBytes; got != want {
+		t.Errorf("StoredBytes = %d, want runs and grants, %d", got, want)
 	}
 }

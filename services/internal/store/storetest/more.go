@@ -187,6 +187,94 @@ func testBlobSequences(t *testing.T, s store.Store) {
 	}
 }
 
+// testCountRuns: the runs an experiment has, and which of some names it
+// has not, whether the runs came from PutRuns or from points.
+func testCountRuns(t *testing.T, s store.Store) {
+	c := ctx(t)
+	eid := newExperiment(t, s)
+	total, missing, err := s.CountRuns(c, eid, []string{"b", "a"})
+	must(t, "CountRuns", err)
+	if total != 0 || !slices.Equal(missing, []string{"a", "b"}) {
+		t.Errorf("CountRuns of an empty experiment = %d, %q; want 0, [a b]", total, missing)
+	}
+	must(t, "PutRuns", s.PutRuns(c, eid, []store.Run{{Name: "a"}, {Name: "b"}}))
+	must(t, "WriteScalars", s.WriteScalars(c, eid, []store.ScalarSeries{scalarSeries("c", "loss", 0, 0, 1)}))
+	total, missing, err = s.CountRuns(c, eid, []string{"d", "c", "x/y", "d", "a"})
+	must(t, "CountRuns", err)
+	if total != 3 || !slices.Equal(missing, []string{"d", "x/y"}) {
+		t.Errorf("CountRuns = %d, %q; want 3, [d x/y]", total, missing)
+	}
+	total, missing, err = s.CountRuns(c, eid, []string{"c", "a"})
+	must(t, "CountRuns", err)
+	if total != 0 || len(missing) != 0 {
+		t.Errorf("CountRuns of existing runs = %d, %q; want 0 (not counted), []", total, missing)
+	}
+	total, missing, err = s.CountRuns(c, eid, nil)
+	must(t, "CountRuns", err)
+	if total != 3 || len(missing) != 0 {
+		t.Errorf("CountRuns with no names = %d, %q; want 3 (counted), []", total, missing)
+	}
+	must(t, "PutRuns", s.PutRuns(c, eid, []store.Run{{Name: "d"}}))
+	total, missing, err = s.CountRuns(c, eid, []string{"e"})
+	must(t, "CountRuns", err)
+	if total != 4 || !slices.Equal(missing, []string{"e"}) {
+		t.Errorf("CountRuns = %d, %q; want 4, [e]", total, missing)
+	}
+	_, _, err = s.CountRuns(c, store.NewExperimentID(), []string{"a"})
+	wantErr(t, "CountRuns of an unknown experiment", err, store.ErrNotFound)
+	must(t, "DeleteExperiment", s.DeleteExperiment(c, eid))
+	_, _, err = s.CountRuns(c, eid, []string{"a"})
+	wantErr(t, "CountRuns of a deleted experiment", err, store.ErrNotFound)
+}
+
+// testListRunsAfter: pages of runs in bytewise name order, with their
+// start times, that together are ListRuns.
+func testListRunsAfter(t *testing.T, s store.Store) {
+	c := ctx(t)
+	eid := newExperiment(t, s)
+	names := []string{"b", "a", "a/1", "Z", "é", "a0", "eval"}
+	var runs []store.Run
+	for i, n := range names {
+		runs = append(runs, store.Run{Name: n, StartTime: float64(100 + i)})
+	}
+	must(t, "PutRuns", s.PutRuns(c, eid, runs))
+	all, err := s.ListRuns(c, eid)
+	must(t, "ListRuns", err)
+	var paged []store.Run
+	after := ""
+	for {
+		page, err := s.ListRunsAfter(c, eid, after, 3)
+		must(t, "ListRunsAfter", err)
+		if len(page) > 3 {
+			t.Fatalf("a page of %d runs, limit 3", len(page))
+		}
+		if len(page) == 0 {
+			break
+		}
+		paged = append(paged, page...)
+		after = page[len(page)-1].Name
+	}
+	if !slices.Equal(paged, all) || len(all) != len(names) {
+		t.Errorf("pages = %v, want ListRuns = %v", paged, all)
+	}
+	var got []string
+	for _, r := range paged {
+		got = append(got, r.Name)
+	}
+	if want := slices.Sorted(slices.Values(names)); !slices.Equal(got, want) {
+		t.Errorf("runs in order %q, want bytewise %q", got, want)
+	}
+	page, err := s.ListRunsAfter(c, eid, "a0", 2)
+	must(t, "ListRunsAfter", err)
+	if len(page) != 2 || page[0].Name != "b" || page[0].StartTime != 100 || page[1].Name != "eval" {
+		t.Errorf("ListRunsAfter(a0, 2) = %v, want b (100), eval", page)
+	}
+	_, err = s.ListRunsAfter(c, eid, "", 0)
+	wantErr(t, "ListRunsAfter with limit 0", err, store.ErrInvalidArgument)
+	_, err = s.ListRunsAfter(c, store.NewExperimentID(), "", 1)
+	wantErr(t, "ListRunsAfter of an unknown experiment", err, store.ErrNotFound)
+}
+
 // testPutRuns: a run with no data is listed and counted (TensorBoard lists
 // a run whose event files hold only the file_version event, or nothing);
 // the start time an uploader read from a run's first event is the run's,

@@ -49,6 +49,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"HostileNames", testHostileNames},
 		{"RunsPluginsCounts", testRunsPluginsCounts},
 		{"PutRuns", testPutRuns},
+		{"CountRuns", testCountRuns},
+		{"ListRunsAfter", testListRunsAfter},
 		{"Delete", testDelete},
 		{"Sweep", testSweep},
 		{"AbandonedBlobs", testAbandonedBlobs},

@@ -776,8 +776,20 @@ func (x *RunStart) GetStartTime() float64 {
 }
 
 type GetExperimentRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ExperimentId  string                 `protobuf:"bytes,1,opt,name=experiment_id,json=experimentId,proto3" json:"experiment_id,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ExperimentId string                 `protobuf:"bytes,1,opt,name=experiment_id,json=experimentId,proto3" json:"experiment_id,omitempty"`
+	// Answer the experiment alone, without its runs: what a page showing
+	// the experiment's name and counts needs (the runs are a read of every
+	// run row; the counts are not).
+	OmitRuns bool `protobuf:"varint,2,opt,name=omit_runs,json=omitRuns,proto3" json:"omit_runs,omitempty"`
+	// With run_page_size > 0 the runs come in pages of at most that many
+	// (at most 5,000: larger values are capped), starting after
+	// run_page_token (empty: from the first): the next_run_page_token of
+	// the previous answer. Without it every run comes at once, and an
+	// experiment with more runs than the server's runs per experiment
+	// limit is OUT_OF_RANGE.
+	RunPageSize   int32  `protobuf:"varint,3,opt,name=run_page_size,json=runPageSize,proto3" json:"run_page_size,omitempty"`
+	RunPageToken  string `protobuf:"bytes,4,opt,name=run_page_token,json=runPageToken,proto3" json:"run_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -819,14 +831,39 @@ func (x *GetExperimentRequest) GetExperimentId() string {
 	return ""
 }
 
+func (x *GetExperimentRequest) GetOmitRuns() bool {
+	if x != nil {
+		return x.OmitRuns
+	}
+	return false
+}
+
+func (x *GetExperimentRequest) GetRunPageSize() int32 {
+	if x != nil {
+		return x.RunPageSize
+	}
+	return 0
+}
+
+func (x *GetExperimentRequest) GetRunPageToken() string {
+	if x != nil {
+		return x.RunPageToken
+	}
+	return ""
+}
+
 type GetExperimentResponse struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Experiment *Experiment            `protobuf:"bytes,1,opt,name=experiment,proto3" json:"experiment,omitempty"`
 	// The experiment's runs, by name, each with its start time (0 when
 	// unknown), as TensorBoard lists them: runs with no data included.
-	Runs          []*RunStart `protobuf:"bytes,2,rep,name=runs,proto3" json:"runs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Empty when the request set omit_runs; one page of them with
+	// run_page_size.
+	Runs []*RunStart `protobuf:"bytes,2,rep,name=runs,proto3" json:"runs,omitempty"`
+	// Where the next page of runs starts; empty after the last page.
+	NextRunPageToken string `protobuf:"bytes,3,opt,name=next_run_page_token,json=nextRunPageToken,proto3" json:"next_run_page_token,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *GetExperimentResponse) Reset() {
@@ -871,6 +908,13 @@ func (x *GetExperimentResponse) GetRuns() []*RunStart {
 		return x.Runs
 	}
 	return nil
+}
+
+func (x *GetExperimentResponse) GetNextRunPageToken() string {
+	if x != nil {
+		return x.NextRunPageToken
+	}
+	return ""
 }
 
 type ListExperimentsRequest struct {
@@ -1852,14 +1896,18 @@ const file_tbhub_experiments_v1_experiments_proto_rawDesc = "" +
 	"\bRunStart\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
-	"start_time\x18\x02 \x01(\x01R\tstartTime\";\n" +
+	"start_time\x18\x02 \x01(\x01R\tstartTime\"\xa2\x01\n" +
 	"\x14GetExperimentRequest\x12#\n" +
-	"\rexperiment_id\x18\x01 \x01(\tR\fexperimentId\"\x8d\x01\n" +
+	"\rexperiment_id\x18\x01 \x01(\tR\fexperimentId\x12\x1b\n" +
+	"\tomit_runs\x18\x02 \x01(\bR\bomitRuns\x12\"\n" +
+	"\rrun_page_size\x18\x03 \x01(\x05R\vrunPageSize\x12$\n" +
+	"\x0erun_page_token\x18\x04 \x01(\tR\frunPageToken\"\xbc\x01\n" +
 	"\x15GetExperimentResponse\x12@\n" +
 	"\n" +
 	"experiment\x18\x01 \x01(\v2 .tbhub.experiments.v1.ExperimentR\n" +
 	"experiment\x122\n" +
-	"\x04runs\x18\x02 \x03(\v2\x1e.tbhub.experiments.v1.RunStartR\x04runs\"\xe9\x01\n" +
+	"\x04runs\x18\x02 \x03(\v2\x1e.tbhub.experiments.v1.RunStartR\x04runs\x12-\n" +
+	"\x13next_run_page_token\x18\x03 \x01(\tR\x10nextRunPageToken\"\xe9\x01\n" +
 	"\x16ListExperimentsRequest\x12H\n" +
 	"\x05scope\x18\x01 \x01(\x0e22.tbhub.experiments.v1.ListExperimentsRequest.ScopeR\x05scope\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
