@@ -16,10 +16,13 @@ import (
 )
 
 // credentials are what tbup signed in with, per server: an API token, or an OpenID
-// Connect sign-in (ID token + refresh token). The file is written with mode 0600 in
+// Connect sign-in (ID token + refresh token), and the server of the last sign-in,
+// which commands use when not told another. The file is written with mode 0600 in
 // a 0700 directory.
 type credentials struct {
 	Servers map[string]*serverCredential `json:"servers"`
+	// Server is where the last 'tbup auth login' signed in, until 'tbup auth logout'.
+	Server string `json:"server,omitempty"`
 }
 
 type serverCredential struct {
@@ -112,8 +115,9 @@ const authUsage = `Usage: tbup auth <command> [--server URL] [--token T]
 
 Commands:
   login            sign in: with --token T, store an API token; without, sign in with the
-                   server's OpenID Connect issuer (device flow: open a URL anywhere, enter a code)
-  logout           forget the credentials stored for the server
+                   server's OpenID Connect issuer (device flow: open a URL anywhere, enter a code);
+                   later commands use this server when given no --server or $TBUP_SERVER
+  logout           forget the credentials stored for the server (and the server, if remembered)
   whoami           show who the credentials belong to
 
 Run 'tbup auth <command> -h' for a command's flags.
@@ -162,6 +166,7 @@ func runAuth(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 		creds.Servers[sf.server] = cred
+		creds.Server = sf.server
 		if err := saveCredentials(env, creds); err != nil {
 			return err
 		}
@@ -174,6 +179,9 @@ func runAuth(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 		delete(creds.Servers, sf.server)
+		if creds.Server == sf.server {
+			creds.Server = ""
+		}
 		if err := saveCredentials(env, creds); err != nil {
 			return err
 		}

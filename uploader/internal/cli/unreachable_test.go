@@ -36,6 +36,21 @@ func handshakeAt(t *testing.T, endpoint string) string {
 	return srv.URL
 }
 
+// serveGRPC serves the services register adds on a local port, behind the
+// upload handshake, and returns the server URL to pass as --server.
+func serveGRPC(t *testing.T, register func(*grpc.Server)) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	register(g)
+	go func() { _ = g.Serve(lis) }()
+	t.Cleanup(g.Stop)
+	return handshakeAt(t, "dns:///"+lis.Addr().String())
+}
+
 // closedAddr is a local address nothing listens at.
 func closedAddr(t *testing.T) string {
 	t.Helper()

@@ -39,14 +39,24 @@ type serverFlags struct {
 func (sf *serverFlags) register(fs interface {
 	StringVar(*string, string, string, string)
 }) {
-	fs.StringVar(&sf.server, "server", "", "the tbhub server's URL (default $TBUP_SERVER, else "+DefaultServer+")")
+	fs.StringVar(&sf.server, "server", "", "the tbhub server's URL (default $TBUP_SERVER, else the server of the last 'tbup auth login', else "+DefaultServer+")")
 	fs.StringVar(&sf.token, "token", "", "an API token (default $TBUP_TOKEN, else the credentials of 'tbup auth login')")
 }
 
 // resolve fills server and token from the environment and stored credentials.
+// The server is the flag's, else $TBUP_SERVER, else the one 'tbup auth login'
+// remembered, else DefaultServer.
 func (sf *serverFlags) resolve(ctx context.Context, env Env) error {
+	var creds *credentials
+	var credsErr error
 	if sf.server == "" {
 		sf.server = env.Getenv("TBUP_SERVER")
+	}
+	if sf.server == "" {
+		// A damaged file is reported below, when a token is wanted from it.
+		if creds, credsErr = loadCredentials(env); credsErr == nil {
+			sf.server = creds.Server
+		}
 	}
 	if sf.server == "" {
 		sf.server = DefaultServer
@@ -58,11 +68,14 @@ func (sf *serverFlags) resolve(ctx context.Context, env Env) error {
 	if sf.token != "" {
 		return nil
 	}
-	c, err := loadCredentials(env)
-	if err != nil {
-		return err
+	if creds == nil && credsErr == nil {
+		creds, credsErr = loadCredentials(env)
 	}
-	sf.token, err = c.tokenFor(ctx, env, sf.server)
+	if credsErr != nil {
+		return credsErr
+	}
+	var err error
+	sf.token, err = creds.tokenFor(ctx, env, sf.server)
 	return err
 }
 
