@@ -141,7 +141,7 @@ var visibilities = map[string]experimentsv1.Visibility{
 }
 
 func runUpload(ctx context.Context, env Env, args []string) error {
-	fs := newFlagSet(env, "upload", "--logdir DIR|gs://BUCKET/PREFIX [flags]")
+	fs := newFlagSet(env, "upload", "[--logdir] DIR|gs://BUCKET/PREFIX [flags]")
 	var sf serverFlags
 	sf.register(fs)
 	dir := fs.String("logdir", "", "the log directory to upload: a local path or gs://bucket/prefix")
@@ -160,14 +160,21 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 	inFlight := fs.Int("parallel", 4, "requests in flight at once")
 	allowEmpty := fs.Bool("allow-empty", false, "create the experiment even if the logdir holds no event files yet")
 	verifyAfter := fs.Bool("verify", false, "with --one-shot: then compare the logdir with the experiment as 'tbup verify' does, and exit non-zero on a difference")
-	if err := parse(fs, args); err != nil {
+	positional, err := parseArgs(fs, args, 1)
+	if err != nil {
 		return err
+	}
+	if len(positional) == 1 {
+		if *dir != "" && !sameLogdir(*dir, positional[0]) {
+			return fmt.Errorf("two logdirs given, %s and --logdir %s: give one", positional[0], *dir)
+		}
+		*dir = positional[0]
 	}
 	if *verifyAfter && (!*oneShot && *graph == "" || *dryRun) {
 		return missing(env, fs, "--verify needs --one-shot (and a server: not with --dry-run)")
 	}
 	if (*dir == "") == (*graph == "") {
-		return missing(env, fs, "give either --logdir or --graph")
+		return missing(env, fs, "give either a logdir (tbup upload DIR, or --logdir DIR) or --graph")
 	}
 	vis, err := md.check()
 	if err != nil {
@@ -289,6 +296,17 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 		return verifyExperiment(ctx, env, out, c, src, eid, wanted, 0) // as the upload read it
 	}
 	return runErr
+}
+
+// sameLogdir says whether two spellings name the same logdir: equal once
+// cleaned, or, for local paths, as absolute paths.
+func sameLogdir(a, b string) bool {
+	if strings.HasPrefix(a, "gs://") || strings.HasPrefix(b, "gs://") {
+		return strings.TrimRight(a, "/") == strings.TrimRight(b, "/")
+	}
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && absA == absB
 }
 
 // chooseExperiment continues the experiment named by --experiment or by the state
