@@ -57,6 +57,9 @@ func Run(ctx context.Context, env Env, args []string) error {
 		usage(env.Stdout)
 		return nil
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args[0] = "version"
+	}
 	cmd, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(env.Stderr, "tbup: unknown command %q\n\n", args[0])
