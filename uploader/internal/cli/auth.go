@@ -10,6 +10,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
 
 	"github.com/tbhub/tbhub/uploader/internal/client"
@@ -158,8 +161,15 @@ func runAuth(ctx context.Context, env Env, args []string) error {
 			sf.token = oidc.IDToken
 		}
 		who, err := whoAmI(ctx, env, &sf)
+		if status.Code(err) == codes.Unauthenticated { // not "run 'tbup auth login'": that is what failed
+			what := "sign-in"
+			if explicit != "" {
+				what = "token"
+			}
+			return fmt.Errorf("the server did not accept the %s (%s)", what, status.Convert(err).Message())
+		}
 		if err != nil {
-			return fmt.Errorf("the server did not accept the sign-in: %w", err)
+			return errors.New(client.Describe(err))
 		}
 		creds, err := loadCredentials(env)
 		if err != nil {
@@ -190,7 +200,7 @@ func runAuth(ctx context.Context, env Env, args []string) error {
 	case "whoami":
 		who, err := whoAmI(ctx, env, &sf)
 		if err != nil {
-			return err
+			return errors.New(client.Describe(err))
 		}
 		fmt.Fprintf(env.Stdout, "%s on %s\n", describeUser(who), sf.server)
 		return nil
@@ -214,18 +224,15 @@ func describeUser(w *authv1.WhoAmIResponse) string {
 	return who
 }
 
-// whoAmI asks the server who the credentials belong to.
+// whoAmI asks the server who the credentials belong to. A refusal is the
+// call's gRPC status, for the caller to describe.
 func whoAmI(ctx context.Context, env Env, sf *serverFlags) (*authv1.WhoAmIResponse, error) {
 	c, err := sf.connect(ctx, env, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer c.conn.Close()
-	who, err := authv1.NewAuthServiceClient(c.conn).WhoAmI(ctx, &authv1.WhoAmIRequest{})
-	if err != nil {
-		return nil, errors.New(client.Describe(err))
-	}
-	return who, nil
+	return authv1.NewAuthServiceClient(c.conn).WhoAmI(ctx, &authv1.WhoAmIRequest{})
 }
 
 // deviceLogin signs in with the OpenID Connect issuer the server names, by the

@@ -75,10 +75,24 @@ func Run(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if err != nil && client.ServerFailed(ctx) {
-		fmt.Fprintf(env.Stderr, "tbup: the server's logs of this command carry trace id %s\n", trace.SpanContextFromContext(ctx).TraceID())
+		return &tracedError{err: err, traceID: trace.SpanContextFromContext(ctx).TraceID().String()}
 	}
 	return err
 }
+
+// tracedError is a failure the server answered, with the trace id its logs
+// of the command carry on a line after it: printed as the error is, it
+// comes after the failure it belongs to, not before.
+type tracedError struct {
+	err     error
+	traceID string
+}
+
+func (e *tracedError) Error() string {
+	return e.err.Error() + "\ntbup: the server's logs of this command carry trace id " + e.traceID
+}
+
+func (e *tracedError) Unwrap() error { return e.err }
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "tbup uploads TensorBoard logdirs to a tbhub server.\n\nUsage: tbup <command> [flags]\n\nCommands:")

@@ -93,7 +93,7 @@ func TestUnreachableServerMessage(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "server error") {
 				t.Errorf("tbup list: %v; want it to say %q", err, tc.want)
 			}
-			if got := strings.Contains(errOut.String(), "trace id"); got != tc.trace {
+			if got := strings.Contains(err.Error(), "trace id"); got != tc.trace {
 				t.Errorf("trace id printed: %v, want %v; err %v; stderr:\n%s", got, tc.trace, err, errOut.String())
 			}
 		})
