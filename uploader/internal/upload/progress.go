@@ -43,6 +43,9 @@ type Progress struct {
 	// the first scan (resumed); scans counts the scans.
 	listed, reached, resumed, scans atomic.Int64
 	sizeKnown                       atomic.Bool
+	// finished: a one-shot upload read and sent all it could; the only
+	// time the percentage reads 100.
+	finished atomic.Bool
 
 	rmu      sync.Mutex // guards what follows: the rate and the idle state
 	idle     bool       // everything sent; watching for more
@@ -106,6 +109,15 @@ func (p *Progress) caughtUp() {
 	p.rmu.Lock()
 	p.idle = true
 	p.rmu.Unlock()
+}
+
+// finish records that the upload is done: everything it could read was
+// sent and acknowledged.
+func (p *Progress) finish() { p.finished.Store(true) }
+
+// allRead says whether every byte of the event files listed was read.
+func (p *Progress) allRead() bool {
+	return p.scans.Load() > 0 && p.sizeKnown.Load() && p.reached.Load() >= p.listed.Load()
 }
 
 // begin starts the clock of the first stretch of reading.
@@ -208,10 +220,13 @@ func (p *Progress) line(final bool) string {
 			total = max(total, done) // files grow while read
 			head = fmt.Sprintf("%s of %s", size(done), size(total))
 			if total > 0 {
-				head += fmt.Sprintf(" (%d%%)", done*100/total)
+				head += fmt.Sprintf(" (%d%%)", percent(done, total, p.finished.Load()))
 			}
 		}
 		parts = append(parts, head)
+		if left := total - done; p.finished.Load() && p.sizeKnown.Load() && left > 0 {
+			parts = append(parts, size(left)+" left unread (see the warnings)")
+		}
 		if resumed > 0 {
 			parts = append(parts, size(resumed)+" sent before, skipped")
 		}
@@ -228,6 +243,16 @@ func (p *Progress) line(final bool) string {
 	}
 	parts = append(parts, p.counts())
 	return strings.Join(parts, " · ")
+}
+
+// percent is done of total, rounded down, in percent: 100 once the upload
+// finished, whatever bytes are left unread (an incomplete last record), and
+// at most 99 before, even with every byte read, while it is being sent.
+func percent(done, total int64, finished bool) int64 {
+	if finished {
+		return 100
+	}
+	return min(done*100/total, 99)
 }
 
 // counts says what was sent, and the retries and warnings there were: the
