@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -282,6 +283,12 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 	if ctx.Err() != nil && runErr == nil {
 		fmt.Fprintln(env.Stderr, "Interrupted; everything read so far was sent. Run the same command to continue.")
 	}
+	if runErr == nil && ctx.Err() == nil && !*quiet {
+		// The counts above are of points sent; say what was kept.
+		if err := reportStored(ctx, env.Stderr, experiments, eid); err != nil {
+			fmt.Fprintf(env.Stderr, "tbup: %v\n", err)
+		}
+	}
 	fmt.Fprintf(env.Stderr, "Experiment: %s\n", url)
 	if *asJSON {
 		if err := json.NewEncoder(env.Stdout).Encode(up.Summary(url)); err != nil {
@@ -467,4 +474,20 @@ func waitForEventFiles(ctx context.Context, env Env, src logdir.Source, oneShot 
 		case <-time.After(poll):
 		}
 	}
+}
+
+// reportStored says what the server holds of experiment eid after an
+// upload, counted as 'tbup list' counts: one point per step, a step written
+// more than once keeping its last point. The upload's own counts are of
+// points sent, which a logdir that rewrites steps makes larger.
+func reportStored(ctx context.Context, out io.Writer, api experimentsv1.ExperimentServiceClient, eid string) error {
+	resp, err := api.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid})
+	if err != nil {
+		return fmt.Errorf("asking what the experiment holds: %s", client.Describe(err))
+	}
+	n := resp.GetExperiment().GetCounts()
+	_, err = fmt.Fprintf(out, "The experiment holds %s: %d scalar points, %d tensor points, %s (%s); one point per step, the last written, as 'tbup list' and 'tbup verify' count.\n",
+		upload.Plural(n.GetNumRuns(), "run", "runs"), n.GetNumScalarPoints(), n.GetNumTensorPoints(),
+		upload.Plural(n.GetNumBlobs(), "blob", "blobs"), upload.Size(n.GetTotalBlobBytes()))
+	return err
 }

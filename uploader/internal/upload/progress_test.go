@@ -134,7 +134,8 @@ func TestProgressUpToDateNothingNew(t *testing.T) {
 	wantParts(t, p.line(false), "up to date, watching · no new data since 14:03:00")
 }
 
-// Counts are singular for one: "1 warning", "1 retry", "1 run".
+// Counts are singular for one: "1 warning", "1 retry", "1 run"; they say
+// that they count points sent (the server keeps one per step).
 func TestProgressPlurals(t *testing.T) {
 	c := newClock()
 	p := progressAt(c)
@@ -147,9 +148,9 @@ func TestProgressPlurals(t *testing.T) {
 		p.Retries.Store(retries)
 		return p.counts()
 	}
-	wantParts(t, set(1, 1, 1, 1, 1, 1), "1 run ·", "1 scalar ·", "1 tensor ·", "1 blob (", "1 retry, 1 warning")
+	wantParts(t, set(1, 1, 1, 1, 1, 1), "1 run · sent: 1 scalar point, 1 tensor point, 1 blob (", "1 retry, 1 warning")
 	line := set(2, 12_345, 0, 0, 2, 3)
-	wantParts(t, line, "2 runs ·", "12.3k scalars ·", "3 retries, 2 warnings")
+	wantParts(t, line, "2 runs · sent: 12.3k scalar points, ", "3 retries, 2 warnings")
 	wantNot(t, line, "tensor", "blob")
 	if got := Plural(0, "warning", "warnings"); got != "0 warnings" {
 		t.Errorf("Plural(0) = %q", got)
