@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 )
@@ -20,7 +22,7 @@ type heldCounts struct {
 
 func (h heldCounts) GetExperiment(_ context.Context, req *experimentsv1.GetExperimentRequest, _ ...grpc.CallOption) (*experimentsv1.GetExperimentResponse, error) {
 	if req.GetExperimentId() != h.eid {
-		return nil, context.Canceled
+		return nil, status.Error(codes.NotFound, "no such experiment")
 	}
 	return &experimentsv1.GetExperimentResponse{Experiment: &experimentsv1.Experiment{ExperimentId: h.eid, Counts: h.counts}}, nil
 }
