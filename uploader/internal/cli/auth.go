@@ -11,16 +11,22 @@ import (
 	"os"
 	"path/filepath"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
 
 	"github.com/tbhub/tbhub/uploader/internal/client"
 )
 
 // credentials are what tbup signed in with, per server: an API token, or an OpenID
-// Connect sign-in (ID token + refresh token). The file is written with mode 0600 in
+// Connect sign-in (ID token + refresh token), and the server of the last sign-in,
+// which commands use when not told another. The file is written with mode 0600 in
 // a 0700 directory.
 type credentials struct {
 	Servers map[string]*serverCredential `json:"servers"`
+	// Server is where the last 'tbup auth login' signed in, until 'tbup auth logout'.
+	Server string `json:"server,omitempty"`
 }
 
 type serverCredential struct {
@@ -113,8 +119,9 @@ const authUsage = `Usage: tbup auth <command> [--server URL] [--token T]
 
 Commands:
   login            sign in: with --token T, store an API token; without, sign in with the
-                   server's OpenID Connect issuer (device flow: open a URL anywhere, enter a code)
-  logout           forget the credentials stored for the server
+                   server's OpenID Connect issuer (device flow: open a URL anywhere, enter a code);
+                   later commands use this server when given no --server or $TBUP_SERVER
+  logout           forget the credentials stored for the server (and the server, if remembered)
   whoami           show who the credentials belong to
   display-name     show the name others see for you (the public gallery, your experiments);
                    --set NAME chooses it, --set "" goes back to your handle (user-...)
@@ -167,14 +174,22 @@ func runAuth(ctx context.Context, env Env, args []string) error {
 			sf.token = oidc.IDToken
 		}
 		who, err := whoAmI(ctx, env, &sf)
+		if status.Code(err) == codes.Unauthenticated { // not "run 'tbup auth login'": that is what failed
+			what := "sign-in"
+			if explicit != "" {
+				what = "token"
+			}
+			return fmt.Errorf("the server did not accept the %s (%s)", what, status.Convert(err).Message())
+		}
 		if err != nil {
-			return fmt.Errorf("the server did not accept the sign-in: %w", err)
+			return errors.New(client.Describe(err))
 		}
 		creds, err := loadCredentials(env)
 		if err != nil {
 			return err
 		}
 		creds.Servers[sf.server] = cred
+		creds.Server = sf.server
 		if err := saveCredentials(env, creds); err != nil {
 			return err
 		}
@@ -187,6 +202,9 @@ func runAuth(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 		delete(creds.Servers, sf.server)
+		if creds.Server == sf.server {
+			creds.Server = ""
+		}
 		if err := saveCredentials(env, creds); err != nil {
 			return err
 		}
@@ -195,7 +213,7 @@ func runAuth(ctx context.Context, env Env, args []string) error {
 	case "whoami":
 		who, err := whoAmI(ctx, env, &sf)
 		if err != nil {
-			return err
+			return errors.New(client.Describe(err))
 		}
 		fmt.Fprintf(env.Stdout, "%s on %s; others see you as %q\n", describeUser(who), sf.server, who.GetDisplayName())
 		return nil
@@ -239,18 +257,15 @@ func describeUser(w *authv1.WhoAmIResponse) string {
 	return who
 }
 
-// whoAmI asks the server who the credentials belong to.
+// whoAmI asks the server who the credentials belong to. A refusal is the
+// call's gRPC status, for the caller to describe.
 func whoAmI(ctx context.Context, env Env, sf *serverFlags) (*authv1.WhoAmIResponse, error) {
 	c, err := sf.connect(ctx, env, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer c.conn.Close()
-	who, err := authv1.NewAuthServiceClient(c.conn).WhoAmI(ctx, &authv1.WhoAmIRequest{})
-	if err != nil {
-		return nil, errors.New(client.Describe(err))
-	}
-	return who, nil
+	return authv1.NewAuthServiceClient(c.conn).WhoAmI(ctx, &authv1.WhoAmIRequest{})
 }
 
 // deviceLogin signs in with the OpenID Connect issuer the server names, by the

@@ -57,6 +57,9 @@ func Run(ctx context.Context, env Env, args []string) error {
 		usage(env.Stdout)
 		return nil
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args[0] = "version"
+	}
 	cmd, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(env.Stderr, "tbup: unknown command %q\n\n", args[0])
@@ -72,10 +75,24 @@ func Run(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if err != nil && client.ServerFailed(ctx) {
-		fmt.Fprintf(env.Stderr, "tbup: the server's logs of this command carry trace id %s\n", trace.SpanContextFromContext(ctx).TraceID())
+		return &tracedError{err: err, traceID: trace.SpanContextFromContext(ctx).TraceID().String()}
 	}
 	return err
 }
+
+// tracedError is a failure the server answered, with the trace id its logs
+// of the command carry on a line after it: printed as the error is, it
+// comes after the failure it belongs to, not before.
+type tracedError struct {
+	err     error
+	traceID string
+}
+
+func (e *tracedError) Error() string {
+	return e.err.Error() + "\ntbup: the server's logs of this command carry trace id " + e.traceID
+}
+
+func (e *tracedError) Unwrap() error { return e.err }
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "tbup uploads TensorBoard logdirs to a tbhub server.\n\nUsage: tbup <command> [flags]\n\nCommands:")
@@ -106,28 +123,47 @@ func newFlagSet(env Env, name, synopsis string) *flag.FlagSet {
 	return fs
 }
 
-// parse parses flags, allowing them after positional arguments too. Asked
-// for usage (-h, --help, anywhere before "--"), it returns a helpError
-// holding it, before anything else is checked: the command returns it, and
-// Run prints the usage and succeeds.
+// parse parses flags, for a command that takes no arguments. Asked for
+// usage (-h, --help, anywhere before "--"), it returns a helpError holding
+// it, before anything else is checked: the command returns it, and Run
+// prints the usage and succeeds.
 func parse(fs *flag.FlagSet, args []string) error {
+	_, err := parseArgs(fs, args, 0)
+	return err
+}
+
+// parseArgs is parse for a command that takes up to max arguments besides
+// its flags, before, between or after them (all after "--"); it returns them.
+func parseArgs(fs *flag.FlagSet, args []string, max int) ([]string, error) {
 	for _, a := range args {
 		if a == "--" {
 			break
 		}
 		if isHelp(a) {
-			return usageOf(fs)
+			return nil, usageOf(fs)
 		}
 	}
-	if err := fs.Parse(args); err != nil {
-		return ErrUsage
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, ErrUsage
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := args[:len(args)-len(rest)]; len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
+			positional = append(positional, rest...) // after "--", no flags
+			break
+		}
+		positional, args = append(positional, rest[0]), rest[1:]
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+	if len(positional) > max {
+		fmt.Fprintf(fs.Output(), "unexpected arguments: %s\n", strings.Join(positional[max:], " "))
 		fs.Usage()
-		return ErrUsage
+		return nil, ErrUsage
 	}
-	return nil
+	return positional, nil
 }
 
 // usageOf is fs's usage as a helpError.

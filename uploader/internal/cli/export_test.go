@@ -6,16 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
@@ -47,26 +43,10 @@ func (s *exportServer) StreamExperimentData(_ *servicepb.StreamExperimentDataReq
 
 // start serves s and returns the server URL to pass as --server.
 func (s *exportServer) start(t *testing.T) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	servicepb.RegisterTensorBoardExporterServiceServer(g, s)
-	experimentsv1.RegisterExperimentServiceServer(g, s)
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
-	info, _ := proto.Marshal(&servicepb.ServerInfoResponse{ApiServer: &servicepb.ApiServer{Endpoint: lis.Addr().String()}})
-	h := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/api/uploader" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Write(info)
-	}))
-	t.Cleanup(h.Close)
-	return h.URL
+	return serveGRPC(t, func(g *grpc.Server) {
+		servicepb.RegisterTensorBoardExporterServiceServer(g, s)
+		experimentsv1.RegisterExperimentServiceServer(g, s)
+	})
 }
 
 func tensorResponse(run, tag string, step int64, v *tbpb.TensorProto) *servicepb.StreamExperimentDataResponse {

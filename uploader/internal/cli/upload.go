@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -39,14 +40,24 @@ type serverFlags struct {
 func (sf *serverFlags) register(fs interface {
 	StringVar(*string, string, string, string)
 }) {
-	fs.StringVar(&sf.server, "server", "", "the tbhub server's URL (default $TBUP_SERVER, else "+DefaultServer+")")
+	fs.StringVar(&sf.server, "server", "", "the tbhub server's URL (default $TBUP_SERVER, else the server of the last 'tbup auth login', else "+DefaultServer+")")
 	fs.StringVar(&sf.token, "token", "", "an API token (default $TBUP_TOKEN, else the credentials of 'tbup auth login')")
 }
 
 // resolve fills server and token from the environment and stored credentials.
+// The server is the flag's, else $TBUP_SERVER, else the one 'tbup auth login'
+// remembered, else DefaultServer.
 func (sf *serverFlags) resolve(ctx context.Context, env Env) error {
+	var creds *credentials
+	var credsErr error
 	if sf.server == "" {
 		sf.server = env.Getenv("TBUP_SERVER")
+	}
+	if sf.server == "" {
+		// A damaged file is reported below, when a token is wanted from it.
+		if creds, credsErr = loadCredentials(env); credsErr == nil {
+			sf.server = creds.Server
+		}
 	}
 	if sf.server == "" {
 		sf.server = DefaultServer
@@ -58,11 +69,14 @@ func (sf *serverFlags) resolve(ctx context.Context, env Env) error {
 	if sf.token != "" {
 		return nil
 	}
-	c, err := loadCredentials(env)
-	if err != nil {
-		return err
+	if creds == nil && credsErr == nil {
+		creds, credsErr = loadCredentials(env)
 	}
-	sf.token, err = c.tokenFor(ctx, env, sf.server)
+	if credsErr != nil {
+		return credsErr
+	}
+	var err error
+	sf.token, err = creds.tokenFor(ctx, env, sf.server)
 	return err
 }
 
@@ -128,7 +142,7 @@ var visibilities = map[string]experimentsv1.Visibility{
 }
 
 func runUpload(ctx context.Context, env Env, args []string) error {
-	fs := newFlagSet(env, "upload", "--logdir DIR|gs://BUCKET/PREFIX [flags]")
+	fs := newFlagSet(env, "upload", "[--logdir] DIR|gs://BUCKET/PREFIX [flags]")
 	var sf serverFlags
 	sf.register(fs)
 	dir := fs.String("logdir", "", "the log directory to upload: a local path or gs://bucket/prefix")
@@ -147,14 +161,21 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 	inFlight := fs.Int("parallel", 4, "requests in flight at once")
 	allowEmpty := fs.Bool("allow-empty", false, "create the experiment even if the logdir holds no event files yet")
 	verifyAfter := fs.Bool("verify", false, "with --one-shot: then compare the logdir with the experiment as 'tbup verify' does, and exit non-zero on a difference")
-	if err := parse(fs, args); err != nil {
+	positional, err := parseArgs(fs, args, 1)
+	if err != nil {
 		return err
+	}
+	if len(positional) == 1 {
+		if *dir != "" && !sameLogdir(*dir, positional[0]) {
+			return fmt.Errorf("two logdirs given, %s and --logdir %s: give one", positional[0], *dir)
+		}
+		*dir = positional[0]
 	}
 	if *verifyAfter && (!*oneShot && *graph == "" || *dryRun) {
 		return missing(env, fs, "--verify needs --one-shot (and a server: not with --dry-run)")
 	}
 	if (*dir == "") == (*graph == "") {
-		return missing(env, fs, "give either --logdir or --graph")
+		return missing(env, fs, "give either a logdir (tbup upload DIR, or --logdir DIR) or --graph")
 	}
 	vis, err := md.check()
 	if err != nil {
@@ -262,6 +283,12 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 	if ctx.Err() != nil && runErr == nil {
 		fmt.Fprintln(env.Stderr, "Interrupted; everything read so far was sent. Run the same command to continue.")
 	}
+	if runErr == nil && ctx.Err() == nil && !*quiet {
+		// The counts above are of points sent; say what was kept.
+		if err := reportStored(ctx, env.Stderr, experiments, eid); err != nil {
+			fmt.Fprintf(env.Stderr, "tbup: %v\n", err)
+		}
+	}
 	fmt.Fprintf(env.Stderr, "Experiment: %s\n", url)
 	if *asJSON {
 		if err := json.NewEncoder(env.Stdout).Encode(up.Summary(url)); err != nil {
@@ -276,6 +303,17 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 		return verifyExperiment(ctx, env, out, c, src, eid, wanted, 0) // as the upload read it
 	}
 	return runErr
+}
+
+// sameLogdir says whether two spellings name the same logdir: equal once
+// cleaned, or, for local paths, as absolute paths.
+func sameLogdir(a, b string) bool {
+	if strings.HasPrefix(a, "gs://") || strings.HasPrefix(b, "gs://") {
+		return strings.TrimRight(a, "/") == strings.TrimRight(b, "/")
+	}
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && absA == absB
 }
 
 // chooseExperiment continues the experiment named by --experiment or by the state
@@ -436,4 +474,20 @@ func waitForEventFiles(ctx context.Context, env Env, src logdir.Source, oneShot 
 		case <-time.After(poll):
 		}
 	}
+}
+
+// reportStored says what the server holds of experiment eid after an
+// upload, counted as 'tbup list' counts: one point per step, a step written
+// more than once keeping its last point. The upload's own counts are of
+// points sent, which a logdir that rewrites steps makes larger.
+func reportStored(ctx context.Context, out io.Writer, api experimentsv1.ExperimentServiceClient, eid string) error {
+	resp, err := api.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid})
+	if err != nil {
+		return fmt.Errorf("asking what the experiment holds: %s", client.Describe(err))
+	}
+	n := resp.GetExperiment().GetCounts()
+	_, err = fmt.Fprintf(out, "The experiment holds %s: %d scalar points, %d tensor points, %s (%s); one point per step, the last written, as 'tbup list' and 'tbup verify' count.\n",
+		upload.Plural(n.GetNumRuns(), "run", "runs"), n.GetNumScalarPoints(), n.GetNumTensorPoints(),
+		upload.Plural(n.GetNumBlobs(), "blob", "blobs"), upload.Size(n.GetTotalBlobBytes()))
+	return err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strings"
 
 	"github.com/tbhub/tbhub/uploader/internal/view"
 )
@@ -19,16 +18,14 @@ func runView(ctx context.Context, env Env, args []string) error {
 	sf.register(fs)
 	port := fs.Int("port", 0, "local port to serve on (default: any free port)")
 	endpoint := fs.String("endpoint", "", "the read service's gRPC address, if it is not the one the server's handshake names")
-	var eid string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		eid, args = args[0], args[1:]
-	}
-	if err := parse(fs, args); err != nil {
+	positional, err := parseArgs(fs, args, 1)
+	if err != nil {
 		return err
 	}
-	if eid == "" {
+	if len(positional) == 0 {
 		return missing(env, fs, "which experiment? tbup view EXPERIMENT_ID")
 	}
+	eid := positional[0]
 	c, err := sf.connect(ctx, env, nil)
 	if err != nil {
 		return err

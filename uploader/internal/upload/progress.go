@@ -43,6 +43,9 @@ type Progress struct {
 	// the first scan (resumed); scans counts the scans.
 	listed, reached, resumed, scans atomic.Int64
 	sizeKnown                       atomic.Bool
+	// finished: a one-shot upload read and sent all it could; the only
+	// time the percentage reads 100.
+	finished atomic.Bool
 
 	rmu      sync.Mutex // guards what follows: the rate and the idle state
 	idle     bool       // everything sent; watching for more
@@ -106,6 +109,15 @@ func (p *Progress) caughtUp() {
 	p.rmu.Lock()
 	p.idle = true
 	p.rmu.Unlock()
+}
+
+// finish records that the upload is done: everything it could read was
+// sent and acknowledged.
+func (p *Progress) finish() { p.finished.Store(true) }
+
+// allRead says whether every byte of the event files listed was read.
+func (p *Progress) allRead() bool {
+	return p.scans.Load() > 0 && p.sizeKnown.Load() && p.reached.Load() >= p.listed.Load()
 }
 
 // begin starts the clock of the first stretch of reading.
@@ -203,21 +215,24 @@ func (p *Progress) line(final bool) string {
 	case p.scans.Load() == 0:
 		parts = append(parts, "scanning the logdir")
 	default:
-		head := size(done) + " read"
+		head := Size(done) + " read"
 		if p.sizeKnown.Load() {
 			total = max(total, done) // files grow while read
-			head = fmt.Sprintf("%s of %s", size(done), size(total))
+			head = fmt.Sprintf("%s of %s", Size(done), Size(total))
 			if total > 0 {
-				head += fmt.Sprintf(" (%d%%)", done*100/total)
+				head += fmt.Sprintf(" (%d%%)", percent(done, total, p.finished.Load()))
 			}
 		}
 		parts = append(parts, head)
+		if left := total - done; p.finished.Load() && p.sizeKnown.Load() && left > 0 {
+			parts = append(parts, Size(left)+" left unread (see the warnings)")
+		}
 		if resumed > 0 {
-			parts = append(parts, size(resumed)+" sent before, skipped")
+			parts = append(parts, Size(resumed)+" sent before, skipped")
 		}
 		if elapsed := now.Sub(busyAt); !final && elapsed >= time.Second && done > busyBase {
 			rate := float64(done-busyBase) / elapsed.Seconds()
-			parts = append(parts, size(int64(rate))+"/s")
+			parts = append(parts, Size(int64(rate))+"/s")
 			if left := total - done; p.sizeKnown.Load() && left > 0 {
 				parts = append(parts, "ETA "+eta(time.Duration(float64(left)/rate*float64(time.Second))))
 			}
@@ -230,17 +245,29 @@ func (p *Progress) line(final bool) string {
 	return strings.Join(parts, " · ")
 }
 
+// percent is done of total, rounded down, in percent: 100 once the upload
+// finished, whatever bytes are left unread (an incomplete last record), and
+// at most 99 before, even with every byte read, while it is being sent.
+func percent(done, total int64, finished bool) int64 {
+	if finished {
+		return 100
+	}
+	return min(done*100/total, 99)
+}
+
 // counts says what was sent, and the retries and warnings there were: the
-// end of the progress line, and of messages.
+// end of the progress line, and of messages. Points are counted as sent, a
+// step written twice in the logdir twice; the server keeps the last (what
+// 'tbup list' counts, and tbup says at the end of an upload).
 func (p *Progress) counts() string {
-	s := Plural(p.runs.Load(), "run", "runs") + " · " + Plural(p.Scalars.Load(), "scalar", "scalars")
+	s := Plural(p.runs.Load(), "run", "runs") + " · sent: " + Plural(p.Scalars.Load(), "scalar point", "scalar points")
 	if n := p.Tensors.Load(); n > 0 {
-		s += " · " + Plural(n, "tensor", "tensors")
+		s += ", " + Plural(n, "tensor point", "tensor points")
 	}
 	if n := p.Blobs.Load(); n > 0 {
-		s += fmt.Sprintf(" · %s (%s)", Plural(n, "blob", "blobs"), size(p.BlobBytes.Load()))
+		s += fmt.Sprintf(", %s (%s)", Plural(n, "blob", "blobs"), Size(p.BlobBytes.Load()))
 	}
-	s += " · " + size(p.Bytes.Load()) + " sent"
+	s += ", " + Size(p.Bytes.Load())
 	var extra []string
 	if n := p.Retries.Load(); n > 0 {
 		extra = append(extra, Plural(n, "retry", "retries"))
@@ -301,7 +328,8 @@ func count(n int64) string {
 	return fmt.Sprint(n)
 }
 
-func size(n int64) string {
+// Size is n bytes as tbup writes sizes: 512 B, 1.2 KiB, 19.3 MiB, 1.05 GiB.
+func Size(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))

@@ -2,10 +2,17 @@ package upload
 
 import (
 	"bytes"
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tbhub/tbhub/uploader/internal/client"
+	"github.com/tbhub/tbhub/uploader/internal/corpustest"
+	"github.com/tbhub/tbhub/uploader/internal/logdir"
+	"github.com/tbhub/tbhub/uploader/internal/state"
 )
 
 // fakeClock is a clock tests move by hand.
@@ -127,7 +134,8 @@ func TestProgressUpToDateNothingNew(t *testing.T) {
 	wantParts(t, p.line(false), "up to date, watching · no new data since 14:03:00")
 }
 
-// Counts are singular for one: "1 warning", "1 retry", "1 run".
+// Counts are singular for one: "1 warning", "1 retry", "1 run"; they say
+// that they count points sent (the server keeps one per step).
 func TestProgressPlurals(t *testing.T) {
 	c := newClock()
 	p := progressAt(c)
@@ -140,9 +148,9 @@ func TestProgressPlurals(t *testing.T) {
 		p.Retries.Store(retries)
 		return p.counts()
 	}
-	wantParts(t, set(1, 1, 1, 1, 1, 1), "1 run ·", "1 scalar ·", "1 tensor ·", "1 blob (", "1 retry, 1 warning")
+	wantParts(t, set(1, 1, 1, 1, 1, 1), "1 run · sent: 1 scalar point, 1 tensor point, 1 blob (", "1 retry, 1 warning")
 	line := set(2, 12_345, 0, 0, 2, 3)
-	wantParts(t, line, "2 runs ·", "12.3k scalars ·", "3 retries, 2 warnings")
+	wantParts(t, line, "2 runs · sent: 12.3k scalar points, ", "3 retries, 2 warnings")
 	wantNot(t, line, "tensor", "blob")
 	if got := Plural(0, "warning", "warnings"); got != "0 warnings" {
 		t.Errorf("Plural(0) = %q", got)
@@ -186,6 +194,7 @@ func TestProgressOutputModes(t *testing.T) {
 	p.report(false)
 	p.scanned(mib(9), mib(8), true)
 	p.read(mib(1))
+	p.finish() // as Run does once what it read was sent
 	p.report(true)
 	lines = strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n")
 	if len(lines) != 4 || !strings.HasPrefix(lines[1], "2026-11-25T14:03:10Z warning: w") ||
@@ -230,5 +239,56 @@ func TestProgressFitsTheTerminal(t *testing.T) {
 	p.report(false)
 	if !strings.Contains(tty.String(), "12 runs") || strings.Contains(tty.String(), "…") {
 		t.Errorf("a wide terminal got %q, want the whole line", tty.String())
+	}
+}
+
+// The percentage reads 100 exactly when the upload is done: not while the
+// last bytes read are still being sent, and always once it finished, also
+// with bytes left in a file that ends with an incomplete record (it was
+// "22.0 MiB of 22.0 MiB (99%)" at the end of a one-shot upload). The bytes
+// left unread are said.
+func TestProgressHundredPercentWhenDone(t *testing.T) {
+	c := newClock()
+	p := progressAt(c)
+	p.scanned(mib(22), 0, true)
+	p.read(mib(22) - 1)
+	wantParts(t, p.line(false), "(99%)")
+	p.read(1)
+	wantParts(t, p.line(false), "22.0 MiB of 22.0 MiB (99%)") // read, not yet sent
+	p.finish()
+	wantParts(t, p.line(true), "22.0 MiB of 22.0 MiB (100%)")
+	wantNot(t, p.line(true), "unread")
+
+	p = progressAt(c)
+	p.scanned(mib(22), 0, true)
+	p.read(mib(22) - 604)
+	p.finish()
+	wantParts(t, p.line(true), "22.0 MiB of 22.0 MiB (100%)", "604 B left unread")
+}
+
+// A one-shot upload of a logdir whose file ends with an incomplete record
+// ends on a line reading 100%, and one that reads the whole logdir too.
+func TestOneShotUploadEndsAtHundredPercent(t *testing.T) {
+	for _, dir := range []string{"generated/damaged/truncated_mid_record", "generated/scalars"} {
+		t.Run(dir, func(t *testing.T) {
+			src, err := logdir.Open(context.Background(), filepath.Join(corpustest.Dir(t), dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			prog := &Progress{Out: &out}
+			limits := client.DefaultLimits // nothing is sent: no pacing
+			limits.MinScalarInterval = 0
+			up := New(Config{Source: src, Limits: limits, Plugins: map[string]bool{"scalars": true},
+				State: state.New("", src.String()), OneShot: true, Retry: client.DefaultRetry, Progress: prog})
+			prog.Start()
+			err = up.Run(context.Background())
+			prog.Stop()
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			wantParts(t, lines[len(lines)-1], "(100%)")
+		})
 	}
 }

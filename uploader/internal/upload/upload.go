@@ -176,6 +176,11 @@ func (u *Uploader) Run(ctx context.Context) error {
 	if n := u.prog.Rejected.Load(); n > 0 {
 		return fmt.Errorf("%w: the server rejected %s, listed in the warnings above; everything else was stored", ErrNotSent, Plural(n, "point or request", "points or requests"))
 	}
+	// Done: a one-shot upload that ended on its own, or an interrupted one
+	// that had read and sent every byte the logdir held.
+	if u.cfg.OneShot && ctx.Err() == nil || u.prog.allRead() {
+		u.prog.finish()
+	}
 	return nil
 }
 
