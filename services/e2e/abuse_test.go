@@ -39,18 +39,23 @@ type abuseScale struct {
 	mdReads     int // reads per reader
 	badTokens   int // invalid tokens sent over gRPC (and a tenth of that over HTTP)
 	victimReads int
+	runs        int // runs with 1 KiB names the attacker tries to put into one experiment
+	readers     int // concurrent anonymous readers of the runs and graphs attacks
+	tokens      int // tokens the attacker tries to make and use from the victim's address
 }
 
 // scaleFor is the CI scale unless TBHUB_ABUSE=full asks for the one
 // docs/benchmarks.md reports (about a minute more).
 func scaleFor(full bool) abuseScale {
 	if !full {
-		return abuseScale{streams: 300, conns: 400, mdSteps: 2, mdReaders: 8, mdReads: 2, badTokens: 3000, victimReads: 30}
+		return abuseScale{streams: 300, conns: 400, mdSteps: 2, mdReaders: 8, mdReads: 2, badTokens: 3000, victimReads: 30,
+			runs: 30_000, readers: 4, tokens: 2000}
 	}
-	return abuseScale{streams: 2000, conns: 2000, mdSteps: 10, mdReaders: 8, mdReads: 5, badTokens: 20000, victimReads: 200}
+	return abuseScale{streams: 2000, conns: 2000, mdSteps: 10, mdReaders: 8, mdReads: 5, badTokens: 20000, victimReads: 200,
+		runs: 100_000, readers: 4, tokens: 10_001}
 }
 
-// TestAbuse runs the attacks of issue 14 against `tbhub serve` (the binary,
+// TestAbuse runs the attacks of issues 14 and 20 against `tbhub serve` (the binary,
 // with its default limits, on loopback) while a well-behaved user uploads
 // ../shared/corpus with tbup and reads it back. The victim's upload and
 // reads must succeed under every attack, the attacker must be refused with
@@ -124,6 +129,15 @@ func TestAbuse(t *testing.T) {
 		}},
 		{"bad credentials", func(ctx context.Context, ready chan<- struct{}) string {
 			return attacker.badCredentials(ctx, t, url, sc, ready)
+		}},
+		{"many runs", func(ctx context.Context, ready chan<- struct{}) string {
+			return attacker.manyRuns(ctx, t, url, sc, ready)
+		}},
+		{"hostile graphs", func(ctx context.Context, ready chan<- struct{}) string {
+			return attacker.hostileGraphs(ctx, t, url, sc, ready)
+		}},
+		{"credential flush from the victim's address", func(ctx context.Context, ready chan<- struct{}) string {
+			return credentialFlush(ctx, t, addr, attackerToken, sc, ready)
 		}},
 	}
 	var report []string
