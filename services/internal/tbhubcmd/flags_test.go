@@ -34,6 +34,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 	blobStreamFlags := []string{"abandoned-blob-age", "blob-stream-idle-timeout", "blob-stream-timeout", "max-blob-streams-per-conn", "max-blob-streams-per-user", "max-metadata-bytes"}
 	markdownFlags := []string{"markdown-cache-bytes", "markdown-max-input-bytes", "markdown-max-renders", "markdown-render-timeout"}
 	credentialFlags := []string{"bad-credentials-burst", "bad-credentials-per-second", "forwarding-secret", "trusted-proxy-hops"}
+	diskFlags := []string{"min-free-disk-bytes", "min-free-disk-percent"}
 	binaries := []struct {
 		name  string
 		flags func(fs *flag.FlagSet)
@@ -44,13 +45,13 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 			"max-blob-bytes", "max-blob-bytes-per-user", "max-experiments-per-user", "max-points-per-user",
 			"oidc-client-ids", "oidc-device-client-id", "oidc-device-client-secret", "oidc-issuer",
 			"oidc-web-client-id", "oidc-web-client-secret", "public-origin", "requests-per-second", "samples_per_plugin", "store",
-		}, telemetryFlags, httpLimitFlags, blobStreamFlags, markdownFlags, credentialFlags)},
+		}, telemetryFlags, httpLimitFlags, blobStreamFlags, markdownFlags, credentialFlags, diskFlags)},
 		{"write-service", func(fs *flag.FlagSet) { newServeFlags(fs, writeServiceCommand) }, slices.Concat([]string{
 			"addr", "api-endpoint", "blobs", "data", "enable-test-rpcs", "grpc-addr",
 			"max-blob-bytes", "max-blob-bytes-per-user", "max-experiments-per-user", "max-points-per-user",
 			"oidc-client-ids", "oidc-device-client-id", "oidc-device-client-secret", "oidc-issuer",
 			"oidc-web-client-id", "oidc-web-client-secret", "public-origin", "requests-per-second", "store",
-		}, telemetryFlags, httpLimitFlags, blobStreamFlags, credentialFlags)},
+		}, telemetryFlags, httpLimitFlags, blobStreamFlags, credentialFlags, diskFlags)},
 		{"tbhub token create", func(fs *flag.FlagSet) { storageFlags(fs); tokenFlags(fs) }, []string{"blobs", "data", "name", "store", "user"}},
 		{"tbhub migrate", func(fs *flag.FlagSet) { storageFlags(fs) }, []string{"blobs", "data", "store"}},
 		{"read-service", func(fs *flag.FlagSet) { readservice.NewFlags(fs) }, slices.Concat([]string{
