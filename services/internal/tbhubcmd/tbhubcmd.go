@@ -313,6 +313,7 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 	defer tel.Shutdown(context.WithoutCancel(ctx))
 	logger := telemetry.NewLogger(stderr, tel.Project())
 	tel.SetGlobal(logger)
+	spec.LockDataDir = true // one server per data folder
 	b, err := backend.Open(ctx, *spec)
 	if err != nil {
 		return err

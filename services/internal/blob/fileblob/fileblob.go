@@ -356,6 +356,28 @@ func (s *Store) keys(prefix string) ([]string, error) {
 	return keys, err
 }
 
+// HasObjects reports whether the folder holds any object; it stops at
+// the first one found.
+func (s *Store) HasObjects() (bool, error) {
+	found := false
+	err := fs.WalkDir(s.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && p == tmpDir:
+			return fs.SkipDir
+		case !d.IsDir():
+			found = true
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("fileblob.HasObjects: %w", err)
+	}
+	return found, nil
+}
+
 // DeletePrefix implements blob.Store.
 func (s *Store) DeletePrefix(ctx context.Context, prefix string) error {
 	if prefix == "" {

@@ -155,6 +155,20 @@ func (s *Store) migrate(ctx context.Context) (int, error) {
 	return found, nil
 }
 
+// HasExperiments reports whether the database holds any experiment, live
+// or deleted and not yet purged. A database without one, next to a blob
+// folder holding objects, is not the one those objects belong to.
+func (s *Store) HasExperiments(ctx context.Context) (bool, error) {
+	var has bool
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM experiments)").Scan(&has)
+	})
+	if err != nil {
+		return false, fmt.Errorf("sqlitestore.HasExperiments: %w", err)
+	}
+	return has, nil
+}
+
 // Close closes the database.
 func (s *Store) Close() error {
 	return errors.Join(s.r.Close(), s.w.Close())
