@@ -35,6 +35,10 @@ type Spec struct {
 	// transaction per session at a time: the store gets several clients
 	// (spannerstore.Options.SessionClients).
 	SpannerEmulator bool
+	// LockDataDir: the process serves DataDir, and locks it so that no
+	// other server can open it at once (commands that open the store
+	// briefly, like token create, do not).
+	LockDataDir bool
 }
 
 // Backend is an open store and blob store.
@@ -103,26 +107,62 @@ func Open(ctx context.Context, spec Spec) (*Backend, error) {
 		return nil, err
 	}
 	if spec.Store == "" {
-		return openEmbedded(ctx, spec.DataDir)
+		return openEmbedded(ctx, spec.DataDir, spec.LockDataDir)
 	}
 	return openCloud(ctx, spec)
 }
 
-func openEmbedded(ctx context.Context, dir string) (*Backend, error) {
+// lockFile is the file in a data directory whose lock (lockDataDir) a
+// server holds.
+const lockFile = "tbhub.lock"
+
+// openEmbedded opens the store in dir, locked for this process if lock.
+// It refuses a database that knows no experiment next to a blob folder
+// holding objects: the database was lost (deleted, emptied), and a new
+// one would orphan the objects silently.
+func openEmbedded(ctx context.Context, dir string, lock bool) (_ *Backend, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("backend: data directory: %w", err)
 	}
-	st, err := sqlitestore.Open(ctx, filepath.Join(dir, sqlitestore.DefaultFile), sqlitestore.Options{})
+	b := &Backend{Description: "embedded store in " + dir}
+	defer func() {
+		if err != nil {
+			b.Close()
+		}
+	}()
+	if lock {
+		unlock, err := lockDataDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		b.close = append(b.close, unlock)
+	}
+	dbFile, blobDir := filepath.Join(dir, sqlitestore.DefaultFile), filepath.Join(dir, "blobs")
+	st, err := sqlitestore.Open(ctx, dbFile, sqlitestore.Options{})
 	if err != nil {
 		return nil, err
 	}
-	blobs, err := fileblob.Open(filepath.Join(dir, "blobs"))
+	b.close = append(b.close, st.Close)
+	blobs, err := fileblob.Open(blobDir)
 	if err != nil {
-		st.Close()
 		return nil, err
 	}
-	return &Backend{Store: st, Blobs: blobs, Description: "embedded store in " + dir,
-		close: []func() error{st.Close, blobs.Close}}, nil
+	b.close = append(b.close, blobs.Close)
+	hasExperiments, err := st.HasExperiments(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !hasExperiments {
+		if hasObjects, err := blobs.HasObjects(); err != nil {
+			return nil, err
+		} else if hasObjects {
+			return nil, fmt.Errorf("the blob folder %s holds data, but the database %s knows no experiment (it was deleted, emptied or replaced): "+
+				"starting would orphan that data. Stop here and restore %s (with its -wal file, if any) from a backup; "+
+				"or, to start an empty store and keep the old blobs aside, move %s away", blobDir, dbFile, sqlitestore.DefaultFile, blobDir)
+		}
+	}
+	b.Store, b.Blobs = st, blobs
+	return b, nil
 }
 
 // emulatorSessions is how many store calls a process runs at once on the

@@ -28,6 +28,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tbhub/tbhub/services/internal/store"
 )
 
 // Sentinel errors; backends wrap them, callers test with errors.Is.
@@ -40,6 +42,9 @@ var (
 	// ErrInvalidKey: the key is empty, absolute, or has empty, "." or ".."
 	// segments, or otherwise could not name an object safely.
 	ErrInvalidKey = errors.New("blob: invalid object key")
+	// ErrDiskFull: the object could not be written for want of space. It
+	// is store.ErrDiskFull, so that one test covers both stores.
+	ErrDiskFull = store.ErrDiskFull
 )
 
 // CastagnoliTable is the CRC32C polynomial table used for every checksum.

@@ -101,6 +101,10 @@ func ToStatus(err error) (error, bool) {
 		return status.Error(codes.FailedPrecondition, "request conflicts with stored data"), false
 	case errors.Is(err, store.ErrUnavailable):
 		return status.Error(codes.Unavailable, "temporarily unavailable; retry"), false
+	case errors.Is(err, store.ErrDiskFull): // also blob.ErrDiskFull
+		// Retryable: writes work again once space is freed. Logged, so
+		// that the operator learns of it.
+		return status.Error(codes.Unavailable, "the server's disk is full; retry later"), true
 	case errors.Is(err, blob.ErrChecksum):
 		return status.Error(codes.DataLoss, "stored data failed its checksum"), true
 	}

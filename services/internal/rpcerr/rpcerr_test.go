@@ -31,6 +31,8 @@ func TestToStatus(t *testing.T) {
 		{fmt.Errorf("%s: %w", secret, context.Canceled), codes.Canceled, false},
 		{fmt.Errorf("%s: %w", secret, context.DeadlineExceeded), codes.DeadlineExceeded, false},
 		{fmt.Errorf("%s: %w", secret, blob.ErrChecksum), codes.DataLoss, true},
+		{fmt.Errorf("%s: %w", secret, store.ErrDiskFull), codes.Unavailable, true},
+		{fmt.Errorf("%s: %w", secret, blob.ErrDiskFull), codes.Unavailable, true},
 		{errors.New(secret), codes.Internal, true},
 		{status.Error(codes.Internal, secret), codes.Internal, true},
 		{New(codes.ResourceExhausted, "quota experiments (10) exceeded"), codes.ResourceExhausted, false},
@@ -66,5 +68,16 @@ func TestBadPoints(t *testing.T) {
 	}
 	if br == nil || len(br.FieldViolations) != 2 || br.FieldViolations[0].Field != vs[0].Field || br.FieldViolations[1].Description != vs[1].Reason {
 		t.Errorf("BadRequest detail = %v", br)
+	}
+}
+
+// A full disk, from SQLite (SQLITE_FULL) or the blob folder (ENOSPC), is
+// retryable and says so plainly, without the internal error's text; it is
+// logged, for the operator to free space (issue 20 #8).
+func TestDiskFullMessage(t *testing.T) {
+	got, internal := ToStatus(fmt.Errorf("sqlitestore.WriteScalars: %w: database or disk is full (13)", store.ErrDiskFull))
+	s := status.Convert(got)
+	if s.Code() != codes.Unavailable || !internal || !strings.Contains(s.Message(), "the server's disk is full") || strings.Contains(s.Message(), "13") {
+		t.Errorf("ToStatus(disk full) = %v %q (internal %v), want Unavailable \"the server's disk is full...\"", s.Code(), s.Message(), internal)
 	}
 }

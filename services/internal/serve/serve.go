@@ -24,6 +24,7 @@ import (
 
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/blob"
+	"github.com/tbhub/tbhub/services/internal/diskspace"
 	"github.com/tbhub/tbhub/services/internal/export"
 	"github.com/tbhub/tbhub/services/internal/handshake"
 	"github.com/tbhub/tbhub/services/internal/limits"
@@ -83,6 +84,10 @@ type Config struct {
 	Metrics *telemetry.Metrics
 	// Telemetry traces every RPC and HTTP request; telemetry.Off() if nil.
 	Telemetry *telemetry.Telemetry
+	// DiskSpace, if set, is the embedded store's free-space reserve: below
+	// it the writes that add data fail with store.ErrDiskFull and /readyz
+	// answers 503 (package diskspace).
+	DiskSpace *diskspace.Monitor
 }
 
 // DefaultAbandonedBlobAge is Config.AbandonedBlobAge's default: a day, far
@@ -130,8 +135,14 @@ func New(st store.Store, blobs blob.Store, cfg Config) (*Server, error) {
 	if cfg.Telemetry == nil {
 		cfg.Telemetry = telemetry.Off()
 	}
+	if cfg.DiskSpace != nil {
+		st, blobs = diskspace.Store(st, cfg.DiskSpace), diskspace.Blobs(blobs, cfg.DiskSpace)
+	}
 	s := &Server{cfg: cfg, st: st, blobs: blobs, mux: http.NewServeMux(), logger: cfg.Logger,
 		life: lifecycle.New(cfg.ShutdownTimeout, cfg.Logger)}
+	if cfg.DiskSpace != nil {
+		s.life.ReadyWhile(cfg.DiskSpace.Check)
+	}
 	var err error
 	if s.httpLis, err = lifecycle.Listen(cfg.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("serve: %w", err)

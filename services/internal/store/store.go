@@ -60,6 +60,10 @@ var (
 	// ErrUnavailable: a transient backend failure (contention, timeout,
 	// lost connection). The caller may retry; writes are idempotent.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrDiskFull: the server's disk is full, or below the free space the
+	// server keeps in reserve. Nothing was written; the caller may retry
+	// once space is freed. Package blob's ErrDiskFull is this same error.
+	ErrDiskFull = errors.New("the server's disk is full")
 )
 
 // Visibility says who may read an experiment besides its owner and the users

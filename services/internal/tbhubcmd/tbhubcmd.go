@@ -30,6 +30,7 @@ import (
 	"github.com/tbhub/tbhub/frontend-api/webui"
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/backend"
+	"github.com/tbhub/tbhub/services/internal/diskspace"
 	"github.com/tbhub/tbhub/services/internal/limits"
 	"github.com/tbhub/tbhub/services/internal/reader"
 	"github.com/tbhub/tbhub/services/internal/readpath"
@@ -229,6 +230,7 @@ type serveFlags struct {
 	webClient, webSecret             *string
 	testRPCs                         *bool
 	abandonedBlobAge                 *time.Duration
+	reserve                          diskspace.Reserve
 	lim                              limits.Limits
 	hops                             clientaddr.Hops
 	forwardingSecret                 string
@@ -270,6 +272,8 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 	fs.DurationVar(&f.lim.BlobStreamTimeout, "blob-stream-timeout", f.lim.BlobStreamTimeout, "longest a WriteBlob stream may last (what arrived is kept)")
 	f.abandonedBlobAge = fs.Duration("abandoned-blob-age", serve.DefaultAbandonedBlobAge,
 		"an unfinished blob not written for this long is removed and its bytes leave the owner's quota; at least twice --blob-stream-timeout (negative: never)")
+	f.reserve = diskspace.DefaultReserve()
+	f.reserve.RegisterFlags(fs)
 	f.lim.BadCredentials.RegisterFlags(fs)
 	f.hops.RegisterFlag(fs)
 	clientaddr.SecretFlag(fs, &f.forwardingSecret)
@@ -299,6 +303,9 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 	if err := f.tcfg.Validate(); err != nil {
 		return err
 	}
+	if err := f.reserve.Validate(); err != nil {
+		return errors.Join(ErrUsage, err)
+	}
 	spec, addr, grpcAddr, origin, endpoint := f.spec, f.addr, f.grpcAddr, f.origin, f.endpoint
 	issuer, clientIDs, deviceClient, deviceSecret, webClient := f.issuer, f.clientIDs, f.deviceClient, f.deviceSecret, f.webClient
 	testRPCs, lim, tcfg := f.testRPCs, f.lim, f.tcfg
@@ -313,6 +320,7 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 	defer tel.Shutdown(context.WithoutCancel(ctx))
 	logger := telemetry.NewLogger(stderr, tel.Project())
 	tel.SetGlobal(logger)
+	spec.LockDataDir = true // one server per data folder
 	b, err := backend.Open(ctx, *spec)
 	if err != nil {
 		return err
@@ -322,6 +330,11 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 	cfg := serve.Config{HTTPAddr: *addr, GRPCAddr: *grpcAddr, PublicOrigin: *origin, APIEndpoint: *endpoint,
 		EnableTestRPCs: *testRPCs, Limits: lim, TrustedProxyHops: f.hops, ForwardingSecret: f.forwardingSecret, HTTP: f.http, Logger: logger, Metrics: metrics, Telemetry: tel,
 		AbandonedBlobAge: *f.abandonedBlobAge}
+	if spec.Store == "" && !f.reserve.Off() { // the embedded store's disk
+		if cfg.DiskSpace, err = diskspace.NewMonitor(spec.DataDir, f.reserve, diskspace.Options{Logger: logger}); err != nil {
+			return err
+		}
+	}
 	if *clientIDs != "" {
 		cfg.OIDC = auth.OIDCConfig{Issuer: *issuer, ClientIDs: strings.Split(*clientIDs, ",")}
 		for _, c := range []string{*deviceClient, *webClient} {

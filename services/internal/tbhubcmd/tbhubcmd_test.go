@@ -88,27 +88,12 @@ func TestWriteServiceFromEnvironment(t *testing.T) {
 	t.Setenv("TBHUB_DATA", filepath.Join(t.TempDir(), "data"))
 	t.Setenv("TBHUB_PUBLIC_ORIGIN", "https://tbhub.example")
 	t.Setenv("PORT", "0")
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- RunWriteService(ctx, []string{"--addr", "127.0.0.1:0"}, os.LookupEnv, io.Discard, pw)
-		pw.Close()
-	}()
-	sc := bufio.NewScanner(pr)
-	var banner []string
-	for sc.Scan() {
-		banner = append(banner, sc.Text())
-		if strings.Contains(sc.Text(), "sign-in:") {
-			break
-		}
-	}
-	go io.Copy(io.Discard, pr)
-	cancel()
-	if err := <-done; err != nil {
+	text, stop := startServing(t, func(ctx context.Context, stderr io.Writer) error {
+		return RunWriteService(ctx, []string{"--addr", "127.0.0.1:0"}, os.LookupEnv, io.Discard, stderr)
+	})
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	text := strings.Join(banner, "\n")
 	if !strings.Contains(text, "experiment links:   https://tbhub.example/experiment/<id>/") {
 		t.Errorf("TBHUB_PUBLIC_ORIGIN not applied:\n%s", text)
 	}
@@ -127,6 +112,68 @@ func TestWriteServiceFromEnvironment(t *testing.T) {
 	t.Setenv("TBHUB_MAX_BLOB_BYTES", "lots")
 	if err := RunWriteService(context.Background(), nil, os.LookupEnv, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "TBHUB_MAX_BLOB_BYTES") {
 		t.Errorf("bad environment value: %v", err)
+	}
+}
+
+// startServing runs a serving command until its banner is printed and
+// returns the banner and a function that stops the command and returns
+// its error.
+func startServing(t *testing.T, run func(ctx context.Context, stderr io.Writer) error) (banner string, stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, pw)
+		pw.Close()
+	}()
+	sc := bufio.NewScanner(pr)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.Contains(sc.Text(), "sign-in:") {
+			break
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	stopped := false
+	stop = func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		return <-done
+	}
+	t.Cleanup(func() { stop() })
+	return strings.Join(lines, "\n"), stop
+}
+
+// A second tbhub serve on a data folder already served is refused, with
+// a message naming the folder, while token create still works on it
+// (issue 20 #9).
+func TestSecondServeOnOneFolderRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	serveArgs := []string{"serve", "--data", dir, "--addr", "127.0.0.1:0"}
+	banner, stop := startServing(t, func(ctx context.Context, stderr io.Writer) error {
+		return Run(ctx, serveArgs, os.LookupEnv, io.Discard, stderr)
+	})
+	if !strings.Contains(banner, "tbhub is serving") {
+		t.Fatalf("the first server did not start:\n%s", banner)
+	}
+	// Refused, it ends before printing a banner; started, it is stopped.
+	second, stopSecond := startServing(t, func(ctx context.Context, stderr io.Writer) error {
+		return Run(ctx, serveArgs, os.LookupEnv, io.Discard, stderr)
+	})
+	err := stopSecond()
+	if strings.Contains(second, "tbhub is serving") || err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "in use") {
+		t.Errorf("second tbhub serve on %s: %v, want a refusal naming the folder; it printed:\n%s", dir, err, second)
+	}
+	if err := Run(context.Background(), []string{"token", "create", "--user", "ada", "--data", dir}, os.LookupEnv, io.Discard, io.Discard); err != nil {
+		t.Errorf("token create while serving: %v", err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -51,6 +51,7 @@ type Process struct {
 	drainTimeout time.Duration
 	logger       *slog.Logger
 	ready        atomic.Bool
+	checks       []func() error // further conditions of readiness (ReadyWhile)
 	health       *health.Server
 	httpLimits   HTTPLimits
 	https        []httpServer
@@ -85,6 +86,14 @@ func New(drainTimeout time.Duration, logger *slog.Logger) *Process {
 // Ready reports whether the process is serving and not stopping.
 func (p *Process) Ready() bool { return p.ready.Load() }
 
+// ReadyWhile adds a condition to readiness on /readyz: while check fails,
+// /readyz answers 503 with the check's message (which is shown to
+// whoever probes: no internal details). Call it before Run; check is
+// called on every probe and must be cheap.
+func (p *Process) ReadyWhile(check func() error) {
+	p.checks = append(p.checks, check)
+}
+
 // Probes mounts GET /healthz (liveness) and GET /readyz (readiness) on mux.
 func (p *Process) Probes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -94,6 +103,12 @@ func (p *Process) Probes(mux *http.ServeMux) {
 		if !p.ready.Load() {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
+		}
+		for _, check := range p.checks {
+			if err := check(); err != nil {
+				http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
 		}
 		fmt.Fprintln(w, "ready")
 	})

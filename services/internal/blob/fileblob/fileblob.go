@@ -25,6 +25,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tbhub/tbhub/services/internal/blob"
@@ -43,6 +44,9 @@ const (
 // Store is a blob.Store rooted at one directory.
 type Store struct {
 	root *os.Root
+	// tempWriter, if set, stands between Put and the temporary file's
+	// content writes (tests make it fail as a full disk would).
+	tempWriter func(io.Writer) io.Writer
 }
 
 var _ blob.Store = (*Store)(nil)
@@ -87,10 +91,17 @@ func (s *Store) removeStaleTemps(before time.Time) {
 }
 
 // Put implements blob.Store.
+// A file system out of space (or the owner's quota) fails it with
+// blob.ErrDiskFull.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts blob.PutOptions) (attrs blob.Attrs, err error) {
 	if err := blob.ValidateKey(key); err != nil {
 		return blob.Attrs{}, err
 	}
+	defer func() {
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			err = fmt.Errorf("%w: %w", blob.ErrDiskFull, err)
+		}
+	}()
 	var rnd [12]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := path.Join(tmpDir, hex.EncodeToString(rnd[:]))
@@ -110,7 +121,11 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts blob.PutO
 	if _, err := f.Write(header[:]); err != nil {
 		return blob.Attrs{}, fmt.Errorf("fileblob.Put %s: %w", key, err)
 	}
-	size, crc, err := copyWithCRC(ctx, f, r)
+	var content io.Writer = f
+	if s.tempWriter != nil {
+		content = s.tempWriter(f)
+	}
+	size, crc, err := copyWithCRC(ctx, content, r)
 	if err != nil {
 		return blob.Attrs{}, fmt.Errorf("fileblob.Put %s: %w", key, err)
 	}
@@ -339,6 +354,28 @@ func (s *Store) keys(prefix string) ([]string, error) {
 	})
 	slices.Sort(keys)
 	return keys, err
+}
+
+// HasObjects reports whether the folder holds any object; it stops at
+// the first one found.
+func (s *Store) HasObjects() (bool, error) {
+	found := false
+	err := fs.WalkDir(s.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && p == tmpDir:
+			return fs.SkipDir
+		case !d.IsDir():
+			found = true
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("fileblob.HasObjects: %w", err)
+	}
+	return found, nil
 }
 
 // DeletePrefix implements blob.Store.

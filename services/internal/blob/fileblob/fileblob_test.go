@@ -3,8 +3,11 @@ package fileblob
 import (
 	"bytes"
 	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,4 +94,65 @@ func newBenchStore(b *testing.B) *Store {
 	}
 	b.Cleanup(func() { s.Close() })
 	return s
+}
+
+// A write on a full disk fails with blob.ErrDiskFull (one sentinel with
+// store.ErrDiskFull, which the RPC edge turns into "the server's disk is
+// full"), leaves no temporary file, keeps the object it was replacing,
+// and writes work again once there is room (issue 20 #8).
+func TestPutOnFullDisk(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	if _, err := s.Put(ctx, "e/k", bytes.NewReader([]byte("old")), blob.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.tempWriter = func(w io.Writer) io.Writer { return &fullDisk{w: w, room: 1000} }
+	_, err := s.Put(ctx, "e/k", bytes.NewReader(make([]byte, 5000)), blob.PutOptions{})
+	if !errors.Is(err, blob.ErrDiskFull) {
+		t.Fatalf("Put on a full disk = %v, want blob.ErrDiskFull", err)
+	}
+	if got := readAll(t, s, "e/k"); string(got) != "old" {
+		t.Errorf("after the failed Put the object is %q, want the old one", got)
+	}
+	if entries, err := os.ReadDir(filepath.Join(s.root.Name(), tmpDir)); err != nil || len(entries) != 0 {
+		t.Errorf("temporary folder after the failed Put: %d entries (%v)", len(entries), err)
+	}
+	s.tempWriter = nil // space freed
+	if _, err := s.Put(ctx, "e/k", bytes.NewReader([]byte("new")), blob.PutOptions{}); err != nil {
+		t.Fatalf("Put once space is free: %v", err)
+	}
+	if got := readAll(t, s, "e/k"); string(got) != "new" {
+		t.Errorf("object = %q, want %q", got, "new")
+	}
+}
+
+// fullDisk writes room bytes, then fails as write(2) does on a full file
+// system.
+type fullDisk struct {
+	w    io.Writer
+	room int
+}
+
+func (d *fullDisk) Write(p []byte) (int, error) {
+	if len(p) <= d.room {
+		d.room -= len(p)
+		return d.w.Write(p)
+	}
+	n, _ := d.w.Write(p[:d.room])
+	d.room = 0
+	return n, &fs.PathError{Op: "write", Path: "tmp", Err: syscall.ENOSPC}
+}
+
+func readAll(t *testing.T, s *Store, key string) []byte {
+	t.Helper()
+	r, err := s.NewRangeReader(t.Context(), key, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

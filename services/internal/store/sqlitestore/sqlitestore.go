@@ -28,6 +28,12 @@ import (
 // DefaultFile is the database's file name inside a --data directory.
 const DefaultFile = "tbhub.db"
 
+// walSizeLimit bounds the write-ahead log's file between transactions
+// (PRAGMA journal_size_limit): a checkpoint that empties the log truncates
+// it to this size. A transaction bigger than this still grows it while it
+// runs; PurgeExperiment truncates it to zero afterwards.
+const walSizeLimit = 32 << 20
+
 // Options tunes a Store.
 type Options struct {
 	// Now is the clock for create and update times; time.Now if nil.
@@ -39,9 +45,10 @@ type Options struct {
 // Store is the SQLite implementation of store.Store. It is safe for
 // concurrent use.
 type Store struct {
-	w   *sql.DB // exactly one connection: every write
-	r   *sql.DB // query-only pool: every read
-	now func() time.Time
+	path string
+	w    *sql.DB // exactly one connection: every write
+	r    *sql.DB // query-only pool: every read
+	now  func() time.Time
 	// foundVersion is the schema version Open found, before migrating.
 	foundVersion int
 	// sampleInserts are prepared on w.
@@ -72,7 +79,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		}
 	}
 	common := "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
-		"&_pragma=cache_size(-8192)&_pragma=temp_store(MEMORY)"
+		"&_pragma=cache_size(-8192)&_pragma=temp_store(MEMORY)" +
+		fmt.Sprintf("&_pragma=journal_size_limit(%d)", walSizeLimit)
 	w, err := sql.Open("sqlite", path+common+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore.Open: %w", err)
@@ -80,7 +88,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
 	w.SetConnMaxLifetime(0)
-	s := &Store{w: w, now: opts.Now, scalars: newScalarCache(scalarCacheMaxPoints)}
+	s := &Store{path: path, w: w, now: opts.Now, scalars: newScalarCache(scalarCacheMaxPoints)}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -147,6 +155,20 @@ func (s *Store) migrate(ctx context.Context) (int, error) {
 	return found, nil
 }
 
+// HasExperiments reports whether the database holds any experiment, live
+// or deleted and not yet purged. A database without one, next to a blob
+// folder holding objects, is not the one those objects belong to.
+func (s *Store) HasExperiments(ctx context.Context) (bool, error) {
+	var has bool
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM experiments)").Scan(&has)
+	})
+	if err != nil {
+		return false, fmt.Errorf("sqlitestore.HasExperiments: %w", err)
+	}
+	return has, nil
+}
+
 // Close closes the database.
 func (s *Store) Close() error {
 	return errors.Join(s.r.Close(), s.w.Close())
@@ -175,17 +197,28 @@ func (s *Store) read(ctx context.Context, fn func(*sql.Tx) error) error {
 	return classify(fn(tx))
 }
 
-// classify marks the errors a retry can cure (a database locked by another
-// process beyond the busy timeout) as store.ErrUnavailable.
+// classify marks the errors a retry can cure: a database locked by another
+// process beyond the busy timeout (store.ErrUnavailable) and a full disk
+// (SQLITE_FULL: store.ErrDiskFull; SQLite rolls the transaction back).
 func classify(err error) error {
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 			return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+		case sqlite3.SQLITE_FULL:
+			return fmt.Errorf("%w: %w", store.ErrDiskFull, err)
 		}
 	}
 	return err
+}
+
+// truncateWAL checkpoints the write-ahead log and truncates its file to
+// zero bytes, giving the disk back the space a big transaction (a purge)
+// made it take. It is best effort: a read still using old pages keeps
+// them in the log until a later checkpoint.
+func (s *Store) truncateWAL(ctx context.Context) {
+	_, _ = s.w.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
 }
 
 // liveExperiment fails with store.ErrNotFound unless eid names an experiment
