@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"strings"
 	"sync"
@@ -22,6 +23,12 @@ import (
 // at once, for every credential (mutation); changes made elsewhere (another
 // replica, tbup, the write service directly) are seen within one TTL
 // (docs/operations.md).
+//
+// Identical requests that arrive while the first is being answered wait
+// for it and are then answered from the cache (lead): a crowd of anonymous
+// readers of one public experiment's 20,000-run list costs one listing per
+// TTL, not one per reader (issue 20 #1), and identical requests whose
+// answer cannot be kept are answered one at a time.
 type responseCache struct {
 	ttl      time.Duration
 	maxBytes int // per entry
@@ -30,6 +37,10 @@ type responseCache struct {
 	mu      sync.Mutex
 	entries map[string]*cachedResponse
 	total   int
+	// inflight holds, per key being answered, a channel closed when the
+	// answer is done; waiting counts the requests waiting on one.
+	inflight map[string]chan struct{}
+	waiting  int
 }
 
 type cachedResponse struct {
@@ -41,8 +52,45 @@ type cachedResponse struct {
 	gzipped     []byte // body compressed once, for clients that accept gzip; nil if not worth it
 }
 
+// The largest answer kept, 24 MiB, holds the longest run list the default
+// runs per experiment limit allows (20,000 names of 1 KiB); all entries
+// together, compressed copies included, take at most 96 MiB.
 func newResponseCache(ttl time.Duration) *responseCache {
-	return &responseCache{ttl: ttl, maxBytes: 256 << 10, maxTotal: 64 << 20, entries: map[string]*cachedResponse{}}
+	return &responseCache{ttl: ttl, maxBytes: 24 << 20, maxTotal: 96 << 20,
+		entries: map[string]*cachedResponse{}, inflight: map[string]chan struct{}{}}
+}
+
+// lead returns once no other request is answering key, with the caller
+// registered as the one answering it; release must then be called. It
+// returns ctx's error if ctx ends first.
+func (c *responseCache) lead(ctx context.Context, key string) (release func(), err error) {
+	for {
+		c.mu.Lock()
+		busy, ok := c.inflight[key]
+		if !ok {
+			done := make(chan struct{})
+			c.inflight[key] = done
+			c.mu.Unlock()
+			return func() {
+				c.mu.Lock()
+				delete(c.inflight, key)
+				c.mu.Unlock()
+				close(done)
+			}, nil
+		}
+		c.waiting++
+		c.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+		}
+		c.mu.Lock()
+		c.waiting--
+		c.mu.Unlock()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
 }
 
 func (c *responseCache) get(key string, now time.Time) *cachedResponse {
@@ -55,30 +103,33 @@ func (c *responseCache) get(key string, now time.Time) *cachedResponse {
 	return e
 }
 
+// size is what an entry takes: its body and its compressed copy.
+func (e *cachedResponse) size() int { return len(e.body) + len(e.gzipped) }
+
 func (c *responseCache) put(key string, e *cachedResponse, now time.Time) {
 	if len(e.body) > c.maxBytes {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.total+len(e.body) > c.maxTotal {
+	if c.total+e.size() > c.maxTotal {
 		// Drop what expired; if that is not enough, start over: a cache
 		// this short-lived refills within one TTL.
 		for k, old := range c.entries {
 			if now.After(old.expires) {
-				c.total -= len(old.body)
+				c.total -= old.size()
 				delete(c.entries, k)
 			}
 		}
-		if c.total+len(e.body) > c.maxTotal {
+		if c.total+e.size() > c.maxTotal {
 			c.entries, c.total = map[string]*cachedResponse{}, 0
 		}
 	}
 	if old := c.entries[key]; old != nil {
-		c.total -= len(old.body)
+		c.total -= old.size()
 	}
 	c.entries[key] = e
-	c.total += len(e.body)
+	c.total += e.size()
 }
 
 // recorder passes a response through and keeps a copy of a 200 answer
@@ -203,7 +254,7 @@ func (c *responseCache) drop(stale func(key string, e *cachedResponse) bool) {
 	defer c.mu.Unlock()
 	for k, e := range c.entries {
 		if stale(k, e) {
-			c.total -= len(e.body)
+			c.total -= e.size()
 			delete(c.entries, k)
 		}
 	}

@@ -205,6 +205,17 @@ func (h *Handler) handle(pattern string, fn route.Func) {
 				e.write(w)
 				return
 			}
+			// One identical request at a time: the others wait and take
+			// its answer from the cache.
+			release, err := h.cache.lead(r.Context(), key)
+			if err != nil {
+				return // the client went away
+			}
+			defer release()
+			if e := h.cache.get(key, time.Now()); e != nil && !noCache(r) {
+				e.write(w)
+				return
+			}
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), h.cfg.CallTimeout)
 		defer cancel()
