@@ -52,6 +52,9 @@ type cachedResponse struct {
 	gzipped     []byte // body compressed once, for clients that accept gzip; nil if not worth it
 }
 
+// maxBlobEntryBytes bounds the answers kept that are not JSON (blobs).
+const maxBlobEntryBytes = 256 << 10
+
 // The largest answer kept, 24 MiB, holds the longest run list the default
 // runs per experiment limit allows (20,000 names of 1 KiB); all entries
 // together, compressed copies included, take at most 96 MiB.
@@ -154,7 +157,13 @@ func (r *recorder) Write(p []byte) (int, error) {
 		r.status = http.StatusOK
 	}
 	if !r.over {
-		if r.buf.Len()+len(p) > r.limit {
+		limit := r.limit
+		if !strings.HasPrefix(r.Header().Get("Content-Type"), "application/json") {
+			// Images, audio and other blobs are kept only when small:
+			// each request in flight holds its copy until it ends.
+			limit = min(limit, maxBlobEntryBytes)
+		}
+		if r.buf.Len()+len(p) > limit {
 			r.over = true
 			r.buf = bytes.Buffer{}
 		} else {
