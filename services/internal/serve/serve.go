@@ -74,6 +74,11 @@ type Config struct {
 	// row when it starts, so a row older than the longest stream is no
 	// live stream's.
 	AbandonedBlobAge time.Duration
+	// CreateRequestTTL is how long a CreateExperiment request ID is
+	// remembered (writer.Config.CreateRequestTTL);
+	// writer.DefaultCreateRequestTTL if zero. The sweep removes the
+	// records once expired.
+	CreateRequestTTL time.Duration
 	// ShutdownTimeout bounds the graceful stop;
 	// lifecycle.DefaultDrainTimeout if zero.
 	ShutdownTimeout time.Duration
@@ -189,7 +194,8 @@ func (s *Server) build(grpcAddr string) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	w, err := writer.New(s.st, s.blobs, s.auth, enf, writer.Config{
-		PublicOrigin: s.origin, EnableTestRPCs: s.cfg.EnableTestRPCs, Now: s.cfg.Now, Logger: s.logger,
+		PublicOrigin: s.origin, EnableTestRPCs: s.cfg.EnableTestRPCs, CreateRequestTTL: s.cfg.CreateRequestTTL,
+		Now: s.cfg.Now, Logger: s.logger,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -299,8 +305,8 @@ func (s *Server) Serve(ctx context.Context) error {
 	return s.life.Run(ctx)
 }
 
-// sweepLoop purges deleted experiments and removes abandoned blobs in the
-// background.
+// sweepLoop purges deleted experiments and removes abandoned blobs and
+// expired create request records in the background.
 func (s *Server) sweepLoop(ctx context.Context) {
 	t := time.NewTicker(s.cfg.SweepInterval)
 	defer t.Stop()
@@ -318,6 +324,8 @@ func (s *Server) sweepLoop(ctx context.Context) {
 			n, err = s.writer.SweepAbandonedBlobs(ctx, time.Now().Add(-s.cfg.AbandonedBlobAge), 100)
 			s.logSweep(ctx, "removed abandoned unfinished blobs", n, err)
 		}
+		n, err = s.writer.SweepCreateRequests(ctx, 1000)
+		s.logSweep(ctx, "removed expired create requests", n, err)
 	}
 }
 

@@ -445,6 +445,19 @@ type Writer interface {
 	// Owner an existing user and Visibility valid. ErrAlreadyExists if the
 	// ID is taken.
 	CreateExperiment(ctx context.Context, e Experiment) error
+	// CreateExperimentOnce is CreateExperiment made safe to retry when
+	// the answer is lost: req names the attempt, and the store records,
+	// in the same transaction as the experiment, which experiment that
+	// request of e.Owner created, until req.Expire. It returns the ID of
+	// the experiment the request created: e.ID if this call created it,
+	// or, if a record of (e.Owner, req.ID) is live at req.Now, the ID
+	// recorded there, creating nothing (that experiment may have been
+	// deleted since). An expired record is replaced. req must be valid
+	// (CreateRequest.Validate).
+	CreateExperimentOnce(ctx context.Context, e Experiment, req CreateRequest) (string, error)
+	// CreatedBy returns the ID of the experiment user's request requestID
+	// created, if its record is live at now; ErrNotFound otherwise.
+	CreatedBy(ctx context.Context, userID, requestID string, now time.Time) (string, error)
 	// UpdateExperiment applies u and returns the result.
 	UpdateExperiment(ctx context.Context, eid string, u ExperimentUpdate) (Experiment, error)
 	// DeleteExperiment makes the experiment and all its data unreadable at
@@ -527,6 +540,11 @@ type Sweeper interface {
 	// whether it did: a row written since (a stream resumed the upload) or
 	// finished stays. A missing row or experiment is not an error.
 	DeleteAbandonedBlob(ctx context.Context, eid string, ref BlobRef, before time.Time) (bool, error)
+
+	// DeleteExpiredCreateRequests removes up to limit records of
+	// CreateExperimentOnce that expired at or before now and returns how
+	// many it removed. The experiments stay.
+	DeleteExpiredCreateRequests(ctx context.Context, now time.Time, limit int) (int, error)
 }
 
 // Store is everything a backend implements: what the write service, the
@@ -549,6 +567,18 @@ func NewExperimentID() string { return experimentid.New() }
 func ValidateExperimentID(id string) error {
 	if !experimentid.Valid(id) {
 		return fmt.Errorf("experiment id %q: want %d base64url characters: %w", id, experimentid.Len, ErrInvalidArgument)
+	}
+	return nil
+}
+
+// ValidateNewExperiment reports, wrapping ErrInvalidArgument, what makes e
+// impossible to create whatever is stored: an invalid ID or visibility.
+func ValidateNewExperiment(e Experiment) error {
+	if err := ValidateExperimentID(e.ID); err != nil {
+		return err
+	}
+	if !e.Visibility.Valid() {
+		return fmt.Errorf("visibility %q: %w", e.Visibility, ErrInvalidArgument)
 	}
 	return nil
 }

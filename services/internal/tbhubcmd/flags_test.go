@@ -35,6 +35,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 	markdownFlags := []string{"markdown-cache-bytes", "markdown-max-input-bytes", "markdown-max-renders", "markdown-render-timeout"}
 	graphFlags := []string{"graph-cache-bytes", "graph-max-answer-bytes", "graph-max-conversions", "graph-max-depth", "graph-max-name-bytes"}
 	credentialFlags := []string{"bad-credentials-burst", "bad-credentials-per-second", "forwarding-secret", "trusted-proxy-hops"}
+	instanceFlags := []string{"create-request-ttl"}
 	binaries := []struct {
 		name  string
 		flags func(fs *flag.FlagSet)
@@ -45,13 +46,13 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 			"max-blob-bytes", "max-blob-bytes-per-user", "max-experiments-per-user", "max-points-per-user", "max-tokens-per-user",
 			"oidc-client-ids", "oidc-device-client-id", "oidc-device-client-secret", "oidc-issuer",
 			"oidc-web-client-id", "oidc-web-client-secret", "public-origin", "requests-per-second", "samples_per_plugin", "store",
-		}, telemetryFlags, httpLimitFlags, blobStreamFlags, markdownFlags, graphFlags, credentialFlags)},
+		}, telemetryFlags, httpLimitFlags, blobStreamFlags, markdownFlags, graphFlags, credentialFlags, instanceFlags)},
 		{"write-service", func(fs *flag.FlagSet) { newServeFlags(fs, writeServiceCommand) }, slices.Concat([]string{
 			"addr", "api-endpoint", "blobs", "data", "enable-test-rpcs", "grpc-addr",
 			"max-blob-bytes", "max-blob-bytes-per-user", "max-experiments-per-user", "max-points-per-user", "max-tokens-per-user",
 			"oidc-client-ids", "oidc-device-client-id", "oidc-device-client-secret", "oidc-issuer",
 			"oidc-web-client-id", "oidc-web-client-secret", "public-origin", "requests-per-second", "store",
-		}, telemetryFlags, httpLimitFlags, blobStreamFlags, credentialFlags)},
+		}, telemetryFlags, httpLimitFlags, blobStreamFlags, credentialFlags, instanceFlags)},
 		{"tbhub token create", func(fs *flag.FlagSet) { storageFlags(fs); tokenFlags(fs) }, []string{"blobs", "data", "name", "store", "user"}},
 		{"tbhub migrate", func(fs *flag.FlagSet) { storageFlags(fs) }, []string{"blobs", "data", "store"}},
 		{"read-service", func(fs *flag.FlagSet) { readservice.NewFlags(fs) }, slices.Concat([]string{

@@ -38,6 +38,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store/instrumented"
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
+	"github.com/tbhub/tbhub/services/internal/writer"
 	"github.com/tbhub/tbhub/services/serverkit/clientaddr"
 	"github.com/tbhub/tbhub/services/serverkit/config"
 	"github.com/tbhub/tbhub/services/serverkit/lifecycle"
@@ -229,6 +230,7 @@ type serveFlags struct {
 	webClient, webSecret             *string
 	testRPCs                         *bool
 	abandonedBlobAge                 *time.Duration
+	createRequestTTL                 *time.Duration
 	lim                              limits.Limits
 	hops                             clientaddr.Hops
 	forwardingSecret                 string
@@ -270,6 +272,8 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 	fs.DurationVar(&f.lim.BlobStreamTimeout, "blob-stream-timeout", f.lim.BlobStreamTimeout, "longest a WriteBlob stream may last (what arrived is kept)")
 	f.abandonedBlobAge = fs.Duration("abandoned-blob-age", serve.DefaultAbandonedBlobAge,
 		"an unfinished blob not written for this long is removed and its bytes leave the owner's quota; at least twice --blob-stream-timeout (negative: never)")
+	f.createRequestTTL = fs.Duration("create-request-ttl", writer.DefaultCreateRequestTTL,
+		"how long a CreateExperiment request ID is remembered: a retry within it answers the same experiment")
 	f.lim.BadCredentials.RegisterFlags(fs)
 	f.hops.RegisterFlag(fs)
 	clientaddr.SecretFlag(fs, &f.forwardingSecret)
@@ -321,7 +325,7 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 	st := instrumented.Wrap(b.Store, tel, metrics)
 	cfg := serve.Config{HTTPAddr: *addr, GRPCAddr: *grpcAddr, PublicOrigin: *origin, APIEndpoint: *endpoint,
 		EnableTestRPCs: *testRPCs, Limits: lim, TrustedProxyHops: f.hops, ForwardingSecret: f.forwardingSecret, HTTP: f.http, Logger: logger, Metrics: metrics, Telemetry: tel,
-		AbandonedBlobAge: *f.abandonedBlobAge}
+		AbandonedBlobAge: *f.abandonedBlobAge, CreateRequestTTL: *f.createRequestTTL}
 	if *clientIDs != "" {
 		cfg.OIDC = auth.OIDCConfig{Issuer: *issuer, ClientIDs: strings.Split(*clientIDs, ",")}
 		for _, c := range []string{*deviceClient, *webClient} {

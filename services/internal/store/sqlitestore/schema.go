@@ -220,6 +220,22 @@ UPDATE api_tokens SET scopes = 7 WHERE scopes = 3;
 -- which for an OIDC user is their email.
 ALTER TABLE users ADD COLUMN display_name TEXT;
 `,
+	// Version 10: which experiment a client's create request made.
+	`
+-- A row per (user, request id) of store.Writer.CreateExperimentOnce,
+-- written in the transaction that creates the experiment, so a retried
+-- create whose answer was lost finds the experiment instead of making a
+-- second one. Until expire_time (Unix nanoseconds); expired rows are
+-- ignored, replaced, and removed by the sweeper through the index.
+CREATE TABLE create_requests (
+	user_id TEXT NOT NULL,
+	request_id TEXT NOT NULL,
+	experiment_id TEXT NOT NULL,
+	expire_time INTEGER NOT NULL,
+	PRIMARY KEY (user_id, request_id)
+);
+CREATE INDEX create_requests_by_expiry ON create_requests (expire_time);
+`,
 }
 
 // dataMigrations are Go steps that run, in the same transaction, after the
