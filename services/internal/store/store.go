@@ -545,6 +545,19 @@ type Sweeper interface {
 	// CreateExperimentOnce that expired at or before now and returns how
 	// many it removed. The experiments stay.
 	DeleteExpiredCreateRequests(ctx context.Context, now time.Time, limit int) (int, error)
+
+	// TakeLease makes holder the holder of the lease called name until
+	// now+ttl (ttl > 0, else ErrInvalidArgument), if at now the lease is
+	// free: never taken, expired (its expire time is not after now), or
+	// held by holder already (a renewal). It reports whether holder holds
+	// the lease. The read and the write are one transaction, so of
+	// holders racing for a free lease exactly one gets it. Leases keep
+	// background work to one server instance at a time; the instances'
+	// clocks must agree to well within ttl.
+	TakeLease(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error)
+	// ReleaseLease frees the lease called name if holder holds it, so
+	// another holder can take it at once; otherwise it does nothing.
+	ReleaseLease(ctx context.Context, name, holder string) error
 }
 
 // Store is everything a backend implements: what the write service, the
@@ -579,6 +592,18 @@ func ValidateNewExperiment(e Experiment) error {
 	}
 	if !e.Visibility.Valid() {
 		return fmt.Errorf("visibility %q: %w", e.Visibility, ErrInvalidArgument)
+	}
+	return nil
+}
+
+// ValidateLease reports, wrapping ErrInvalidArgument, an empty lease name
+// or holder or a ttl that is not positive: what TakeLease checks first.
+func ValidateLease(name, holder string, ttl time.Duration) error {
+	if name == "" || holder == "" {
+		return fmt.Errorf("lease %q held by %q: want both non-empty: %w", name, holder, ErrInvalidArgument)
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("lease %q for %v: want a positive duration: %w", name, ttl, ErrInvalidArgument)
 	}
 	return nil
 }

@@ -221,6 +221,14 @@ func (s *Store) DeleteExpiredCreateRequests(ctx context.Context, now time.Time, 
 	})
 }
 
+func (s *Store) TakeLease(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error) {
+	return value(s, ctx, "TakeLease", func(ctx context.Context) (bool, error) { return s.st.TakeLease(ctx, name, holder, now, ttl) })
+}
+
+func (s *Store) ReleaseLease(ctx context.Context, name, holder string) error {
+	return s.call(ctx, "ReleaseLease", func(ctx context.Context) error { return s.st.ReleaseLease(ctx, name, holder) })
+}
+
 func (s *Store) GetOrCreateOIDCUser(ctx context.Context, issuer, subject, email, newUserID string) (store.User, error) {
 	return value(s, ctx, "GetOrCreateOIDCUser", func(ctx context.Context) (store.User, error) {
 		return s.st.GetOrCreateOIDCUser(ctx, issuer, subject, email, newUserID)

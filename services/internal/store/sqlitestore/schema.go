@@ -236,6 +236,18 @@ CREATE TABLE create_requests (
 );
 CREATE INDEX create_requests_by_expiry ON create_requests (expire_time);
 `,
+	// Version 11: leases on background work.
+	`
+-- A lease keeps one piece of background work (the purge of deleted
+-- experiments, the sweep of abandoned blobs, ...) to one server process at
+-- a time: holder, a process's random ID, holds it until expire_time (Unix
+-- nanoseconds) and renews it while it works (store.Sweeper.TakeLease).
+CREATE TABLE leases (
+	name TEXT PRIMARY KEY,
+	holder TEXT NOT NULL,
+	expire_time INTEGER NOT NULL
+);
+`,
 }
 
 // dataMigrations are Go steps that run, in the same transaction, after the
