@@ -35,7 +35,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 	markdownFlags := []string{"markdown-cache-bytes", "markdown-max-input-bytes", "markdown-max-renders", "markdown-render-timeout"}
 	graphFlags := []string{"graph-cache-bytes", "graph-max-answer-bytes", "graph-max-conversions", "graph-max-depth", "graph-max-name-bytes"}
 	credentialFlags := []string{"bad-credentials-burst", "bad-credentials-per-second", "forwarding-secret", "trusted-proxy-hops"}
-	instanceFlags := []string{"create-request-ttl"}
+	instanceFlags := []string{"create-request-ttl", "sweep-lease-ttl"}
 	binaries := []struct {
 		name  string
 		flags func(fs *flag.FlagSet)

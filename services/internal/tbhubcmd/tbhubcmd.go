@@ -231,6 +231,7 @@ type serveFlags struct {
 	testRPCs                         *bool
 	abandonedBlobAge                 *time.Duration
 	createRequestTTL                 *time.Duration
+	sweepLeaseTTL                    *time.Duration
 	lim                              limits.Limits
 	hops                             clientaddr.Hops
 	forwardingSecret                 string
@@ -274,6 +275,8 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 		"an unfinished blob not written for this long is removed and its bytes leave the owner's quota; at least twice --blob-stream-timeout (negative: never)")
 	f.createRequestTTL = fs.Duration("create-request-ttl", writer.DefaultCreateRequestTTL,
 		"how long a CreateExperiment request ID is remembered: a retry within it answers the same experiment")
+	f.sweepLeaseTTL = fs.Duration("sweep-lease-ttl", serve.DefaultSweepLeaseTTL,
+		"one process at a time runs each background sweep, under a lease it renews every minute; a process that stops without releasing it hands the sweep over after this long (more than a minute)")
 	f.lim.BadCredentials.RegisterFlags(fs)
 	f.hops.RegisterFlag(fs)
 	clientaddr.SecretFlag(fs, &f.forwardingSecret)
@@ -325,7 +328,7 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 	st := instrumented.Wrap(b.Store, tel, metrics)
 	cfg := serve.Config{HTTPAddr: *addr, GRPCAddr: *grpcAddr, PublicOrigin: *origin, APIEndpoint: *endpoint,
 		EnableTestRPCs: *testRPCs, Limits: lim, TrustedProxyHops: f.hops, ForwardingSecret: f.forwardingSecret, HTTP: f.http, Logger: logger, Metrics: metrics, Telemetry: tel,
-		AbandonedBlobAge: *f.abandonedBlobAge, CreateRequestTTL: *f.createRequestTTL}
+		AbandonedBlobAge: *f.abandonedBlobAge, CreateRequestTTL: *f.createRequestTTL, SweepLeaseTTL: *f.sweepLeaseTTL}
 	if *clientIDs != "" {
 		cfg.OIDC = auth.OIDCConfig{Issuer: *issuer, ClientIDs: strings.Split(*clientIDs, ",")}
 		for _, c := range []string{*deviceClient, *webClient} {
