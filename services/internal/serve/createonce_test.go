@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -83,5 +84,32 @@ func TestCreateExperimentRetriedAfterLostAnswer(t *testing.T) {
 	bad := writehint.WithRequestID(as(t.Context(), bearer(h.idToken(t, "carol-sub", "carol@example.com", false))), "not an id")
 	if _, err := h.writer.CreateExperiment(bad, req); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("create with a request ID holding spaces: %v; want InvalidArgument", err)
+	}
+}
+
+// A request ID is remembered for --create-request-ttl by the server's
+// clock: a retry within it answers the same experiment, a create with the
+// ID after it makes a new one.
+func TestCreateRequestIDExpires(t *testing.T) {
+	st, blobs := embedded(t)
+	var skew atomic.Int64
+	h := newHarness(t, st, blobs, func(c *serve.Config) {
+		c.CreateRequestTTL = time.Minute
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	})
+	ctx := writehint.WithRequestID(as(t.Context(), bearer(h.idToken(t, "dana-sub", "dana@example.com", false))), "req-ttl")
+	req := &servicepb.CreateExperimentRequest{Name: "n"}
+	first, err := h.writer.CreateExperiment(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skew.Store(int64(30 * time.Second))
+	if again, err := h.writer.CreateExperiment(ctx, req); err != nil || again.GetExperimentId() != first.GetExperimentId() {
+		t.Errorf("retry within the TTL: %v, %v; want %q", again.GetExperimentId(), err, first.GetExperimentId())
+	}
+	skew.Store(int64(2 * time.Minute))
+	later, err := h.writer.CreateExperiment(ctx, req)
+	if err != nil || later.GetExperimentId() == first.GetExperimentId() {
+		t.Errorf("create after the TTL: %v, %v; want a new experiment", later.GetExperimentId(), err)
 	}
 }
