@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/tbhub/tbhub/services/internal/auth"
+	"github.com/tbhub/tbhub/services/internal/background"
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/diskspace"
 	"github.com/tbhub/tbhub/services/internal/export"
@@ -68,6 +69,13 @@ type Config struct {
 	// SweepInterval is how often deleted experiments are purged and
 	// abandoned blobs removed; one minute if zero, never if negative.
 	SweepInterval time.Duration
+	// SweepLeaseTTL is how long a process holds the lease of one of those
+	// jobs without renewing it (package background): however many
+	// processes share the store, one at a time does each job, renewing
+	// its lease every SweepInterval; one that stops without releasing its
+	// leases hands its jobs over after this long. DefaultSweepLeaseTTL if
+	// zero; longer than SweepInterval.
+	SweepLeaseTTL time.Duration
 	// AbandonedBlobAge is how long an unfinished blob's row must have gone
 	// unwritten before the sweep removes the blob (an upload whose client
 	// is gone); DefaultAbandonedBlobAge if zero, never if negative. At
@@ -75,6 +83,11 @@ type Config struct {
 	// row when it starts, so a row older than the longest stream is no
 	// live stream's.
 	AbandonedBlobAge time.Duration
+	// CreateRequestTTL is how long a CreateExperiment request ID is
+	// remembered (writer.Config.CreateRequestTTL);
+	// writer.DefaultCreateRequestTTL if zero. The sweep removes the
+	// records once expired.
+	CreateRequestTTL time.Duration
 	// ShutdownTimeout bounds the graceful stop;
 	// lifecycle.DefaultDrainTimeout if zero.
 	ShutdownTimeout time.Duration
@@ -89,6 +102,11 @@ type Config struct {
 	// answers 503 (package diskspace).
 	DiskSpace *diskspace.Monitor
 }
+
+// DefaultSweepLeaseTTL is Config.SweepLeaseTTL's default: five sweep
+// intervals, so a holder's renewal may fail or come late a few times
+// before another process takes over.
+const DefaultSweepLeaseTTL = 5 * time.Minute
 
 // DefaultAbandonedBlobAge is Config.AbandonedBlobAge's default: a day, far
 // beyond a stream's idle (1 min) and total (15 min) timeouts, and time
@@ -118,6 +136,7 @@ type Server struct {
 	endpoint string
 	logger   *slog.Logger
 	internal *clientaddr.Internal
+	sweeper  *background.Runner
 }
 
 // New binds the listeners (so port 0 works and the URLs are known) and
@@ -131,6 +150,9 @@ func New(st store.Store, blobs blob.Store, cfg Config) (*Server, error) {
 	}
 	if cfg.AbandonedBlobAge == 0 {
 		cfg.AbandonedBlobAge = DefaultAbandonedBlobAge
+	}
+	if cfg.SweepLeaseTTL == 0 {
+		cfg.SweepLeaseTTL = DefaultSweepLeaseTTL
 	}
 	if cfg.Telemetry == nil {
 		cfg.Telemetry = telemetry.Off()
@@ -200,12 +222,16 @@ func (s *Server) build(grpcAddr string) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	w, err := writer.New(s.st, s.blobs, s.auth, enf, writer.Config{
-		PublicOrigin: s.origin, EnableTestRPCs: s.cfg.EnableTestRPCs, Now: s.cfg.Now, Logger: s.logger,
+		PublicOrigin: s.origin, EnableTestRPCs: s.cfg.EnableTestRPCs, CreateRequestTTL: s.cfg.CreateRequestTTL,
+		Now: s.cfg.Now, Logger: s.logger,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	s.writer = w
+	if s.sweeper, err = s.newSweeper(); err != nil {
+		return err
+	}
 	guard := tenancy.NewGuard(s.auth, s.st, s.logger)
 	if s.internal, err = clientaddr.SharedInternal(s.cfg.ForwardingSecret); err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -303,39 +329,41 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.life.HTTP(s.httpLis, handler)
 	sweepCtx, stopSweep := context.WithCancel(ctx)
-	defer stopSweep()
-	if s.cfg.SweepInterval > 0 {
-		go s.sweepLoop(sweepCtx)
-	}
+	sweepDone := make(chan struct{})
+	defer func() { stopSweep(); <-sweepDone }() // the loop releases its leases
+	go func() {
+		defer close(sweepDone)
+		if s.cfg.SweepInterval > 0 {
+			s.sweeper.Loop(sweepCtx, s.cfg.SweepInterval)
+		}
+	}()
 	return s.life.Run(ctx)
 }
 
-// sweepLoop purges deleted experiments and removes abandoned blobs in the
-// background.
-func (s *Server) sweepLoop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.SweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		n, err := s.writer.Purge(ctx, 10)
-		s.logSweep(ctx, "swept deleted experiments", n, err)
-		if s.cfg.AbandonedBlobAge > 0 {
-			// The store's write times are the real clock's (Spanner's commit
-			// timestamps), not Config.Now.
-			n, err = s.writer.SweepAbandonedBlobs(ctx, time.Now().Add(-s.cfg.AbandonedBlobAge), 100)
-			s.logSweep(ctx, "removed abandoned unfinished blobs", n, err)
-		}
+// newSweeper returns the background jobs: the purge of deleted
+// experiments and the removal of abandoned blobs and expired create
+// request records, each done by one process at a time under its lease.
+func (s *Server) newSweeper() (*background.Runner, error) {
+	if s.cfg.SweepInterval > 0 && s.cfg.SweepLeaseTTL <= s.cfg.SweepInterval {
+		return nil, fmt.Errorf("serve: the sweep lease TTL %v is not longer than the sweep interval %v: the lease would lapse between renewals", s.cfg.SweepLeaseTTL, s.cfg.SweepInterval)
 	}
-}
-
-func (s *Server) logSweep(ctx context.Context, what string, n int, err error) {
-	if err != nil && ctx.Err() == nil {
-		s.logger.WarnContext(ctx, "sweep failed", "sweep", what, "error", err.Error())
-	} else if n > 0 {
-		s.logger.InfoContext(ctx, what, "count", n)
+	jobs := []background.Job{{Name: "purge-deleted-experiments", Run: func(ctx context.Context) (int, error) {
+		return s.writer.Purge(ctx, 10)
+	}}}
+	if s.cfg.AbandonedBlobAge > 0 {
+		jobs = append(jobs, background.Job{Name: "remove-abandoned-blobs", Run: func(ctx context.Context) (int, error) {
+			// The store's write times are the real clock's (Spanner's
+			// commit timestamps), not Config.Now.
+			return s.writer.SweepAbandonedBlobs(ctx, time.Now().Add(-s.cfg.AbandonedBlobAge), 100)
+		}})
 	}
+	jobs = append(jobs, background.Job{Name: "remove-expired-create-requests", Run: func(ctx context.Context) (int, error) {
+		return s.writer.SweepCreateRequests(ctx, 1000)
+	}})
+	r, err := background.New(s.st, background.Config{Holder: background.NewHolder(), LeaseTTL: s.cfg.SweepLeaseTTL,
+		Now: s.cfg.Now, Logger: s.logger}, jobs...)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	return r, nil
 }

@@ -449,6 +449,19 @@ type Writer interface {
 	// Owner an existing user and Visibility valid. ErrAlreadyExists if the
 	// ID is taken.
 	CreateExperiment(ctx context.Context, e Experiment) error
+	// CreateExperimentOnce is CreateExperiment made safe to retry when
+	// the answer is lost: req names the attempt, and the store records,
+	// in the same transaction as the experiment, which experiment that
+	// request of e.Owner created, until req.Expire. It returns the ID of
+	// the experiment the request created: e.ID if this call created it,
+	// or, if a record of (e.Owner, req.ID) is live at req.Now, the ID
+	// recorded there, creating nothing (that experiment may have been
+	// deleted since). An expired record is replaced. req must be valid
+	// (CreateRequest.Validate).
+	CreateExperimentOnce(ctx context.Context, e Experiment, req CreateRequest) (string, error)
+	// CreatedBy returns the ID of the experiment user's request requestID
+	// created, if its record is live at now; ErrNotFound otherwise.
+	CreatedBy(ctx context.Context, userID, requestID string, now time.Time) (string, error)
 	// UpdateExperiment applies u and returns the result.
 	UpdateExperiment(ctx context.Context, eid string, u ExperimentUpdate) (Experiment, error)
 	// DeleteExperiment makes the experiment and all its data unreadable at
@@ -531,6 +544,24 @@ type Sweeper interface {
 	// whether it did: a row written since (a stream resumed the upload) or
 	// finished stays. A missing row or experiment is not an error.
 	DeleteAbandonedBlob(ctx context.Context, eid string, ref BlobRef, before time.Time) (bool, error)
+
+	// DeleteExpiredCreateRequests removes up to limit records of
+	// CreateExperimentOnce that expired at or before now and returns how
+	// many it removed. The experiments stay.
+	DeleteExpiredCreateRequests(ctx context.Context, now time.Time, limit int) (int, error)
+
+	// TakeLease makes holder the holder of the lease called name until
+	// now+ttl (ttl > 0, else ErrInvalidArgument), if at now the lease is
+	// free: never taken, expired (its expire time is not after now), or
+	// held by holder already (a renewal). It reports whether holder holds
+	// the lease. The read and the write are one transaction, so of
+	// holders racing for a free lease exactly one gets it. Leases keep
+	// background work to one server instance at a time; the instances'
+	// clocks must agree to well within ttl.
+	TakeLease(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error)
+	// ReleaseLease frees the lease called name if holder holds it, so
+	// another holder can take it at once; otherwise it does nothing.
+	ReleaseLease(ctx context.Context, name, holder string) error
 }
 
 // Store is everything a backend implements: what the write service, the
@@ -553,6 +584,30 @@ func NewExperimentID() string { return experimentid.New() }
 func ValidateExperimentID(id string) error {
 	if !experimentid.Valid(id) {
 		return fmt.Errorf("experiment id %q: want %d base64url characters: %w", id, experimentid.Len, ErrInvalidArgument)
+	}
+	return nil
+}
+
+// ValidateNewExperiment reports, wrapping ErrInvalidArgument, what makes e
+// impossible to create whatever is stored: an invalid ID or visibility.
+func ValidateNewExperiment(e Experiment) error {
+	if err := ValidateExperimentID(e.ID); err != nil {
+		return err
+	}
+	if !e.Visibility.Valid() {
+		return fmt.Errorf("visibility %q: %w", e.Visibility, ErrInvalidArgument)
+	}
+	return nil
+}
+
+// ValidateLease reports, wrapping ErrInvalidArgument, an empty lease name
+// or holder or a ttl that is not positive: what TakeLease checks first.
+func ValidateLease(name, holder string, ttl time.Duration) error {
+	if name == "" || holder == "" {
+		return fmt.Errorf("lease %q held by %q: want both non-empty: %w", name, holder, ErrInvalidArgument)
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("lease %q for %v: want a positive duration: %w", name, ttl, ErrInvalidArgument)
 	}
 	return nil
 }

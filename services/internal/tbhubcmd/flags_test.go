@@ -36,6 +36,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 	graphFlags := []string{"graph-cache-bytes", "graph-max-answer-bytes", "graph-max-conversions", "graph-max-depth", "graph-max-name-bytes"}
 	credentialFlags := []string{"bad-credentials-burst", "bad-credentials-per-second", "forwarding-secret", "trusted-proxy-hops"}
 	diskFlags := []string{"min-free-disk-bytes", "min-free-disk-percent"}
+	instanceFlags := []string{"create-request-ttl", "sweep-lease-ttl"}
 	binaries := []struct {
 		name  string
 		flags func(fs *flag.FlagSet)
@@ -46,13 +47,13 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 			"max-blob-bytes", "max-blob-bytes-per-user", "max-experiments-per-user", "max-points-per-user", "max-tokens-per-user",
 			"oidc-client-ids", "oidc-device-client-id", "oidc-device-client-secret", "oidc-issuer",
 			"oidc-web-client-id", "oidc-web-client-secret", "public-origin", "requests-per-second", "samples_per_plugin", "store",
-		}, telemetryFlags, httpLimitFlags, blobStreamFlags, markdownFlags, graphFlags, credentialFlags, diskFlags)},
+		}, telemetryFlags, httpLimitFlags, blobStreamFlags, markdownFlags, graphFlags, credentialFlags, diskFlags, instanceFlags)},
 		{"write-service", func(fs *flag.FlagSet) { newServeFlags(fs, writeServiceCommand) }, slices.Concat([]string{
 			"addr", "api-endpoint", "blobs", "data", "enable-test-rpcs", "grpc-addr",
 			"max-blob-bytes", "max-blob-bytes-per-user", "max-experiments-per-user", "max-points-per-user", "max-tokens-per-user",
 			"oidc-client-ids", "oidc-device-client-id", "oidc-device-client-secret", "oidc-issuer",
 			"oidc-web-client-id", "oidc-web-client-secret", "public-origin", "requests-per-second", "store",
-		}, telemetryFlags, httpLimitFlags, blobStreamFlags, credentialFlags, diskFlags)},
+		}, telemetryFlags, httpLimitFlags, blobStreamFlags, credentialFlags, diskFlags, instanceFlags)},
 		{"tbhub token create", func(fs *flag.FlagSet) { storageFlags(fs); tokenFlags(fs) }, []string{"blobs", "data", "name", "store", "user"}},
 		{"tbhub migrate", func(fs *flag.FlagSet) { storageFlags(fs) }, []string{"blobs", "data", "store"}},
 		{"read-service", func(fs *flag.FlagSet) { readservice.NewFlags(fs) }, slices.Concat([]string{

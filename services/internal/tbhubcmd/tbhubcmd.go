@@ -39,6 +39,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store/instrumented"
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
+	"github.com/tbhub/tbhub/services/internal/writer"
 	"github.com/tbhub/tbhub/services/serverkit/clientaddr"
 	"github.com/tbhub/tbhub/services/serverkit/config"
 	"github.com/tbhub/tbhub/services/serverkit/lifecycle"
@@ -231,6 +232,8 @@ type serveFlags struct {
 	testRPCs                         *bool
 	abandonedBlobAge                 *time.Duration
 	reserve                          diskspace.Reserve
+	createRequestTTL                 *time.Duration
+	sweepLeaseTTL                    *time.Duration
 	lim                              limits.Limits
 	hops                             clientaddr.Hops
 	forwardingSecret                 string
@@ -274,6 +277,10 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 		"an unfinished blob not written for this long is removed and its bytes leave the owner's quota; at least twice --blob-stream-timeout (negative: never)")
 	f.reserve = diskspace.DefaultReserve()
 	f.reserve.RegisterFlags(fs)
+	f.createRequestTTL = fs.Duration("create-request-ttl", writer.DefaultCreateRequestTTL,
+		"how long a CreateExperiment request ID is remembered: a retry within it answers the same experiment")
+	f.sweepLeaseTTL = fs.Duration("sweep-lease-ttl", serve.DefaultSweepLeaseTTL,
+		"one process at a time runs each background sweep, under a lease it renews every minute; a process that stops without releasing it hands the sweep over after this long (more than a minute)")
 	f.lim.BadCredentials.RegisterFlags(fs)
 	f.hops.RegisterFlag(fs)
 	clientaddr.SecretFlag(fs, &f.forwardingSecret)
@@ -329,7 +336,7 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 	st := instrumented.Wrap(b.Store, tel, metrics)
 	cfg := serve.Config{HTTPAddr: *addr, GRPCAddr: *grpcAddr, PublicOrigin: *origin, APIEndpoint: *endpoint,
 		EnableTestRPCs: *testRPCs, Limits: lim, TrustedProxyHops: f.hops, ForwardingSecret: f.forwardingSecret, HTTP: f.http, Logger: logger, Metrics: metrics, Telemetry: tel,
-		AbandonedBlobAge: *f.abandonedBlobAge}
+		AbandonedBlobAge: *f.abandonedBlobAge, CreateRequestTTL: *f.createRequestTTL, SweepLeaseTTL: *f.sweepLeaseTTL}
 	if spec.Store == "" && !f.reserve.Off() { // the embedded store's disk
 		if cfg.DiskSpace, err = diskspace.NewMonitor(spec.DataDir, f.reserve, diskspace.Options{Logger: logger}); err != nil {
 			return err

@@ -2,12 +2,14 @@ package writer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+	"github.com/tbhub/tbhub/schemas/writehint"
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/rpcerr"
 	"github.com/tbhub/tbhub/services/internal/store"
@@ -40,10 +42,19 @@ func checkDescription(d string) error {
 	return nil
 }
 
+// CreateExperiment creates an experiment owned by the caller. A request
+// carrying a request ID (writehint.RequestIDKey) is idempotent: the store
+// records, with the experiment, which experiment the caller's request made,
+// so a retry of it, on any instance, answers that experiment without
+// creating another or counting against the quota again.
 func (w *writerService) CreateExperiment(ctx context.Context, req *servicepb.CreateExperimentRequest) (*servicepb.CreateExperimentResponse, error) {
 	p, err := tenancy.Caller(ctx)
 	if err != nil {
 		return nil, err
+	}
+	requestID, err := writehint.RequestID(ctx)
+	if err != nil {
+		return nil, rpcerr.New(codes.InvalidArgument, "%v", err)
 	}
 	if err := checkName(req.GetName()); err != nil {
 		return nil, err
@@ -54,18 +65,37 @@ func (w *writerService) CreateExperiment(ctx context.Context, req *servicepb.Cre
 	if err := w.s.limits.Allow(p.UserID); err != nil {
 		return nil, err
 	}
+	now := w.s.now()
+	if requestID != "" {
+		eid, err := w.s.st.CreatedBy(ctx, p.UserID, requestID, now)
+		if err == nil {
+			return w.created(ctx, eid, p.UserID, "experiment create retried")
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+	}
 	if err := w.s.limits.ReserveExperiment(ctx, p.UserID); err != nil {
 		return nil, err
 	}
-	eid := store.NewExperimentID()
-	err = w.s.st.CreateExperiment(ctx, store.Experiment{
-		ID: eid, Name: req.GetName(), Description: req.GetDescription(),
+	e := store.Experiment{
+		ID: store.NewExperimentID(), Name: req.GetName(), Description: req.GetDescription(),
 		Owner: p.UserID, Visibility: w.s.cfg.DefaultVisibility,
-	})
+	}
+	eid := e.ID
+	if requestID == "" {
+		err = w.s.st.CreateExperiment(ctx, e)
+	} else {
+		eid, err = w.s.st.CreateExperimentOnce(ctx, e, store.CreateRequest{ID: requestID, Now: now, Expire: now.Add(w.s.cfg.CreateRequestTTL)})
+	}
 	if err != nil {
 		return nil, err
 	}
-	w.s.logger.InfoContext(ctx, "experiment created", "experiment_id", eid, "user_id", p.UserID)
+	return w.created(ctx, eid, p.UserID, "experiment created")
+}
+
+func (w *writerService) created(ctx context.Context, eid, userID, what string) (*servicepb.CreateExperimentResponse, error) {
+	w.s.logger.InfoContext(ctx, what, "experiment_id", eid, "user_id", userID)
 	return &servicepb.CreateExperimentResponse{ExperimentId: eid, Url: w.s.ExperimentURL(eid)}, nil
 }
 
@@ -192,4 +222,11 @@ func (w *writerService) DeleteOwnUser(ctx context.Context, _ *servicepb.DeleteOw
 		}
 	}
 	return &servicepb.DeleteOwnUserResponse{}, nil
+}
+
+// SweepCreateRequests removes up to limit records of CreateExperiment
+// request IDs that have expired by the server's clock, and returns how
+// many it removed.
+func (s *Server) SweepCreateRequests(ctx context.Context, limit int) (int, error) {
+	return s.st.DeleteExpiredCreateRequests(ctx, s.now(), limit)
 }

@@ -43,10 +43,20 @@ type Config struct {
 	// EnableTestRPCs enables PurgeData and DeleteOwnUser, which are
 	// UNIMPLEMENTED otherwise.
 	EnableTestRPCs bool
+	// CreateRequestTTL is how long a CreateExperiment request ID
+	// (writehint.RequestIDKey) is remembered: a retry within it answers
+	// the experiment the first attempt created. DefaultCreateRequestTTL if
+	// zero.
+	CreateRequestTTL time.Duration
 	// Now is the clock; time.Now if nil.
 	Now    func() time.Time
 	Logger *slog.Logger
 }
+
+// DefaultCreateRequestTTL is Config.CreateRequestTTL's default: a day,
+// far longer than an uploader retries a create (about a minute), and long
+// enough for one killed during its create to be run again.
+const DefaultCreateRequestTTL = 24 * time.Hour
 
 // Server holds what the four services share. Register puts them on a gRPC
 // server.
@@ -72,6 +82,12 @@ func New(st store.Store, blobs blob.Store, a *auth.Authenticator, enf *limits.En
 	}
 	if !cfg.DefaultVisibility.Valid() {
 		return nil, fmt.Errorf("writer.New: default visibility %q", cfg.DefaultVisibility)
+	}
+	if cfg.CreateRequestTTL == 0 {
+		cfg.CreateRequestTTL = DefaultCreateRequestTTL
+	}
+	if cfg.CreateRequestTTL < 0 {
+		return nil, fmt.Errorf("writer.New: create request TTL %v is negative", cfg.CreateRequestTTL)
 	}
 	s := &Server{st: st, blobs: blobs, auth: a, limits: enf, cfg: cfg, now: cfg.Now, logger: cfg.Logger}
 	if s.now == nil {

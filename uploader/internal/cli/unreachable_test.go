@@ -40,6 +40,13 @@ func handshakeAt(t *testing.T, endpoint string) string {
 // upload handshake, and returns the server URL to pass as --server.
 func serveGRPC(t *testing.T, register func(*grpc.Server)) string {
 	t.Helper()
+	return handshakeAt(t, "dns:///"+serveGRPCListener(t, register))
+}
+
+// serveGRPCListener serves the services register adds on a local port and
+// returns its address.
+func serveGRPCListener(t *testing.T, register func(*grpc.Server)) string {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +55,7 @@ func serveGRPC(t *testing.T, register func(*grpc.Server)) string {
 	register(g)
 	go func() { _ = g.Serve(lis) }()
 	t.Cleanup(g.Stop)
-	return handshakeAt(t, "dns:///"+lis.Addr().String())
+	return lis.Addr().String()
 }
 
 // closedAddr is a local address nothing listens at.
@@ -114,7 +121,7 @@ func TestChooseExperimentSaysRetries(t *testing.T) {
 	env := Env{Stdout: io.Discard, Stderr: &errOut, Getenv: func(string) string { return "" }}
 	r := sayRetries(env, client.Retry{Attempts: 3, Base: time.Millisecond, Max: time.Millisecond})
 	_, err = chooseExperiment(context.Background(), env, servicepb.NewTensorBoardWriterServiceClient(conn), experimentsv1.NewExperimentServiceClient(conn),
-		state.New("http://x", "/logdir"), "", "", "", r)
+		state.New("http://x", "/logdir"), func(*state.State) error { return nil }, "", "", "", r)
 	want := "cannot reach the server at " + addr
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("chooseExperiment: %v; want it to say %q", err, want)

@@ -20,6 +20,7 @@ import (
 
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+	"github.com/tbhub/tbhub/schemas/writehint"
 
 	"github.com/tbhub/tbhub/uploader/internal/client"
 	"github.com/tbhub/tbhub/uploader/internal/logdir"
@@ -242,7 +243,7 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	retry := client.DefaultRetry
-	eid, err := chooseExperiment(ctx, env, writer, experiments, st, *experimentID, *name, *description, sayRetries(env, retry))
+	eid, err := chooseExperiment(ctx, env, writer, experiments, st, save, *experimentID, *name, *description, sayRetries(env, retry))
 	if err != nil {
 		return err
 	}
@@ -317,9 +318,13 @@ func sameLogdir(a, b string) bool {
 }
 
 // chooseExperiment continues the experiment named by --experiment or by the state
-// file, or creates one, and leaves its ID in the state.
+// file, or creates one, and leaves its ID in the state. A create carries a
+// request ID that is saved in the state (with save) before the first
+// attempt and kept until the server answers, so a retry whose first answer
+// was lost, or a later tbup after one killed meanwhile, gets the same
+// experiment instead of a second one (package schemas/writehint).
 func chooseExperiment(ctx context.Context, env Env, writer servicepb.TensorBoardWriterServiceClient, experiments experimentsv1.ExperimentServiceClient,
-	st *state.State, requested, name, description string, retry client.Retry) (string, error) {
+	st *state.State, save func(*state.State) error, requested, name, description string, retry client.Retry) (string, error) {
 	eid := requested
 	if eid == "" {
 		eid = st.ExperimentID
@@ -346,8 +351,14 @@ func chooseExperiment(ctx context.Context, env Env, writer servicepb.TensorBoard
 			return "", fmt.Errorf("continuing experiment %s: %s", eid, client.Describe(err))
 		}
 	}
+	if st.CreateRequestID == "" {
+		st.CreateRequestID = writehint.NewRequestID()
+		if err := save(st); err != nil {
+			return "", err
+		}
+	}
 	var resp *servicepb.CreateExperimentResponse
-	err := retry.Do(ctx, func(ctx context.Context) error {
+	err := retry.Do(writehint.WithRequestID(ctx, st.CreateRequestID), func(ctx context.Context) error {
 		var err error
 		resp, err = writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: name, Description: description})
 		return err

@@ -50,6 +50,12 @@ type State struct {
 	Logdir       string          `json:"logdir"`
 	ExperimentID string          `json:"experiment_id"`
 	Runs         map[string]*Run `json:"runs"`
+	// CreateRequestID is the request ID of a CreateExperiment the server
+	// has not acknowledged yet: kept (and saved) from before the first
+	// attempt until the answer, so every retry, by this run of tbup or a
+	// later one, asks for the same experiment (package
+	// schemas/writehint). Empty when no create is pending.
+	CreateRequestID string `json:"create_request_id,omitempty"`
 }
 
 // New returns an empty state for an upload.
@@ -67,9 +73,11 @@ func (s *State) Run(name string) *Run {
 	return r
 }
 
-// Reset forgets all progress, keeping server and logdir.
+// Reset forgets all progress and any pending create, keeping server and
+// logdir.
 func (s *State) Reset(experimentID string) {
 	s.ExperimentID = experimentID
+	s.CreateRequestID = ""
 	s.Runs = map[string]*Run{}
 }
 

@@ -140,6 +140,14 @@ func (s *Store) CreateExperiment(ctx context.Context, e store.Experiment) error 
 	return s.call(ctx, "CreateExperiment", func(ctx context.Context) error { return s.st.CreateExperiment(ctx, e) })
 }
 
+func (s *Store) CreateExperimentOnce(ctx context.Context, e store.Experiment, req store.CreateRequest) (string, error) {
+	return value(s, ctx, "CreateExperimentOnce", func(ctx context.Context) (string, error) { return s.st.CreateExperimentOnce(ctx, e, req) })
+}
+
+func (s *Store) CreatedBy(ctx context.Context, userID, requestID string, now time.Time) (string, error) {
+	return value(s, ctx, "CreatedBy", func(ctx context.Context) (string, error) { return s.st.CreatedBy(ctx, userID, requestID, now) })
+}
+
 func (s *Store) UpdateExperiment(ctx context.Context, eid string, u store.ExperimentUpdate) (store.Experiment, error) {
 	return value(s, ctx, "UpdateExperiment", func(ctx context.Context) (store.Experiment, error) { return s.st.UpdateExperiment(ctx, eid, u) })
 }
@@ -205,6 +213,20 @@ func (s *Store) DeleteAbandonedBlob(ctx context.Context, eid string, ref store.B
 	return value(s, ctx, "DeleteAbandonedBlob", func(ctx context.Context) (bool, error) {
 		return s.st.DeleteAbandonedBlob(ctx, eid, ref, before)
 	})
+}
+
+func (s *Store) DeleteExpiredCreateRequests(ctx context.Context, now time.Time, limit int) (int, error) {
+	return value(s, ctx, "DeleteExpiredCreateRequests", func(ctx context.Context) (int, error) {
+		return s.st.DeleteExpiredCreateRequests(ctx, now, limit)
+	})
+}
+
+func (s *Store) TakeLease(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error) {
+	return value(s, ctx, "TakeLease", func(ctx context.Context) (bool, error) { return s.st.TakeLease(ctx, name, holder, now, ttl) })
+}
+
+func (s *Store) ReleaseLease(ctx context.Context, name, holder string) error {
+	return s.call(ctx, "ReleaseLease", func(ctx context.Context) error { return s.st.ReleaseLease(ctx, name, holder) })
 }
 
 func (s *Store) GetOrCreateOIDCUser(ctx context.Context, issuer, subject, email, newUserID string) (store.User, error) {

@@ -89,24 +89,28 @@ func (s *Store) GetUserByName(ctx context.Context, name string) (store.User, err
 func (s *Store) CreateExperiment(ctx context.Context, e store.Experiment) error {
 	s, release := s.acquire()
 	defer release()
-	if err := store.ValidateExperimentID(e.ID); err != nil {
+	if err := store.ValidateNewExperiment(e); err != nil {
 		return fail("CreateExperiment", err)
 	}
-	if !e.Visibility.Valid() {
-		return fail("CreateExperiment", fmt.Errorf("visibility %q: %w", e.Visibility, store.ErrInvalidArgument))
-	}
 	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
-		if _, err := tx.ReadRow(ctx, "Users", spanner.Key{e.Owner}, []string{"UserId"}); err != nil {
-			if spanner.ErrCode(err) == codes.NotFound {
-				return fmt.Errorf("owner %q: %w", e.Owner, store.ErrNotFound)
-			}
-			return err
-		}
-		return tx.BufferWrite([]*spanner.Mutation{spanner.Insert("Experiments",
-			[]string{"ExperimentId", "Name", "Description", "OwnerId", "Visibility", "State", "CreateTime", "UpdateTime"},
-			[]any{e.ID, e.Name, e.Description, e.Owner, string(e.Visibility), stateLive, spanner.CommitTimestamp, spanner.CommitTimestamp})})
+		return insertExperiment(ctx, tx, e)
 	})
 	return fail("CreateExperiment", err)
+}
+
+// insertExperiment buffers the insert of e, whose ID and visibility are
+// valid, after checking its owner exists; the commit fails with
+// AlreadyExists if the ID is taken.
+func insertExperiment(ctx context.Context, tx *spanner.ReadWriteTransaction, e store.Experiment) error {
+	if _, err := tx.ReadRow(ctx, "Users", spanner.Key{e.Owner}, []string{"UserId"}); err != nil {
+		if spanner.ErrCode(err) == codes.NotFound {
+			return fmt.Errorf("owner %q: %w", e.Owner, store.ErrNotFound)
+		}
+		return err
+	}
+	return tx.BufferWrite([]*spanner.Mutation{spanner.Insert("Experiments",
+		[]string{"ExperimentId", "Name", "Description", "OwnerId", "Visibility", "State", "CreateTime", "UpdateTime"},
+		[]any{e.ID, e.Name, e.Description, e.Owner, string(e.Visibility), stateLive, spanner.CommitTimestamp, spanner.CommitTimestamp})})
 }
 
 // updateTimeSQL is experiment e's update time: the latest write to its

@@ -78,36 +78,36 @@ func nullIfEmpty(s string) any {
 
 // CreateExperiment implements store.Writer.
 func (s *Store) CreateExperiment(ctx context.Context, e store.Experiment) error {
-	if err := store.ValidateExperimentID(e.ID); err != nil {
+	if err := store.ValidateNewExperiment(e); err != nil {
 		return fmt.Errorf("sqlitestore.CreateExperiment: %w", err)
 	}
-	if !e.Visibility.Valid() {
-		return fmt.Errorf("sqlitestore.CreateExperiment: visibility %q: %w", e.Visibility, store.ErrInvalidArgument)
-	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM users WHERE id = ?", e.Owner).Scan(&n); err != nil {
-			return err
-		}
-		if n == 0 {
-			return fmt.Errorf("owner %q: %w", e.Owner, store.ErrNotFound)
-		}
-		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM experiments WHERE id = ?", e.ID).Scan(&n); err != nil {
-			return err
-		}
-		if n > 0 {
-			return fmt.Errorf("experiment %q: %w", e.ID, store.ErrAlreadyExists)
-		}
-		now := nanos(s.now())
-		_, err := tx.ExecContext(ctx, `INSERT INTO experiments
-			(id, name, description, owner, visibility, create_time, update_time) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			e.ID, e.Name, e.Description, e.Owner, string(e.Visibility), now, now)
-		return err
-	})
+	err := s.write(ctx, func(tx *sql.Tx) error { return s.insertExperiment(ctx, tx, e) })
 	if err != nil {
 		return fmt.Errorf("sqlitestore.CreateExperiment: %w", err)
 	}
 	return nil
+}
+
+// insertExperiment adds the row of e, whose ID and visibility are valid.
+func (s *Store) insertExperiment(ctx context.Context, tx *sql.Tx, e store.Experiment) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM users WHERE id = ?", e.Owner).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("owner %q: %w", e.Owner, store.ErrNotFound)
+	}
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM experiments WHERE id = ?", e.ID).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return fmt.Errorf("experiment %q: %w", e.ID, store.ErrAlreadyExists)
+	}
+	now := nanos(s.now())
+	_, err := tx.ExecContext(ctx, `INSERT INTO experiments
+		(id, name, description, owner, visibility, create_time, update_time) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		e.ID, e.Name, e.Description, e.Owner, string(e.Visibility), now, now)
+	return err
 }
 
 // GetExperiment implements store.Reader.

@@ -220,6 +220,34 @@ UPDATE api_tokens SET scopes = 7 WHERE scopes = 3;
 -- which for an OIDC user is their email.
 ALTER TABLE users ADD COLUMN display_name TEXT;
 `,
+	// Version 10: which experiment a client's create request made.
+	`
+-- A row per (user, request id) of store.Writer.CreateExperimentOnce,
+-- written in the transaction that creates the experiment, so a retried
+-- create whose answer was lost finds the experiment instead of making a
+-- second one. Until expire_time (Unix nanoseconds); expired rows are
+-- ignored, replaced, and removed by the sweeper through the index.
+CREATE TABLE create_requests (
+	user_id TEXT NOT NULL,
+	request_id TEXT NOT NULL,
+	experiment_id TEXT NOT NULL,
+	expire_time INTEGER NOT NULL,
+	PRIMARY KEY (user_id, request_id)
+);
+CREATE INDEX create_requests_by_expiry ON create_requests (expire_time);
+`,
+	// Version 11: leases on background work.
+	`
+-- A lease keeps one piece of background work (the purge of deleted
+-- experiments, the sweep of abandoned blobs, ...) to one server process at
+-- a time: holder, a process's random ID, holds it until expire_time (Unix
+-- nanoseconds) and renews it while it works (store.Sweeper.TakeLease).
+CREATE TABLE leases (
+	name TEXT PRIMARY KEY,
+	holder TEXT NOT NULL,
+	expire_time INTEGER NOT NULL
+);
+`,
 }
 
 // dataMigrations are Go steps that run, in the same transaction, after the

@@ -29,6 +29,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	}{
 		{"Users", testUsers},
 		{"Experiments", testExperiments},
+		{"CreateRequests", testCreateRequests},
 		{"ListExperiments", testListExperiments},
 		{"ListPublicExperiments", testListPublicExperiments},
 		{"ReadGrants", testReadGrants},
@@ -54,6 +55,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Delete", testDelete},
 		{"Sweep", testSweep},
 		{"AbandonedBlobs", testAbandonedBlobs},
+		{"Leases", testLeases},
 		{"BigBatches", testBigBatches},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"ReadersDuringWrites", testReadersDuringWrites},
