@@ -11,17 +11,6 @@ type bitWriter struct {
 	free uint8 // bits not yet used in the last byte of b (0 when b is empty)
 }
 
-func (w *bitWriter) writeBit(one bool) {
-	if w.free == 0 {
-		w.b = append(w.b, 0)
-		w.free = 8
-	}
-	w.free--
-	if one {
-		w.b[len(w.b)-1] |= 1 << w.free
-	}
-}
-
 // writeBits writes the low n bits of v (n <= 64).
 func (w *bitWriter) writeBits(v uint64, n uint8) {
 	if n < 64 {
