@@ -20,7 +20,10 @@ import (
 // step order: the step as a varint difference from the previous step (the
 // first step itself), then the wall time's and the value's IEEE-754 bits
 // as 8 bytes little-endian each: 17 B per point and more.
-const v3BlockPoints = 128
+const (
+	v3BlockPoints    = 128
+	v3MinSampleLevel = 4
+)
 
 func appendScalarBlock(dst []byte, points []store.ScalarPoint) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(points)))
@@ -86,7 +89,7 @@ func writeV3Blocks(ctx context.Context, tx *sql.Tx, seriesID int64, points []sto
 	}
 	args := make([]any, 0, 5*maxSampleRows)
 	for _, p := range points {
-		if l := downsample.Level(p.Step); l >= minSampleLevel {
+		if l := downsample.Level(p.Step); l >= v3MinSampleLevel {
 			args = append(args, seriesID, l, p.Step, int64(math.Float64bits(p.WallTime)), int64(math.Float64bits(p.Value)))
 		}
 	}

@@ -19,12 +19,12 @@ import (
 //     NaN payloads, infinities and -0 come back exactly.
 //   - Points hang off series.id, a small integer, instead of repeating
 //     (experiment, run, tag) in every row.
-//   - Scalars, the bulk of all points, live in compressed chunks of up to
-//     512 points (version 10, scalarblock.go, package scalarchunk) plus
-//     chunks of a copy of one point in 16, by sample level, for
-//     downsampling. One row per point (version 1) capped writes near
-//     200,000 points/s; blocks (version 3) took several times that at
-//     34 B per point, chunks about 6.
+//   - Scalars, the bulk of all points, live in compressed chunks of about
+//     4 KB (version 10, scalarblock.go, package scalarchunk) plus chunks of
+//     a copy of one point in 8, by sample level, for downsampling. One row
+//     per point (version 1) capped writes near 200,000 points/s; blocks
+//     (version 3) took several times that at 34 B per point, chunks take
+//     under 8 B.
 //   - Tensor and blob-sequence points are one row each, with a primary key
 //     (series_id, step), which makes writes idempotent upserts and step
 //     ranges index scans, and the point's downsample.Level in
@@ -231,12 +231,13 @@ ALTER TABLE users ADD COLUMN display_name TEXT;
 -- 5 B per point on a typical float32 series, where version 3's blocks took
 -- 17 B and its samples 1 B more), one row per chunk of consecutive points
 -- of one series at one sample level. sample_level -1 holds every point, in
--- chunks of up to 512 points; sample_level L >= 4 a copy of the points
--- whose downsample.Level is exactly L, which downsampling reads from the
--- top level down: the rows of the levels it needs, O(k) points. first_step
--- and last_step bound a chunk's steps; chunks of one series and level
--- never overlap. A rowid table: a chunk is a few KB, too big for a WITHOUT
--- ROWID row.
+-- chunks of about 3,900 bytes (one per 4 KB page) or 1,024 points;
+-- sample_level L >= 3 a copy of the points whose downsample.Level is
+-- exactly L, which downsampling reads from the top level down: the rows of
+-- the levels it needs, O(k) points. first_step and last_step bound a
+-- chunk's steps; chunks of one series and level never overlap. A rowid
+-- table: a chunk is a few KB, too big for a WITHOUT ROWID row, and its
+-- rowid says where in the file it lies (insertChunkSQL).
 CREATE TABLE IF NOT EXISTS scalar_chunks (
 	series_id    INTEGER NOT NULL,
 	sample_level INTEGER NOT NULL,
