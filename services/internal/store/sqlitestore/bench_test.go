@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tbhub/tbhub/services/internal/store"
 )
@@ -47,6 +49,7 @@ func BenchmarkReadScalarsDownsample(b *testing.B) {
 			s := newTestStore(b)
 			eid := fillSeries(b, s, n)
 			q := store.Query{MaxPoints: 1000}
+			defer reportCPU(b, cpuTime())
 			for b.Loop() {
 				s.scalars.wrote(eid)
 				got := 0
@@ -60,6 +63,21 @@ func BenchmarkReadScalarsDownsample(b *testing.B) {
 			}
 		})
 	}
+}
+
+// cpuTime is the process's CPU time, user and system: on a machine shared
+// with other jobs a truer cost than the time elapsed.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per iteration since cpuStart, in ms.
+func reportCPU(b *testing.B, cpuStart time.Duration) {
+	b.ReportMetric(float64((cpuTime()-cpuStart).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 }
 
 // BenchmarkReadScalarsBucketedSQL is the alternative the downsample package
@@ -154,6 +172,7 @@ func BenchmarkReadScalarsManyRuns(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			k := tc.k
 			q := store.Query{Filter: store.Filter{Tags: []string{"loss"}}, MaxPoints: k}
+			defer reportCPU(b, cpuTime())
 			for b.Loop() {
 				if !tc.cached {
 					s.scalars.wrote(eid)

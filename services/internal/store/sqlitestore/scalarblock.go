@@ -316,6 +316,7 @@ func readScalarSeries(ctx context.Context, tx *sql.Tx, sq *scalarStmts, si *seri
 			return err
 		}
 	}
+	// others is in step order, and every step of it is below latest's.
 	if !ok {
 		// Fewer sampled points in the window than wanted: the window holds
 		// about 8·want points or fewer; take them from the chunks of all points.
@@ -333,14 +334,12 @@ func readScalarSeries(ctx context.Context, tx *sql.Tx, sq *scalarStmts, si *seri
 		}
 		others = lowestKeys(others, want)
 	}
-	points := append(others, *latest)
-	slices.SortFunc(points, func(a, b store.ScalarPoint) int { return compareSteps(a.Step, b.Step) })
-	return fn(ts, points)
+	return fn(ts, append(others, *latest))
 }
 
 // sampledScalars reads the sample chunks from the top level down and
 // returns the want in-window points (other than step except) with the
-// smallest keys. ok is false when the samples hold fewer than want such
+// smallest keys, in step order. ok is false when the samples hold fewer than want such
 // points, so that the answer must come from the chunks of all points.
 func sampledScalars(ctx context.Context, tx *sql.Tx, sq *scalarStmts, seriesID int64, q *store.Query, lo, hi, except int64, want int) ([]store.ScalarPoint, bool, error) {
 	rows, err := tx.StmtContext(ctx, sq.samples).QueryContext(ctx, seriesID, minSampleLevel, lo, hi)
@@ -350,6 +349,7 @@ func sampledScalars(ctx context.Context, tx *sql.Tx, sq *scalarStmts, seriesID i
 	defer rows.Close()
 	points := make([]store.ScalarPoint, 0, 2*want)
 	level, above := math.MaxInt, 0 // above: the points of levels above level
+	var runs []int                 // where each level's points, in step order, begin
 	for rows.Next() {
 		var l int
 		var chunk []byte
@@ -361,6 +361,7 @@ func sampledScalars(ctx context.Context, tx *sql.Tx, sq *scalarStmts, seriesID i
 				break // every point of key below level l+1's bound is in
 			}
 			level, above = l, len(points)
+			runs = append(runs, above)
 		}
 		err := scalarchunk.Visit(chunk, lo, hi, func(ps []store.ScalarPoint) error {
 			for _, p := range ps {
@@ -382,12 +383,43 @@ func sampledScalars(ctx context.Context, tx *sql.Tx, sq *scalarStmts, seriesID i
 	}
 	// The points of the levels above the last one read have smaller keys
 	// than those of the last: only the last level's are ranked.
-	smallestKeysFirst(points[above:])
-	return points[:want], true, nil
+	points = append(points[:above], smallestKeyPoints(points[above:], want-above)...)
+	return mergeRuns(points, runs), true, nil
+}
+
+// mergeRuns sorts points by step, points being runs already sorted that
+// begin at the indexes runs (the first at 0): a merge of a dozen levels
+// instead of a sort of points.
+func mergeRuns(points []store.ScalarPoint, runs []int) []store.ScalarPoint {
+	buf := make([]store.ScalarPoint, len(points))
+	for len(runs) > 1 {
+		next := runs[:0]
+		for i := 0; i < len(runs); i += 2 {
+			lo, mid, hi := runs[i], len(points), len(points)
+			if i+1 < len(runs) {
+				mid = runs[i+1]
+			}
+			if i+2 < len(runs) {
+				hi = runs[i+2]
+			}
+			a, b, out := points[lo:mid], points[mid:hi], buf[lo:lo]
+			for len(a) > 0 && len(b) > 0 {
+				if a[0].Step < b[0].Step {
+					out, a = append(out, a[0]), a[1:]
+				} else {
+					out, b = append(out, b[0]), b[1:]
+				}
+			}
+			out = append(append(out, a...), b...)
+			next = append(next, lo)
+		}
+		points, buf, runs = buf, points, next
+	}
+	return points
 }
 
 // lowestKeys returns the want points of points (at most all of them)
-// with the smallest sample keys, in downsample.Less order. Points below the
+// with the smallest sample keys, in no particular order. Points below the
 // highest level by which want points are seen cannot be among them, so it
 // sorts only the others: about 2·want points, whatever len(points) is.
 // points is reordered.
@@ -415,7 +447,7 @@ func lowestKeys(points []store.ScalarPoint, want int) []store.ScalarPoint {
 		}
 		points = kept
 	}
-	return smallestKeysFirst(points)[:min(want, len(points))]
+	return smallestKeyPoints(points, min(want, len(points)))
 }
 
 // scalarStmts are the statements of scalar reads, prepared once on the read
@@ -433,7 +465,7 @@ func prepareScalarStmts(ctx context.Context, db *sql.DB) (*scalarStmts, error) {
 		&sq.chunksAsc:  chunks + "ASC",
 		&sq.chunksDesc: chunks + "DESC",
 		&sq.samples: `SELECT sample_level, chunk FROM scalar_chunks
-			WHERE series_id = ? AND sample_level >= ? AND last_step >= ? AND first_step <= ? ORDER BY sample_level DESC`,
+			WHERE series_id = ? AND sample_level >= ? AND last_step >= ? AND first_step <= ? ORDER BY sample_level DESC, first_step`,
 	} {
 		var err error
 		if *stmt, err = db.PrepareContext(ctx, query); err != nil {
@@ -443,27 +475,41 @@ func prepareScalarStmts(ctx context.Context, db *sql.DB) (*scalarStmts, error) {
 	return &sq, nil
 }
 
-// smallestKeysFirst sorts points in downsample.Less order, computing each
-// key once.
-func smallestKeysFirst(points []store.ScalarPoint) []store.ScalarPoint {
-	type keyed struct {
-		key int64
-		p   store.ScalarPoint
+// smallestKeyPoints returns the n points of points with the smallest keys in
+// downsample.Less order (smallest sample key, then smallest step), in
+// their order in points, reusing points. It sorts the keys alone: a card
+// of 100 series ranks tens of thousands of points.
+func smallestKeyPoints(points []store.ScalarPoint, n int) []store.ScalarPoint {
+	if n >= len(points) {
+		return points
 	}
-	ks := make([]keyed, len(points))
+	if n <= 0 {
+		return points[:0]
+	}
+	keys := make([]int64, len(points))
 	for i, p := range points {
-		ks[i] = keyed{downsample.SampleKey(p.Step), p}
+		keys[i] = downsample.SampleKey(p.Step)
 	}
-	slices.SortFunc(ks, func(a, b keyed) int {
-		if c := compareSteps(a.key, b.key); c != 0 {
-			return c
+	sorted := slices.Clone(keys)
+	slices.Sort(sorted)
+	cutoff := sorted[n-1]
+	below, _ := slices.BinarySearch(sorted, cutoff)
+	// Points of key cutoff: the n-below smallest steps of them are in.
+	var ties []int64
+	for i, p := range points {
+		if keys[i] == cutoff {
+			ties = append(ties, p.Step)
 		}
-		return compareSteps(a.p.Step, b.p.Step)
-	})
-	for i := range ks {
-		points[i] = ks[i].p
 	}
-	return points
+	slices.Sort(ties)
+	ties = ties[:n-below]
+	kept := points[:0]
+	for i, p := range points {
+		if keys[i] < cutoff || (keys[i] == cutoff && p.Step <= ties[len(ties)-1]) {
+			kept = append(kept, p)
+		}
+	}
+	return kept
 }
 
 // streamScalars calls fn with the window's points in step order, in slices
