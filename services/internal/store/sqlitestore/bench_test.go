@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -149,7 +150,7 @@ func BenchmarkWriteScalars(b *testing.B) {
 // at k points per series in one ReadScalars call. k = 1,000 is the read
 // path's default; smaller k is a card asking for about one point per pixel
 // column. "cold" reads the database each time; "cached" is a chart read
-// again (scalarCache).
+// again (scalarCache). p50-ms is the median time of one read.
 func BenchmarkReadScalarsManyRuns(b *testing.B) {
 	const runs, steps = 100, 10_000
 	s := newTestStore(b)
@@ -173,15 +174,22 @@ func BenchmarkReadScalarsManyRuns(b *testing.B) {
 			k := tc.k
 			q := store.Query{Filter: store.Filter{Tags: []string{"loss"}}, MaxPoints: k}
 			defer reportCPU(b, cpuTime())
+			var took []time.Duration
+			defer func() {
+				slices.Sort(took)
+				b.ReportMetric(float64(took[len(took)/2].Microseconds())/1e3, "p50-ms")
+			}()
 			for b.Loop() {
 				if !tc.cached {
 					s.scalars.wrote(eid)
 				}
+				start := time.Now()
 				got := int64(0)
 				err := s.ReadScalars(b.Context(), eid, q, func(_ *store.TimeSeries, ps []store.ScalarPoint) error {
 					got += int64(len(ps))
 					return nil
 				})
+				took = append(took, time.Since(start))
 				if err != nil || got != runs*k {
 					b.Fatalf("read %d points, %v", got, err)
 				}
@@ -280,31 +288,37 @@ func issueExperiment(tb testing.TB, s *Store) (eid string, points int) {
 	return eid, points
 }
 
-// BenchmarkBytesPerScalarPoint writes issueExperiment into a fresh
-// database, closes the store and reports the size of its files (tbhub.db
-// and its -wal) per point: the issue's "at most 8 bytes per scalar point".
-// Run it with -benchtime 1x.
+// issueDatabase writes issueExperiment into a fresh database, closes the
+// store and returns the size of its files (tbhub.db and its -wal) and the
+// number of points.
+func issueDatabase(tb testing.TB) (size int64, points int) {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), DefaultFile)
+	s, err := Open(tb.Context(), path, Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, points = issueExperiment(tb, s)
+	if err := s.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	for _, name := range []string{path, path + "-wal"} {
+		info, err := os.Stat(name)
+		if err != nil && !os.IsNotExist(err) {
+			tb.Fatal(err)
+		}
+		if err == nil {
+			size += info.Size()
+		}
+	}
+	return size, points
+}
+
+// BenchmarkBytesPerScalarPoint reports issueDatabase's size per point: the
+// issue's "at most 8 bytes per scalar point". Run it with -benchtime 1x.
 func BenchmarkBytesPerScalarPoint(b *testing.B) {
 	for b.Loop() {
-		path := filepath.Join(b.TempDir(), DefaultFile)
-		s, err := Open(b.Context(), path, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, points := issueExperiment(b, s)
-		if err := s.Close(); err != nil {
-			b.Fatal(err)
-		}
-		var size int64
-		for _, name := range []string{path, path + "-wal"} {
-			info, err := os.Stat(name)
-			if err != nil && !os.IsNotExist(err) {
-				b.Fatal(err)
-			}
-			if err == nil {
-				size += info.Size()
-			}
-		}
+		size, points := issueDatabase(b)
 		b.ReportMetric(float64(size)/float64(points), "B/point")
 		b.ReportMetric(float64(size), "file-bytes")
 	}
