@@ -260,7 +260,7 @@ func forEachScalarBlock(ctx context.Context, tx *sql.Tx, sq *scalarStmts, series
 	defer rows.Close()
 	var points []store.ScalarPoint
 	for rows.Next() {
-		var chunk []byte
+		var chunk sql.RawBytes // valid until rows.Next: decoded before
 		if err := rows.Scan(&chunk); err != nil {
 			return err
 		}
@@ -350,19 +350,23 @@ func sampledScalars(ctx context.Context, tx *sql.Tx, sq *scalarStmts, seriesID i
 	points := make([]store.ScalarPoint, 0, 2*want)
 	level, above := math.MaxInt, 0 // above: the points of levels above level
 	var runs []int                 // where each level's points, in step order, begin
+	var chunks []int               // where each chunk of level begins, from above
 	for rows.Next() {
 		var l int
-		var chunk []byte
+		var chunk sql.RawBytes // valid until rows.Next: decoded before
 		if err := rows.Scan(&l, &chunk); err != nil {
 			return nil, false, err
 		}
 		if l < level {
+			ascendChunks(points[above:], chunks)
+			chunks = chunks[:0]
 			if len(points) >= want {
 				break // every point of key below level l+1's bound is in
 			}
 			level, above = l, len(points)
 			runs = append(runs, above)
 		}
+		chunks = append(chunks, len(points)-above)
 		err := scalarchunk.Visit(chunk, lo, hi, func(ps []store.ScalarPoint) error {
 			for _, p := range ps {
 				if p.Step != except && q.InWindow(p.Step, p.WallTime) {
@@ -381,15 +385,34 @@ func sampledScalars(ctx context.Context, tx *sql.Tx, sq *scalarStmts, seriesID i
 	if len(points) < want {
 		return points, false, nil
 	}
+	ascendChunks(points[above:], chunks) // the last level, unless done above
 	// The points of the levels above the last one read have smaller keys
 	// than those of the last: only the last level's are ranked.
 	points = append(points[:above], smallestKeyPoints(points[above:], want-above)...)
 	return mergeRuns(points, runs), true, nil
 }
 
+// ascendChunks puts the points of one level, read chunk by chunk in
+// descending step order (the sample index read backwards) and each chunk's
+// points in ascending order, in ascending step order: level holds the
+// chunks, starting at the indexes starts.
+func ascendChunks(level []store.ScalarPoint, starts []int) {
+	if len(starts) < 2 {
+		return
+	}
+	slices.Reverse(level)
+	end := len(level)
+	for i := len(starts) - 1; i >= 0; i-- {
+		// The chunk [starts[i], end) is now at [len-end, len-starts[i]),
+		// reversed.
+		slices.Reverse(level[len(level)-end : len(level)-starts[i]])
+		end = starts[i]
+	}
+}
+
 // mergeRuns sorts points by step, points being runs already sorted that
-// begin at the indexes runs (the first at 0): a merge of a dozen levels
-// instead of a sort of points.
+// begin at the indexes runs (the first at 0): a merge of a few dozen
+// chunks' points instead of a sort of points. runs is overwritten.
 func mergeRuns(points []store.ScalarPoint, runs []int) []store.ScalarPoint {
 	buf := make([]store.ScalarPoint, len(points))
 	for len(runs) > 1 {
@@ -465,7 +488,7 @@ func prepareScalarStmts(ctx context.Context, db *sql.DB) (*scalarStmts, error) {
 		&sq.chunksAsc:  chunks + "ASC",
 		&sq.chunksDesc: chunks + "DESC",
 		&sq.samples: `SELECT sample_level, chunk FROM scalar_chunks
-			WHERE series_id = ? AND sample_level >= ? AND last_step >= ? AND first_step <= ? ORDER BY sample_level DESC, first_step`,
+			WHERE series_id = ? AND sample_level >= ? AND last_step >= ? AND first_step <= ? ORDER BY sample_level DESC, first_step DESC`,
 	} {
 		var err error
 		if *stmt, err = db.PrepareContext(ctx, query); err != nil {

@@ -113,3 +113,75 @@ func TestScalarBlocksStayOrdered(t *testing.T) {
 		t.Errorf("points per level = %v, want %v", perLevel, want)
 	}
 }
+
+// TestDownsampleManyChunksPerLevel checks downsampled reads against
+// downsample.Select on a series long enough that its sample levels span
+// several chunks each (read backwards, then put in step order), with
+// irregular steps, a rewritten range and step windows.
+func TestDownsampleManyChunksPerLevel(t *testing.T) {
+	t.Parallel()
+	s := newTestStore(t)
+	c := t.Context()
+	eid := newTestExperiment(t, s)
+	r := rand.New(rand.NewPCG(5, 6))
+	var points []store.ScalarPoint
+	step := int64(0)
+	for range 80_000 {
+		step += 1 + int64(r.IntN(3))
+		points = append(points, store.ScalarPoint{Step: step, WallTime: 1.7e9 + float64(step), Value: r.NormFloat64()})
+	}
+	series := store.TimeSeries{Run: "r", Tag: "x", PluginName: "scalars"}
+	for start := 0; start < len(points); start += 7_000 {
+		if err := s.WriteScalars(c, eid, []store.ScalarSeries{{Series: series, Points: points[start:min(start+7_000, len(points))]}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Rewrite a range in the middle: its chunks are re-chunked.
+	for i := 30_000; i < 31_000; i++ {
+		points[i].Value = float64(i)
+	}
+	if err := s.WriteScalars(c, eid, []store.ScalarSeries{{Series: series, Points: points[30_000:31_000]}}); err != nil {
+		t.Fatal(err)
+	}
+	var chunks int
+	if err := s.r.QueryRowContext(c, "SELECT COUNT(*) FROM scalar_chunks WHERE sample_level = ?", minSampleLevel).Scan(&chunks); err != nil || chunks < 3 {
+		t.Fatalf("level %d has %d chunks (%v), want several", minSampleLevel, chunks, err)
+	}
+	byStep := map[int64]store.ScalarPoint{}
+	for _, p := range points {
+		byStep[p.Step] = p
+	}
+	ptr := func(v int64) *int64 { return &v }
+	for _, k := range []int64{1, 2, 10, 500, 2_000, 5_000, 9_000, 20_000} {
+		for _, window := range [][2]*int64{{nil, nil}, {ptr(20_000), nil}, {nil, ptr(150_000)}, {ptr(50_000), ptr(120_000)}} {
+			q := store.Query{MaxPoints: k, MinStep: window[0], MaxStep: window[1]}
+			lo, hi := stepBounds(&q)
+			var steps []int64
+			for _, p := range points {
+				if p.Step >= lo && p.Step <= hi {
+					steps = append(steps, p.Step)
+				}
+			}
+			want := downsample.Select(steps, int(k))
+			s.scalars.wrote(eid)
+			var got []store.ScalarPoint
+			err := s.ReadScalars(c, eid, q, func(_ *store.TimeSeries, ps []store.ScalarPoint) error {
+				got = append(got, ps...)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Errorf("k=%d window [%d, %d]: %d points, want %d", k, lo, hi, len(got), len(want))
+				continue
+			}
+			for i, p := range got {
+				if p.Step != want[i] || p != byStep[p.Step] {
+					t.Errorf("k=%d window [%d, %d]: point %d = %+v, want step %d = %+v", k, lo, hi, i, p, want[i], byStep[want[i]])
+					break
+				}
+			}
+		}
+	}
+}
