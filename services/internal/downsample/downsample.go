@@ -68,9 +68,9 @@
 // level by which at least k-1 points were seen (they are all the points
 // with key below that level's bound, so they include the k-1 smallest),
 // and keep the k-1 smallest keys of those at most about 2(k-1) points.
-// Backends choose either index (sqlitestore indexes only the points of
-// level 4 and up, one in 16, and reads smaller windows whole); the rule
-// and therefore the result is the same.
+// Backends choose either index (sqlitestore keeps a copy of the points of
+// level 3 and up, one in 8, in compressed chunks per level, and reads
+// smaller windows whole); the rule and therefore the result is the same.
 //
 // A step window (min/max step, max wall time) is applied before sampling:
 // the rule runs on the points inside the window. A backend walks the

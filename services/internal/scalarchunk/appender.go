@@ -75,6 +75,12 @@ func (a *Appender) rewrite(f form) {
 	}
 }
 
+// Size is the length of the chunk's bytes so far, without building them.
+func (a *Appender) Size() int {
+	var header [128]byte // the longest header is 1 + 3·10 + 3·10 + 4·8 bytes
+	return len(appendHeader(header[:0], &a.h, a.codec.form)) + len(a.body.b)
+}
+
 // Bytes returns the chunk.
 func (a *Appender) Bytes() []byte { return a.AppendTo(nil) }
 

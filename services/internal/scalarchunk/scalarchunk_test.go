@@ -291,6 +291,9 @@ func TestReopenAppendEqualsEncode(t *testing.T) {
 			if err := a.Append(p); err != nil {
 				t.Fatal(err)
 			}
+			if size, n := a.Size(), len(a.Bytes()); size != n {
+				t.Fatalf("Size() = %d after %d points, the chunk is %d bytes", size, a.Len(), n)
+			}
 		}
 		if got := a.Bytes(); !bytes.Equal(got, want) {
 			t.Fatalf("%d points appended to a reopened chunk of %d: %x, encoded at once: %x", len(all)-cut, cut, got, want)

@@ -2,7 +2,14 @@ package sqlitestore
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tbhub/tbhub/services/internal/store"
 )
@@ -35,14 +42,17 @@ func scalarBatch(first int64, n int) store.ScalarSeries {
 var benchSizes = []int{10_000, 100_000, 1_000_000}
 
 // BenchmarkReadScalarsDownsample reads k = 1,000 points of one series of n
-// points through the store: the sample-key index read.
+// points through the store: the sample chunks' read, the store's cache of
+// downsampled series invalidated before each read.
 func BenchmarkReadScalarsDownsample(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			s := newTestStore(b)
 			eid := fillSeries(b, s, n)
 			q := store.Query{MaxPoints: 1000}
+			defer reportCPU(b, cpuTime())
 			for b.Loop() {
+				s.scalars.wrote(eid)
 				got := 0
 				err := s.ReadScalars(b.Context(), eid, q, func(_ *store.TimeSeries, ps []store.ScalarPoint) error {
 					got += len(ps)
@@ -54,6 +64,21 @@ func BenchmarkReadScalarsDownsample(b *testing.B) {
 			}
 		})
 	}
+}
+
+// cpuTime is the process's CPU time, user and system: on a machine shared
+// with other jobs a truer cost than the time elapsed.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per iteration since cpuStart, in ms.
+func reportCPU(b *testing.B, cpuStart time.Duration) {
+	b.ReportMetric(float64((cpuTime()-cpuStart).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 }
 
 // BenchmarkReadScalarsBucketedSQL is the alternative the downsample package
@@ -125,7 +150,7 @@ func BenchmarkWriteScalars(b *testing.B) {
 // at k points per series in one ReadScalars call. k = 1,000 is the read
 // path's default; smaller k is a card asking for about one point per pixel
 // column. "cold" reads the database each time; "cached" is a chart read
-// again (scalarCache).
+// again (scalarCache). p50-ms is the median time of one read.
 func BenchmarkReadScalarsManyRuns(b *testing.B) {
 	const runs, steps = 100, 10_000
 	s := newTestStore(b)
@@ -148,15 +173,23 @@ func BenchmarkReadScalarsManyRuns(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			k := tc.k
 			q := store.Query{Filter: store.Filter{Tags: []string{"loss"}}, MaxPoints: k}
+			defer reportCPU(b, cpuTime())
+			var took []time.Duration
+			defer func() {
+				slices.Sort(took)
+				b.ReportMetric(float64(took[len(took)/2].Microseconds())/1e3, "p50-ms")
+			}()
 			for b.Loop() {
 				if !tc.cached {
 					s.scalars.wrote(eid)
 				}
+				start := time.Now()
 				got := int64(0)
 				err := s.ReadScalars(b.Context(), eid, q, func(_ *store.TimeSeries, ps []store.ScalarPoint) error {
 					got += int64(len(ps))
 					return nil
 				})
+				took = append(took, time.Since(start))
 				if err != nil || got != runs*k {
 					b.Fatalf("read %d points, %v", got, err)
 				}
@@ -216,5 +249,77 @@ func BenchmarkListPublicExperiments(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// issueExperiment writes the shape of issue 21's storage target through
+// the store's Writer: 100 runs × 2 tags × 2,500 steps (500,000 points),
+// a float32 loss decaying with 1% noise and a float32 accuracy with ±0.05
+// noise, wall times as Python's time.time() gives them (whole nanoseconds
+// / 1e9) 0.5 s apart ±20%, sent as an uploader does: one call per run
+// per 250 steps, both tags (500 points).
+func issueExperiment(tb testing.TB, s *Store) (eid string, points int) {
+	tb.Helper()
+	const runs, steps, perCall = 100, 2_500, 250
+	eid = newTestExperiment(tb, s)
+	r := rand.New(rand.NewPCG(21, 3))
+	wallNanos := make([]int64, runs)
+	for i := range wallNanos {
+		wallNanos[i] = 1_700_000_000_000_000_000 + int64(i)*1e12
+	}
+	for start := 0; start < steps; start += perCall {
+		for run := range runs {
+			loss := store.ScalarSeries{Series: store.TimeSeries{Run: fmt.Sprintf("run%03d", run), Tag: "loss", PluginName: "scalars"}}
+			acc := store.ScalarSeries{Series: store.TimeSeries{Run: loss.Series.Run, Tag: "accuracy", PluginName: "scalars"}}
+			for st := start; st < start+perCall; st++ {
+				wall := float64(wallNanos[run]) / 1e9
+				wallNanos[run] += int64(0.5e9 * (0.8 + 0.4*r.Float64()))
+				l := float32(0.1 + 2.2*math.Exp(-float64(st)/600)*(1+0.01*r.NormFloat64()))
+				a := float32(0.9 - 0.4*math.Exp(-float64(st)/500) + 0.05*r.NormFloat64())
+				loss.Points = append(loss.Points, store.ScalarPoint{Step: int64(st), WallTime: wall, Value: float64(l)})
+				acc.Points = append(acc.Points, store.ScalarPoint{Step: int64(st), WallTime: wall, Value: float64(a)})
+			}
+			if err := s.WriteScalars(tb.Context(), eid, []store.ScalarSeries{loss, acc}); err != nil {
+				tb.Fatal(err)
+			}
+			points += 2 * perCall
+		}
+	}
+	return eid, points
+}
+
+// issueDatabase writes issueExperiment into a fresh database, closes the
+// store and returns the size of its files (tbhub.db and its -wal) and the
+// number of points.
+func issueDatabase(tb testing.TB) (size int64, points int) {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), DefaultFile)
+	s, err := Open(tb.Context(), path, Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, points = issueExperiment(tb, s)
+	if err := s.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	for _, name := range []string{path, path + "-wal"} {
+		info, err := os.Stat(name)
+		if err != nil && !os.IsNotExist(err) {
+			tb.Fatal(err)
+		}
+		if err == nil {
+			size += info.Size()
+		}
+	}
+	return size, points
+}
+
+// BenchmarkBytesPerScalarPoint reports issueDatabase's size per point: the
+// issue's "at most 8 bytes per scalar point". Run it with -benchtime 1x.
+func BenchmarkBytesPerScalarPoint(b *testing.B) {
+	for b.Loop() {
+		size, points := issueDatabase(b)
+		b.ReportMetric(float64(size)/float64(points), "B/point")
+		b.ReportMetric(float64(size), "file-bytes")
 	}
 }

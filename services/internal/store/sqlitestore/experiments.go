@@ -443,8 +443,7 @@ func (s *Store) PurgeExperiment(ctx context.Context, eid string) error {
 			return err
 		}
 		for _, q := range []string{
-			"DELETE FROM scalar_blocks WHERE series_id IN (SELECT id FROM series WHERE experiment_id = ?)",
-			"DELETE FROM scalar_samples WHERE series_id IN (SELECT id FROM series WHERE experiment_id = ?)",
+			"DELETE FROM scalar_chunks WHERE series_id IN (SELECT id FROM series WHERE experiment_id = ?)",
 			"DELETE FROM tensor_points WHERE series_id IN (SELECT id FROM series WHERE experiment_id = ?)",
 			"DELETE FROM blobs WHERE series_id IN (SELECT id FROM series WHERE experiment_id = ?)",
 			"DELETE FROM blob_sequences WHERE series_id IN (SELECT id FROM series WHERE experiment_id = ?)",

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -203,4 +204,135 @@ func TestMigrateTokenParentsAndScope(t *testing.T) {
 			t.Errorf("token %s after the migration: scopes %v, parent %q; want %v, none", tok.ID, tok.Scopes, tok.ParentID, want[i])
 		}
 	}
+}
+
+// TestMigrateScalarBlocksToChunks builds a version-11 database with scalars
+// in 128-point blocks and per-point samples, converts one series in a
+// batch of its own as an interrupted conversion would have, and checks
+// that Open finishes the conversion: every point comes back to the bit
+// (NaN payloads, ±Inf, -0, wall times), downsampled reads give the rule's
+// steps, the old tables are gone, and the store takes writes after.
+func TestMigrateScalarBlocksToChunks(t *testing.T) {
+	t.Parallel()
+	c := t.Context()
+	eid := store.NewExperimentID()
+	stmts := append(slices.Clone(migrations[:11]), "PRAGMA user_version = 11",
+		"INSERT INTO users (id, name, create_time) VALUES ('u', 'u', 0)",
+		fmt.Sprintf("INSERT INTO experiments (id, name, description, owner, visibility, create_time, update_time) VALUES ('%s', '', '', 'u', 'private', 0, 0)", eid),
+		fmt.Sprintf("INSERT INTO runs (experiment_id, name, start_time) VALUES ('%s', 'r', 1)", eid))
+	path := oldDatabase(t, stmts...)
+	old, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	want := map[string][]store.ScalarPoint{}
+	tags := []string{"loss", "specials", "sparse", "one"}
+	for i, tag := range tags {
+		var points []store.ScalarPoint
+		step := int64(-5)
+		for j := range []int{3000, 300, 700, 1}[i] {
+			step += 1 + int64(r.IntN(1+i*i*10))
+			p := store.ScalarPoint{Step: step, WallTime: 1.7e9 + float64(step)*0.5 + r.Float64(), Value: float64(float32(r.NormFloat64()))}
+			if tag == "specials" {
+				p.Value = []float64{math.Float64frombits(0x7ff8_0000_dead_beef), math.Inf(1), math.Inf(-1), math.Copysign(0, -1), r.Float64()}[j%5]
+				p.WallTime = []float64{math.NaN(), 0, 1.5, math.Inf(1)}[j%4]
+			}
+			points = append(points, p)
+		}
+		want[tag] = points
+		id := int64(i + 1)
+		if _, err := old.ExecContext(c, `INSERT INTO series (id, experiment_id, run, tag, plugin, data_class, display_name, description, point_count, max_step)
+			VALUES (?, ?, 'r', ?, 'scalars', 1, '', '', ?, ?)`, id, eid, tag, len(points), step); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := old.BeginTx(c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := writeV3Blocks(c, tx, id, points); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An interrupted conversion: version 10's table and one batch (one
+	// series) committed, the version still 9.
+	tx, err := old.BeginTx(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(c, migrations[11]); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := convertScalarBatch(c, tx, 1); err != nil || done {
+		t.Fatalf("first batch: done %v, %v; want more to do", done, err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	if from, to, err := Migrate(c, path); err != nil || from != 11 || to != SchemaVersion {
+		t.Fatalf("Migrate = %d -> %d, %v; want 11 -> %d", from, to, err, SchemaVersion)
+	}
+	s, err := Open(c, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var n int
+	if err := s.r.QueryRowContext(c, "SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('scalar_blocks', 'scalar_samples')").Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d old scalar tables remain (%v)", n, err)
+	}
+	read := func(q store.Query) map[string][]store.ScalarPoint {
+		got := map[string][]store.ScalarPoint{}
+		err := s.ReadScalars(c, eid, q, func(ts *store.TimeSeries, ps []store.ScalarPoint) error {
+			got[ts.Tag] = append(got[ts.Tag], ps...)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	all := read(store.Query{MaxPoints: store.AllPoints})
+	for _, tag := range tags {
+		if !sameScalarBits(all[tag], want[tag]) {
+			t.Errorf("%s after the conversion: %d points, not the %d written (or not to the bit)", tag, len(all[tag]), len(want[tag]))
+		}
+	}
+	for _, k := range []int{1, 50, 1000} {
+		for tag, ps := range read(store.Query{MaxPoints: int64(k)}) {
+			var steps, got []int64
+			for _, p := range want[tag] {
+				steps = append(steps, p.Step)
+			}
+			for _, p := range ps {
+				got = append(got, p.Step)
+			}
+			if w := downsample.Select(steps, k); !slices.Equal(got, w) {
+				t.Errorf("%s downsampled to %d after the conversion: steps %v, want %v", tag, k, got, w)
+			}
+		}
+	}
+	more := store.ScalarPoint{Step: want["one"][0].Step + 1, WallTime: 2e9, Value: 7}
+	if err := s.WriteScalars(c, eid, []store.ScalarSeries{{Series: store.TimeSeries{Run: "r", Tag: "one", PluginName: "scalars"}, Points: []store.ScalarPoint{more}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(store.Query{MaxPoints: store.AllPoints})["one"]; !sameScalarBits(got, append(want["one"], more)) {
+		t.Errorf("one after a write: %v", got)
+	}
+}
+
+// sameScalarBits tells whether a and b hold the same points, floats
+// compared by their bits.
+func sameScalarBits(a, b []store.ScalarPoint) bool {
+	return slices.EqualFunc(a, b, func(p, q store.ScalarPoint) bool {
+		return p.Step == q.Step && math.Float64bits(p.WallTime) == math.Float64bits(q.WallTime) &&
+			math.Float64bits(p.Value) == math.Float64bits(q.Value)
+	})
 }

@@ -268,13 +268,13 @@ func (s *Store) ReadScalars(ctx context.Context, eid string, q store.Query, fn s
 	gen := s.scalars.gen(eid)
 	err := readPoints(ctx, s, eid, store.DataClassScalar, q, func(tx *sql.Tx, si *seriesInfo) error {
 		if q.MaxPoints == 0 || q.MaxPoints >= si.PointCount {
-			return readScalarSeries(ctx, tx, si, &q, fn)
+			return readScalarSeries(ctx, tx, s.scalarStmts, si, &q, fn)
 		}
 		key := newScalarKey(eid, si, &q)
 		if points, ok := s.scalars.get(key, gen, si); ok {
 			return fn(&si.TimeSeries, points)
 		}
-		return readScalarSeries(ctx, tx, si, &q, func(ts *store.TimeSeries, points []store.ScalarPoint) error {
+		return readScalarSeries(ctx, tx, s.scalarStmts, si, &q, func(ts *store.TimeSeries, points []store.ScalarPoint) error {
 			s.scalars.put(key, gen, si, points)
 			return fn(ts, points)
 		})

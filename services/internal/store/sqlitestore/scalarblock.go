@@ -4,132 +4,208 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/binary"
-	"errors"
 	"math"
-	"math/bits"
 	"slices"
-	"strings"
 
 	"github.com/tbhub/tbhub/services/internal/downsample"
+	"github.com/tbhub/tbhub/services/internal/scalarchunk"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
-// Scalars are stored in blocks (see schema.go). A block's encoding is the
-// point count as a uvarint, then per point, in ascending step order: the
-// step as a varint difference from the previous step (the first step
-// itself), then the wall time's and the value's IEEE-754 bits as 8 bytes
-// little-endian each.
+// Scalars are stored in scalar_chunks (see schema.go), each row a
+// scalarchunk of consecutive points of one series at one sample level:
+// level allLevels holds every point of the series, level L >=
+// minSampleLevel a copy of the points whose downsample.Level is exactly L,
+// for downsampled reads. A chunk is full (chunkFull) at maxChunkBytes or
+// maxChunkPoints, whichever comes first.
 const (
-	// scalarBlockPoints is how many points a full block holds.
-	scalarBlockPoints = 128
-	// minSampleLevel is the lowest downsample.Level copied into
-	// scalar_samples: one point in 2^4.
-	minSampleLevel = 4
+	// maxChunkBytes is about the size of a full chunk: one per 4 KB page
+	// (SQLite's default page size, a row of at most 4,061 bytes stays on
+	// its page) with the row's other columns and headers, four per 16 KB
+	// page. A chunk passes it by the size of its last point, or more if
+	// that point made the chunk rewrite itself in a wider form. Chunks of
+	// a fixed 512 points (about 2.7 KB on a float32 loss) left a third of
+	// every 4 KB page empty: 9.4 B per point instead of 6.6.
+	maxChunkBytes = 3_900
+	// maxChunkPoints bounds the points of a chunk, which a read decodes
+	// whole: a constant series costs about 2.5 B per point.
+	maxChunkPoints = 1_024
+	// allLevels is the sample_level of the chunks that hold every point.
+	allLevels = -1
+	// minSampleLevel is the lowest downsample.Level copied into sample
+	// chunks: one point in 2^3, so that a read of k points from a series
+	// of 8k or more finds them in the samples. One point in 2^4 cost 0.3
+	// B per point less and made a read of 1,000 points from 10,000 decode
+	// every point: 4 times the cost of one from 1,000,000.
+	minSampleLevel = 3
 )
 
-func appendScalarBlock(dst []byte, points []store.ScalarPoint) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(points)))
-	var prev int64
-	for _, p := range points {
-		dst = binary.AppendVarint(dst, p.Step-prev)
-		prev = p.Step
-		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(p.WallTime))
-		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(p.Value))
-	}
-	return dst
+// chunkFull tells whether a chunk of size bytes and count points is full:
+// appends start a new chunk after it.
+func chunkFull(size, count int) bool {
+	return size >= maxChunkBytes || count >= maxChunkPoints
 }
 
-var errBadBlock = errors.New("sqlitestore: corrupt scalar block")
-
-// decodeScalarBlock appends the points of block b to dst.
-func decodeScalarBlock(b []byte, dst []store.ScalarPoint) ([]store.ScalarPoint, error) {
-	n, w := binary.Uvarint(b)
-	if w <= 0 || n > uint64(len(b)) {
-		return dst, errBadBlock
-	}
-	b = b[w:]
-	var step int64
-	for range n {
-		d, w := binary.Varint(b)
-		if w <= 0 || len(b) < w+16 {
-			return dst, errBadBlock
-		}
-		step += d
-		dst = append(dst, store.ScalarPoint{
-			Step:     step,
-			WallTime: math.Float64frombits(binary.LittleEndian.Uint64(b[w:])),
-			Value:    math.Float64frombits(binary.LittleEndian.Uint64(b[w+8:])),
-		})
-		b = b[w+16:]
-	}
-	if len(b) != 0 {
-		return dst, errBadBlock
-	}
-	return dst, nil
-}
-
-// blockStartSQL selects, for series ?1 and step ?2, the first_step of the
-// block that may hold ?2: the last block starting at or before it, or ?2
-// itself if none does.
-const blockStartSQL = "COALESCE((SELECT MAX(first_step) FROM scalar_blocks WHERE series_id = ?1 AND first_step <= ?2), ?2)"
+// chunkStartSQL selects, for series ?1, level ?4 and step ?2, the
+// first_step of the chunk that may hold ?2: the last chunk starting at or
+// before it, or ?2 itself if none does.
+const chunkStartSQL = "COALESCE((SELECT MAX(first_step) FROM scalar_chunks WHERE series_id = ?1 AND sample_level = ?4 AND first_step <= ?2), ?2)"
 
 // writeScalarPoints merges points (sorted by step, one per step) into the
-// series' blocks and samples and returns how many steps are new. It reads
-// and rewrites only the blocks the batch's step range touches: for the
-// usual append, the last, partly filled block.
-func writeScalarPoints(ctx context.Context, tx *sql.Tx, ins *sampleInserts, seriesID int64, points []store.ScalarPoint) (int64, error) {
-	lo, hi := points[0].Step, points[len(points)-1].Step
-	rows, err := tx.QueryContext(ctx, "SELECT rowid, last_step, points FROM scalar_blocks WHERE series_id = ?1 AND first_step >= "+
-		blockStartSQL+" AND first_step <= ?3 ORDER BY first_step", seriesID, lo, hi)
+// series' chunks and sample chunks and returns how many steps are new.
+func writeScalarPoints(ctx context.Context, tx *sql.Tx, seriesID int64, points []store.ScalarPoint) (int64, error) {
+	added, err := writeScalarChunks(ctx, tx, seriesID, allLevels, points)
 	if err != nil {
 		return 0, err
 	}
-	var old []store.ScalarPoint
-	var rowids []int64
+	var byLevel [64][]store.ScalarPoint
+	for _, p := range points {
+		if l := downsample.Level(p.Step); l >= minSampleLevel {
+			byLevel[l] = append(byLevel[l], p)
+		}
+	}
+	for l, ps := range byLevel {
+		if len(ps) > 0 {
+			if _, err := writeScalarChunks(ctx, tx, seriesID, l, ps); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return added, nil
+}
+
+// storedChunk is one row of scalar_chunks.
+type storedChunk struct {
+	rowid, last int64
+	chunk       []byte
+}
+
+// writeScalarChunks merges points (sorted by step, one per step) into the
+// chunks of one level of a series and returns how many steps are new. It
+// reads and rewrites only the chunks the batch's step range touches; the
+// usual append, after the last chunk, reopens that chunk if it is not full
+// and appends to it without re-encoding its points.
+func writeScalarChunks(ctx context.Context, tx *sql.Tx, seriesID int64, level int, points []store.ScalarPoint) (int64, error) {
+	lo, hi := points[0].Step, points[len(points)-1].Step
+	rows, err := tx.QueryContext(ctx, "SELECT rowid, last_step, chunk FROM scalar_chunks WHERE series_id = ?1 AND sample_level = ?4 AND first_step >= "+
+		chunkStartSQL+" AND first_step <= ?3 ORDER BY first_step", seriesID, lo, hi, level)
+	if err != nil {
+		return 0, err
+	}
+	var old []storedChunk
 	for rows.Next() {
-		var rowid, last int64
-		var blob []byte
-		if err := rows.Scan(&rowid, &last, &blob); err != nil {
+		var c storedChunk
+		if err := rows.Scan(&c.rowid, &c.last, &c.chunk); err != nil {
 			rows.Close()
 			return 0, err
 		}
-		if n, _ := binary.Uvarint(blob); len(rowids) == 0 && last < lo && n == scalarBlockPoints {
-			continue // a full block wholly before the batch: leave it
-		}
-		rowids = append(rowids, rowid)
-		if old, err = decodeScalarBlock(blob, old); err != nil {
-			rows.Close()
-			return 0, err
-		}
+		old = append(old, c)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return 0, err
 	}
-	merged := mergeScalars(old, points)
-	for _, id := range rowids {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM scalar_blocks WHERE rowid = ?", id); err != nil {
+	if len(old) > 0 && old[0].last < lo {
+		// The first chunk ends before the batch begins.
+		h, err := scalarchunk.ReadHeader(old[0].chunk)
+		if err != nil {
+			return 0, err
+		}
+		switch {
+		case chunkFull(len(old[0].chunk), h.Count):
+			old = old[1:] // full: leave it
+		case len(old) == 1:
+			return int64(len(points)), appendToChunk(ctx, tx, seriesID, level, old[0], points)
+		}
+	}
+	var oldPoints []store.ScalarPoint
+	for _, c := range old {
+		if oldPoints, err = scalarchunk.Decode(c.chunk, oldPoints); err != nil {
+			return 0, err
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM scalar_chunks WHERE rowid = ?", c.rowid); err != nil {
 			return 0, err
 		}
 	}
-	insert, err := tx.PrepareContext(ctx, "INSERT INTO scalar_blocks (series_id, first_step, last_step, points) VALUES (?, ?, ?, ?)")
+	merged := mergeScalars(oldPoints, points)
+	return int64(len(merged) - len(oldPoints)), insertChunks(ctx, tx, seriesID, level, merged)
+}
+
+// appendToChunk appends points, all after the last step of c, to c until
+// it is full, and the rest to new chunks.
+func appendToChunk(ctx context.Context, tx *sql.Tx, seriesID int64, level int, c storedChunk, points []store.ScalarPoint) error {
+	a, err := scalarchunk.Reopen(c.chunk)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	defer insert.Close()
-	var buf []byte
-	for start := 0; start < len(merged); start += scalarBlockPoints {
-		block := merged[start:min(start+scalarBlockPoints, len(merged))]
-		buf = appendScalarBlock(buf[:0], block)
-		if _, err := insert.ExecContext(ctx, seriesID, block[0].Step, block[len(block)-1].Step, buf); err != nil {
-			return 0, err
+	n, err := fillChunk(a, points)
+	if err != nil {
+		return err
+	}
+	if !chunkFull(a.Size(), a.Len()) {
+		_, err := tx.ExecContext(ctx, "UPDATE scalar_chunks SET last_step = ?, chunk = ? WHERE rowid = ?", points[n-1].Step, a.Bytes(), c.rowid)
+		return err
+	}
+	// Full: it moves from the chunks being filled to the full ones.
+	if _, err := tx.ExecContext(ctx, "DELETE FROM scalar_chunks WHERE rowid = ?", c.rowid); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, insertChunkSQL(true), seriesID, level, a.Header().FirstStep, points[n-1].Step, a.Bytes()); err != nil {
+		return err
+	}
+	return insertChunks(ctx, tx, seriesID, level, points[n:])
+}
+
+// fillChunk appends points to a until it is full and returns how many it
+// took.
+func fillChunk(a *scalarchunk.Appender, points []store.ScalarPoint) (int, error) {
+	for i, p := range points {
+		if chunkFull(a.Size(), a.Len()) {
+			return i, nil
+		}
+		if err := a.Append(p); err != nil {
+			return i, err
 		}
 	}
-	if err := writeScalarSamples(ctx, tx, ins, seriesID, points); err != nil {
-		return 0, err
+	return len(points), nil
+}
+
+// insertChunkSQL inserts a row of scalar_chunks (series_id, sample_level,
+// first_step, last_step, chunk). Its rowid places it in the table's
+// b-tree: a full chunk, never rewritten by an append, after every other row
+// (rowid above 0), where rows appended in rowid order fill pages
+// completely; a chunk not yet full, which appends rewrite until it is,
+// before them (rowid below 0), so that the page splits its growth causes
+// stay among such chunks instead of leaving the pages of full chunks half
+// empty. A series' chunk being filled at a level takes the rowid
+// -(series_id·128 + level + 2) if it is free (a batch that rewrote earlier
+// steps may leave more than one chunk not full; the others go below every
+// row): the next one takes the space its predecessor left, and a series'
+// chunks being filled lie together, a few pages that a write to it dirties.
+func insertChunkSQL(full bool) string {
+	rowid := `(SELECT CASE WHEN EXISTS (SELECT 1 FROM scalar_chunks WHERE rowid = -(?1 * 128 + ?2 + 2))
+		THEN (SELECT MIN(-1, IFNULL(MIN(rowid), 0) - 1) FROM scalar_chunks) ELSE -(?1 * 128 + ?2 + 2) END)`
+	if full {
+		rowid = "(SELECT MAX(1, IFNULL(MAX(rowid), 0) + 1) FROM scalar_chunks)"
 	}
-	return int64(len(merged) - len(old)), nil
+	return "INSERT INTO scalar_chunks (rowid, series_id, sample_level, first_step, last_step, chunk) VALUES (" + rowid + ", ?1, ?2, ?3, ?4, ?5)"
+}
+
+// insertChunks writes points (sorted, one per step) as new chunks, each
+// full but the last.
+func insertChunks(ctx context.Context, tx *sql.Tx, seriesID int64, level int, points []store.ScalarPoint) error {
+	for len(points) > 0 {
+		var a scalarchunk.Appender
+		n, err := fillChunk(&a, points)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, insertChunkSQL(chunkFull(a.Size(), a.Len())), seriesID, level, points[0].Step, points[n-1].Step, a.Bytes()); err != nil {
+			return err
+		}
+		points = points[n:]
+	}
+	return nil
 }
 
 // mergeScalars merges two step-sorted point lists; on equal steps the
@@ -157,59 +233,6 @@ func mergeScalars(older, newer []store.ScalarPoint) []store.ScalarPoint {
 	return append(out, newer[j:]...)
 }
 
-// maxSampleRows is the most rows one INSERT into scalar_samples carries;
-// statements for 1, 2, 4, ... maxSampleRows rows are prepared once.
-const maxSampleRows = 64
-
-// sampleInserts are those statements, by log2 of their row count.
-type sampleInserts [7]*sql.Stmt
-
-func sampleInsertSQL(rows int) string {
-	return "INSERT INTO scalar_samples (series_id, sample_level, step, wall_bits, value_bits) VALUES " +
-		strings.Repeat("(?, ?, ?, ?, ?), ", rows-1) + "(?, ?, ?, ?, ?)" +
-		" ON CONFLICT DO UPDATE SET wall_bits = excluded.wall_bits, value_bits = excluded.value_bits"
-}
-
-// prepareSampleInserts prepares the statements on db (the writer).
-func prepareSampleInserts(ctx context.Context, db *sql.DB) (*sampleInserts, error) {
-	var ins sampleInserts
-	for i := range ins {
-		var err error
-		if ins[i], err = db.PrepareContext(ctx, sampleInsertSQL(1<<i)); err != nil {
-			return nil, err
-		}
-	}
-	return &ins, nil
-}
-
-// writeScalarSamples upserts the points of sample level minSampleLevel and
-// above into scalar_samples, through ins when it is not nil (during
-// migrations it is, and statements are compiled as needed).
-func writeScalarSamples(ctx context.Context, tx *sql.Tx, ins *sampleInserts, seriesID int64, points []store.ScalarPoint) error {
-	args := make([]any, 0, 5*maxSampleRows)
-	for _, p := range points {
-		if l := downsample.Level(p.Step); l >= minSampleLevel {
-			args = append(args, seriesID, l, p.Step, int64(math.Float64bits(p.WallTime)), int64(math.Float64bits(p.Value)))
-		}
-	}
-	// Insert in chunks whose sizes are powers of two, largest first.
-	for len(args) > 0 {
-		i := min(bits.Len(uint(len(args)/5))-1, len(ins)-1)
-		n := 5 << i
-		var err error
-		if ins != nil {
-			_, err = tx.StmtContext(ctx, ins[i]).ExecContext(ctx, args[:n]...)
-		} else {
-			_, err = tx.ExecContext(ctx, sampleInsertSQL(1<<i), args[:n]...)
-		}
-		if err != nil {
-			return err
-		}
-		args = args[n:]
-	}
-	return nil
-}
-
 // stepBounds returns q's step window with absent bounds made explicit.
 func stepBounds(q *store.Query) (lo, hi int64) {
 	lo, hi = math.MinInt64, math.MaxInt64
@@ -222,27 +245,26 @@ func stepBounds(q *store.Query) (lo, hi int64) {
 	return lo, hi
 }
 
-// forEachScalarBlock calls fn with the decoded points of each block that
-// may hold steps of [lo, hi], in step order (descending if reverse), until
-// fn returns false or an error.
-func forEachScalarBlock(ctx context.Context, tx *sql.Tx, seriesID, lo, hi int64, reverse bool, fn func([]store.ScalarPoint) (bool, error)) error {
-	order := "ASC"
+// forEachScalarBlock calls fn with the decoded points of each chunk (of
+// all levels) that may hold steps of [lo, hi], in step order (descending if
+// reverse), until fn returns false or an error.
+func forEachScalarBlock(ctx context.Context, tx *sql.Tx, sq *scalarStmts, seriesID, lo, hi int64, reverse bool, fn func([]store.ScalarPoint) (bool, error)) error {
+	stmt := sq.chunksAsc
 	if reverse {
-		order = "DESC"
+		stmt = sq.chunksDesc
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT points FROM scalar_blocks WHERE series_id = ?1 AND first_step >= "+
-		blockStartSQL+" AND first_step <= ?3 ORDER BY first_step "+order, seriesID, lo, hi)
+	rows, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, seriesID, lo, hi, allLevels)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	var points []store.ScalarPoint
 	for rows.Next() {
-		var blob []byte
-		if err := rows.Scan(&blob); err != nil {
+		var chunk sql.RawBytes // valid until rows.Next: decoded before
+		if err := rows.Scan(&chunk); err != nil {
 			return err
 		}
-		if points, err = decodeScalarBlock(blob, points[:0]); err != nil {
+		if points, err = scalarchunk.Decode(chunk, points[:0]); err != nil {
 			return err
 		}
 		more, err := fn(points)
@@ -253,19 +275,19 @@ func forEachScalarBlock(ctx context.Context, tx *sql.Tx, seriesID, lo, hi int64,
 	return rows.Err()
 }
 
-// readScalarSeries is readSeries for scalars: the same rule over blocks
-// and samples.
-func readScalarSeries(ctx context.Context, tx *sql.Tx, si *seriesInfo, q *store.Query, fn store.ScalarVisitor) error {
+// readScalarSeries is readSeries for scalars: the same rule over chunks
+// and sample chunks.
+func readScalarSeries(ctx context.Context, tx *sql.Tx, sq *scalarStmts, si *seriesInfo, q *store.Query, fn store.ScalarVisitor) error {
 	ts := &si.TimeSeries
 	if q.MaxPoints == 0 || si.PointCount == 0 {
 		return fn(ts, nil)
 	}
 	lo, hi := stepBounds(q)
 	if q.MaxPoints >= si.PointCount {
-		return streamScalars(ctx, tx, si, q, lo, hi, fn)
+		return streamScalars(ctx, tx, sq, si, q, lo, hi, fn)
 	}
 	var latest *store.ScalarPoint
-	err := forEachScalarBlock(ctx, tx, si.id, lo, hi, true, func(points []store.ScalarPoint) (bool, error) {
+	err := forEachScalarBlock(ctx, tx, sq, si.id, lo, hi, true, func(points []store.ScalarPoint) (bool, error) {
 		for i := len(points) - 1; i >= 0; i-- {
 			if q.InWindow(points[i].Step, points[i].WallTime) {
 				latest = &store.ScalarPoint{}
@@ -290,15 +312,16 @@ func readScalarSeries(ctx context.Context, tx *sql.Tx, si *seriesInfo, q *store.
 	if si.PointCount >= int64(want)<<minSampleLevel {
 		// The samples are expected to hold enough of the window.
 		var err error
-		if others, ok, err = sampledScalars(ctx, tx, si.id, q, lo, hi, latest.Step, want); err != nil {
+		if others, ok, err = sampledScalars(ctx, tx, sq, si.id, q, lo, hi, latest.Step, want); err != nil {
 			return err
 		}
 	}
+	// others is in step order, and every step of it is below latest's.
 	if !ok {
 		// Fewer sampled points in the window than wanted: the window holds
-		// about 16·want points or fewer; take them from the blocks.
+		// about 8·want points or fewer; take them from the chunks of all points.
 		others = make([]store.ScalarPoint, 0, min(si.PointCount, int64(want)<<(minSampleLevel+1)))
-		err := forEachScalarBlock(ctx, tx, si.id, lo, hi, false, func(points []store.ScalarPoint) (bool, error) {
+		err := forEachScalarBlock(ctx, tx, sq, si.id, lo, hi, false, func(points []store.ScalarPoint) (bool, error) {
 			for _, p := range points {
 				if q.InWindow(p.Step, p.WallTime) && p.Step != latest.Step {
 					others = append(others, p)
@@ -311,38 +334,49 @@ func readScalarSeries(ctx context.Context, tx *sql.Tx, si *seriesInfo, q *store.
 		}
 		others = lowestKeys(others, want)
 	}
-	points := append(others, *latest)
-	slices.SortFunc(points, func(a, b store.ScalarPoint) int { return compareSteps(a.Step, b.Step) })
-	return fn(ts, points)
+	return fn(ts, append(others, *latest))
 }
 
-// sampledScalars reads scalar_samples from the top level down and returns
-// the want in-window points (other than step except) with the smallest
-// keys. ok is false when the samples hold fewer than want such points, so
-// that the answer must come from the blocks.
-func sampledScalars(ctx context.Context, tx *sql.Tx, seriesID int64, q *store.Query, lo, hi, except int64, want int) ([]store.ScalarPoint, bool, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT sample_level, step, wall_bits, value_bits FROM scalar_samples
-		WHERE series_id = ? AND step >= ? AND step <= ? AND step <> ? ORDER BY sample_level DESC`, seriesID, lo, hi, except)
+// sampledScalars reads the sample chunks from the top level down and
+// returns the want in-window points (other than step except) with the
+// smallest keys, in step order. ok is false when the samples hold fewer than want such
+// points, so that the answer must come from the chunks of all points.
+func sampledScalars(ctx context.Context, tx *sql.Tx, sq *scalarStmts, seriesID int64, q *store.Query, lo, hi, except int64, want int) ([]store.ScalarPoint, bool, error) {
+	rows, err := tx.StmtContext(ctx, sq.samples).QueryContext(ctx, seriesID, minSampleLevel, lo, hi)
 	if err != nil {
 		return nil, false, err
 	}
 	defer rows.Close()
 	points := make([]store.ScalarPoint, 0, 2*want)
-	level := math.MaxInt
+	level, above := math.MaxInt, 0 // above: the points of levels above level
+	var runs []int                 // where each level's points, in step order, begin
+	var chunks []int               // where each chunk of level begins, from above
 	for rows.Next() {
 		var l int
-		var p store.ScalarPoint
-		var wall, value int64
-		if err := rows.Scan(&l, &p.Step, &wall, &value); err != nil {
+		var chunk sql.RawBytes // valid until rows.Next: decoded before
+		if err := rows.Scan(&l, &chunk); err != nil {
 			return nil, false, err
 		}
-		if l < level && len(points) >= want {
-			break // every point of key below level l+1's bound is in
+		if l < level {
+			ascendChunks(points[above:], chunks)
+			chunks = chunks[:0]
+			if len(points) >= want {
+				break // every point of key below level l+1's bound is in
+			}
+			level, above = l, len(points)
+			runs = append(runs, above)
 		}
-		level = l
-		p.WallTime, p.Value = math.Float64frombits(uint64(wall)), math.Float64frombits(uint64(value))
-		if q.InWindow(p.Step, p.WallTime) {
-			points = append(points, p)
+		chunks = append(chunks, len(points)-above)
+		err := scalarchunk.Visit(chunk, lo, hi, func(ps []store.ScalarPoint) error {
+			for _, p := range ps {
+				if p.Step != except && q.InWindow(p.Step, p.WallTime) {
+					points = append(points, p)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, false, err
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -351,11 +385,64 @@ func sampledScalars(ctx context.Context, tx *sql.Tx, seriesID int64, q *store.Qu
 	if len(points) < want {
 		return points, false, nil
 	}
-	return smallestKeysFirst(points)[:want], true, nil
+	ascendChunks(points[above:], chunks) // the last level, unless done above
+	// The points of the levels above the last one read have smaller keys
+	// than those of the last: only the last level's are ranked.
+	points = append(points[:above], smallestKeyPoints(points[above:], want-above)...)
+	return mergeRuns(points, runs), true, nil
+}
+
+// ascendChunks puts the points of one level, read chunk by chunk in
+// descending step order (the sample index read backwards) and each chunk's
+// points in ascending order, in ascending step order: level holds the
+// chunks, starting at the indexes starts.
+func ascendChunks(level []store.ScalarPoint, starts []int) {
+	if len(starts) < 2 {
+		return
+	}
+	slices.Reverse(level)
+	end := len(level)
+	for i := len(starts) - 1; i >= 0; i-- {
+		// The chunk [starts[i], end) is now at [len-end, len-starts[i]),
+		// reversed.
+		slices.Reverse(level[len(level)-end : len(level)-starts[i]])
+		end = starts[i]
+	}
+}
+
+// mergeRuns sorts points by step, points being runs already sorted that
+// begin at the indexes runs (the first at 0): a merge of a few dozen
+// chunks' points instead of a sort of points. runs is overwritten.
+func mergeRuns(points []store.ScalarPoint, runs []int) []store.ScalarPoint {
+	buf := make([]store.ScalarPoint, len(points))
+	for len(runs) > 1 {
+		next := runs[:0]
+		for i := 0; i < len(runs); i += 2 {
+			lo, mid, hi := runs[i], len(points), len(points)
+			if i+1 < len(runs) {
+				mid = runs[i+1]
+			}
+			if i+2 < len(runs) {
+				hi = runs[i+2]
+			}
+			a, b, out := points[lo:mid], points[mid:hi], buf[lo:lo]
+			for len(a) > 0 && len(b) > 0 {
+				if a[0].Step < b[0].Step {
+					out, a = append(out, a[0]), a[1:]
+				} else {
+					out, b = append(out, b[0]), b[1:]
+				}
+			}
+			out = append(append(out, a...), b...)
+			next = append(next, lo)
+		}
+		points, buf, runs = buf, points, next
+	}
+	return points
 }
 
 // lowestKeys returns the want points of points (at most all of them)
-// with the smallest sample keys, in downsample.Less order. Points below the
+// with the smallest sample keys, in no particular order. Points below the
 // highest level by which want points are seen cannot be among them, so it
 // sorts only the others: about 2·want points, whatever len(points) is.
 // points is reordered.
@@ -383,38 +470,77 @@ func lowestKeys(points []store.ScalarPoint, want int) []store.ScalarPoint {
 		}
 		points = kept
 	}
-	return smallestKeysFirst(points)[:min(want, len(points))]
+	return smallestKeyPoints(points, min(want, len(points)))
 }
 
-// smallestKeysFirst sorts points in downsample.Less order, computing each
-// key once.
-func smallestKeysFirst(points []store.ScalarPoint) []store.ScalarPoint {
-	type keyed struct {
-		key int64
-		p   store.ScalarPoint
-	}
-	ks := make([]keyed, len(points))
-	for i, p := range points {
-		ks[i] = keyed{downsample.SampleKey(p.Step), p}
-	}
-	slices.SortFunc(ks, func(a, b keyed) int {
-		if c := compareSteps(a.key, b.key); c != 0 {
-			return c
+// scalarStmts are the statements of scalar reads, prepared once on the read
+// pool: a card reads a hundred series, and compiling a statement costs
+// about as much as running it.
+type scalarStmts struct {
+	chunksAsc, chunksDesc, samples *sql.Stmt
+}
+
+func prepareScalarStmts(ctx context.Context, db *sql.DB) (*scalarStmts, error) {
+	var sq scalarStmts
+	chunks := "SELECT chunk FROM scalar_chunks WHERE series_id = ?1 AND sample_level = ?4 AND first_step >= " +
+		chunkStartSQL + " AND first_step <= ?3 ORDER BY first_step "
+	for stmt, query := range map[**sql.Stmt]string{
+		&sq.chunksAsc:  chunks + "ASC",
+		&sq.chunksDesc: chunks + "DESC",
+		&sq.samples: `SELECT sample_level, chunk FROM scalar_chunks
+			WHERE series_id = ? AND sample_level >= ? AND last_step >= ? AND first_step <= ? ORDER BY sample_level DESC, first_step DESC`,
+	} {
+		var err error
+		if *stmt, err = db.PrepareContext(ctx, query); err != nil {
+			return nil, err
 		}
-		return compareSteps(a.p.Step, b.p.Step)
-	})
-	for i := range ks {
-		points[i] = ks[i].p
 	}
-	return points
+	return &sq, nil
 }
 
-// streamScalars calls fn with the window's points in step order, in chunks
-// of at most a few blocks, at least once.
-func streamScalars(ctx context.Context, tx *sql.Tx, si *seriesInfo, q *store.Query, lo, hi int64, fn store.ScalarVisitor) error {
+// smallestKeyPoints returns the n points of points with the smallest keys in
+// downsample.Less order (smallest sample key, then smallest step), in
+// their order in points, reusing points. It sorts the keys alone: a card
+// of 100 series ranks tens of thousands of points.
+func smallestKeyPoints(points []store.ScalarPoint, n int) []store.ScalarPoint {
+	if n >= len(points) {
+		return points
+	}
+	if n <= 0 {
+		return points[:0]
+	}
+	keys := make([]int64, len(points))
+	for i, p := range points {
+		keys[i] = downsample.SampleKey(p.Step)
+	}
+	sorted := slices.Clone(keys)
+	slices.Sort(sorted)
+	cutoff := sorted[n-1]
+	below, _ := slices.BinarySearch(sorted, cutoff)
+	// Points of key cutoff: the n-below smallest steps of them are in.
+	var ties []int64
+	for i, p := range points {
+		if keys[i] == cutoff {
+			ties = append(ties, p.Step)
+		}
+	}
+	slices.Sort(ties)
+	ties = ties[:n-below]
+	kept := points[:0]
+	for i, p := range points {
+		if keys[i] < cutoff || (keys[i] == cutoff && p.Step <= ties[len(ties)-1]) {
+			kept = append(kept, p)
+		}
+	}
+	return kept
+}
+
+// streamScalars calls fn with the window's points in step order, in slices
+// of at most a few chunks, at least once.
+func streamScalars(ctx context.Context, tx *sql.Tx, sq *scalarStmts, si *seriesInfo, q *store.Query, lo, hi int64, fn store.ScalarVisitor) error {
 	buf := make([]store.ScalarPoint, 0, readChunk)
 	called := false
-	err := forEachScalarBlock(ctx, tx, si.id, lo, hi, false, func(points []store.ScalarPoint) (bool, error) {
+	err := forEachScalarBlock(ctx, tx, sq, si.id, lo, hi, false, func(points []store.ScalarPoint) (bool, error) {
 		for _, p := range points {
 			if p.Step > hi {
 				return false, nil
@@ -423,7 +549,7 @@ func streamScalars(ctx context.Context, tx *sql.Tx, si *seriesInfo, q *store.Que
 				buf = append(buf, p)
 			}
 		}
-		if len(buf) >= readChunk-scalarBlockPoints {
+		if len(buf) >= readChunk {
 			called = true
 			err := fn(&si.TimeSeries, buf)
 			buf = buf[:0]
@@ -451,41 +577,4 @@ func compareKeys(a, b int64) int {
 		return -1
 	}
 	return 1
-}
-
-// migrateScalarBlocks moves the points of the version-1 table scalar_points
-// into blocks and samples, series by series in step order, and drops it.
-func migrateScalarBlocks(ctx context.Context, tx *sql.Tx) error {
-	ids, err := queryStrings(ctx, tx, "SELECT DISTINCT CAST(series_id AS TEXT) FROM scalar_points")
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		rows, err := tx.QueryContext(ctx, "SELECT series_id, step, wall_time, value_bits FROM scalar_points WHERE series_id = ? ORDER BY step", id)
-		if err != nil {
-			return err
-		}
-		var seriesID int64
-		var points []store.ScalarPoint
-		for rows.Next() {
-			var p store.ScalarPoint
-			var wall sql.NullFloat64
-			var bits int64
-			if err := rows.Scan(&seriesID, &p.Step, &wall, &bits); err != nil {
-				rows.Close()
-				return err
-			}
-			p.WallTime, p.Value = wallTimeOf(wall), math.Float64frombits(uint64(bits))
-			points = append(points, p)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if _, err := writeScalarPoints(ctx, tx, nil, seriesID, points); err != nil {
-			return err
-		}
-	}
-	_, err = tx.ExecContext(ctx, "DROP TABLE scalar_points")
-	return err
 }

@@ -19,10 +19,12 @@ import (
 //     NaN payloads, infinities and -0 come back exactly.
 //   - Points hang off series.id, a small integer, instead of repeating
 //     (experiment, run, tag) in every row.
-//   - Scalars, the bulk of all points, live in blocks of up to 128 points
-//     (version 3, scalarblock.go) plus a copy of one point in 16 for
-//     downsampling. One row per point (version 1) capped writes near
-//     200,000 points/s; blocks take several times that.
+//   - Scalars, the bulk of all points, live in compressed chunks of about
+//     4 KB (version 10, scalarblock.go, package scalarchunk) plus chunks of
+//     a copy of one point in 8, by sample level, for downsampling. One row
+//     per point (version 1) capped writes near 200,000 points/s; blocks
+//     (version 3) took several times that at 34 B per point, chunks take
+//     under 8 B.
 //   - Tensor and blob-sequence points are one row each, with a primary key
 //     (series_id, step), which makes writes idempotent upserts and step
 //     ranges index scans, and the point's downsample.Level in
@@ -248,12 +250,46 @@ CREATE TABLE leases (
 	expire_time INTEGER NOT NULL
 );
 `,
+	// Version 12: scalars in compressed chunks. convertScalarBlocks
+	// (scalarlegacy.go) then moves the points of scalar_blocks here, in
+	// batches, and drops scalar_blocks and scalar_samples. IF NOT EXISTS:
+	// a conversion stopped between batches runs this again.
+	`
+-- Scalar points in scalarchunk chunks (services/internal/scalarchunk: about
+-- 5 B per point on a typical float32 series, where version 3's blocks took
+-- 17 B and its samples 1 B more), one row per chunk of consecutive points
+-- of one series at one sample level. sample_level -1 holds every point, in
+-- chunks of about 3,900 bytes (one per 4 KB page) or 1,024 points;
+-- sample_level L >= 3 a copy of the points whose downsample.Level is
+-- exactly L, which downsampling reads from the top level down: the rows of
+-- the levels it needs, O(k) points. first_step and last_step bound a
+-- chunk's steps; chunks of one series and level never overlap. A rowid
+-- table: a chunk is a few KB, too big for a WITHOUT ROWID row, and its
+-- rowid says where in the file it lies (insertChunkSQL).
+CREATE TABLE IF NOT EXISTS scalar_chunks (
+	series_id    INTEGER NOT NULL,
+	sample_level INTEGER NOT NULL,
+	first_step   INTEGER NOT NULL,
+	last_step    INTEGER NOT NULL,
+	chunk        BLOB NOT NULL,
+	UNIQUE (series_id, sample_level, first_step)
+);
+`,
 }
 
 // dataMigrations are Go steps that run, in the same transaction, after the
 // SQL of the version they are keyed by: moves that SQL cannot express.
 var dataMigrations = map[int]func(context.Context, *sql.Tx) error{
 	3: migrateScalarBlocks,
+}
+
+// batchedMigrations are Go steps too long for one transaction: after the
+// SQL of the version they are keyed by, each transaction runs the SQL
+// again (it must be idempotent) and one batch of the step, and the last
+// one, which reports done, also sets the version. A migration interrupted
+// between batches (a crash, a kill) resumes from the last committed batch.
+var batchedMigrations = map[int]func(context.Context, *sql.Tx) (done bool, err error){
+	12: convertScalarBlocks,
 }
 
 // SchemaVersion is the schema version this package writes.

@@ -51,10 +51,10 @@ type Store struct {
 	now  func() time.Time
 	// foundVersion is the schema version Open found, before migrating.
 	foundVersion int
-	// sampleInserts are prepared on w.
-	sampleInserts *sampleInserts
 	// scalars caches downsampled scalar reads.
 	scalars *scalarCache
+	// scalarStmts are prepared on r.
+	scalarStmts *scalarStmts
 }
 
 var _ store.Store = (*Store)(nil)
@@ -96,10 +96,6 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
-	if s.sampleInserts, err = prepareSampleInserts(ctx, w); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("sqlitestore.Open: %w", err)
-	}
 	r, err := sql.Open("sqlite", path+common+"&_pragma=query_only(1)")
 	if err != nil {
 		w.Close()
@@ -112,6 +108,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	s.r = r
+	if s.scalarStmts, err = prepareScalarStmts(ctx, r); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlitestore.Open: %w", err)
+	}
 	return s, nil
 }
 
@@ -136,20 +136,29 @@ func (s *Store) migrate(ctx context.Context) (int, error) {
 		return found, fmt.Errorf("sqlitestore: database schema version %d is newer than this binary's %d", found, SchemaVersion)
 	}
 	for v := found; v < SchemaVersion; v++ {
-		err := s.write(ctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
-				return err
-			}
-			if step := dataMigrations[v+1]; step != nil {
-				if err := step(ctx, tx); err != nil {
+		for done := false; !done; {
+			err := s.write(ctx, func(tx *sql.Tx) error {
+				if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 					return err
 				}
+				done = true
+				if step := dataMigrations[v+1]; step != nil {
+					if err := step(ctx, tx); err != nil {
+						return err
+					}
+				}
+				if step := batchedMigrations[v+1]; step != nil {
+					var err error
+					if done, err = step(ctx, tx); err != nil || !done {
+						return err
+					}
+				}
+				_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1))
+				return err
+			})
+			if err != nil {
+				return found, fmt.Errorf("sqlitestore: migrate to version %d: %w", v+1, err)
 			}
-			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1))
-			return err
-		})
-		if err != nil {
-			return found, fmt.Errorf("sqlitestore: migrate to version %d: %w", v+1, err)
 		}
 	}
 	return found, nil
@@ -171,7 +180,11 @@ func (s *Store) HasExperiments(ctx context.Context) (bool, error) {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	return errors.Join(s.r.Close(), s.w.Close())
+	var errs []error
+	if sq := s.scalarStmts; sq != nil {
+		errs = append(errs, sq.chunksAsc.Close(), sq.chunksDesc.Close(), sq.samples.Close())
+	}
+	return errors.Join(append(errs, s.r.Close(), s.w.Close())...)
 }
 
 // write runs fn in a write transaction (BEGIN IMMEDIATE) and commits it.

@@ -58,3 +58,17 @@ func TestConformanceOwnClock(t *testing.T) {
 		})
 	}
 }
+
+// TestBytesPerScalarPoint holds the store to issue 21's target: the
+// issue's 500,000 points (issueExperiment) take at most 8 bytes each in
+// the database files after a clean stop.
+func TestBytesPerScalarPoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 500,000 points")
+	}
+	t.Parallel()
+	size, points := issueDatabase(t)
+	if perPoint := float64(size) / float64(points); perPoint > 8 {
+		t.Errorf("%d points take %d bytes: %.2f B per point, want at most 8", points, size, perPoint)
+	}
+}

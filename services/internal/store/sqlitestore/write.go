@@ -191,7 +191,7 @@ func (s *Store) WriteScalars(ctx context.Context, eid string, batch []store.Scal
 			for _, p := range points {
 				f.see(p.Step, p.WallTime)
 			}
-			if f.added, err = writeScalarPoints(ctx, tx, s.sampleInserts, r.id, points); err != nil {
+			if f.added, err = writeScalarPoints(ctx, tx, r.id, points); err != nil {
 				return err
 			}
 			if err := s.record(ctx, tx, eid, b.Series.Run, r, f); err != nil {
