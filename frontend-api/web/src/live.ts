@@ -18,19 +18,38 @@ export const POLL_MS = 2500;
 export const ACTIVE_MS = 30_000;
 
 export interface Freshness {
-  /** When the experiment's data (or metadata) last changed, ms since the epoch. */
+  /**
+   * When data last arrived, ms since the epoch: the update time of the
+   * last answer whose counts moved (a rename, a new description or
+   * visibility moves the update time only). Until one is seen, the update
+   * time at load, of data or metadata (the page cannot tell which).
+   */
   updated: number;
+  /** Whether the page saw data arrive (the counts move) while following. */
+  dataSeen: boolean;
+  /** The experiment's update time in the last answer (data or metadata), ms since the epoch. */
+  latest: number;
   /** The server's clock at the last poll (the browser's when it gave none). */
   serverNow: number;
   /** The browser's clock at the last poll. */
   polledAt: number;
 }
 
+/** The experiment's counts (runs, tags, points, blobs, bytes) as one comparable string. */
+function countsKey(e: Experiment): string {
+  const c = e.counts ?? {};
+  return Object.keys(c)
+    .sort()
+    .map((k) => `${k}=${c[k]}`)
+    .join(",");
+}
+
 /**
  * Polls the experiment every POLL_MS while the page is visible. changed
  * is called (and awaited before the next poll) when its update time moves
- * past the one seen first; tick after every poll. Returns a function that
- * stops following.
+ * past the one seen first (data or metadata: the page reads both again);
+ * tick after every poll, with when data last arrived. Returns a function
+ * that stops following.
  */
 export function follow(
   eid: string,
@@ -39,6 +58,9 @@ export function follow(
   tick: (f: Freshness) => void,
 ): () => void {
   let last = Date.parse(first.updateTime ?? "") || 0;
+  let dataUpdated = last;
+  let dataSeen = false;
+  let counts = countsKey(first);
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let busy = false;
@@ -52,9 +74,12 @@ export function follow(
     try {
       const { body, serverNow } = await getFresh<Experiment>(path);
       const updated = Date.parse(body.updateTime ?? "") || 0;
+      const moved = updated > last;
+      if (moved && countsKey(body) !== counts) [dataUpdated, dataSeen] = [updated, true];
+      counts = countsKey(body);
       const now = Date.now();
-      tick({ updated, serverNow: Number.isFinite(serverNow) ? serverNow : now, polledAt: now });
-      if (updated > last) {
+      tick({ updated: dataUpdated, dataSeen, latest: updated, serverNow: Number.isFinite(serverNow) ? serverNow : now, polledAt: now });
+      if (moved) {
         last = updated;
         await changed(body);
       }
@@ -77,6 +102,19 @@ export function follow(
     clearTimeout(timer);
     document.removeEventListener("visibilitychange", onVisible);
   };
+}
+
+/**
+ * The live indicator at now (the browser's clock): "● receiving data"
+ * (active) only when the page saw data arrive less than ACTIVE_MS ago;
+ * "last data 5 min ago" after; "updated 3 s ago" while it has seen none
+ * (the update time at load may be a rename's).
+ */
+export function freshnessLabel(f: Freshness, now: number): { active: boolean; text: string } {
+  const age = f.serverNow - f.updated + (now - f.polledAt);
+  if (!f.dataSeen) return { active: false, text: `updated ${ago(age)} ago` };
+  const active = age < ACTIVE_MS;
+  return { active, text: active ? `● receiving data · last ${ago(age)} ago` : `last data ${ago(age)} ago` };
 }
 
 /** "3 s", "5 min", "2 h", "4 d": how long ago, for the live indicator. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatState, parseState, slideKey } from "./state";
+import { formatState, parseState, slideKey, toggled } from "./state";
 
 describe("slides in the URL", () => {
   it("round-trips a card's step and sample, and the tooltip order", () => {
@@ -15,5 +15,16 @@ describe("slides in the URL", () => {
     const s = parseState("?slide=nope&slide=%5B%22images%22%2C%22t%22%2C%22r%22%2C1.5%2C0%5D&slide=%5B%22audio%22%2C%22t%22%2C%22r%22%2C7%2C1%5D&ttsort=sideways");
     expect(s.slides).toEqual({ [slideKey("audio", "t", "r")]: { step: 7, sample: 1 } });
     expect(s.ttsort).toBe("descending");
+  });
+});
+
+describe("expanded cards", () => {
+  it("are kept in the URL, and a second press takes a card back", () => {
+    const s = parseState("?expand=loss&expand=a%2Fb");
+    expect(s.expand).toEqual(["loss", "a/b"]);
+    expect(parseState(formatState(s)).expand).toEqual(["loss", "a/b"]);
+    expect(toggled(s.expand, "acc")).toEqual(["loss", "a/b", "acc"]);
+    expect(toggled(s.expand, "loss")).toEqual(["a/b"]);
+    expect(parseState("").expand).toEqual([]);
   });
 });

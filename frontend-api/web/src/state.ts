@@ -15,6 +15,7 @@
 //   zoom=MIN,MAX       x range of the scalar charts (drag to zoom,
 //                      double-click to reset)
 //   pin=TAG (repeated) pinned scalar cards, shown first
+//   expand=TAG (repeated)  scalar cards expanded to the full width (and taller)
 //   group=RE           group runs by this regex's first capture (or whole
 //                      match) and plot each group's mean with a min–max band
 //   band=std           ... with a ±1 standard deviation band instead
@@ -57,6 +58,7 @@ export interface ViewState {
   ignoreOutliers: boolean;
   zoom: [number, number] | null;
   pin: string[];
+  expand: string[];
   group: string;
   band: "minmax" | "std";
   ttsort: TooltipSort;
@@ -137,6 +139,7 @@ export function parseState(search: string): ViewState {
     ignoreOutliers: q.get("outliers") !== "0",
     zoom: parseZoom(q.get("zoom")),
     pin: q.getAll("pin"),
+    expand: q.getAll("expand"),
     group: q.get("group") ?? "",
     band: q.get("band") === "std" ? "std" : "minmax",
     ttsort: TOOLTIP_SORTS.find((o) => o.value === q.get("ttsort"))?.value ?? "descending",
@@ -164,6 +167,11 @@ function scopePrefixes(scope: string): string[] {
   return parts.map((_, i) => parts.slice(0, i + 1).join("/") + "/");
 }
 
+/** list with item taken out if it holds it, else added at the end (a pin, an expanded card). */
+export function toggled(list: string[], item: string): string[] {
+  return list.includes(item) ? list.filter((x) => x !== item) : [...list, item];
+}
+
 function parseZoom(v: string | null): [number, number] | null {
   const [a, b] = (v ?? "").split(",").map(Number);
   return v && Number.isFinite(a) && Number.isFinite(b) && a < b ? [a, b] : null;
@@ -183,6 +191,7 @@ export function formatState(s: ViewState): string {
   if (!s.ignoreOutliers) q.set("outliers", "0");
   if (s.zoom) q.set("zoom", `${s.zoom[0]},${s.zoom[1]}`);
   for (const p of s.pin) q.append("pin", p);
+  for (const e of s.expand) q.append("expand", e);
   if (s.group) q.set("group", s.group);
   if (s.band !== "minmax") q.set("band", s.band);
   if (s.ttsort !== "descending") q.set("ttsort", s.ttsort);

@@ -11,6 +11,7 @@ import "uplot/dist/uPlot.min.css";
 import { h, fmtDuration } from "../dom";
 import { themeColor, withAlpha } from "../colors";
 import { fmtSI, fmtTicks, placeBox, sortRows, type TooltipSort } from "./format";
+import { logRange, logSplits } from "./logaxis";
 
 export type XKind = "step" | "relative" | "wall" | "value";
 
@@ -251,8 +252,10 @@ export class LineChart {
         if (j >= 0) bands.push({ series: [i + 1, j + 1], fill: withAlpha(l.color, 0.18) });
       }
     });
-    const axis = (values?: uPlot.Axis["values"], vertical = false): uPlot.Axis => ({
+    const axis = (values?: uPlot.Axis["values"], vertical = false, log = false): uPlot.Axis => ({
       stroke: fg,
+      // uPlot's own log ticks never end below about 1e-25 (see logaxis.ts).
+      ...(log ? { splits: (_u: uPlot, _i: number, lo: number, hi: number) => logSplits(lo, hi) } : {}),
       // A y axis as wide as its widest label, measured in its font (a
       // width per character cut the first digit of 20000 in wide fonts),
       // plus its ticks (10 px) and the gap to them (5 px).
@@ -277,16 +280,27 @@ export class LineChart {
           distr: this.opts.logx ? 3 : 1,
           ...(this.opts.xRange ? { auto: false, range: this.opts.xRange } : {}),
         },
-        y: { distr: this.opts.logy ? 3 : 1, ...(this.opts.yRange ? { auto: false, range: this.opts.yRange } : {}) },
+        y: {
+          distr: this.opts.logy ? 3 : 1,
+          ...(this.opts.yRange ? { auto: false, range: this.opts.yRange } : this.opts.logy ? { range: (_u: uPlot, lo: number | null, hi: number | null) => logRange(lo, hi) } : {}),
+        },
       },
       axes: [
-        axis(xKind === "wall" ? undefined : xKind === "relative" ? (_u, splits) => splits.map((v) => (v === null ? "" : fmtX(v))) : (_u, splits) => fmtTicks(splits)),
-        axis((_u, splits) => {
-          const labels = fmtTicks(splits);
-          // The y labels, for tests and for reading the view from the page.
-          this.el.dataset.yticks = labels.join("|");
-          return labels;
-        }, true),
+        axis(
+          xKind === "wall" ? undefined : xKind === "relative" ? (_u, splits) => splits.map((v) => (v === null ? "" : fmtX(v))) : (_u, splits) => fmtTicks(splits),
+          false,
+          !!this.opts.logx,
+        ),
+        axis(
+          (_u, splits) => {
+            const labels = fmtTicks(splits);
+            // The y labels, for tests and for reading the view from the page.
+            this.el.dataset.yticks = labels.join("|");
+            return labels;
+          },
+          true,
+          !!this.opts.logy,
+        ),
       ],
       series,
       hooks: {

@@ -8,10 +8,13 @@ import { download, getJSON, getOnce, limiter, num, postForm, saveBlob, type RunT
 import { fmtSI, TOOLTIP_SORTS, type TooltipSort } from "../charts/format";
 import { LineChart, type Line } from "../charts/linechart";
 import { compileFilter, debounce, h, setChildren } from "../dom";
-import type { ViewState } from "../state";
+import { toggled, type ViewState } from "../state";
 import { emaDebiased, groupStats, robustRange } from "../smoothing";
 import { cardDownload, type RunPoints } from "./carddownload";
 import { groupByPrefix, notice, showOnly, shownRuns, whenVisible, type Dashboard, type DashboardContext } from "./dashboard";
+
+/** The chart height of an expanded card, in CSS pixels (others: the chart's default, 220). */
+const EXPANDED_HEIGHT = 440;
 
 /** A series' points as columns. */
 export interface Points {
@@ -258,6 +261,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       onZoom: (zoom) => store.set({ zoom }),
       tooltipSort: s.ttsort,
       onOnly: (run) => showOnly(store, run),
+      height: s.expand.includes(tag) ? EXPANDED_HEIGHT : undefined,
     });
   }
 
@@ -335,19 +339,17 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   function card(tag: string, runs: string[], pinned: boolean): HTMLElement {
     const body = h("div.chart.loading", null, "Loading…");
     charts.set(tag, { body, runs });
-    const pin = h(
-      "button.icon",
-      {
-        title: pinned ? "Unpin" : "Pin to the top",
-        "aria-pressed": String(pinned),
-        className: "icon pin",
-        onclick: () => {
-          const p = store.get().pin;
-          store.set({ pin: pinned ? p.filter((t) => t !== tag) : [...p, tag] });
-        },
-      },
-      pinned ? "★" : "☆",
-    );
+    // A button putting the tag in a list of the view state, or taking it out: [off, on] titles and glyphs.
+    const listButton = (key: "pin" | "expand", on: boolean, titles: [string, string], glyphs: [string, string]) =>
+      h(
+        "button.icon",
+        { title: titles[+on], "aria-pressed": String(on), className: `icon ${key}`, onclick: () => store.set({ [key]: toggled(store.get()[key], tag) }) },
+        glyphs[+on],
+      );
+    const pin = listButton("pin", pinned, ["Pin to the top", "Unpin"], ["☆", "★"]);
+    // TensorBoard's expand button: the card takes the grid's whole width, and a taller chart.
+    const expanded = store.get().expand.includes(tag);
+    const expand = listButton("expand", expanded, ["Expand to the full width", "Back to the grid"], ["⤢", "⤡"]);
     // The menu's rows (three elements per run, for every card) are built
     // when it is first opened, not with the page.
     const menu = h("div.menu");
@@ -383,7 +385,8 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
         ),
       );
     });
-    const el = h("div.card.scalar-card", { "data-tag": tag }, h("div.card-head", null, h("span.card-title", { title: tag }, tag), pin, dl), body);
+    const el = h("div.card.scalar-card", { "data-tag": tag }, h("div.card-head", null, h("span.card-title", { title: tag }, tag), pin, expand, dl), body);
+    el.classList.toggle("expanded", expanded);
     let started = false;
     const load = async () => {
       if (started) return;
@@ -507,7 +510,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   return {
     update(s, prev) {
       syncControls(s);
-      if (s.tagFilter !== prev.tagFilter || s.runFilter !== prev.runFilter || s.off.join("\n") !== prev.off.join("\n") || s.pin.join("\n") !== prev.pin.join("\n")) {
+      if (s.tagFilter !== prev.tagFilter || s.runFilter !== prev.runFilter || s.off.join("\n") !== prev.off.join("\n") || s.pin.join("\n") !== prev.pin.join("\n") || s.expand.join("\n") !== prev.expand.join("\n")) {
         layout();
       } else if (s.ttsort !== prev.ttsort ||
         s.smoothing !== prev.smoothing || s.x !== prev.x || s.logy !== prev.logy || s.logx !== prev.logx || s.group !== prev.group || s.band !== prev.band || s.ignoreOutliers !== prev.ignoreOutliers || String(s.zoom) !== String(prev.zoom)) {

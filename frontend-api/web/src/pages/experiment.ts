@@ -2,7 +2,7 @@
 // has data, the dashboard itself. All view state lives in the URL (state.ts).
 
 import { ApiError, ExperimentAPI, getJSON, getSession, refresh, send, type Experiment, type PluginsListing } from "../api";
-import { ACTIVE_MS, ago, follow, type Freshness } from "../live";
+import { follow, freshnessLabel, type Freshness } from "../live";
 import { assignColors, naturalCompare } from "../colors";
 import { compileFilter, debounce, h, setChildren } from "../dom";
 import { descriptionElement } from "../description";
@@ -229,13 +229,14 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
   let fresh: Freshness | null = null;
   function showFreshness() {
     if (!fresh) return;
-    const age = fresh.serverNow - fresh.updated + (Date.now() - fresh.polledAt);
-    const active = age < ACTIVE_MS;
+    const { active, text } = freshnessLabel(fresh, Date.now());
     liveEl.classList.toggle("active", active);
     liveEl.dataset.updated = String(fresh.updated);
-    liveEl.textContent = active ? `● receiving data · last ${ago(age)} ago` : `last data ${ago(age)} ago`;
+    liveEl.dataset.latest = String(fresh.latest);
+    liveEl.textContent = text;
   }
-  fresh = { updated: Date.parse(meta.updateTime ?? "") || 0, serverNow: Date.now(), polledAt: Date.now() };
+  const loaded = Date.parse(meta.updateTime ?? "") || 0;
+  fresh = { updated: loaded, dataSeen: false, latest: loaded, serverNow: Date.now(), polledAt: Date.now() };
   showFreshness();
   const clock = setInterval(showFreshness, 1000);
 

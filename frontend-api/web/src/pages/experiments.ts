@@ -107,7 +107,7 @@ export function shareDialog(e: Experiment) {
     report = error;
     return [
       h("p.visibility-note", null, whoCanRead(e.visibility)),
-      h("p.hint", null, "People you share a private experiment with can read it, not change it. A user name is the one given to `tbhub token create --user`, or the email someone signs in with."),
+      h("p.hint", null, "People you share a private experiment with can read it, not change it. A user name is the one given to ", h("code", null, "tbhub token create --user"), ", or the email someone signs in with."),
       list,
       h(
         "form.share",
@@ -262,7 +262,7 @@ export async function renderExperiments(el: HTMLElement, reroute: () => void) {
     el,
     h("h1", null, "My experiments"),
     status,
-    ownedList.length ? h("div.table-scroll", null, table(ownedList, true)) : h("p.notice", null, "No experiments yet. Upload a logdir with `tbup upload --logdir LOGDIR`."),
+    ownedList.length ? h("div.table-scroll", null, table(ownedList, true)) : h("p.notice", null, "No experiments yet. Upload a logdir with ", h("code", null, "tbup upload LOGDIR"), "."),
     sharedList.length ? [h("h2", null, "Shared with me"), h("div.table-scroll", null, table(sharedList, false))] : null,
     profile,
     tokens,
@@ -535,7 +535,7 @@ async function renderTokens(el: HTMLElement, reroute: () => void) {
   setChildren(
     el,
     h("h2", null, "API tokens"),
-    h("p.hint", null, "For `tbup` and scripts."),
+    h("p.hint", null, "For ", h("code", null, "tbup"), " and scripts."),
     form,
     created,
     error,

@@ -79,7 +79,8 @@ export function renderGallery(el: HTMLElement) {
     more.hidden = !next;
     more.disabled = false;
     const n = list.children.length;
-    status.textContent = n ? "" : q ? `No public experiment matches “${q}”.` : "No public experiments yet. An owner makes one public from its visibility menu, or with `tbup upload --visibility public`.";
+    if (n || q) status.textContent = n ? "" : `No public experiment matches “${q}”.`;
+    else status.replaceChildren("No public experiments yet. An owner makes one public from its visibility menu, or with ", h("code", null, "tbup upload --visibility public"), ".");
   }
 
   const searchNow = () => {

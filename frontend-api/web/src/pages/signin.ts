@@ -25,6 +25,14 @@ function issuerName(issuer: string): string {
 }
 
 /**
+ * How the token part of the form begins: "Or …" only below the button
+ * signing in with an OIDC issuer, when the server has one.
+ */
+export function tokenLead(oidc: boolean): string {
+  return oidc ? "Or paste an API token." : "Paste an API token.";
+}
+
+/**
  * Renders the sign-in form into el; after a token sign-in, calls done
  * (which re-routes the page). focus puts the cursor in the token field
  * (not on the landing page, where the gallery comes first).
@@ -34,6 +42,7 @@ export function renderSignIn(el: HTMLElement, done: () => void, message?: string
   const error = h("p.error", { role: "alert" });
   if (location.pathname === "/signin") error.textContent = signInErrorText(new URLSearchParams(location.search).get("error"));
   const oidc = h("div.oidc");
+  const lead = h("span.token-lead", null, tokenLead(false));
   const form = h(
     "form.signin",
     {
@@ -52,7 +61,16 @@ export function renderSignIn(el: HTMLElement, done: () => void, message?: string
     h("h1", null, "Sign in"),
     message ? h("p", null, message) : null,
     oidc,
-    h("p.hint", null, "Or paste an API token. `tbhub serve` prints one on first start; `tbhub token create --user NAME` makes more. This browser keeps a session of its own, not the token."),
+    h(
+      "p.hint",
+      null,
+      lead,
+      " ",
+      h("code", null, "tbhub serve"),
+      " prints one on first start; ",
+      h("code", null, "tbhub token create --user NAME"),
+      " makes more. This browser keeps a session of its own, not the token.",
+    ),
     h("label", null, "API token ", input),
     h("button", { type: "submit" }, "Sign in with token"),
     error,
@@ -65,6 +83,7 @@ export function renderSignIn(el: HTMLElement, done: () => void, message?: string
       if (!s.oidcIssuer) return;
       const href = `/auth/login?next=${encodeURIComponent(nextPath())}`;
       setChildren(oidc, h("a.button.oidc-signin", { href }, `Sign in with ${issuerName(s.oidcIssuer)}`));
+      lead.textContent = tokenLead(true);
     })
     .catch(() => {});
 }
