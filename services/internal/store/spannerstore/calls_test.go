@@ -297,3 +297,57 @@ func TestListingCalls(t *testing.T) {
 		})
 	}
 }
+
+// A sampled tensor read fills the chosen points' bytes in batches of
+// bounded size as the visitor takes them, not all before the first call:
+// a visitor that stops the read early saves the later batches.
+func TestSampledTensorsFilledInBatches(t *testing.T) {
+	s, calls, eid := countedStore(t)
+	ctx := t.Context()
+	runs := runNames(20)
+	for _, run := range runs {
+		pts := make([]store.TensorPoint, 12)
+		for i := range pts {
+			pts[i] = store.TensorPoint{Step: int64(i), WallTime: 1, Tensor: make([]byte, 100_000)}
+		}
+		if err := s.WriteTensors(ctx, eid, []store.TensorSeries{{Series: store.TimeSeries{Run: run, Tag: "t", PluginName: "p"}, Points: pts}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 20 series × 10 chosen points × 100 kB: 20 MB of tensors.
+	q := store.Query{MaxPoints: 10}
+	read := func(stop bool) (int, int) {
+		calls.take()
+		visits := 0
+		errStop := errors.New("stop")
+		err := s.ReadTensors(ctx, eid, q, func(ts *store.TimeSeries, ps []store.TensorPoint) error {
+			visits++
+			if len(ps) != 10 {
+				t.Errorf("%s: %d points, want 10", ts.Run, len(ps))
+			}
+			for _, p := range ps {
+				if len(p.Tensor) != 100_000 {
+					t.Errorf("%s step %d: tensor of %d bytes, want 100,000", ts.Run, p.Step, len(p.Tensor))
+				}
+			}
+			if stop {
+				return errStop
+			}
+			return nil
+		})
+		if stop != errors.Is(err, errStop) || (!stop && err != nil) {
+			t.Fatalf("stop %v: err %v", stop, err)
+		}
+		byCall := calls.String()
+		_, n := calls.take()
+		t.Logf("stop %v: %d visits, %d calls (%s)", stop, visits, n, byCall)
+		return visits, n
+	}
+	visits, all := read(false)
+	if visits != len(runs) || all > 6 {
+		t.Errorf("full read: %d visits, %d calls; want %d visits, at most 6 calls", visits, all, len(runs))
+	}
+	if _, stopped := read(true); stopped >= all {
+		t.Errorf("a read stopped at its first series made %d calls, the full read %d: the tensors were all read before the visitor saw any", stopped, all)
+	}
+}

@@ -29,8 +29,11 @@ type pointSpec[P any] struct {
 	step      func(*P) int64
 	wallTime  func(*P) float64
 	// fill completes points read through the index (tensors: their bytes);
-	// nil when the index stores everything.
-	fill func(ctx context.Context, tx txReader, eid string, batch []seriesPoints[P]) error
+	// nil when the index stores everything. sizeColumn, if not empty, is
+	// the index column holding what fill will read of a point, in bytes:
+	// sampled points are filled in batches of about maxFillBytes.
+	fill       func(ctx context.Context, tx txReader, eid string, batch []seriesPoints[P]) error
+	sizeColumn string
 	// attach adds child rows to points however they were read (blob
 	// sequences: their blobs); nil when there are none.
 	attach func(ctx context.Context, tx txReader, eid string, batch []seriesPoints[P]) error
@@ -43,6 +46,40 @@ type pointSpec[P any] struct {
 type seriesPoints[P any] struct {
 	series *store.TimeSeries
 	points []P
+}
+
+// maxFillBytes is about how many bytes one fill read brings, so that a
+// read holds no more than that (and one series' points) before the visitor
+// sees them, and the visitor can stop a read that grows too big.
+const maxFillBytes = 16 << 20
+
+// indexedColumns are the columns of an index read: the series key, the
+// size column if any, and the index's point columns.
+func (sp *pointSpec[P]) indexedColumns() []string {
+	if sp.sizeColumn == "" {
+		return withSeries(sp.indexColumns)
+	}
+	return withSeries(append([]string{sp.sizeColumn}, sp.indexColumns...))
+}
+
+// sized is a point read through the index with its series and the value
+// of its size column (0 without one).
+type sized[P any] struct {
+	point P
+	ref   store.SeriesRef
+	size  int64
+}
+
+// fromIndexed decodes a row of indexedColumns.
+func (sp *pointSpec[P]) fromIndexed(row *spanner.Row) (sized[P], error) {
+	var s sized[P]
+	lead := []any{&s.ref.Run, &s.ref.Tag}
+	if sp.sizeColumn != "" {
+		lead = append(lead, &s.size)
+	}
+	var err error
+	s.point, err = sp.fromIndex(row, lead...)
+	return s, err
 }
 
 // withSeries prefixes a point read's columns with the series key columns,
@@ -113,8 +150,10 @@ func (p *seriesPlan) ref() store.SeriesRef { return store.SeriesRef{Run: p.sum.R
 // readNarrow), and for the sampled ones one read of their latest points
 // and one read of their SampleKey index ranges (rarely a few more ranges
 // when a window admits few of a series' points); then for tensors one
-// read of the sampled points' bytes, for blob sequences one read of the
-// sampled points' blobs and one per page of whole reads.
+// read of the sampled points' bytes per maxFillBytes of them (read as the
+// visitor takes them, so a visitor can stop a read that grows too big),
+// for blob sequences one read of the sampled points' blobs and one per
+// page of whole reads.
 func readClass[P any](ctx context.Context, s *Store, op, eid string, q store.Query, sp *pointSpec[P], fn func(*store.TimeSeries, []P) error) error {
 	if err := store.CheckQuery(q); err != nil {
 		return fail(op, err)
@@ -147,7 +186,7 @@ func readPoints[P any](ctx context.Context, tx txReader, eid string, series []st
 	// points wait until the stream reaches them.
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	var samples map[int][]P
+	var samples map[int]sample[P]
 	var sampleErr error
 	if len(sampled) > 0 {
 		go func() {
@@ -168,15 +207,15 @@ func readPoints[P any](ctx context.Context, tx txReader, eid string, series []st
 	// carry: sampled ones, and those with no point.
 	emitBefore := func(end int) error {
 		for ; next < end; next++ {
-			var pts []P
+			var got sample[P]
 			if plans[next].mode == readSampled {
 				<-done
 				if sampleErr != nil {
 					return sampleErr
 				}
-				pts = samples[next]
+				got = samples[next]
 			}
-			if err := out.push(&plans[next].sum.TimeSeries, pts, false); err != nil {
+			if err := out.push(&plans[next].sum.TimeSeries, got.points, false, sp.fill != nil, got.size); err != nil {
 				return err
 			}
 		}
@@ -201,9 +240,9 @@ func readPoints[P any](ctx context.Context, tx txReader, eid string, series []st
 			var err error
 			switch {
 			case p.mode == readNarrow:
-				err = out.push(&p.sum.TimeSeries, selectPoints(page, q.MaxPoints, sp), true)
+				err = out.push(&p.sum.TimeSeries, selectPoints(page, q.MaxPoints, sp), true, false, 0)
 			case len(page) > 0 || !sent:
-				err = out.push(&p.sum.TimeSeries, page, true)
+				err = out.push(&p.sum.TimeSeries, page, true, false, 0)
 			}
 			next, cur, page, sent = cur+1, -1, nil, false
 			return err
@@ -233,7 +272,7 @@ func readPoints[P any](ctx context.Context, tx txReader, eid string, series []st
 			page = append(page, pt)
 			if plans[cur].mode == readWhole && len(page) >= sp.pageSize {
 				sent = true
-				err := out.push(&plans[cur].sum.TimeSeries, page, true)
+				err := out.push(&plans[cur].sum.TimeSeries, page, true, false, 0)
 				page = nil
 				return err
 			}
@@ -269,9 +308,10 @@ func selectPoints[P any](all []P, k int64, sp *pointSpec[P]) []P {
 	return kept
 }
 
-// emitter hands points to the visitor in the order pushed. With
-// pointSpec.attach, points wait until pageSize of them are queued, so that
-// one read attaches the child rows of many series' points.
+// emitter hands points to the visitor in the order pushed. Points whose
+// child rows are still to be attached wait until pageSize of them are
+// queued, and sampled points still to be filled until about maxFillBytes
+// are, so that one read completes many series' points.
 type emitter[P any] struct {
 	ctx    context.Context
 	tx     txReader
@@ -279,36 +319,56 @@ type emitter[P any] struct {
 	sp     *pointSpec[P]
 	fn     func(*store.TimeSeries, []P) error
 	queue  []queued[P]
-	queued int
+	queued int   // points queued
+	bytes  int64 // size of the queued points still to fill
 }
 
 type queued[P any] struct {
 	seriesPoints[P]
-	attach bool
+	attach, fill bool
 }
 
-// push queues points of one series; attach says whether their child rows
-// are still to be read.
-func (e *emitter[P]) push(ts *store.TimeSeries, pts []P, attach bool) error {
-	e.queue = append(e.queue, queued[P]{seriesPoints[P]{ts, pts}, attach})
+// push queues points of one series; attach and fill say whether their
+// child rows, or their fill, are still to be read; size is what fill
+// will read.
+func (e *emitter[P]) push(ts *store.TimeSeries, pts []P, attach, fill bool, size int64) error {
+	e.queue = append(e.queue, queued[P]{seriesPoints[P]{ts, pts}, attach, fill})
 	e.queued += len(pts)
-	if e.sp.attach == nil || e.queued >= e.sp.pageSize {
-		return e.flush()
+	if fill {
+		e.bytes += size
 	}
-	return nil
-}
-
-// flush attaches child rows to the queued points and calls the visitor.
-func (e *emitter[P]) flush() error {
-	var batch []seriesPoints[P]
-	for _, q := range e.queue {
-		if q.attach && len(q.points) > 0 {
-			batch = append(batch, q.seriesPoints)
+	switch {
+	case fill:
+		if e.bytes < maxFillBytes {
+			return nil
+		}
+	case e.sp.attach != nil:
+		if e.queued < e.sp.pageSize {
+			return nil
 		}
 	}
-	if len(batch) > 0 && e.sp.attach != nil {
-		if err := e.sp.attach(e.ctx, e.tx, e.eid, batch); err != nil {
-			return err
+	return e.flush()
+}
+
+// flush completes the queued points and calls the visitor.
+func (e *emitter[P]) flush() error {
+	for _, c := range []struct {
+		read func(context.Context, txReader, string, []seriesPoints[P]) error
+		need func(*queued[P]) bool
+	}{
+		{e.sp.fill, func(q *queued[P]) bool { return q.fill }},
+		{e.sp.attach, func(q *queued[P]) bool { return q.attach }},
+	} {
+		var batch []seriesPoints[P]
+		for i := range e.queue {
+			if c.need(&e.queue[i]) && len(e.queue[i].points) > 0 {
+				batch = append(batch, e.queue[i].seriesPoints)
+			}
+		}
+		if len(batch) > 0 && c.read != nil {
+			if err := c.read(e.ctx, e.tx, e.eid, batch); err != nil {
+				return err
+			}
 		}
 	}
 	for _, q := range e.queue {
@@ -317,19 +377,26 @@ func (e *emitter[P]) flush() error {
 		}
 	}
 	clear(e.queue)
-	e.queue, e.queued = e.queue[:0], 0
+	e.queue, e.queued, e.bytes = e.queue[:0], 0, 0
 	return nil
+}
+
+// sample is the chosen points of one sampled series, in step order, and
+// the sum of their sizes (pointSpec.sizeColumn).
+type sample[P any] struct {
+	points []P
+	size   int64
 }
 
 // sampleSeries applies the downsample rule to the windows of the series
 // plans[i], i in idx, each of more than k points: the latest point in the
 // window, and the first k-1 other in-window entries of the SampleKey
-// index. The two reads run at once; then fill and attach complete the
-// chosen points, one read each for all series. It returns the points of
-// each series in step order.
-func sampleSeries[P any](ctx context.Context, tx txReader, eid string, plans []seriesPlan, idx []int, q *store.Query, sp *pointSpec[P]) (map[int][]P, error) {
+// index. The two reads run at once; then attach completes the chosen
+// points in one read for all series (fill is left to the emitter, which
+// reads in batches of bounded size).
+func sampleSeries[P any](ctx context.Context, tx txReader, eid string, plans []seriesPlan, idx []int, q *store.Query, sp *pointSpec[P]) (map[int]sample[P], error) {
 	k := q.MaxPoints
-	var walked map[int][]P
+	var walked map[int][]sized[P]
 	walkErr := make(chan error, 1)
 	go func() {
 		var err error
@@ -345,36 +412,32 @@ func sampleSeries[P any](ctx context.Context, tx txReader, eid string, plans []s
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[int][]P, len(idx))
+	out := make(map[int]sample[P], len(idx))
 	var batch []seriesPoints[P]
 	for _, i := range idx {
 		last, ok := latest[i]
 		if !ok {
 			continue // no point in the window
 		}
-		lastStep := sp.step(&last)
-		pts := make([]P, 0, k)
+		lastStep := sp.step(&last.point)
+		got := sample[P]{points: make([]P, 0, k), size: last.size}
 		for _, p := range walked[i] {
-			if int64(len(pts)) == k-1 {
+			if int64(len(got.points)) == k-1 {
 				break
 			}
-			if sp.step(&p) != lastStep {
-				pts = append(pts, p)
+			if sp.step(&p.point) != lastStep {
+				got.points = append(got.points, p.point)
+				got.size += p.size
 			}
 		}
-		pts = append(pts, last)
-		slices.SortFunc(pts, func(a, b P) int { return cmp.Compare(sp.step(&a), sp.step(&b)) })
-		out[i] = pts
-		batch = append(batch, seriesPoints[P]{&plans[i].sum.TimeSeries, pts})
+		got.points = append(got.points, last.point)
+		slices.SortFunc(got.points, func(a, b P) int { return cmp.Compare(sp.step(&a), sp.step(&b)) })
+		out[i] = got
+		batch = append(batch, seriesPoints[P]{&plans[i].sum.TimeSeries, got.points})
 	}
-	if len(batch) == 0 {
-		return out, nil
-	}
-	for _, complete := range []func(context.Context, txReader, string, []seriesPoints[P]) error{sp.fill, sp.attach} {
-		if complete != nil {
-			if err := complete(ctx, tx, eid, batch); err != nil {
-				return nil, err
-			}
+	if len(batch) > 0 && sp.attach != nil {
+		if err := sp.attach(ctx, tx, eid, batch); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -387,7 +450,7 @@ func sampleSeries[P any](ctx context.Context, tx txReader, eid string, plans []s
 // that one step, a point read; other windows start with a range expected
 // to hold about 16 points and double it while it holds no admitted point.
 // Series with no point in their window are absent from the result.
-func latestPoints[P any](ctx context.Context, tx txReader, eid string, plans []seriesPlan, idx []int, q *store.Query, sp *pointSpec[P]) (map[int]P, error) {
+func latestPoints[P any](ctx context.Context, tx txReader, eid string, plans []seriesPlan, idx []int, q *store.Query, sp *pointSpec[P]) (map[int]sized[P], error) {
 	type walk struct {
 		i    int
 		plan *seriesPlan
@@ -406,7 +469,7 @@ func latestPoints[P any](ctx context.Context, tx txReader, eid string, plans []s
 		walks[p.ref()] = w
 		pending = append(pending, w)
 	}
-	out := make(map[int]P, len(idx))
+	out := make(map[int]sized[P], len(idx))
 	for len(pending) > 0 {
 		keys := make([]spanner.KeySet, len(pending))
 		for j, w := range pending {
@@ -421,14 +484,13 @@ func latestPoints[P any](ctx context.Context, tx txReader, eid string, plans []s
 			}
 			w.hi = lo - 1
 		}
-		err := tx.Read(ctx, sp.table, spanner.KeySets(keys...), withSeries(sp.indexColumns)).Do(func(row *spanner.Row) error {
-			var ref store.SeriesRef
-			p, err := sp.fromIndex(row, &ref.Run, &ref.Tag)
+		err := tx.Read(ctx, sp.table, spanner.KeySets(keys...), sp.indexedColumns()).Do(func(row *spanner.Row) error {
+			p, err := sp.fromIndexed(row)
 			if err != nil {
 				return err
 			}
 			// Rows ascend by step: the last admitted one is the latest.
-			if w := walks[ref]; w != nil && q.InWindow(sp.step(&p), sp.wallTime(&p)) {
+			if w := walks[p.ref]; w != nil && q.InWindow(sp.step(&p.point), sp.wallTime(&p.point)) {
 				out[w.i] = p
 			}
 			return nil
@@ -463,7 +525,7 @@ func latestPoints[P any](ctx context.Context, tx txReader, eid string, plans []s
 // read's limit only after scanning the whole key range. A step window
 // admitting w of the n points makes the walk read about k·n/w entries, in
 // about log2(n/w) rounds.
-func walkSampleKeys[P any](ctx context.Context, tx txReader, eid string, plans []seriesPlan, idx []int, q *store.Query, sp *pointSpec[P]) (map[int][]P, error) {
+func walkSampleKeys[P any](ctx context.Context, tx txReader, eid string, plans []seriesPlan, idx []int, q *store.Query, sp *pointSpec[P]) (map[int][]sized[P], error) {
 	const keySpace = float64(1 << 63)
 	k := q.MaxPoints
 	type walk struct {
@@ -472,7 +534,7 @@ func walkSampleKeys[P any](ctx context.Context, tx txReader, eid string, plans [
 		from int64
 		span float64
 		last bool
-		got  []P
+		got  []sized[P]
 	}
 	walks := make(map[store.SeriesRef]*walk, len(idx))
 	pending := make([]*walk, 0, len(idx))
@@ -494,17 +556,16 @@ func walkSampleKeys[P any](ctx context.Context, tx txReader, eid string, plans [
 			}
 			keys[j] = r
 		}
-		err := tx.ReadWithOptions(ctx, sp.table, spanner.KeySets(keys...), withSeries(sp.indexColumns), &spanner.ReadOptions{Index: sp.index}).Do(func(row *spanner.Row) error {
-			var ref store.SeriesRef
-			p, err := sp.fromIndex(row, &ref.Run, &ref.Tag)
+		err := tx.ReadWithOptions(ctx, sp.table, spanner.KeySets(keys...), sp.indexedColumns(), &spanner.ReadOptions{Index: sp.index}).Do(func(row *spanner.Row) error {
+			p, err := sp.fromIndexed(row)
 			if err != nil {
 				return err
 			}
-			w := walks[ref]
+			w := walks[p.ref]
 			if w == nil || int64(len(w.got)) >= k {
 				return nil
 			}
-			if st := sp.step(&p); st >= w.plan.lo && st <= w.plan.hi && q.InWindow(st, sp.wallTime(&p)) {
+			if st := sp.step(&p.point); st >= w.plan.lo && st <= w.plan.hi && q.InWindow(st, sp.wallTime(&p.point)) {
 				w.got = append(w.got, p)
 			}
 			return nil
@@ -522,7 +583,7 @@ func walkSampleKeys[P any](ctx context.Context, tx txReader, eid string, plans [
 		}
 		pending = short
 	}
-	out := make(map[int][]P, len(walks))
+	out := make(map[int][]sized[P], len(walks))
 	for _, w := range walks {
 		out[w.i] = w.got
 	}

@@ -194,9 +194,10 @@ var tensorSpec = &pointSpec[store.TensorPoint]{
 		p.DType = int32(dtype)
 		return p, err
 	},
-	step:     func(p *store.TensorPoint) int64 { return p.Step },
-	wallTime: func(p *store.TensorPoint) float64 { return p.WallTime },
-	fill:     fillTensors,
+	step:       func(p *store.TensorPoint) int64 { return p.Step },
+	wallTime:   func(p *store.TensorPoint) float64 { return p.WallTime },
+	fill:       fillTensors,
+	sizeColumn: "TensorBytes",
 	// Tensors can be large (up to Spanner's 10 MiB cell); keep pages small.
 	pageSize: 64,
 }
