@@ -1,6 +1,7 @@
 package spannerstore_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -15,15 +16,22 @@ import (
 func benchStore(b *testing.B) (*spannerstore.Store, string) {
 	b.Helper()
 	s := spanneremu.NewDatabase(b).Store(b)
-	ctx := b.Context()
+	return s, newExperiment(b, s)
+}
+
+// newExperiment creates a user and an experiment it owns in s, and returns
+// the experiment's id.
+func newExperiment(tb testing.TB, s *spannerstore.Store) string {
+	tb.Helper()
+	ctx := context.Background()
 	if err := s.CreateUser(ctx, store.User{ID: "u", Name: "bench"}); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	eid := store.NewExperimentID()
 	if err := s.CreateExperiment(ctx, store.Experiment{ID: eid, Owner: "u", Visibility: store.VisibilityPrivate}); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	return s, eid
+	return eid
 }
 
 // scalarBatch is points [from, to) of series r/loss.

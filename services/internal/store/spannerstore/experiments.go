@@ -161,13 +161,12 @@ func getExperiment(ctx context.Context, tx txReader, eid string) (store.Experime
 	return e, err
 }
 
-// GetExperiment implements store.Reader.
+// GetExperiment implements store.Reader: one query, so a single-use
+// transaction.
 func (s *Store) GetExperiment(ctx context.Context, eid string) (store.Experiment, error) {
 	s, release := s.acquire()
 	defer release()
-	tx := s.client.ReadOnlyTransaction()
-	defer tx.Close()
-	e, err := getExperiment(ctx, tx, eid)
+	e, err := getExperiment(ctx, s.client.Single(), eid)
 	return e, fail("GetExperiment", err)
 }
 

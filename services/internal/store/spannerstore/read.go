@@ -3,15 +3,12 @@ package spannerstore
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
 	"cloud.google.com/go/spanner"
 
-	"github.com/tbhub/tbhub/services/internal/downsample"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
@@ -136,328 +133,92 @@ func (s *Store) ListPlugins(ctx context.Context, eid string) ([]string, error) {
 	return slices.Compact(plugins), nil
 }
 
+// seriesColumns are the TimeSeries columns of a store.SeriesSummary, in the
+// order scanSeries reads them.
 var seriesColumns = []string{"RunName", "Tag", "PluginName", "SummaryMetadata", "DataClass", "DisplayName", "Description",
 	"PointCount", "MaxStep", "MaxWallTime", "MaxLength"}
 
-// listSeries reads the series of class c (all if DataClassUnknown) that f
-// selects, sorted by (run, tag). It reads only the runs, or the exact
-// (run, tag) keys, that f names.
-func listSeries(ctx context.Context, tx txReader, eid string, c store.DataClass, f store.Filter) ([]store.SeriesSummary, error) {
+// seriesStatement is one query for the experiment's State and the series of
+// class c (every class if DataClassUnknown) that f selects: a row per
+// series, or one row with NULL series columns when none matches; no row if
+// the experiment does not exist. The selection is made in SQL, so only the
+// selected series (and their metadata) are read; on Spanner the run and tag
+// lists become key ranges of the interleaved table.
+func seriesStatement(eid string, c store.DataClass, f store.Filter) spanner.Statement {
+	on := []string{"ts.ExperimentId = e.ExperimentId"}
+	params := map[string]any{"eid": eid}
 	if f.Empty() {
-		return nil, nil
+		on = append(on, "FALSE")
 	}
-	var keys spanner.KeySet = spanner.Key{eid}.AsPrefix()
-	switch {
-	case f.Runs != nil && f.Tags != nil && len(f.Runs)*len(f.Tags) <= 10_000:
-		var ks []spanner.KeySet
-		for _, run := range f.Runs {
-			for _, tag := range f.Tags {
-				ks = append(ks, seriesKey(eid, run, tag))
-			}
+	for _, in := range []struct {
+		column, param string
+		names         []string
+	}{{"ts.RunName", "runs", f.Runs}, {"ts.Tag", "tags", f.Tags}, {"ts.PluginName", "plugins", f.Plugins}} {
+		if in.names != nil {
+			on = append(on, in.column+" IN UNNEST(@"+in.param+")")
+			params[in.param] = in.names
 		}
-		keys = spanner.KeySets(ks...)
-	case f.Runs != nil:
-		var ks []spanner.KeySet
-		for _, run := range f.Runs {
-			ks = append(ks, spanner.Key{eid, run}.AsPrefix())
-		}
-		keys = spanner.KeySets(ks...)
 	}
+	if c != store.DataClassUnknown {
+		on = append(on, "ts.DataClass = @class")
+		params["class"] = int64(c)
+	}
+	return spanner.Statement{
+		SQL: "SELECT e.State, ts." + strings.Join(seriesColumns, ", ts.") +
+			" FROM Experiments AS e LEFT JOIN TimeSeries AS ts ON " + strings.Join(on, " AND ") +
+			" WHERE e.ExperimentId = @eid",
+		Params: params,
+	}
+}
+
+// selectSeries runs seriesStatement: the selected series sorted by (run,
+// tag), or store.ErrNotFound unless the experiment is live. It is the one
+// read a listing needs, and the first of a point read.
+func selectSeries(ctx context.Context, tx txReader, eid string, c store.DataClass, f store.Filter) ([]store.SeriesSummary, error) {
+	found := false
 	var out []store.SeriesSummary
-	err := tx.Read(ctx, "TimeSeries", keys, seriesColumns).Do(func(row *spanner.Row) error {
-		var sum store.SeriesSummary
-		var class int64
+	err := tx.Query(ctx, seriesStatement(eid, c, f)).Do(func(row *spanner.Row) error {
+		var state string
+		var run, tag, plugin, display, desc spanner.NullString
+		var class, count, maxStep, maxLength spanner.NullInt64
 		var wall spanner.NullFloat64
-		if err := row.Columns(&sum.Run, &sum.Tag, &sum.PluginName, &sum.SummaryMetadata, &class, &sum.DisplayName, &sum.Description,
-			&sum.PointCount, &sum.MaxStep, &wall, &sum.MaxLength); err != nil {
+		var metadata []byte
+		if err := row.Columns(&state, &run, &tag, &plugin, &metadata, &class, &display, &desc, &count, &maxStep, &wall, &maxLength); err != nil {
 			return err
 		}
-		sum.DataClass = store.DataClass(class)
-		sum.MaxWallTime = nullFloat(wall)
-		if (c == store.DataClassUnknown || sum.DataClass == c) && f.Match(&sum.TimeSeries) {
-			out = append(out, sum)
+		if state != stateLive {
+			return nil
 		}
+		found = true
+		if !run.Valid {
+			return nil // the experiment has no selected series
+		}
+		out = append(out, store.SeriesSummary{
+			TimeSeries: store.TimeSeries{Run: run.StringVal, Tag: tag.StringVal, PluginName: plugin.StringVal, SummaryMetadata: metadata,
+				DataClass: store.DataClass(class.Int64), DisplayName: display.StringVal, Description: desc.StringVal},
+			PointCount: count.Int64, MaxStep: maxStep.Int64, MaxWallTime: nullFloat(wall), MaxLength: maxLength.Int64,
+		})
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("experiment %q: %w", eid, store.ErrNotFound)
+	}
 	slices.SortFunc(out, func(a, b store.SeriesSummary) int {
 		return cmp.Or(cmp.Compare(a.Run, b.Run), cmp.Compare(a.Tag, b.Tag))
 	})
-	// Duplicate names in the filter can name one key twice.
-	out = slices.CompactFunc(out, func(a, b store.SeriesSummary) bool { return a.Run == b.Run && a.Tag == b.Tag })
-	return out, err
-}
-
-// ListSeries implements store.Reader.
-func (s *Store) ListSeries(ctx context.Context, eid string, c store.DataClass, f store.Filter) ([]store.SeriesSummary, error) {
-	s, release := s.acquire()
-	defer release()
-	var out []store.SeriesSummary
-	err := s.readOnly(ctx, eid, func(tx *spanner.ReadOnlyTransaction) error {
-		var err error
-		out, err = listSeries(ctx, tx, eid, c, f)
-		return err
-	})
-	return out, fail("ListSeries", err)
-}
-
-// pointSpec describes one point table for the shared read path.
-type pointSpec[P any] struct {
-	class store.DataClass
-	table string
-	index string
-	// baseColumns read a complete point from the table; indexColumns are
-	// what the SampleKey index stores (also readable from the table).
-	baseColumns  []string
-	indexColumns []string
-	fromBase     func(*spanner.Row) (P, error)
-	fromIndex    func(*spanner.Row) (P, error)
-	step         func(*P) int64
-	wallTime     func(*P) float64
-	// fill completes points read through the index (tensors: their bytes);
-	// nil when the index stores everything.
-	fill func(ctx context.Context, tx txReader, eid string, ts *store.TimeSeries, pts []P) error
-	// attach adds child rows to points however they were read (blob
-	// sequences: their blobs); nil when there are none.
-	attach func(ctx context.Context, tx txReader, eid string, ts *store.TimeSeries, pts []P) error
-	// pageSize is how many points one visitor call carries when a read
-	// returns every point of a window.
-	pageSize int
-}
-
-// readClass runs one Read* method: it selects the series and reads each.
-func readClass[P any](ctx context.Context, s *Store, op, eid string, q store.Query, sp *pointSpec[P], fn func(*store.TimeSeries, []P) error) error {
-	if err := store.CheckQuery(q); err != nil {
-		return fail(op, err)
-	}
-	err := s.readOnly(ctx, eid, func(tx *spanner.ReadOnlyTransaction) error {
-		series, err := listSeries(ctx, tx, eid, sp.class, q.Filter)
-		if err != nil {
-			return err
-		}
-		for i := range series {
-			if err := readSeries(ctx, tx, eid, &series[i], q, sp, fn); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return fail(op, err)
-}
-
-// readSeries reads one series' points selected by q; see the package
-// comment for the three ways.
-func readSeries[P any](ctx context.Context, tx txReader, eid string, sum *store.SeriesSummary, q store.Query, sp *pointSpec[P], fn func(*store.TimeSeries, []P) error) error {
-	ts := &sum.TimeSeries
-	k := q.MaxPoints
-	lo, hi := int64(math.MinInt64), sum.MaxStep // no point lies past MaxStep
-	if q.MinStep != nil {
-		lo = *q.MinStep
-	}
-	if q.MaxStep != nil {
-		hi = min(hi, *q.MaxStep)
-	}
-	if k == 0 || sum.PointCount == 0 || lo > hi {
-		return fn(ts, nil)
-	}
-	window := spanner.KeyRange{
-		Start: spanner.Key{eid, ts.Run, ts.Tag, lo},
-		End:   spanner.Key{eid, ts.Run, ts.Tag, hi},
-		Kind:  spanner.ClosedClosed,
-	}
-	switch {
-	case k >= sum.PointCount:
-		// The window holds at most k points: all of them, streamed.
-		return readWindow(ctx, tx, eid, ts, window, q, sp, fn)
-	case q.MinStep != nil && q.MaxStep != nil && uint64(hi)-uint64(lo) < 4*uint64(k):
-		// A window of fewer than 4k possible steps: reading it is O(k).
-		var all []P
-		err := readWindow(ctx, tx, eid, ts, window, q, sp, func(_ *store.TimeSeries, pts []P) error {
-			all = append(all, pts...)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		steps := make([]int64, len(all))
-		for i := range all {
-			steps[i] = sp.step(&all[i])
-		}
-		chosen := downsample.Select(steps, int(k))
-		kept := all[:0]
-		for i := range all {
-			if _, ok := slices.BinarySearch(chosen, sp.step(&all[i])); ok {
-				kept = append(kept, all[i])
-			}
-		}
-		return fn(ts, kept)
-	}
-	pts, err := sample(ctx, tx, eid, sum, lo, hi, q, sp)
-	if err != nil {
-		return err
-	}
-	if len(pts) > 0 && sp.fill != nil {
-		if err := sp.fill(ctx, tx, eid, ts, pts); err != nil {
-			return err
-		}
-	}
-	if len(pts) > 0 && sp.attach != nil {
-		if err := sp.attach(ctx, tx, eid, ts, pts); err != nil {
-			return err
-		}
-	}
-	return fn(ts, pts)
-}
-
-// readWindow streams every point of the key range that q's wall-time bound
-// admits, in step order, pageSize points per call of fn (at least one call).
-func readWindow[P any](ctx context.Context, tx txReader, eid string, ts *store.TimeSeries, window spanner.KeyRange, q store.Query, sp *pointSpec[P], fn func(*store.TimeSeries, []P) error) error {
-	var page []P
-	called := false
-	emit := func() error {
-		if sp.attach != nil && len(page) > 0 {
-			if err := sp.attach(ctx, tx, eid, ts, page); err != nil {
-				return err
-			}
-		}
-		called = true
-		err := fn(ts, page)
-		page = page[:0]
-		return err
-	}
-	err := tx.Read(ctx, sp.table, window, sp.baseColumns).Do(func(row *spanner.Row) error {
-		p, err := sp.fromBase(row)
-		if err != nil {
-			return err
-		}
-		if !q.InWindow(sp.step(&p), sp.wallTime(&p)) {
-			return nil
-		}
-		page = append(page, p)
-		if len(page) >= sp.pageSize {
-			return emit()
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if len(page) > 0 || !called {
-		return emit()
-	}
-	return nil
-}
-
-// sample applies the downsample rule to the window [lo, hi] of a series
-// with more than k points: the latest point in the window, then the
-// SampleKey index from its start (walkSampleKeys), skipping points outside
-// the window, until k-1 others are found. Points come back in step order, as the index stores
-// them (fill completes them).
-func sample[P any](ctx context.Context, tx txReader, eid string, sum *store.SeriesSummary, lo, hi int64, q store.Query, sp *pointSpec[P]) ([]P, error) {
-	ts := &sum.TimeSeries
-	k := q.MaxPoints
-	var latest *P
-	if q.MaxWallTime == nil && hi == sum.MaxStep {
-		// The latest point is the series' last one, a point read.
-		row, err := tx.ReadRow(ctx, sp.table, spanner.Key{eid, ts.Run, ts.Tag, hi}, sp.indexColumns)
-		if err != nil {
-			return nil, err
-		}
-		p, err := sp.fromIndex(row)
-		if err != nil {
-			return nil, err
-		}
-		latest = &p
-	} else {
-		// Walk the window backwards to its last admitted point.
-		it := tx.Query(ctx, spanner.Statement{
-			SQL: fmt.Sprintf("SELECT %s FROM %s WHERE ExperimentId = @eid AND RunName = @run AND Tag = @tag AND Step BETWEEN @lo AND @hi ORDER BY Step DESC",
-				strings.Join(sp.indexColumns, ", "), sp.table),
-			Params: map[string]any{"eid": eid, "run": ts.Run, "tag": ts.Tag, "lo": lo, "hi": hi},
-		})
-		err := it.Do(func(row *spanner.Row) error {
-			p, err := sp.fromIndex(row)
-			if err != nil {
-				return err
-			}
-			if q.InWindow(sp.step(&p), sp.wallTime(&p)) {
-				latest = &p
-				return errStop
-			}
-			return nil
-		})
-		if err != nil && err != errStop {
-			return nil, err
-		}
-	}
-	if latest == nil {
-		return nil, nil
-	}
-	latestStep := sp.step(latest)
-	out := make([]P, 0, k)
-	if k > 1 {
-		err := walkSampleKeys(ctx, tx, eid, sum, sp, k, func(p *P) bool {
-			st := sp.step(p)
-			if st == latestStep || st < lo || st > hi || !q.InWindow(st, sp.wallTime(p)) {
-				return true
-			}
-			out = append(out, *p)
-			return int64(len(out)) < k-1
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	out = append(out, *latest)
-	slices.SortFunc(out, func(a, b P) int { return cmp.Compare(sp.step(&a), sp.step(&b)) })
 	return out, nil
 }
 
-// walkSampleKeys visits the series' SampleKey index entries in index order
-// (SampleKey, then step) until visit returns false or the index ends.
-//
-// It reads the index in SampleKey ranges rather than with a row limit: keys
-// are uniform over [0, 2^63), so the first range, sized to hold about 1.5k
-// of the series' n entries, almost always holds the k-1 points wanted, and
-// each further range doubles the span. The reads stay O(k) on any engine,
-// including the emulator, which applies a read's limit only after scanning
-// the whole key range. A step window admitting w of the n points makes the
-// walk read about k·n/w entries.
-func walkSampleKeys[P any](ctx context.Context, tx txReader, eid string, sum *store.SeriesSummary, sp *pointSpec[P], k int64, visit func(*P) bool) error {
-	const keySpace = float64(1 << 63)
-	span := keySpace * (1.5*float64(k) + 16) / float64(max(sum.PointCount, 1))
-	from := int64(0)
-	for {
-		r := spanner.KeyRange{Start: spanner.Key{eid, sum.Run, sum.Tag, from}, Kind: spanner.ClosedOpen}
-		last := span >= keySpace-float64(from)
-		if last {
-			r.End, r.Kind = spanner.Key{eid, sum.Run, sum.Tag}, spanner.ClosedClosed // to the end of the series
-		} else {
-			r.End = spanner.Key{eid, sum.Run, sum.Tag, from + int64(span)}
-		}
-		more := true
-		err := tx.ReadWithOptions(ctx, sp.table, r, sp.indexColumns, &spanner.ReadOptions{Index: sp.index}).Do(func(row *spanner.Row) error {
-			p, err := sp.fromIndex(row)
-			if err != nil {
-				return err
-			}
-			if more = visit(&p); !more {
-				return errStop
-			}
-			return nil
-		})
-		if err != nil && err != errStop {
-			return err
-		}
-		if !more || last {
-			return nil
-		}
-		from += int64(span)
-		span *= 2
-	}
+// ListSeries implements store.Reader: one single-use read.
+func (s *Store) ListSeries(ctx context.Context, eid string, c store.DataClass, f store.Filter) ([]store.SeriesSummary, error) {
+	s, release := s.acquire()
+	defer release()
+	out, err := selectSeries(ctx, s.client.Single(), eid, c, f)
+	return out, fail("ListSeries", err)
 }
-
-// errStop ends an iteration early; it never leaves this package.
-var errStop = errors.New("spannerstore: stop iteration")
 
 var scalarSpec = &pointSpec[store.ScalarPoint]{
 	class:        store.DataClassScalar,
@@ -472,9 +233,9 @@ var scalarSpec = &pointSpec[store.ScalarPoint]{
 	pageSize:     10_000,
 }
 
-func scalarFromRow(row *spanner.Row) (store.ScalarPoint, error) {
+func scalarFromRow(row *spanner.Row, lead ...any) (store.ScalarPoint, error) {
 	var p store.ScalarPoint
-	err := row.Columns(&p.Step, &p.WallTime, &p.Value)
+	err := row.Columns(append(lead, &p.Step, &p.WallTime, &p.Value)...)
 	return p, err
 }
 
@@ -491,43 +252,54 @@ var tensorSpec = &pointSpec[store.TensorPoint]{
 	index:        "TensorPointsBySampleKey",
 	baseColumns:  []string{"Step", "WallTime", "DType", "Shape", "Tensor"},
 	indexColumns: []string{"Step", "WallTime", "DType", "Shape"},
-	fromBase: func(row *spanner.Row) (store.TensorPoint, error) {
+	fromBase: func(row *spanner.Row, lead ...any) (store.TensorPoint, error) {
 		var p store.TensorPoint
 		var dtype int64
-		err := row.Columns(&p.Step, &p.WallTime, &dtype, &p.Shape, &p.Tensor)
+		err := row.Columns(append(lead, &p.Step, &p.WallTime, &dtype, &p.Shape, &p.Tensor)...)
 		p.DType = int32(dtype)
 		return p, err
 	},
-	fromIndex: func(row *spanner.Row) (store.TensorPoint, error) {
+	fromIndex: func(row *spanner.Row, lead ...any) (store.TensorPoint, error) {
 		var p store.TensorPoint
 		var dtype int64
-		err := row.Columns(&p.Step, &p.WallTime, &dtype, &p.Shape)
+		err := row.Columns(append(lead, &p.Step, &p.WallTime, &dtype, &p.Shape)...)
 		p.DType = int32(dtype)
 		return p, err
 	},
-	step:     func(p *store.TensorPoint) int64 { return p.Step },
-	wallTime: func(p *store.TensorPoint) float64 { return p.WallTime },
-	fill:     fillTensors,
+	step:       func(p *store.TensorPoint) int64 { return p.Step },
+	wallTime:   func(p *store.TensorPoint) float64 { return p.WallTime },
+	fill:       fillTensors,
+	sizeColumn: "TensorBytes",
 	// Tensors can be large (up to Spanner's 10 MiB cell); keep pages small.
 	pageSize: 64,
 }
 
-// fillTensors reads the tensor bytes of sampled points by primary key, in
-// one read.
-func fillTensors(ctx context.Context, tx txReader, eid string, ts *store.TimeSeries, pts []store.TensorPoint) error {
+// pointKey names one point of an experiment.
+type pointKey struct {
+	run, tag string
+	step     int64
+}
+
+// fillTensors reads the tensor bytes of sampled points, of every series in
+// the batch, by primary key in one read.
+func fillTensors(ctx context.Context, tx txReader, eid string, batch []seriesPoints[store.TensorPoint]) error {
 	var keys []spanner.KeySet
-	at := map[int64]int{}
-	for i := range pts {
-		keys = append(keys, spanner.Key{eid, ts.Run, ts.Tag, pts[i].Step})
-		at[pts[i].Step] = i
+	at := map[pointKey]*store.TensorPoint{}
+	for _, b := range batch {
+		for i := range b.points {
+			keys = append(keys, spanner.Key{eid, b.series.Run, b.series.Tag, b.points[i].Step})
+			at[pointKey{b.series.Run, b.series.Tag, b.points[i].Step}] = &b.points[i]
+		}
 	}
-	return tx.Read(ctx, "TensorPoints", spanner.KeySets(keys...), []string{"Step", "Tensor"}).Do(func(row *spanner.Row) error {
-		var step int64
+	return tx.Read(ctx, "TensorPoints", spanner.KeySets(keys...), []string{"RunName", "Tag", "Step", "Tensor"}).Do(func(row *spanner.Row) error {
+		var k pointKey
 		var tensor []byte
-		if err := row.Columns(&step, &tensor); err != nil {
+		if err := row.Columns(&k.run, &k.tag, &k.step, &tensor); err != nil {
 			return err
 		}
-		pts[at[step]].Tensor = tensor
+		if p := at[k]; p != nil {
+			p.Tensor = tensor
+		}
 		return nil
 	})
 }
@@ -539,9 +311,9 @@ func (s *Store) ReadTensors(ctx context.Context, eid string, q store.Query, fn s
 	return readClass(ctx, s, "ReadTensors", eid, q, tensorSpec, fn)
 }
 
-func blobSequenceFromRow(row *spanner.Row) (store.BlobSequencePoint, error) {
+func blobSequenceFromRow(row *spanner.Row, lead ...any) (store.BlobSequencePoint, error) {
 	var p store.BlobSequencePoint
-	err := row.Columns(&p.Step, &p.WallTime, &p.Length)
+	err := row.Columns(append(lead, &p.Step, &p.WallTime, &p.Length)...)
 	return p, err
 }
 
@@ -559,40 +331,44 @@ var blobSequenceSpec = &pointSpec[store.BlobSequencePoint]{
 	pageSize:     1_000,
 }
 
-// attachBlobs reads the Blobs rows of the points' steps: one range over
-// the page when the points are many, else one prefix per step.
-func attachBlobs(ctx context.Context, tx txReader, eid string, ts *store.TimeSeries, pts []store.BlobSequencePoint) error {
-	var keys spanner.KeySet
-	if len(pts) > 64 {
-		keys = spanner.KeyRange{
-			Start: spanner.Key{eid, ts.Run, ts.Tag, pts[0].Step},
-			End:   spanner.Key{eid, ts.Run, ts.Tag, pts[len(pts)-1].Step},
-			Kind:  spanner.ClosedClosed,
+// attachBlobs reads the Blobs rows of the points' steps, of every series in
+// the batch, in one read: per series one range over its points when they
+// are many, else one prefix per step.
+func attachBlobs(ctx context.Context, tx txReader, eid string, batch []seriesPoints[store.BlobSequencePoint]) error {
+	var keys []spanner.KeySet
+	for _, b := range batch {
+		run, tag, pts := b.series.Run, b.series.Tag, b.points
+		if len(pts) > 64 {
+			keys = append(keys, spanner.KeyRange{
+				Start: spanner.Key{eid, run, tag, pts[0].Step},
+				End:   spanner.Key{eid, run, tag, pts[len(pts)-1].Step},
+				Kind:  spanner.ClosedClosed,
+			})
+			continue
 		}
-	} else {
-		var ks []spanner.KeySet
 		for i := range pts {
-			ks = append(ks, spanner.Key{eid, ts.Run, ts.Tag, pts[i].Step}.AsPrefix())
+			keys = append(keys, spanner.Key{eid, run, tag, pts[i].Step}.AsPrefix())
 		}
-		keys = spanner.KeySets(ks...)
 	}
-	blobs, err := readBlobs(ctx, tx, keys)
+	blobs, err := readBlobs(ctx, tx, spanner.KeySets(keys...))
 	if err != nil {
 		return err
 	}
-	for i := range pts {
-		pts[i].Blobs = blobs[pts[i].Step]
+	for _, b := range batch {
+		for i := range b.points {
+			b.points[i].Blobs = blobs[pointKey{b.series.Run, b.series.Tag, b.points[i].Step}]
+		}
 	}
 	return nil
 }
 
-// readBlobs reads Blobs rows, grouped by step and sorted by index.
-func readBlobs(ctx context.Context, tx txReader, keys spanner.KeySet) (map[int64][]store.Blob, error) {
-	out := map[int64][]store.Blob{}
-	err := tx.Read(ctx, "Blobs", keys, []string{"Step", "BlobIndex", "ObjectKey", "Size", "Crc32c", "State"}).Do(func(row *spanner.Row) error {
-		var step int64
-		b, err := blobFromRow(row, &step)
-		out[step] = append(out[step], b)
+// readBlobs reads Blobs rows, grouped by point and sorted by index.
+func readBlobs(ctx context.Context, tx txReader, keys spanner.KeySet) (map[pointKey][]store.Blob, error) {
+	out := map[pointKey][]store.Blob{}
+	err := tx.Read(ctx, "Blobs", keys, []string{"RunName", "Tag", "Step", "BlobIndex", "ObjectKey", "Size", "Crc32c", "State"}).Do(func(row *spanner.Row) error {
+		var k pointKey
+		b, err := blobFromRow(row, &k.run, &k.tag, &k.step)
+		out[k] = append(out[k], b)
 		return err
 	})
 	for _, bs := range out {
@@ -601,10 +377,12 @@ func readBlobs(ctx context.Context, tx txReader, keys spanner.KeySet) (map[int64
 	return out, err
 }
 
-func blobFromRow(row *spanner.Row, step *int64) (store.Blob, error) {
+// blobFromRow reads a blob from the row's columns after those lead
+// receives (the blob's step at least).
+func blobFromRow(row *spanner.Row, lead ...any) (store.Blob, error) {
 	var b store.Blob
 	var crc, state int64
-	err := row.Columns(step, &b.Index, &b.ObjectKey, &b.Size, &crc, &state)
+	err := row.Columns(append(lead, &b.Index, &b.ObjectKey, &b.Size, &crc, &state)...)
 	b.CRC32C, b.State = uint32(crc), store.BlobState(state)
 	return b, err
 }

@@ -22,14 +22,23 @@
 // # Reads
 //
 // Every read method runs in one read-only transaction (a consistent
-// snapshot) that begins by checking the experiment's State. Downsampling
-// follows package downsample: the latest point of the window (a point read
-// of the series' MaxStep when the window is open-ended), then the series'
-// SampleKey index walked from its start in SampleKey ranges sized for about
-// 1.5k entries, keeping in-window points, until k-1 are found. Without a
-// step window that reads about 1.5k index entries, whatever the series
-// length; with a narrow step window the window itself is read instead;
-// reading every point streams the primary-key range in step order.
+// snapshot) that checks the experiment's State with its first read, which
+// also begins the transaction; a method that needs only one read
+// (GetExperiment, ListSeries) runs it single-use. The point reads
+// (ReadScalars and its siblings, points.go) make a number of Spanner calls
+// that does not grow with the number of series: one query for the State
+// and the selected series (filtered in SQL, so other series' metadata is
+// never read), then at once one read of the windows read whole, one of the
+// sampled series' latest points and one of their SampleKey index ranges,
+// each a key set of one range per series. Downsampling follows package
+// downsample: the latest point of the window (a point read of the series'
+// MaxStep when the window is open-ended), then the series' SampleKey index
+// read from its start in a SampleKey range sized for k + 4√k + 16 entries,
+// keeping in-window points until k-1 are found (a further, doubled range
+// for the rare series still short). Without a step window that reads
+// about k + 4√k index entries per series, whatever the series length; with
+// a narrow step window the window itself is read instead; reading every
+// point streams the primary-key ranges in step order.
 //
 // # Deletion
 //
@@ -199,9 +208,10 @@ func checkLive(ctx context.Context, tx txReader, eid string) error {
 }
 
 // readOnly runs f in a strong read-only transaction after checking that the
-// experiment is live.
+// experiment is live. The check's read begins the transaction (no
+// BeginTransaction call of its own).
 func (s *Store) readOnly(ctx context.Context, eid string, f func(tx *spanner.ReadOnlyTransaction) error) error {
-	tx := s.client.ReadOnlyTransaction()
+	tx := s.client.ReadOnlyTransaction().WithBeginTransactionOption(spanner.InlinedBeginTransaction)
 	defer tx.Close()
 	if err := checkLive(ctx, tx, eid); err != nil {
 		return err

@@ -508,7 +508,7 @@ func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, series 
 			if err != nil {
 				return err
 			}
-			point.Blobs = blobs[step]
+			point.Blobs = blobs[pointKey{series.Run, series.Tag, step}]
 			if store.SameWallTime(point.WallTime, wallTime) && point.Length == length {
 				return nil
 			}
