@@ -14,45 +14,71 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each stage's time is printed at the end, also when a stage fails.
+stage_names=()
+stage_starts=()
+stage() {
+  stage_names+=("$1")
+  stage_starts+=("$(date +%s)")
+  echo "== $1"
+}
+# shellcheck disable=SC2317 # called from the EXIT traps
+print_stage_times() {
+  local now i end
+  now=$(date +%s)
+  [ ${#stage_names[@]} -gt 0 ] || return 0
+  echo "== stage times (seconds)"
+  for i in "${!stage_names[@]}"; do
+    end=$now
+    if [ $((i + 1)) -lt ${#stage_names[@]} ]; then end=${stage_starts[$((i + 1))]}; fi
+    printf '%6d  %s\n' "$((end - stage_starts[i]))" "${stage_names[$i]}"
+  done
+  if [ -n "${e2e_start:-}" ]; then
+    printf '%6d  %s\n' "$(( ${e2e_end:-$now} - e2e_start ))" "go test services/e2e (in the background, beside the stages from go test on)"
+  fi
+  printf '%6d  %s\n' "$((now - stage_starts[0]))" "total"
+}
+trap print_stage_times EXIT
+
 mods=$(go list -m -f '{{.Dir}}' | while read -r d; do echo "./${d#"$PWD"/}/..."; done)
 
-echo "== gofmt"
+stage "gofmt"
 unformatted=$(git ls-files -co --exclude-standard -- '*.go' | grep -v '\.pb\.go$' | xargs -r gofmt -l)
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
-echo "== generated code matches schemas/proto"
+stage "generated code matches schemas/proto"
 scripts/gen.sh --check
 
-echo "== staticcheck"
+stage "staticcheck"
 # Pinned in scripts/tools/go.mod (outside go.work), built once into a temp dir.
 sc_bin=$(mktemp -d)
-trap 'rm -rf "$sc_bin"' EXIT
+trap 'rm -rf "$sc_bin"; print_stage_times' EXIT
 (cd scripts/tools && GOWORK=off go build -o "$sc_bin/staticcheck" honnef.co/go/tools/cmd/staticcheck)
 for m in $(go list -m -f '{{.Dir}}'); do
   (cd "$m" && "$sc_bin/staticcheck" ./...)
 done
 
-echo "== go mod tidy -diff (every module, and the tools modules outside go.work)"
+stage "go mod tidy -diff (every module, and the tools modules outside go.work)"
 for m in $(go list -m -f '{{.Dir}}') "$PWD/scripts/tools" "$PWD/scripts/deploycheck" "$PWD/services/containertest"; do
   if ! (cd "$m" && GOWORK=off go mod tidy -diff); then
     echo "go mod tidy would change ${m#"$PWD"/} (run it there with GOWORK=off)"; exit 1
   fi
 done
 
-echo "== go vet"
+stage "go vet"
 # shellcheck disable=SC2086
 go vet $mods
 
-echo "== web UI: build (embedded by frontend-api/webui) and unit tests"
+stage "web UI: build (embedded by frontend-api/webui) and unit tests"
 scripts/build-ui.sh
 (cd frontend-api/web && npx --no-install vitest run --silent)
 
-echo "== deployment files: shellcheck, image builds, compose, terraform"
+stage "deployment files: shellcheck, image builds, compose, terraform"
 scripts/check-deploy.sh
 
-echo "== go test"
+stage "go test"
 # The e2e package runs several minutes of multi-process tests on the
 # emulators (several instances, the many-tenants load test), past go
 # test's default 10 min per package. Most of that time it waits (the
@@ -63,9 +89,10 @@ echo "== go test"
 # (and its result checked) at the end.
 e2e_pkg=github.com/tbhub/tbhub/services/e2e
 e2e_log=$(mktemp)
+e2e_start=$(date +%s)
 go test -count=1 -timeout 30m "$@" "$e2e_pkg" >"$e2e_log" 2>&1 &
 e2e_pid=$!
-trap 'rm -rf "$sc_bin" "$e2e_log"; kill "$e2e_pid" 2>/dev/null || true' EXIT
+trap 'rm -rf "$sc_bin" "$e2e_log"; kill "$e2e_pid" 2>/dev/null || true; print_stage_times' EXIT
 # shellcheck disable=SC2086
 others=$(go list $mods | grep -vx "$e2e_pkg")
 # shellcheck disable=SC2086
@@ -74,7 +101,7 @@ go test -count=1 -timeout 30m "$@" $others
 short=false
 for a in "$@"; do [ "$a" = -short ] && short=true; done
 if ! $short; then
-  echo "== go test -race (packages with concurrency)"
+  stage "go test -race (packages with concurrency)"
   # The uploader, the write path (serve drives writer), both stores, limits,
   # the readers, the blob stores, the HTTP answer cache (httpapi) and the
   # shared server infrastructure.
@@ -84,12 +111,13 @@ if ! $short; then
   # The blob stores without their 64 MiB object (the plain pass streams it).
   go test -race -short -count=1 ./services/internal/blob/...
 
-  echo "== fuzz (every target, bounded)"
+  stage "fuzz (every target, bounded)"
   FUZZTIME=${FUZZTIME:-10s} scripts/fuzz.sh
 fi
 
-echo "== go test $e2e_pkg (started with go test above)"
+stage "go test $e2e_pkg (started with go test above)"
 e2e_rc=0
 wait "$e2e_pid" || e2e_rc=$?
+e2e_end=$(date +%s)
 cat "$e2e_log"
 exit "$e2e_rc"
