@@ -433,7 +433,8 @@ func mergeRuns(points []store.ScalarPoint, runs []int) []store.ScalarPoint {
 					out, b = append(out, b[0]), b[1:]
 				}
 			}
-			out = append(append(out, a...), b...)
+			rest := buf[lo+len(out) : hi] // what one side has left goes after
+			copy(rest[copy(rest, a):], b)
 			next = append(next, lo)
 		}
 		points, buf, runs = buf, points, next
