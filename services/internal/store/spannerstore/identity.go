@@ -467,26 +467,17 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 		return store.Usage{}, fail("UserUsage", err)
 	}
 	u.BlobBytes += unfinished
-	// Token bytes as store.APIToken.StoredBytes counts them; a read-only
-	// transaction's CURRENT_TIMESTAMP is its read time.
+	// Tokens (store.APIToken.StoredBytes each; a read-only transaction's
+	// CURRENT_TIMESTAMP is its read time), runs and grants (store.RowBytes
+	// each: their text's UTF-8 bytes and store.RowOverheadBytes), in one
+	// statement.
 	row, err = singleRow(tx.Query(ctx, spanner.Statement{
 		SQL: `SELECT
-				COALESCE(SUM(CASE WHEN RevokeTime IS NULL AND (ExpireTime IS NULL OR ExpireTime > CURRENT_TIMESTAMP()) THEN 1 ELSE 0 END), 0),
-				COALESCE(SUM(BYTE_LENGTH(COALESCE(TokenId, '')) + BYTE_LENGTH(Description) + BYTE_LENGTH(COALESCE(SecretPrefix, ''))
+				(SELECT COALESCE(SUM(CASE WHEN RevokeTime IS NULL AND (ExpireTime IS NULL OR ExpireTime > CURRENT_TIMESTAMP()) THEN 1 ELSE 0 END), 0)
+					FROM ApiTokens WHERE UserId = @user),
+				(SELECT COALESCE(SUM(BYTE_LENGTH(COALESCE(TokenId, '')) + BYTE_LENGTH(Description) + BYTE_LENGTH(COALESCE(SecretPrefix, ''))
 					+ BYTE_LENGTH(COALESCE(ParentTokenId, '')) + @overhead), 0)
-			FROM ApiTokens WHERE UserId = @user`,
-		Params: map[string]any{"user": userID, "overhead": int64(store.TokenRecordOverhead)},
-	}))
-	if err == nil {
-		err = row.Columns(&u.Tokens, &u.TokenBytes)
-	}
-	if err != nil {
-		return store.Usage{}, fail("UserUsage", err)
-	}
-	// Runs and grants count store.RowBytes each: their text's UTF-8 bytes
-	// and store.RowOverheadBytes.
-	row, err = singleRow(tx.Query(ctx, spanner.Statement{
-		SQL: `SELECT
+					FROM ApiTokens WHERE UserId = @user),
 				(SELECT COALESCE(SUM(BYTE_LENGTH(r.RunName) + @row), 0)
 					FROM Experiments e JOIN Runs r ON r.ExperimentId = e.ExperimentId WHERE e.OwnerId = @user AND e.State = @live),
 				(SELECT COALESCE(SUM(BYTE_LENGTH(g.UserId) + @row), 0)
@@ -495,11 +486,12 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 					FROM Experiments e JOIN PendingGrants p ON p.ExperimentId = e.ExperimentId WHERE e.OwnerId = @user AND e.State = @live),
 				(SELECT COALESCE(SUM(BYTE_LENGTH(p.Email) + @row), 0)
 					FROM Experiments e JOIN PendingGrants p ON p.ExperimentId = e.ExperimentId WHERE e.OwnerId = @user AND e.State = @live)`,
-		Params: map[string]any{"user": userID, "live": stateLive, "row": int64(store.RowOverheadBytes)},
+		Params: map[string]any{"user": userID, "live": stateLive, "row": int64(store.RowOverheadBytes),
+			"overhead": int64(store.TokenRecordOverhead)},
 	}))
 	var pendingBytes int64
 	if err == nil {
-		err = row.Columns(&u.RunBytes, &u.GrantBytes, &u.PendingGrants, &pendingBytes)
+		err = row.Columns(&u.Tokens, &u.TokenBytes, &u.RunBytes, &u.GrantBytes, &u.PendingGrants, &pendingBytes)
 	}
 	if err != nil {
 		return store.Usage{}, fail("UserUsage", err)
