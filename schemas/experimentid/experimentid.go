@@ -7,6 +7,7 @@ package experimentid
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"strings"
 )
 
 // randomBytes is the number of random bytes in an ID.
@@ -30,4 +31,12 @@ func Valid(id string) bool {
 	}
 	_, err := base64.RawURLEncoding.Strict().DecodeString(id)
 	return err == nil
+}
+
+// OfBlobKey returns the experiment a blob key names: its part before the
+// first '.' (the read service writes keys as ID "." encoded reference), and
+// whether the key has one.
+func OfBlobKey(key string) (eid string, ok bool) {
+	eid, _, ok = strings.Cut(key, ".")
+	return eid, ok
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+
+	"github.com/tbhub/tbhub/schemas/experimentid"
 )
 
 // The upload and export protocols name blob sequences and blobs by opaque
@@ -70,7 +72,7 @@ func ParseBlobID(id string) (eid string, ref BlobRef, err error) {
 // ExperimentOfBlobKey returns the experiment part of a blob sequence or
 // blob ID, without checking the rest.
 func ExperimentOfBlobKey(id string) string {
-	eid, _, _ := strings.Cut(id, ".")
+	eid, _ := experimentid.OfBlobKey(id)
 	return eid
 }
 

@@ -28,6 +28,8 @@ import (
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/tbhub/tbhub/schemas/experimentid"
 )
 
 const service = "/tensorboard.data.TensorBoardDataProvider/"
@@ -178,7 +180,7 @@ func CheckBlobKey(msg []byte, eid string) error {
 	if err != nil {
 		return err
 	}
-	if owner, _, ok := strings.Cut(key, "."); !ok || owner != eid {
+	if owner, ok := experimentid.OfBlobKey(key); !ok || owner != eid {
 		return fmt.Errorf("%w: blob key %q is not one of its keys", ErrOtherExperiment, key)
 	}
 	return nil
