@@ -9,7 +9,7 @@ import (
 )
 
 // Store returns st with the writes that add data refused while m finds
-// the disk below its reserve: CreateExperiment, WriteScalars,
+// the disk below its reserve: CreateExperiment (and CreateExperimentOnce), WriteScalars,
 // WriteTensors, PutRuns and GetOrCreateBlobSequence. Everything else
 // passes: reads, deletes and purges (which free space), and small writes
 // (users, tokens, experiment metadata, grants, blob rows, whose objects
@@ -37,6 +37,13 @@ func (s *reservedStore) CreateExperiment(ctx context.Context, e store.Experiment
 		return err
 	}
 	return s.Store.CreateExperiment(ctx, e)
+}
+
+func (s *reservedStore) CreateExperimentOnce(ctx context.Context, e store.Experiment, req store.CreateRequest) (string, error) {
+	if err := s.m.Check(); err != nil {
+		return "", err
+	}
+	return s.Store.CreateExperimentOnce(ctx, e, req)
 }
 
 func (s *reservedStore) WriteScalars(ctx context.Context, eid string, batch []store.ScalarSeries) error {

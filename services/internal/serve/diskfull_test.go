@@ -1,6 +1,7 @@
 package serve_test
 
 import (
+	"github.com/tbhub/tbhub/schemas/writehint"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -48,6 +49,10 @@ func TestDiskSpaceReserve(t *testing.T) {
 	}
 	_, err = h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "during"})
 	wantDiskFull(t, "CreateExperiment", err)
+	// tbup sends a request ID with every create, which the store answers
+	// on another path (CreateExperimentOnce); it is refused the same.
+	_, err = h.writer.CreateExperiment(writehint.WithRequestID(ctx, writehint.NewRequestID()), &servicepb.CreateExperimentRequest{Name: "during, retryable"})
+	wantDiskFull(t, "CreateExperiment with a request ID", err)
 	_, err = h.writer.WriteScalar(ctx, &servicepb.WriteScalarRequest{ExperimentId: eid, Runs: []*servicepb.WriteScalarRequest_Run{
 		{Name: "train", Tags: []*servicepb.WriteScalarRequest_Tag{{Name: "loss", Metadata: scalarMetadata(), Points: []*servicepb.ScalarPoint{{Step: 1, WallTime: timestamppb.Now(), Value: 0.5}}}}},
 	}})
