@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/compare"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	"google.golang.org/grpc/metadata"
 )
@@ -249,7 +251,8 @@ func (h *Handler) mutation(what stale, fn route.Func) route.Func {
 			case what == staleAll, strings.HasPrefix(key, prefix):
 				return true
 			case what == staleExperiment:
-				return e.eid == r.EID || e.eid == ""
+				// A comparison's answers are about each of its experiments.
+				return e.eid == "" || slices.Contains(strings.Split(e.eid, compare.Sep), r.EID)
 			}
 			return false
 		})

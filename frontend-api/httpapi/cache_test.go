@@ -45,11 +45,7 @@ type noWriter struct {
 func TestMutationsDropStaleAnswersOfEveryCaller(t *testing.T) {
 	fakes := manageFakes{}
 	fake, srv := startWith(t, httpapi.Config{CacheTTL: time.Hour, Experiments: fakes, Auth: fakes, Writer: noWriter{}})
-	calls := func() int {
-		fake.mu.Lock()
-		defer fake.mu.Unlock()
-		return fake.calls
-	}
+	calls := fake.callCount
 	send := func(method, path, body string, header ...string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))

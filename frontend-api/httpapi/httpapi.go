@@ -38,6 +38,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/compare"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/graphs"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/markdown"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
@@ -96,6 +97,10 @@ type Config struct {
 	// Graphs bounds the graphs plugin's text answers;
 	// DefaultGraphLimits for each field that is zero.
 	Graphs GraphLimits
+	// Compare bounds comparisons (/compare/{eid}/);
+	// DefaultCompareLimits for each field that is zero.
+	Compare CompareLimits
+
 	Logger *slog.Logger
 }
 
@@ -120,6 +125,14 @@ type MarkdownLimits = markdown.Limits
 // cores.
 func DefaultMarkdownLimits() MarkdownLimits { return markdown.DefaultLimits() }
 
+// CompareLimits bound a comparison (/compare/{id1}+{id2}+…/): how many
+// experiments it holds, and how many of them one request reads at once
+// (docs/operations.md). RegisterFlags defines their flags.
+type CompareLimits = compare.Limits
+
+// DefaultCompareLimits: 10 experiments, 4 read at once.
+func DefaultCompareLimits() CompareLimits { return compare.DefaultLimits() }
+
 // Handler serves the API. Create it with New.
 type Handler struct {
 	*route.Env
@@ -129,6 +142,9 @@ type Handler struct {
 	cache  *responseCache // nil: off
 	mux    *http.ServeMux
 	logger *slog.Logger
+
+	// compare is Env.Data: the read service, and comparisons over it.
+	compare *compare.Client
 }
 
 // New returns the API handler.
@@ -155,12 +171,17 @@ func New(cfg Config) (*Handler, error) {
 	if err := cfg.Graphs.Validate(); err != nil {
 		return nil, fmt.Errorf("httpapi.New: %w", err)
 	}
+	cfg.Compare = cfg.Compare.OrDefaults()
+	if err := cfg.Compare.Validate(); err != nil {
+		return nil, fmt.Errorf("httpapi.New: %w", err)
+	}
 	renderer, err := markdown.New(cfg.Markdown)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi.New: %w", err)
 	}
-	h := &Handler{cfg: cfg, exps: cfg.Experiments, creds: cfg.Credentials, mux: http.NewServeMux(), logger: cfg.Logger,
-		Env: &route.Env{Data: cfg.Data, SamplesPerPlugin: cfg.SamplesPerPlugin, Markdown: renderer,
+	cmp := compare.New(cfg.Data, cfg.Compare)
+	h := &Handler{cfg: cfg, exps: cfg.Experiments, creds: cfg.Credentials, mux: http.NewServeMux(), logger: cfg.Logger, compare: cmp,
+		Env: &route.Env{Data: cmp, SamplesPerPlugin: cfg.SamplesPerPlugin, Markdown: renderer,
 			CallOpts: []grpc.CallOption{grpc.MaxCallRecvMsgSize(cfg.MaxResponseBytes)}}}
 	if h.creds == nil {
 		h.creds = BearerHeader
@@ -187,9 +208,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // handle registers fn for pattern; errors fn returns are answered by
-// writeError.
+// writeError. A route of one experiment (/experiment/{eid}/data/...) is
+// registered for a comparison too (/compare/{eid}/data/...), where fn
+// reads the comparison's members (inComparison).
 func (h *Handler) handle(pattern string, fn route.Func) {
-	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	method, path, _ := strings.Cut(pattern, " ")
+	if rest, ok := strings.CutPrefix(path, "/experiment/{eid}/data/"); ok {
+		h.mux.HandleFunc(method+" /compare/{eid}/data/"+rest, h.serve(h.inComparison(fn)))
+	} else if strings.HasPrefix(path, "/compare/{eid}/") {
+		fn = h.inComparison(fn)
+	}
+	h.mux.HandleFunc(pattern, h.serve(fn))
+}
+
+// inComparison is fn for a comparison: which of its experiments the
+// caller may read is resolved once, and fn's calls to the read service
+// are answered from those (package compare).
+func (h *Handler) inComparison(fn route.Func) route.Func {
+	return func(w http.ResponseWriter, r *route.Request) error {
+		cmp, err := h.compare.Resolve(r.Ctx, r.EID, h.CallOpts...)
+		if err != nil {
+			return err
+		}
+		r.Ctx = compare.With(r.Ctx, cmp)
+		return fn(w, r)
+	}
+}
+
+// serve is the http.HandlerFunc of fn: the caller's credential, the
+// response cache, the call timeout, errors.
+func (h *Handler) serve(fn route.Func) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		cred, err := h.creds(r)
 		if err != nil {
 			h.writeError(w, r, route.Errorf(http.StatusUnauthorized, "invalid credentials: %v", err))
@@ -232,7 +281,7 @@ func (h *Handler) handle(pattern string, fn route.Func) {
 				h.cache.put(key, e, time.Now())
 			}
 		}
-	})
+	}
 }
 
 // noCache says whether a request asks not to be answered from a cache

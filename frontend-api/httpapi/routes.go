@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/account"
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/compare"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/core"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/customscalars"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/graphs"
@@ -107,6 +108,10 @@ func (h *Handler) routes() {
 	h.handle("POST "+p+"timeseries/timeSeries", timeSeriesRoutes.TimeSeries)
 	h.handle("GET "+p+"timeseries/imageData", timeSeriesRoutes.TimeSeriesImageData)
 
+	// A comparison: which of its experiments the caller sees (handle
+	// serves every route above under /compare/{eid}/data/ too).
+	h.handle("GET /compare/{eid}/data/comparison", compare.Routes{Env: env, Client: h.compare, Experiments: h.exps}.Comparison)
+
 	// tbhub's own.
 	h.handle("GET /api/experiments", api.ListExperiments)
 	h.handle("GET /api/experiments/{eid}", api.GetExperiment)
@@ -128,4 +133,4 @@ func (h *Handler) routes() {
 
 // Routes are the mux patterns a process mounts the Handler under. The web
 // UI's pages (/experiment/{eid}/) are less specific and may sit beside them.
-var Routes = []string{"/experiment/{eid}/data/", "/api/experiments", "/api/experiments/", "/api/whoami", "/api/tokens", "/api/tokens/"}
+var Routes = []string{"/experiment/{eid}/data/", "/compare/{eid}/data/", "/api/experiments", "/api/experiments/", "/api/whoami", "/api/tokens", "/api/tokens/"}

@@ -5,6 +5,7 @@
 //	/                      the caller's experiments ("My experiments")
 //	/signin                sign in with the OIDC issuer or an API token
 //	/experiment/{eid}/     one experiment's dashboards
+//	/compare/{id}+{id}…/   the same, for runs of several experiments
 //
 // all answered with the same index.html (no-cache: it names the current
 // bundle), and the bundle's files under /static/, whose names carry a hash
@@ -41,7 +42,7 @@ const StaticPrefix = "/static/"
 
 // Routes are the mux patterns Mount registers. None overlaps
 // /experiment/{eid}/data/ (the HTTP API) or /api/.
-var Routes = []string{"GET /{$}", "GET /signin", "GET /gallery", "GET /experiment/{eid}/{$}", "GET /experiment/{eid}", "GET " + StaticPrefix}
+var Routes = []string{"GET /{$}", "GET /signin", "GET /gallery", "GET /experiment/{eid}/{$}", "GET /experiment/{eid}", "GET /compare/{eid}/{$}", "GET " + StaticPrefix}
 
 // Handler serves the app. Create it with New.
 type Handler struct {
@@ -129,6 +130,7 @@ func (h *Handler) Mount(mux *http.ServeMux) {
 	mux.Handle("GET /gallery", page)
 	mux.Handle("GET /experiment/{eid}/{$}", page)
 	mux.HandleFunc("GET /experiment/{eid}", redirectToExperiment)
+	mux.Handle("GET /compare/{eid}/{$}", page)
 	mux.Handle("GET "+StaticPrefix, http.HandlerFunc(h.serveStatic))
 }
 
