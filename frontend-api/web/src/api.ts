@@ -326,12 +326,12 @@ export type RunTagIndex = Record<string, Record<string, TagInfo>>;
 /** [wall_time, step, value] with NaN/±Inf possibly as strings. */
 export type ScalarDatum = [number, number, number | string];
 
-/** Paths of one experiment's routes. */
+/** Paths of one experiment's routes (of a comparison's: compare.ts). */
 export class ExperimentAPI {
-  readonly base: string;
-  constructor(readonly eid: string) {
-    this.base = `/experiment/${encodeURIComponent(eid)}/data/`;
-  }
+  constructor(
+    readonly eid: string,
+    readonly base = `/experiment/${encodeURIComponent(eid)}/data/`,
+  ) {}
   data(route: string, params?: Record<string, string | number | boolean>): string {
     const q = params ? new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)])).toString() : "";
     return this.base + route + (q ? `?${q}` : "");
@@ -339,8 +339,12 @@ export class ExperimentAPI {
   plugin(plugin: string, route: string, params?: Record<string, string | number | boolean>): string {
     return this.data(`plugin/${plugin}/${route}`, params);
   }
+  /** The experiment's metadata, which the page follows for new data. */
+  metadataPath(): string {
+    return `/api/experiments/${encodeURIComponent(this.eid)}`;
+  }
   metadata(): Promise<Experiment> {
-    return getJSON<Experiment>(`/api/experiments/${encodeURIComponent(this.eid)}`);
+    return getJSON<Experiment>(this.metadataPath());
   }
   /** Full-resolution download of one scalar series (tbhub's /api route). */
   scalarDownload(run: string, tag: string, format: "csv" | "json"): string {

@@ -1,7 +1,7 @@
 // A small DOM builder: h("div.card", {onclick}, child, ...) makes elements
 // without a framework. Strings become text nodes (never HTML).
 
-type Child = Node | string | number | null | undefined | false | Child[];
+export type Child = Node | string | number | null | undefined | false | Child[];
 type Attrs = Record<string, unknown>;
 
 export function h<K extends keyof HTMLElementTagNameMap>(

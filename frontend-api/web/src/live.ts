@@ -48,14 +48,16 @@ function countsKey(e: Experiment): string {
  * Polls the experiment every POLL_MS while the page is visible. changed
  * is called (and awaited before the next poll) when its update time moves
  * past the one seen first (data or metadata: the page reads both again);
- * tick after every poll, with when data last arrived. Returns a function
- * that stops following.
+ * tick after every poll, with when data last arrived. path is what is
+ * polled (a comparison's own route). Returns a function that stops
+ * following.
  */
 export function follow(
   eid: string,
   first: Experiment,
   changed: (e: Experiment) => Promise<void>,
   tick: (f: Freshness) => void,
+  path = `/api/experiments/${encodeURIComponent(eid)}`,
 ): () => void {
   let last = Date.parse(first.updateTime ?? "") || 0;
   let dataUpdated = last;
@@ -64,7 +66,6 @@ export function follow(
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let busy = false;
-  const path = `/api/experiments/${encodeURIComponent(eid)}`;
 
   async function poll() {
     timer = undefined;

@@ -1,9 +1,10 @@
-// tbhub's web UI: a router over four pages, all served as the same
+// tbhub's web UI: a router over five pages, all served as the same
 // index.html by frontend-api's webui package.
 
 import "./style.css";
 import { getSession, signOut } from "./api";
 import { h, setChildren } from "./dom";
+import { renderComparison } from "./pages/compare";
 import { renderExperiment } from "./pages/experiment";
 import { renderExperiments } from "./pages/experiments";
 import { renderGallery } from "./pages/gallery";
@@ -49,7 +50,9 @@ async function route() {
   const path = location.pathname;
   try {
     const m = path.match(/^\/experiment\/([^/]+)\/$/);
+    const c = path.match(/^\/compare\/([^/]+)\/$/);
     if (m) stopPage = await renderExperiment(page, decodeURIComponent(m[1]), route);
+    else if (c) stopPage = await renderComparison(page, decodeURIComponent(c[1]), route);
     else if (path === "/signin") {
       const next = new URLSearchParams(location.search).get("next");
       renderSignIn(page, () => {

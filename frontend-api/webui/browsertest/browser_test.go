@@ -257,10 +257,16 @@ func tbupCommand(tbup, dir string, args ...string) (*exec.Cmd, error) {
 }
 
 func upload(tbup, dir, logdir, name string, extra ...string) (string, error) {
+	return uploadAs(tbup, dir, env.token, logdir, name, extra...)
+}
+
+// uploadAs uploads logdir as the holder of token.
+func uploadAs(tbup, dir, token, logdir, name string, extra ...string) (string, error) {
 	cmd, err := tbupCommand(tbup, dir, append([]string{"upload", "--one-shot", "--json", "--logdir", logdir, "--name", name}, extra...)...)
 	if err != nil {
 		return "", err
 	}
+	cmd.Env = append(cmd.Env, "TBUP_TOKEN="+token) // the last value wins
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {

@@ -4,7 +4,7 @@
 import { ApiError, ExperimentAPI, getJSON, getSession, refresh, send, type Experiment, type PluginsListing } from "../api";
 import { follow, freshnessLabel, type Freshness } from "../live";
 import { assignColors, naturalCompare } from "../colors";
-import { compileFilter, debounce, h, setChildren } from "../dom";
+import { compileFilter, debounce, h, setChildren, type Child } from "../dom";
 import { descriptionElement } from "../description";
 import { Store, type ViewState } from "../state";
 import { showOnly, type Dashboard, type DashboardContext, type DashboardFactory, type Run } from "../dashboards/dashboard";
@@ -49,9 +49,18 @@ const TABS: Tab[] = [
   { id: "mesh", label: "Mesh", plugins: ["mesh"], make: meshDashboard, runIndex: ["mesh", "tags"] },
 ];
 
+/** What another page built on this one (a comparison: compare.ts) changes. */
+export interface PageKind {
+  api: ExperimentAPI;
+  /** The head's elements after the title. */
+  head: (meta: Experiment) => Child[];
+  /** Renders the page of a 404 (missing, or not readable). */
+  notFound: (el: HTMLElement, reroute: () => void) => Promise<void>;
+}
+
 /** Renders the page; returns what stops it (before the next page renders). */
-export async function renderExperiment(el: HTMLElement, eid: string, reroute: () => void): Promise<() => void> {
-  const api = new ExperimentAPI(eid);
+export async function renderExperiment(el: HTMLElement, eid: string, reroute: () => void, kind?: PageKind): Promise<() => void> {
+  const api = kind?.api ?? new ExperimentAPI(eid);
   setChildren(el, h("p.notice", null, "Loading…"));
   let meta, listing, runNames;
   // The Scalars tab (the default) reads its tags next: ask now, beside the
@@ -67,7 +76,7 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
     ]);
   } catch (e) {
     if (e instanceof ApiError && (e.status === 404 || e.status === 401 || e.status === 403)) {
-      await renderNotFound(el, eid, reroute);
+      await (kind ? kind.notFound(el, reroute) : renderNotFound(el, eid, reroute));
       return () => {};
     }
     throw e;
@@ -91,10 +100,14 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
       "div.exp-head",
       null,
       h("h1", null, meta.name || eid),
-      descriptionElement(meta),
-      h("span.badge", null, (meta.visibility ?? "").replace("VISIBILITY_", "").toLowerCase()),
-      ownerControls(meta),
-      copyLinkButton(eid),
+      kind
+        ? kind.head(meta)
+        : [
+            descriptionElement(meta),
+            h("span.badge", null, (meta.visibility ?? "").replace("VISIBILITY_", "").toLowerCase()),
+            ownerControls(meta),
+            copyLinkButton(eid),
+          ],
       liveEl,
       reloadButton,
     ),
@@ -252,6 +265,7 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
       showFreshness();
       remountSoon();
     },
+    api.metadataPath(),
   );
 
   store.subscribe((s, prev) => {

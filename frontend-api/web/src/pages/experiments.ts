@@ -11,6 +11,7 @@ import { displayNameField, seenAs } from "../displayname";
 import { h, setChildren } from "../dom";
 import { renderGallery } from "./gallery";
 import { renderSignIn } from "./signin";
+import { compareSelection } from "./compare";
 import { descriptionElement } from "../description";
 
 function count(e: Experiment, key: string): string {
@@ -36,7 +37,7 @@ function expURL(e: Experiment): string {
  * A modal dialog (the platform's <dialog>: focus moves into it, Escape
  * closes it). body gets the dialog's error line to report failures in.
  */
-function openDialog(title: string, cls: string, body: (close: () => void, error: HTMLElement) => HTMLElement[]): HTMLDialogElement {
+export function openDialog(title: string, cls: string, body: (close: () => void, error: HTMLElement) => HTMLElement[]): HTMLDialogElement {
   const error = h("p.error", { role: "alert" });
   const dialog = h("dialog", { className: `dialog ${cls}`, "aria-label": title });
   const close = () => {
@@ -220,11 +221,13 @@ export async function renderExperiments(el: HTMLElement, reroute: () => void) {
     return sel;
   }
 
+  // Check boxes and Compare: a comparison of the checked experiments.
+  const compare = compareSelection();
   const table = (list: Experiment[], mine: boolean) =>
     h(
       "table.experiments",
       { className: mine ? "experiments owned" : "experiments shared" },
-      h("thead", null, h("tr", null, ["Name", "Description", "Runs", "Tags", "Scalar points", "Blobs", "Updated", "Visibility", mine ? "" : "Owner"].map((c) => h("th", null, c)))),
+      h("thead", null, h("tr", null, ["", "Name", "Description", "Runs", "Tags", "Scalar points", "Blobs", "Updated", "Visibility", mine ? "" : "Owner"].map((c) => h("th", null, c)))),
       h(
         "tbody",
         null,
@@ -232,6 +235,7 @@ export async function renderExperiments(el: HTMLElement, reroute: () => void) {
           h(
             "tr",
             { "data-eid": e.experimentId },
+            h("td.compare", null, compare.checkbox(e)),
             h("td.name", null, h("a", { href: `/experiment/${encodeURIComponent(e.experimentId)}/` }, e.name || e.experimentId)),
             h("td.desc", null, descriptionElement(e, "div.desc-body")),
             // data-label names a cell where a phone shows rows as cards.
@@ -262,6 +266,7 @@ export async function renderExperiments(el: HTMLElement, reroute: () => void) {
     el,
     h("h1", null, "My experiments"),
     status,
+    ownedList.length + sharedList.length > 1 ? compare.bar : null,
     ownedList.length ? h("div.table-scroll", null, table(ownedList, true)) : h("p.notice", null, "No experiments yet. Upload a logdir with ", h("code", null, "tbup upload LOGDIR"), "."),
     sharedList.length ? [h("h2", null, "Shared with me"), h("div.table-scroll", null, table(sharedList, false))] : null,
     profile,
@@ -324,8 +329,8 @@ function whoCanRead(v?: string): (string | HTMLElement)[] {
  * A "Copy link" button for an experiment's page; says "Copied" (or how
  * to copy it by hand) beside it.
  */
-export function copyLinkButton(eid: string): HTMLElement {
-  const url = `${location.origin}/experiment/${encodeURIComponent(eid)}/`;
+export function copyLinkButton(eid: string, path = `/experiment/${encodeURIComponent(eid)}/`): HTMLElement {
+  const url = `${location.origin}${path}`;
   const status = h("span.hint.copy-status", { role: "status" });
   const button = h(
     "button.copy-link",

@@ -8,6 +8,7 @@
 import { ApiError, getFresh, type Experiment, type ExperimentList } from "../api";
 import { descriptionElement } from "../description";
 import { debounce, h, setChildren } from "../dom";
+import { compareSelection } from "./compare";
 
 const PAGE_SIZE = 20;
 
@@ -18,12 +19,12 @@ function galleryURL(q: string, token?: string): string {
   return `/api/experiments?${p}`;
 }
 
-function item(e: Experiment): HTMLElement {
+function item(e: Experiment, compare: ReturnType<typeof compareSelection>): HTMLElement {
   const runs = Number(e.counts?.numRuns ?? 0);
   return h(
     "li.gallery-item",
     { "data-eid": e.experimentId },
-    h("h2", null, h("a", { href: `/experiment/${encodeURIComponent(e.experimentId)}/` }, e.name || e.experimentId)),
+    h("h2", null, compare.checkbox(e), h("a", { href: `/experiment/${encodeURIComponent(e.experimentId)}/` }, e.name || e.experimentId)),
     h(
       "p.meta",
       null,
@@ -48,6 +49,8 @@ export function renderGallery(el: HTMLElement) {
     value: new URLSearchParams(location.search).get("q") ?? "",
   });
   const list = h("ol.gallery-list");
+  // Check boxes and Compare: a comparison of the checked experiments.
+  const compare = compareSelection();
   const status = h("p.status", { role: "status" });
   const more = h("button.more", { type: "button", hidden: true }, "More");
   // Answers to an older search that arrive late are dropped.
@@ -72,7 +75,7 @@ export function renderGallery(el: HTMLElement) {
       return;
     }
     if (mine !== generation) return;
-    const items = (page.experiments ?? []).map(item);
+    const items = (page.experiments ?? []).map((e) => item(e, compare));
     if (append) list.append(...items);
     else setChildren(list, items);
     next = page.nextPageToken ?? "";
@@ -109,6 +112,7 @@ export function renderGallery(el: HTMLElement) {
       h("h1", null, "Public experiments"),
       h("p.hint", null, "TensorBoard data its owners made public, latest update first. Unlisted experiments are not shown here."),
       search,
+      compare.bar,
       status,
       list,
       more,
