@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	cdruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -190,5 +192,82 @@ func TestComparisonSharedByURL(t *testing.T) {
 	}
 	if info.Hidden != 1 || len(info.Members) != 2 {
 		t.Errorf("comparison answer: %+v", info)
+	}
+}
+
+// consoleErrors collects what the tab's pages write with console.error;
+// call the function it returns to read them.
+func consoleErrors(ctx context.Context) func() []string {
+	var mu sync.Mutex
+	var errs []string
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if e, ok := ev.(*cdruntime.EventConsoleAPICalled); ok && e.Type == cdruntime.APITypeError {
+			var parts []string
+			for _, a := range e.Args {
+				parts = append(parts, string(a.Value)+a.Description)
+			}
+			mu.Lock()
+			errs = append(errs, strings.Join(parts, " "))
+			mu.Unlock()
+		}
+	})
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), errs...)
+	}
+}
+
+// Every dashboard works on a comparison as on one experiment: a
+// comparison of the corpus (every plugin) and the public scalars, each
+// tab drawing its data, with no page error and no console error.
+func TestEveryDashboardOfAComparison(t *testing.T) {
+	ctx := tab(t, true)
+	thrown, logged := pageErrors(ctx), consoleErrors(ctx)
+	cmp := env.origin + "/compare/" + env.eid + "+" + env.publicEID + "/"
+	draws := map[string]string{
+		"scalars":        paintedCanvases(".scalar-card canvas", 200) + " >= 1",
+		"images":         `[...document.querySelectorAll(".image-card img")].some(i => i.complete && i.naturalWidth > 0)`,
+		"audio":          `[...document.querySelectorAll(".audio-card audio")].some(a => a.readyState >= 1 && a.duration > 0)`,
+		"histograms":     paintedCanvases(".histogram-card canvas", 200) + " >= 1",
+		"distributions":  paintedCanvases(".distribution-card canvas", 200) + " >= 1",
+		"text":           `document.querySelector(".text-card .markdown") !== null`,
+		"pr_curves":      paintedCanvases(".pr-card canvas", 200) + " >= 1",
+		"custom_scalars": `document.querySelector(".custom-card canvas") !== null`,
+		"hparams":        `document.querySelectorAll("table.hparams-table tbody tr").length > 0`,
+		"graphs":         `document.querySelectorAll(".graph-canvas .node").length > 0`,
+		"mesh":           paintedCanvases(".mesh-card canvas", 500) + " >= 1",
+	}
+	var tabs []string
+	run(t, ctx,
+		navigate(cmp),
+		waitFor(`document.querySelectorAll("nav.tabs .tab").length > 0`),
+		chromedp.Evaluate(`[...document.querySelectorAll("nav.tabs .tab")].map(t => t.dataset.tab)`, &tabs),
+	)
+	if len(tabs) != len(draws) {
+		t.Errorf("tabs of the comparison = %q, want all %d dashboards", tabs, len(draws))
+	}
+	for _, id := range tabs {
+		want, ok := draws[id]
+		if !ok {
+			t.Errorf("tab %q: no check", id)
+			continue
+		}
+		run(t, ctx, navigate(cmp+"?tab="+id), waitFor(want))
+		// Runs are named experiment/run on every tab that lists them.
+		var names []string
+		run(t, ctx, chromedp.Evaluate(`[...document.querySelectorAll("aside.sidebar li[data-run]:not([hidden])")].map(li => li.dataset.run)`, &names))
+		for _, n := range names {
+			if !strings.HasPrefix(n, "corpus/") && !strings.HasPrefix(n, "public scalars/") {
+				t.Errorf("tab %s: run %q is not named experiment/run", id, n)
+			}
+		}
+		screenshot(t, ctx, "compare-tab-"+id)
+	}
+	for _, e := range thrown() {
+		t.Errorf("page error: %s", e)
+	}
+	for _, e := range logged() {
+		t.Errorf("console error: %s", e)
 	}
 }

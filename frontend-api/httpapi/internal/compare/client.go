@@ -12,6 +12,7 @@ import (
 
 	"github.com/tbhub/tbhub/schemas/experimentid"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
+	hparamspb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/hparams"
 )
 
 // Client is the read service (inner) as the HTTP API's routes read it: a
@@ -246,7 +247,43 @@ func (c *Client) ListTensors(ctx context.Context, in *datapb.ListTensorsRequest,
 	if err != nil {
 		return nil, err
 	}
+	if cmp, ok := of(ctx, in.GetExperimentId()); ok && in.GetPluginFilter().GetPluginName() == hparamsPlugin {
+		labelGroups(cmp, runs)
+	}
 	return &datapb.ListTensorsResponse{Runs: runs}, nil
+}
+
+const (
+	hparamsPlugin = "hparams"
+	// hparamsStartTag holds a session's start; its group_name names the
+	// session's group (the run's name when empty).
+	hparamsStartTag = "_hparams_/session_start_info"
+)
+
+// labelGroups names the hparams session groups of a comparison's runs as
+// their runs are named, "label/group": two experiments' groups of one
+// name ("trial-0") stay apart instead of being read as one group.
+func labelGroups(cmp *Comparison, runs []*datapb.ListTensorsResponse_RunEntry) {
+	for _, run := range runs {
+		m, _, ok := cmp.Split(run.GetRunName())
+		if !ok {
+			continue
+		}
+		for _, t := range run.GetTags() {
+			pd := t.GetMetadata().GetSummaryMetadata().GetPluginData()
+			if t.GetTagName() != hparamsStartTag || pd == nil {
+				continue
+			}
+			var hp hparamspb.HParamsPluginData
+			if proto.Unmarshal(pd.GetContent(), &hp) != nil || hp.GetSessionStartInfo().GetGroupName() == "" {
+				continue // unreadable (the plugin skips it) or grouped by its run's name
+			}
+			hp.GetSessionStartInfo().GroupName = m.Label + "/" + hp.GetSessionStartInfo().GetGroupName()
+			if b, err := proto.Marshal(&hp); err == nil {
+				pd.Content = b
+			}
+		}
+	}
 }
 
 func (c *Client) ReadTensors(ctx context.Context, in *datapb.ReadTensorsRequest, opts ...grpc.CallOption) (*datapb.ReadTensorsResponse, error) {

@@ -11,9 +11,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/tbhub/tbhub/frontend-api/httperr"
+	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
+	hparamspb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/hparams"
 )
 
 // fakeProvider is a read service holding experiments by ID, of which the
@@ -337,5 +340,39 @@ func TestReadBlobOnlyOfVisibleMembers(t *testing.T) {
 		if _, err := c.ReadBlob(With(ctx, cmp), &datapb.ReadBlobRequest{BlobKey: key}); status.Code(err) != codes.NotFound {
 			t.Errorf("ReadBlob(%q) = %v, want NotFound", key, err)
 		}
+	}
+}
+
+// ListTensors: each experiment has one hparams session in group "trial-0".
+func (p *fakeProvider) ListTensors(_ context.Context, in *datapb.ListTensorsRequest, _ ...grpc.CallOption) (*datapb.ListTensorsResponse, error) {
+	if err := p.see(in.GetExperimentId()); err != nil {
+		return nil, err
+	}
+	content, err := proto.Marshal(&hparamspb.HParamsPluginData{Data: &hparamspb.HParamsPluginData_SessionStartInfo{
+		SessionStartInfo: &hparamspb.SessionStartInfo{GroupName: "trial-0"}}})
+	if err != nil {
+		return nil, err
+	}
+	return &datapb.ListTensorsResponse{Runs: []*datapb.ListTensorsResponse_RunEntry{{RunName: "trial-0/1", Tags: []*datapb.ListTensorsResponse_TagEntry{{
+		TagName: hparamsStartTag, Metadata: &datapb.TensorMetadata{SummaryMetadata: &tbpb.SummaryMetadata{
+			PluginData: &tbpb.SummaryMetadata_PluginData{PluginName: "hparams", Content: content}}}}}}}}, nil
+}
+
+func TestHParamsGroupsOfTwoExperimentsStayApart(t *testing.T) {
+	c := New(threeExperiments(), Limits{})
+	resp, err := c.ListTensors(in(t, c, "e1+e3"), &datapb.ListTensorsRequest{ExperimentId: "e1+e3", PluginFilter: &datapb.PluginFilter{PluginName: "hparams"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var groups []string
+	for _, r := range resp.GetRuns() {
+		var hp hparamspb.HParamsPluginData
+		if err := proto.Unmarshal(r.GetTags()[0].GetMetadata().GetSummaryMetadata().GetPluginData().GetContent(), &hp); err != nil {
+			t.Fatal(err)
+		}
+		groups = append(groups, r.GetRunName()+" in "+hp.GetSessionStartInfo().GetGroupName())
+	}
+	if want := []string{"rl-sweep/trial-0/1 in rl-sweep/trial-0", "bob-run/trial-0/1 in bob-run/trial-0"}; !slices.Equal(groups, want) {
+		t.Errorf("sessions = %q, want %q", groups, want)
 	}
 }
