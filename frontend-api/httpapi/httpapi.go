@@ -196,6 +196,10 @@ func New(cfg Config) (*Handler, error) {
 	return h, nil
 }
 
+// CompareLimits are the limits comparisons are held to (Config.Compare
+// with the defaults filled in).
+func (h *Handler) CompareLimits() CompareLimits { return h.compare.Limits() }
+
 // GraphLimits are the limits the graphs plugin applies (Config.Graphs
 // with the defaults filled in).
 func (h *Handler) GraphLimits() GraphLimits { return h.cfg.Graphs }

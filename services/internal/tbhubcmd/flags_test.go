@@ -34,6 +34,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 	blobStreamFlags := []string{"abandoned-blob-age", "blob-stream-idle-timeout", "blob-stream-timeout", "max-blob-streams-per-conn", "max-blob-streams-per-user", "max-metadata-bytes", "max-pending-grants-per-user", "max-runs-per-experiment"}
 	markdownFlags := []string{"markdown-cache-bytes", "markdown-max-input-bytes", "markdown-max-renders", "markdown-render-timeout"}
 	graphFlags := []string{"graph-cache-bytes", "graph-max-answer-bytes", "graph-max-conversions", "graph-max-depth", "graph-max-name-bytes"}
+	compareFlags := []string{"compare-max-experiments", "compare-max-parallel"}
 	credentialFlags := []string{"bad-credentials-burst", "bad-credentials-per-second", "forwarding-secret", "trusted-proxy-hops"}
 	diskFlags := []string{"min-free-disk-bytes", "min-free-disk-percent"}
 	instanceFlags := []string{"create-request-ttl", "sweep-lease-ttl"}
@@ -47,7 +48,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 			"max-blob-bytes", "max-blob-bytes-per-user", "max-experiments-per-user", "max-points-per-user", "max-tokens-per-user",
 			"oidc-client-ids", "oidc-device-client-id", "oidc-device-client-secret", "oidc-issuer",
 			"oidc-web-client-id", "oidc-web-client-secret", "public-origin", "requests-per-second", "samples_per_plugin", "store",
-		}, telemetryFlags, httpLimitFlags, blobStreamFlags, markdownFlags, graphFlags, credentialFlags, diskFlags, instanceFlags)},
+		}, telemetryFlags, httpLimitFlags, blobStreamFlags, markdownFlags, graphFlags, compareFlags, credentialFlags, diskFlags, instanceFlags)},
 		{"write-service", func(fs *flag.FlagSet) { newServeFlags(fs, writeServiceCommand) }, slices.Concat([]string{
 			"addr", "api-endpoint", "blobs", "data", "enable-test-rpcs", "grpc-addr",
 			"max-blob-bytes", "max-blob-bytes-per-user", "max-experiments-per-user", "max-points-per-user", "max-tokens-per-user",
@@ -63,7 +64,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 		{"frontend", func(fs *flag.FlagSet) { new(frontend.Config).RegisterFlags(fs) }, slices.Concat([]string{
 			"addr", "experiment-service", "grpc-insecure", "oidc-issuer", "oidc-web-client-id",
 			"oidc-web-client-secret", "port", "public-origin", "read-service", "samples_per_plugin",
-		}, telemetryFlags, httpLimitFlags, markdownFlags, graphFlags, []string{"forwarding-secret", "trusted-proxy-hops"})},
+		}, telemetryFlags, httpLimitFlags, markdownFlags, graphFlags, compareFlags, []string{"forwarding-secret", "trusted-proxy-hops"})},
 	}
 	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "operations.md"))
 	if err != nil {
@@ -90,22 +91,26 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 	}
 }
 
-// Each markdown and graph limit of tbhub serve is set by its flag or its
-// TBHUB_ variable and reaches the HTTP API's renderer and graphs plugin.
+// Each markdown, graph and comparison limit of tbhub serve is set by its
+// flag or its TBHUB_ variable and reaches the HTTP API's renderer, graphs
+// plugin and comparisons.
 func TestServeMarkdownAndGraphLimits(t *testing.T) {
 	want := httpapi.MarkdownLimits{MaxInputBytes: 1000, RenderTimeout: 3 * time.Second, MaxCacheBytes: 5000, MaxConcurrentRenders: 7}
 	wantGraphs := httpapi.GraphLimits{MaxAnswerBytes: 1000, MaxDepth: 9, MaxNameBytes: 70, MaxCacheBytes: 5000, MaxConversions: 3}
+	wantCompare := httpapi.CompareLimits{MaxMembers: 3, MaxParallel: 2}
 	for name, args := range map[string]struct {
 		flags []string
 		env   map[string]string
 	}{
 		"flags": {[]string{"--markdown-max-input-bytes=1000", "--markdown-render-timeout=3s",
 			"--markdown-cache-bytes=5000", "--markdown-max-renders=7", "--graph-max-answer-bytes=1000", "--graph-max-depth=9",
-			"--graph-max-name-bytes=70", "--graph-cache-bytes=5000", "--graph-max-conversions=3"}, nil},
+			"--graph-max-name-bytes=70", "--graph-cache-bytes=5000", "--graph-max-conversions=3",
+			"--compare-max-experiments=3", "--compare-max-parallel=2"}, nil},
 		"variables": {nil, map[string]string{"TBHUB_MARKDOWN_MAX_INPUT_BYTES": "1000",
 			"TBHUB_MARKDOWN_RENDER_TIMEOUT": "3s", "TBHUB_MARKDOWN_CACHE_BYTES": "5000", "TBHUB_MARKDOWN_MAX_RENDERS": "7",
 			"TBHUB_GRAPH_MAX_ANSWER_BYTES": "1000", "TBHUB_GRAPH_MAX_DEPTH": "9", "TBHUB_GRAPH_MAX_NAME_BYTES": "70",
-			"TBHUB_GRAPH_CACHE_BYTES": "5000", "TBHUB_GRAPH_MAX_CONVERSIONS": "3"}},
+			"TBHUB_GRAPH_CACHE_BYTES": "5000", "TBHUB_GRAPH_MAX_CONVERSIONS": "3",
+			"TBHUB_COMPARE_MAX_EXPERIMENTS": "3", "TBHUB_COMPARE_MAX_PARALLEL": "2"}},
 	} {
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 		f := newServeFlags(fs, serveCommand)
@@ -127,6 +132,9 @@ func TestServeMarkdownAndGraphLimits(t *testing.T) {
 		}
 		if got := h.(*httpapi.Handler).GraphLimits(); got != wantGraphs {
 			t.Errorf("%s: the graphs plugin's limits are %+v, want %+v", name, got, wantGraphs)
+		}
+		if got := h.(*httpapi.Handler).CompareLimits(); got != wantCompare {
+			t.Errorf("%s: the comparisons' limits are %+v, want %+v", name, got, wantCompare)
 		}
 	}
 }
