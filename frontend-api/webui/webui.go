@@ -28,6 +28,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/tbhub/tbhub/schemas/experimentid"
@@ -42,7 +43,7 @@ const StaticPrefix = "/static/"
 
 // Routes are the mux patterns Mount registers. None overlaps
 // /experiment/{eid}/data/ (the HTTP API) or /api/.
-var Routes = []string{"GET /{$}", "GET /signin", "GET /gallery", "GET /experiment/{eid}/{$}", "GET /experiment/{eid}", "GET /compare/{eid}/{$}", "GET " + StaticPrefix}
+var Routes = []string{"GET /{$}", "GET /signin", "GET /gallery", "GET /experiment/{eid}/{$}", "GET /experiment/{eid}", "GET /compare/{eid}/{$}", "GET /compare/{eid}", "GET " + StaticPrefix}
 
 // Handler serves the app. Create it with New.
 type Handler struct {
@@ -131,6 +132,7 @@ func (h *Handler) Mount(mux *http.ServeMux) {
 	mux.Handle("GET /experiment/{eid}/{$}", page)
 	mux.HandleFunc("GET /experiment/{eid}", redirectToExperiment)
 	mux.Handle("GET /compare/{eid}/{$}", page)
+	mux.HandleFunc("GET /compare/{eid}", redirectToComparison)
 	mux.Handle("GET "+StaticPrefix, http.HandlerFunc(h.serveStatic))
 }
 
@@ -141,7 +143,20 @@ func (h *Handler) Mount(mux *http.ServeMux) {
 // well-formed experiment ID (package experimentid) is redirected, anything
 // else is not found, and the Location is the request's own escaped path.
 func redirectToExperiment(w http.ResponseWriter, r *http.Request) {
-	if !experimentid.Valid(r.PathValue("eid")) {
+	redirectWithSlash(w, r, experimentid.Valid(r.PathValue("eid")))
+}
+
+// redirectToComparison sends /compare/ID+ID to the comparison's page, as
+// redirectToExperiment does, when every ID is well-formed.
+func redirectToComparison(w http.ResponseWriter, r *http.Request) {
+	ids := strings.Split(r.PathValue("eid"), "+")
+	redirectWithSlash(w, r, !slices.ContainsFunc(ids, func(id string) bool { return !experimentid.Valid(id) }))
+}
+
+// redirectWithSlash answers a 301 to the request's path with a slash
+// added (query kept) when ok, else 404.
+func redirectWithSlash(w http.ResponseWriter, r *http.Request, ok bool) {
+	if !ok {
 		http.NotFound(w, r)
 		return
 	}

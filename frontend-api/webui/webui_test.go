@@ -23,7 +23,7 @@ func testHandler(t *testing.T, files fstest.MapFS) *http.ServeMux {
 	// The HTTP API's patterns, as readpath mounts them: the UI's must not
 	// conflict with them (ServeMux panics on conflicts).
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "api") })
-	for _, p := range []string{"/experiment/{eid}/data/", "/api/experiments", "/api/experiments/"} {
+	for _, p := range []string{"/experiment/{eid}/data/", "/compare/{eid}/data/", "/api/experiments", "/api/experiments/"} {
 		mux.Handle(p, api)
 	}
 	return mux
@@ -45,7 +45,7 @@ func TestPagesServeIndexUncached(t *testing.T) {
 		"dist/placeholder.html":       {Data: []byte("placeholder")},
 		"dist/assets/index-abc123.js": {Data: []byte(strings.Repeat("console.log(1);", 100))},
 	})
-	for _, path := range []string{"/", "/signin", "/gallery", "/gallery?q=mnist", "/experiment/e1/", "/experiment/e1/?tab=images&smoothing=0.9"} {
+	for _, path := range []string{"/", "/signin", "/gallery", "/gallery?q=mnist", "/experiment/e1/", "/experiment/e1/?tab=images&smoothing=0.9", "/compare/e1+e2/", "/compare/e1+e2/?tab=images"} {
 		rec := get(mux, path)
 		if rec.Code != http.StatusOK || rec.Body.String() != builtIndex {
 			t.Errorf("GET %s: %d %q, want the index", path, rec.Code, rec.Body.String())
@@ -61,6 +61,9 @@ func TestPagesServeIndexUncached(t *testing.T) {
 	if rec := get(mux, "/experiment/e1/data/runs"); rec.Body.String() != "api" {
 		t.Errorf("GET /experiment/e1/data/runs reached %q, want the API", rec.Body.String())
 	}
+	if rec := get(mux, "/compare/e1+e2/data/runs"); rec.Body.String() != "api" {
+		t.Errorf("GET /compare/e1+e2/data/runs reached %q, want the API", rec.Body.String())
+	}
 	if rec := get(mux, "/api/experiments/e1"); rec.Body.String() != "api" {
 		t.Errorf("GET /api/experiments/e1 reached %q, want the API", rec.Body.String())
 	}
@@ -75,9 +78,11 @@ const wellFormedID = "AAECAwQFBgcICQoLDA0ODw"
 
 func TestExperimentWithoutSlashRedirects(t *testing.T) {
 	mux := testHandler(t, fstest.MapFS{"dist/index.html": {Data: []byte(builtIndex)}})
-	rec := get(mux, "/experiment/"+wellFormedID+"?tab=text")
-	if want := "/experiment/" + wellFormedID + "/?tab=text"; rec.Code != http.StatusMovedPermanently || rec.Header().Get("Location") != want {
-		t.Errorf("GET /experiment/ID?tab=text: %d to %q, want 301 to %q", rec.Code, rec.Header().Get("Location"), want)
+	for _, page := range []string{"/experiment/" + wellFormedID, "/compare/" + wellFormedID + "+" + wellFormedID} {
+		rec := get(mux, page+"?tab=text")
+		if want := page + "/?tab=text"; rec.Code != http.StatusMovedPermanently || rec.Header().Get("Location") != want {
+			t.Errorf("GET %s?tab=text: %d to %q, want 301 to %q", page, rec.Code, rec.Header().Get("Location"), want)
+		}
 	}
 }
 
@@ -92,6 +97,8 @@ func TestExperimentRedirectRefusesMalformedIDs(t *testing.T) {
 		"/experiment/%2F%2Fevil.example",
 		"/experiment/e1",
 		"/experiment/" + wellFormedID + "x",
+		"/compare/" + wellFormedID + "+..%2F%5Cevil.example%2F",
+		"/compare/" + wellFormedID + "+",
 	} {
 		rec := get(mux, path)
 		if rec.Code != http.StatusNotFound || rec.Header().Get("Location") != "" {
