@@ -227,7 +227,7 @@ export async function renderExperiments(el: HTMLElement, reroute: () => void) {
     h(
       "table.experiments",
       { className: mine ? "experiments owned" : "experiments shared" },
-      h("thead", null, h("tr", null, ["", "Name", "Description", "Runs", "Tags", "Scalar points", "Blobs", "Updated", "Visibility", mine ? "" : "Owner"].map((c) => h("th", null, c)))),
+      h("thead", null, h("tr", null, ["Name", "Description", "Runs", "Tags", "Scalar points", "Blobs", "Updated", "Visibility", mine ? "" : "Owner"].map((c) => h("th", null, c)))),
       h(
         "tbody",
         null,
@@ -235,8 +235,7 @@ export async function renderExperiments(el: HTMLElement, reroute: () => void) {
           h(
             "tr",
             { "data-eid": e.experimentId },
-            h("td.compare", null, compare.checkbox(e)),
-            h("td.name", null, h("a", { href: `/experiment/${encodeURIComponent(e.experimentId)}/` }, e.name || e.experimentId)),
+            h("td.name", null, compare.checkbox(e), h("a", { href: `/experiment/${encodeURIComponent(e.experimentId)}/` }, e.name || e.experimentId)),
             h("td.desc", null, descriptionElement(e, "div.desc-body")),
             // data-label names a cell where a phone shows rows as cards.
             h("td.num", { "data-label": "runs" }, count(e, "numRuns")),
