@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/tbhub/tbhub/schemas/experimentid"
+	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 	hparamspb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/hparams"
 )
@@ -249,6 +250,7 @@ func (c *Client) ListTensors(ctx context.Context, in *datapb.ListTensorsRequest,
 	}
 	if cmp, ok := of(ctx, in.GetExperimentId()); ok && in.GetPluginFilter().GetPluginName() == hparamsPlugin {
 		labelGroups(cmp, runs)
+		mergeConfigs(runs)
 	}
 	return &datapb.ListTensorsResponse{Runs: runs}, nil
 }
@@ -258,12 +260,15 @@ const (
 	// hparamsStartTag holds a session's start; its group_name names the
 	// session's group (the run's name when empty).
 	hparamsStartTag = "_hparams_/session_start_info"
+	// hparamsExperimentTag holds an experiment's hparams config: the
+	// hparams and metrics it declares.
+	hparamsExperimentTag = "_hparams_/experiment"
 )
 
-// labelGroups names the hparams session groups of a comparison's runs as
-// their runs are named, "label/group": two experiments' groups of one
-// name ("trial-0") stay apart instead of being read as one group.
-func labelGroups(cmp *Comparison, runs []*datapb.ListTensorsResponse_RunEntry) {
+// hparamsEntries calls fn with the decoded plugin data of each hparams
+// series of runs tagged tag, and its member; what fn returns true for is
+// written back.
+func hparamsEntries(cmp *Comparison, runs []*datapb.ListTensorsResponse_RunEntry, tag string, fn func(m Member, hp *hparamspb.HParamsPluginData) bool) {
 	for _, run := range runs {
 		m, _, ok := cmp.Split(run.GetRunName())
 		if !ok {
@@ -271,17 +276,79 @@ func labelGroups(cmp *Comparison, runs []*datapb.ListTensorsResponse_RunEntry) {
 		}
 		for _, t := range run.GetTags() {
 			pd := t.GetMetadata().GetSummaryMetadata().GetPluginData()
-			if t.GetTagName() != hparamsStartTag || pd == nil {
+			if t.GetTagName() != tag || pd == nil {
 				continue
 			}
 			var hp hparamspb.HParamsPluginData
-			if proto.Unmarshal(pd.GetContent(), &hp) != nil || hp.GetSessionStartInfo().GetGroupName() == "" {
-				continue // unreadable (the plugin skips it) or grouped by its run's name
+			if proto.Unmarshal(pd.GetContent(), &hp) != nil || !fn(m, &hp) {
+				continue // unreadable (the plugin skips it too) or unchanged
 			}
-			hp.GetSessionStartInfo().GroupName = m.Label + "/" + hp.GetSessionStartInfo().GetGroupName()
 			if b, err := proto.Marshal(&hp); err == nil {
 				pd.Content = b
 			}
+		}
+	}
+}
+
+// labelGroups names the hparams session groups of a comparison's runs as
+// their runs are named, "label/group": two experiments' groups of one
+// name ("trial-0") stay apart instead of being read as one group.
+func labelGroups(cmp *Comparison, runs []*datapb.ListTensorsResponse_RunEntry) {
+	hparamsEntries(cmp, runs, hparamsStartTag, func(m Member, hp *hparamspb.HParamsPluginData) bool {
+		start := hp.GetSessionStartInfo()
+		if start.GetGroupName() == "" {
+			return false // grouped by its run's name, labelled already
+		}
+		start.GroupName = m.Label + "/" + start.GetGroupName()
+		return true
+	})
+}
+
+// mergeConfigs makes the first hparams config of a comparison's runs
+// declare every hparam and metric any member's config declares (the
+// first declaration of a name wins): the hparams plugin reads the first
+// config it finds, as TensorBoard does, which would leave the columns of
+// every other experiment out.
+func mergeConfigs(runs []*datapb.ListTensorsResponse_RunEntry) {
+	var first *hparamspb.HParamsPluginData
+	var firstPD *tbpb.SummaryMetadata_PluginData
+	hparams, metrics := map[string]bool{}, map[string]bool{}
+	changed := false
+	for _, run := range runs {
+		for _, t := range run.GetTags() {
+			pd := t.GetMetadata().GetSummaryMetadata().GetPluginData()
+			var hp hparamspb.HParamsPluginData
+			if t.GetTagName() != hparamsExperimentTag || pd == nil || proto.Unmarshal(pd.GetContent(), &hp) != nil || hp.GetExperiment() == nil {
+				continue
+			}
+			if first == nil {
+				first, firstPD = &hp, pd
+			}
+			exp := hp.GetExperiment()
+			for _, h := range exp.GetHparamInfos() {
+				if !hparams[h.GetName()] {
+					hparams[h.GetName()] = true
+					if first != &hp {
+						first.GetExperiment().HparamInfos = append(first.GetExperiment().HparamInfos, h)
+						changed = true
+					}
+				}
+			}
+			for _, mi := range exp.GetMetricInfos() {
+				key := mi.GetName().GetGroup() + "\x00" + mi.GetName().GetTag()
+				if !metrics[key] {
+					metrics[key] = true
+					if first != &hp {
+						first.GetExperiment().MetricInfos = append(first.GetExperiment().MetricInfos, mi)
+						changed = true
+					}
+				}
+			}
+		}
+	}
+	if changed {
+		if b, err := proto.Marshal(first); err == nil {
+			firstPD.Content = b
 		}
 	}
 }

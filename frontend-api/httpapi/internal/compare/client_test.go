@@ -353,24 +353,76 @@ func (p *fakeProvider) ListTensors(_ context.Context, in *datapb.ListTensorsRequ
 	if err != nil {
 		return nil, err
 	}
-	return &datapb.ListTensorsResponse{Runs: []*datapb.ListTensorsResponse_RunEntry{{RunName: "trial-0/1", Tags: []*datapb.ListTensorsResponse_TagEntry{{
-		TagName: hparamsStartTag, Metadata: &datapb.TensorMetadata{SummaryMetadata: &tbpb.SummaryMetadata{
-			PluginData: &tbpb.SummaryMetadata_PluginData{PluginName: "hparams", Content: content}}}}}}}}, nil
+	// Its config: e1 declares lr and the metric loss, the others lr,
+	// batch and acc.
+	exp := &hparamspb.Experiment{HparamInfos: []*hparamspb.HParamInfo{{Name: "lr"}}, MetricInfos: []*hparamspb.MetricInfo{{Name: &hparamspb.MetricName{Tag: "loss"}}}}
+	if in.GetExperimentId() != "e1" {
+		exp = &hparamspb.Experiment{HparamInfos: []*hparamspb.HParamInfo{{Name: "lr"}, {Name: "batch"}}, MetricInfos: []*hparamspb.MetricInfo{{Name: &hparamspb.MetricName{Tag: "acc"}}}}
+	}
+	config, err := proto.Marshal(&hparamspb.HParamsPluginData{Data: &hparamspb.HParamsPluginData_Experiment{Experiment: exp}})
+	if err != nil {
+		return nil, err
+	}
+	entry := func(run, tag string, content []byte) *datapb.ListTensorsResponse_RunEntry {
+		return &datapb.ListTensorsResponse_RunEntry{RunName: run, Tags: []*datapb.ListTensorsResponse_TagEntry{{
+			TagName: tag, Metadata: &datapb.TensorMetadata{SummaryMetadata: &tbpb.SummaryMetadata{
+				PluginData: &tbpb.SummaryMetadata_PluginData{PluginName: "hparams", Content: content}}}}}}
+	}
+	return &datapb.ListTensorsResponse{Runs: []*datapb.ListTensorsResponse_RunEntry{entry("", hparamsExperimentTag, config), entry("trial-0/1", hparamsStartTag, content)}}, nil
 }
 
-func TestHParamsGroupsOfTwoExperimentsStayApart(t *testing.T) {
+// hparamsOf decodes the hparams plugin data of a run's first tag.
+func hparamsOf(t *testing.T, r *datapb.ListTensorsResponse_RunEntry) *hparamspb.HParamsPluginData {
+	t.Helper()
+	var hp hparamspb.HParamsPluginData
+	if err := proto.Unmarshal(r.GetTags()[0].GetMetadata().GetSummaryMetadata().GetPluginData().GetContent(), &hp); err != nil {
+		t.Fatal(err)
+	}
+	return &hp
+}
+
+// listHParams lists the hparams series of the comparison of e1 and e3.
+func listHParams(t *testing.T) *datapb.ListTensorsResponse {
+	t.Helper()
 	c := New(threeExperiments(), Limits{})
 	resp, err := c.ListTensors(in(t, c, "e1+e3"), &datapb.ListTensorsRequest{ExperimentId: "e1+e3", PluginFilter: &datapb.PluginFilter{PluginName: "hparams"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return resp
+}
+
+// The hparams plugin reads the first config it finds: in a comparison it
+// declares every member's hparams and metrics.
+func TestHParamsConfigsOfTwoExperimentsMerge(t *testing.T) {
+	resp := listHParams(t)
+	var got []string
+	for _, r := range resp.GetRuns() {
+		if r.GetTags()[0].GetTagName() != hparamsExperimentTag {
+			continue
+		}
+		var names []string
+		exp := hparamsOf(t, r).GetExperiment()
+		for _, h := range exp.GetHparamInfos() {
+			names = append(names, h.GetName())
+		}
+		for _, m := range exp.GetMetricInfos() {
+			names = append(names, "metric "+m.GetName().GetTag())
+		}
+		got = append(got, r.GetRunName()+": "+strings.Join(names, ","))
+	}
+	if want := []string{"rl-sweep/: lr,batch,metric loss,metric acc", "bob-run/: lr,batch,metric acc"}; !slices.Equal(got, want) {
+		t.Errorf("configs = %q, want %q", got, want)
+	}
+}
+
+func TestHParamsGroupsOfTwoExperimentsStayApart(t *testing.T) {
+	resp := listHParams(t)
 	var groups []string
 	for _, r := range resp.GetRuns() {
-		var hp hparamspb.HParamsPluginData
-		if err := proto.Unmarshal(r.GetTags()[0].GetMetadata().GetSummaryMetadata().GetPluginData().GetContent(), &hp); err != nil {
-			t.Fatal(err)
+		if r.GetTags()[0].GetTagName() == hparamsStartTag {
+			groups = append(groups, r.GetRunName()+" in "+hparamsOf(t, r).GetSessionStartInfo().GetGroupName())
 		}
-		groups = append(groups, r.GetRunName()+" in "+hp.GetSessionStartInfo().GetGroupName())
 	}
 	if want := []string{"rl-sweep/trial-0/1 in rl-sweep/trial-0", "bob-run/trial-0/1 in bob-run/trial-0"}; !slices.Equal(groups, want) {
 		t.Errorf("sessions = %q, want %q", groups, want)
