@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -270,4 +271,45 @@ func TestEveryDashboardOfAComparison(t *testing.T) {
 	for _, e := range logged() {
 		t.Errorf("console error: %s", e)
 	}
+}
+
+// A signed-out visitor starts a comparison from the public gallery: two
+// public experiments checked, Compare, and the page shows both
+// experiments' runs named experiment/run.
+func TestGalleryStartsAComparison(t *testing.T) {
+	word := "cmpgallery" + strings.ToLower(rand.Text()[:8])
+	// An empty public experiment, and setup's public scalars.
+	other := galleryExperiment(t, word, "", "public")
+	ctx := tab(t, false)
+	search := env.origin + "/gallery?q=" + url.QueryEscape(word)
+	run(t, ctx,
+		navigate(search),
+		waitFor(fmt.Sprintf(`document.querySelector('%s input.compare-check') !== null`, galleryItem(other))),
+		chromedp.Click(galleryItem(other)+` input.compare-check`, chromedp.ByQuery),
+		// A new search keeps what was checked.
+		chromedp.SetValue(`input.gallery-search`, "public scalars", chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector("input.gallery-search").dispatchEvent(new KeyboardEvent("keydown", {key: "Enter"}))`, nil),
+		waitFor(fmt.Sprintf(`document.querySelector('%s input.compare-check') !== null`, galleryItem(env.publicEID))),
+		chromedp.Click(galleryItem(env.publicEID)+` input.compare-check`, chromedp.ByQuery),
+		waitFor(`document.querySelector(".compare-bar button.compare").textContent === "Compare 2 selected"`),
+		chromedp.Click(`.compare-bar button.compare`, chromedp.ByQuery),
+		waitFor(`location.pathname.startsWith("/compare/")`),
+		waitFor(`document.querySelectorAll(".exp-head li.member").length === 2`),
+		waitFor(`document.querySelectorAll("aside.sidebar li[data-run]").length > 0`),
+	)
+	var path string
+	var runs []string
+	run(t, ctx,
+		chromedp.Evaluate(`location.pathname`, &path),
+		chromedp.Evaluate(`[...document.querySelectorAll("aside.sidebar li[data-run]")].map(li => li.dataset.run)`, &runs),
+	)
+	if want := "/compare/" + other + "+" + env.publicEID + "/"; path != want {
+		t.Errorf("the comparison is at %s, want %s", path, want)
+	}
+	for _, r := range runs {
+		if !strings.HasPrefix(r, "public scalars/") {
+			t.Errorf("run %q is not named experiment/run", r)
+		}
+	}
+	screenshot(t, ctx, "compare-from-gallery")
 }
