@@ -313,3 +313,17 @@ func TestGalleryStartsAComparison(t *testing.T) {
 	}
 	screenshot(t, ctx, "compare-from-gallery")
 }
+
+// At a phone's width a comparison's header (members, note, buttons)
+// wraps: the page does not scroll sideways.
+func TestComparisonOnAPhone(t *testing.T) {
+	ctx := tab(t, true)
+	run(t, ctx,
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
+		navigate(env.origin+"/compare/"+env.eid+"+"+env.publicEID+"+"+strings.Repeat("A", 22)+"/"),
+		waitFor(`document.querySelector(".exp-head .hidden-note") !== null`),
+		waitFor(`document.querySelectorAll("nav.tabs .tab").length > 5`),
+		waitFor(`document.documentElement.scrollWidth <= innerWidth`),
+	)
+	screenshot(t, ctx, "phone-comparison")
+}
