@@ -58,6 +58,17 @@ func Fill(a *Appender, points []store.ScalarPoint) (int, error) {
 	return len(points), nil
 }
 
+// Extend reopens chunk and appends points, all after its last step, until
+// it is full; it returns the chunk and how many points it took.
+func Extend(chunk []byte, points []store.ScalarPoint) (*Appender, int, error) {
+	a, err := Reopen(chunk)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := Fill(a, points)
+	return a, n, err
+}
+
 // Merge merges two step-sorted point lists; on equal steps the point of
 // newer wins (TensorBoard's last write wins).
 func Merge(older, newer []store.ScalarPoint) []store.ScalarPoint {

@@ -21,7 +21,7 @@ func benchStore(b *testing.B) (*spannerstore.Store, string) {
 
 // newExperiment creates a user and an experiment it owns in s, and returns
 // the experiment's id.
-func newExperiment(tb testing.TB, s *spannerstore.Store) string {
+func newExperiment(tb testing.TB, s store.Store) string {
 	tb.Helper()
 	ctx := context.Background()
 	if err := s.CreateUser(ctx, store.User{ID: "u", Name: "bench"}); err != nil {

@@ -100,11 +100,7 @@ func writeScalarChunks(ctx context.Context, tx *sql.Tx, seriesID int64, level in
 // appendToChunk appends points, all after the last step of c, to c until
 // it is full, and the rest to new chunks.
 func appendToChunk(ctx context.Context, tx *sql.Tx, seriesID int64, level int, c storedChunk, points []store.ScalarPoint) error {
-	a, err := scalarchunk.Reopen(c.chunk)
-	if err != nil {
-		return err
-	}
-	n, err := scalarchunk.Fill(a, points)
+	a, n, err := scalarchunk.Extend(c.chunk, points)
 	if err != nil {
 		return err
 	}
