@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/spanner"
+	"cloud.google.com/go/spanner/apiv1/spannerpb"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 
@@ -64,13 +65,24 @@ func (c *callCounter) String() string {
 // time as spanneremu's Store, whose client counts its RPCs in the returned
 // counter; and an experiment in it.
 func countedStore(tb testing.TB) (*spannerstore.Store, *callCounter, string) {
+	s, c, _, eid := countingStore(tb)
+	return s, c, eid
+}
+
+// countingStore is countedStore whose client also counts what its commits
+// write.
+func countingStore(tb testing.TB) (*spannerstore.Store, *callCounter, *commitCounter, string) {
 	tb.Helper()
 	db := spanneremu.NewDatabase(tb)
 	c := &callCounter{calls: map[string]int{}}
+	commits := newCommitCounter(tb, db.Client)
 	client, err := spanner.NewClient(context.Background(), db.Name,
 		option.WithGRPCDialOption(grpc.WithChainUnaryInterceptor(
 			func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 				c.count(method)
+				if commit, ok := req.(*spannerpb.CommitRequest); ok {
+					commits.count(commit)
+				}
 				return invoker(ctx, method, req, reply, cc, opts...)
 			})),
 		option.WithGRPCDialOption(grpc.WithChainStreamInterceptor(
@@ -83,7 +95,7 @@ func countedStore(tb testing.TB) (*spannerstore.Store, *callCounter, string) {
 	}
 	tb.Cleanup(client.Close)
 	s := spannerstore.New(client, spannerstore.Options{SessionClients: []*spanner.Client{}})
-	return s, c, newExperiment(tb, s)
+	return s, c, commits, newExperiment(tb, s)
 }
 
 // runNames are the names of n runs, sorted.

@@ -145,8 +145,9 @@ var seriesColumns = []string{"RunName", "Tag", "PluginName", "SummaryMetadata", 
 // selected series (and their metadata) are read; on Spanner the run and tag
 // lists become key ranges of the interleaved table.
 //
-// extra are further expressions to select after seriesColumns (of ts).
-func seriesStatement(eid string, c store.DataClass, f store.Filter, extra ...string) spanner.Statement {
+// extra are further expressions to select after seriesColumns (of ts),
+// from ts and the tables that joins (SQL) adds.
+func seriesStatement(eid string, c store.DataClass, f store.Filter, extra []string, joins string) spanner.Statement {
 	on := []string{"ts.ExperimentId = e.ExperimentId"}
 	params := map[string]any{"eid": eid}
 	if f.Empty() {
@@ -171,7 +172,7 @@ func seriesStatement(eid string, c store.DataClass, f store.Filter, extra ...str
 	}
 	return spanner.Statement{
 		SQL: "SELECT " + columns +
-			" FROM Experiments AS e LEFT JOIN TimeSeries AS ts ON " + strings.Join(on, " AND ") +
+			" FROM Experiments AS e LEFT JOIN TimeSeries AS ts ON " + strings.Join(on, " AND ") + joins +
 			" WHERE e.ExperimentId = @eid",
 		Params: params,
 	}
@@ -182,7 +183,7 @@ func seriesStatement(eid string, c store.DataClass, f store.Filter, extra ...str
 // read a listing needs, and the first of a point read.
 func selectSeries(ctx context.Context, tx txReader, eid string, c store.DataClass, f store.Filter) ([]store.SeriesSummary, error) {
 	var out []store.SeriesSummary
-	err := querySeries(ctx, tx, eid, seriesStatement(eid, c, f), func(sum store.SeriesSummary, _ *spanner.Row) error {
+	err := querySeries(ctx, tx, eid, seriesStatement(eid, c, f, nil, ""), func(sum store.SeriesSummary, _ *spanner.Row) error {
 		out = append(out, sum)
 		return nil
 	})
