@@ -363,3 +363,71 @@ func TestSampledTensorsFilledInBatches(t *testing.T) {
 		t.Errorf("a read stopped at its first series made %d calls, the full read %d: the tensors were all read before the visitor saw any", stopped, all)
 	}
 }
+
+// Reads of long series come from the sample levels of their chunks, and
+// still cost a number of calls that does not grow with the runs: a card of
+// 100 runs, the HParams page's last values, step and wall-time windows
+// (whose latest point may lie before the chunk the window ends in: a
+// second read of the window).
+func TestChunkReadCalls(t *testing.T) {
+	s, calls, eid := countedStore(t)
+	ctx := t.Context()
+	runs := runNames(100)
+	const n = 5_000
+	writeRuns(t, s, eid, runs, []string{"acc", "loss"}, func(int) int64 { return n })
+	steps := make([]int64, n)
+	for i := range steps {
+		steps[i] = int64(i)
+	}
+	for _, tc := range []struct {
+		name   string
+		tags   []string
+		k      int64
+		window func(q *store.Query)
+	}{
+		{"card of 100 runs", []string{"loss"}, 100, nil},
+		{"hparams, 100 runs x 2 metrics", []string{"acc", "loss"}, 1, nil},
+		{"steps from 1,000", []string{"loss"}, 100, func(q *store.Query) { q.MinStep = ptr(int64(1000)) }},
+		{"steps up to 3,333, latest", []string{"loss"}, 1, func(q *store.Query) { q.MaxStep = ptr(int64(3333)) }},
+		{"wall time up to step 2,100", []string{"loss"}, 50, func(q *store.Query) { q.MaxWallTime = ptr(1.7e9 + 2100) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls.take()
+			q := store.Query{Filter: store.Filter{Runs: runs, Tags: tc.tags}, MaxPoints: tc.k}
+			if tc.window != nil {
+				tc.window(&q)
+			}
+			var inWindow []int64
+			for _, st := range steps {
+				if q.InWindow(st, 1.7e9+float64(st)) {
+					inWindow = append(inWindow, st)
+				}
+			}
+			want := downsample.Select(inWindow, int(tc.k))
+			visits := 0
+			err := s.ReadScalars(ctx, eid, q, func(ts *store.TimeSeries, ps []store.ScalarPoint) error {
+				visits++
+				got := make([]int64, len(ps))
+				for i, p := range ps {
+					got[i] = p.Step
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s/%s: steps %v, want %v", ts.Run, ts.Tag, got, want)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if visits != len(runs)*len(tc.tags) {
+				t.Errorf("visited %d series, want %d", visits, len(runs)*len(tc.tags))
+			}
+			byCall := calls.String()
+			_, total := calls.take()
+			t.Logf("%d series: %d Spanner calls (%s)", visits, total, byCall)
+			if total > 4 {
+				t.Errorf("read of %d series made %d Spanner calls (%s), want at most 4", visits, total, byCall)
+			}
+		})
+	}
+}
