@@ -21,6 +21,7 @@ import (
 // length, arrays the sum of their elements, NULL nothing; index entries
 // the bytes of their columns again.
 type commitCounter struct {
+	client  *spanner.Client              // a client of the same database, uncounted
 	types   map[string]map[string]string // table -> column -> SPANNER_TYPE
 	indexes map[string][][]string        // table -> each index's columns (with the table key)
 
@@ -31,7 +32,7 @@ type commitCounter struct {
 // newCommitCounter reads the schema of the database the client opens.
 func newCommitCounter(tb testing.TB, client *spanner.Client) *commitCounter {
 	tb.Helper()
-	c := &commitCounter{types: map[string]map[string]string{}, indexes: map[string][][]string{}}
+	c := &commitCounter{client: client, types: map[string]map[string]string{}, indexes: map[string][][]string{}}
 	ctx := context.Background()
 	keys := map[string][]string{}
 	err := client.Single().Query(ctx, spanner.Statement{SQL: `SELECT c.TABLE_NAME, c.COLUMN_NAME, c.SPANNER_TYPE, IFNULL(i.ORDINAL_POSITION, 0)
