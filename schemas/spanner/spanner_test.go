@@ -37,7 +37,7 @@ func TestSchemaRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	joined := strings.Join(stmts, "\n")
-	for _, table := range []string{"ReadGrants", "Runs", "TimeSeries", "ScalarPoints", "TensorPoints", "BlobSequences", "Blobs"} {
+	for _, table := range []string{"ReadGrants", "Runs", "TimeSeries", "ScalarPoints", "ScalarChunks", "TensorPoints", "BlobSequences", "Blobs"} {
 		i := slices.IndexFunc(stmts, func(s string) bool { return strings.HasPrefix(s, "CREATE TABLE "+table+" (") })
 		if i < 0 {
 			t.Errorf("no table %s", table)

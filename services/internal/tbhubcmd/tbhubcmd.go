@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"cloud.google.com/go/spanner"
 	database "cloud.google.com/go/spanner/admin/database/apiv1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -69,7 +70,7 @@ Run 'tbhub <command> -h' for a command's flags.
 var synopses = map[string]string{
 	"serve":         "tbhub serve [flags]\n\nRuns the whole service in one process.",
 	"token create":  "tbhub token create --user NAME [flags]\n\nPrints a new API token for the user (created if it does not exist).",
-	"migrate":       "tbhub migrate [flags]\n\nCreates or updates the store's schema.",
+	"migrate":       "tbhub migrate [flags]\n\nCreates or updates the store's schema. On Spanner it then converts scalar\nseries of the layout before chunks, one series at a time, printing progress;\nservers keep serving, and a rerun resumes with what is left.",
 	"write-service": "write-service [flags]\n\nRuns the write service (gRPC and its HTTP endpoints).",
 }
 
@@ -528,6 +529,24 @@ func runMigrate(ctx context.Context, args []string, env config.Env, stdout, stde
 		return err
 	}
 	fmt.Fprintf(stderr, "%s: schema up to date\n", db)
+	// Scalar series of the layout before chunks, converted one at a time
+	// while servers keep serving; a rerun resumes with what is left.
+	client, err := spanner.NewClient(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	converted := false
+	err = spannerstore.New(client, spannerstore.Options{}).MigrateScalarChunks(ctx, func(p spannerstore.ConversionProgress) {
+		converted = true
+		fmt.Fprintf(stderr, "scalar chunks: %d/%d series, %d/%d points converted\n", p.Series, p.TotalSeries, p.Points, p.TotalPoints)
+	})
+	if err != nil {
+		return err
+	}
+	if !converted {
+		fmt.Fprintf(stderr, "%s: no scalar series left to convert to chunks\n", db)
+	}
 	return nil
 }
 

@@ -3,8 +3,11 @@ package spannerstore_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
+
+	"cloud.google.com/go/spanner"
 
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
@@ -21,7 +24,7 @@ func benchStore(b *testing.B) (*spannerstore.Store, string) {
 
 // newExperiment creates a user and an experiment it owns in s, and returns
 // the experiment's id.
-func newExperiment(tb testing.TB, s *spannerstore.Store) string {
+func newExperiment(tb testing.TB, s store.Store) string {
 	tb.Helper()
 	ctx := context.Background()
 	if err := s.CreateUser(ctx, store.User{ID: "u", Name: "bench"}); err != nil {
@@ -87,4 +90,90 @@ func BenchmarkWriteScalars(b *testing.B) {
 		step += batch
 	}
 	b.ReportMetric(float64(step)/time.Since(start).Seconds(), "points/s")
+}
+
+// uploadBatches is the 500,000-point logdir of the issue 21 measurements
+// (scripts/bench-upload.sh with RUNS=100 TAGS=2 STEPS=2500, eventgen's
+// shape: float32 values of a slow sine, a wall time every 0.1 s) as tbup
+// sends it: run after run, each run's events in step order with its tags
+// interleaved, cut into requests of the server's 1 MiB scalar request
+// limit at tbup's estimate of about 33 bytes per point.
+func uploadBatches(runs, tags, steps int) [][]store.ScalarSeries {
+	const perRequest = (1 << 20) / 33
+	var out [][]store.ScalarSeries
+	var cur []store.ScalarSeries
+	at := map[store.SeriesRef]int{}
+	n := 0
+	for r := range runs {
+		run := fmt.Sprintf("run_%03d", r)
+		for s := range steps {
+			for t := range tags {
+				ref := store.SeriesRef{Run: run, Tag: fmt.Sprintf("metrics/tag_%02d", t)}
+				i, ok := at[ref]
+				if !ok {
+					i = len(cur)
+					at[ref] = i
+					cur = append(cur, store.ScalarSeries{Series: store.TimeSeries{Run: ref.Run, Tag: ref.Tag, PluginName: "scalars"}})
+				}
+				v := float32(math.Sin(float64(s+t)*0.01)) / float32(1+t)
+				cur[i].Points = append(cur[i].Points, store.ScalarPoint{Step: int64(s), WallTime: 1.7e9 + float64(s)*0.1, Value: float64(v)})
+				if n++; n%perRequest == 0 {
+					out, cur, at = append(out, cur), nil, map[store.SeriesRef]int{}
+				}
+			}
+		}
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// BenchmarkScalarIngest writes the 500,000 points of uploadBatches (100
+// runs × 2 tags × 2,500 steps) into a new experiment per iteration and
+// counts what the commits write, by Spanner's rules (commitCounter):
+// mutations and logical bytes per point, and the points written per
+// second of the emulator.
+func BenchmarkScalarIngest(b *testing.B) {
+	s, _, commits, _ := countingStore(b)
+	batches := uploadBatches(100, 2, 2500)
+	points := 0
+	for _, batch := range batches {
+		for _, ser := range batch {
+			points += len(ser.Points)
+		}
+	}
+	var took time.Duration
+	var eid string
+	commits.take()
+	for b.Loop() {
+		eid = store.NewExperimentID()
+		if err := s.CreateExperiment(b.Context(), store.Experiment{ID: eid, Owner: "u", Visibility: store.VisibilityPrivate}); err != nil {
+			b.Fatal(err)
+		}
+		commits.take()
+		start := time.Now()
+		for _, batch := range batches {
+			if err := s.WriteScalars(b.Context(), eid, batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		took += time.Since(start)
+	}
+	n, muts, bytes := commits.take()
+	b.ReportMetric(float64(muts)/float64(points), "mutations/pt")
+	b.ReportMetric(float64(bytes)/float64(points), "B/pt")
+	// What stays: the chunk rows' logical bytes (key columns: the
+	// experiment ID, three INT64s).
+	var rows, chunkBytes int64
+	err := commits.client.Single().Query(b.Context(), spanner.Statement{
+		SQL:    "SELECT COUNT(*), SUM(BYTE_LENGTH(Chunk)) FROM ScalarChunks WHERE ExperimentId = @eid",
+		Params: map[string]any{"eid": eid},
+	}).Do(func(r *spanner.Row) error { return r.Columns(&rows, &chunkBytes) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(chunkBytes+rows*int64(len(eid)+24))/float64(points), "stored-B/pt")
+	b.ReportMetric(float64(points*b.N)/took.Seconds(), "points/s")
+	b.Logf("last iteration: %d points in %d requests, %d commits, %d mutations, %d bytes", points, len(batches), n, muts, bytes)
 }

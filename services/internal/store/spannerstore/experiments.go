@@ -398,7 +398,7 @@ func (s *Store) ListObjectKeys(ctx context.Context, eid string, fn func(objectKe
 
 // purgeOrder lists the experiment's tables children first, so an
 // interrupted purge never leaves a child without its parent row.
-var purgeOrder = []string{"Blobs", "BlobSequences", "TensorPoints", "ScalarPoints", "TimeSeries", "Runs", "ReadGrants"}
+var purgeOrder = []string{"Blobs", "BlobSequences", "TensorPoints", "ScalarPoints", "ScalarChunks", "TimeSeries", "Runs", "ReadGrants"}
 
 // PurgeExperiment implements store.Sweeper. Each table is emptied with
 // partitioned DML, which has no per-commit mutation limit; the experiment

@@ -110,14 +110,22 @@ type seriesPlan struct {
 	mode   readMode
 }
 
-func planSeries(sum *store.SeriesSummary, q *store.Query) seriesPlan {
-	p := seriesPlan{sum: sum, lo: math.MinInt64, hi: sum.MaxStep} // no point lies past MaxStep
+// stepWindow is q's step window over a series whose last step is maxStep:
+// no point lies past it.
+func stepWindow(q *store.Query, maxStep int64) (lo, hi int64) {
+	lo, hi = math.MinInt64, maxStep
 	if q.MinStep != nil {
-		p.lo = *q.MinStep
+		lo = *q.MinStep
 	}
 	if q.MaxStep != nil {
-		p.hi = min(p.hi, *q.MaxStep)
+		hi = min(hi, *q.MaxStep)
 	}
+	return lo, hi
+}
+
+func planSeries(sum *store.SeriesSummary, q *store.Query) seriesPlan {
+	p := seriesPlan{sum: sum}
+	p.lo, p.hi = stepWindow(q, sum.MaxStep)
 	k := q.MaxPoints
 	switch {
 	case k == 0 || sum.PointCount == 0 || p.lo > p.hi:

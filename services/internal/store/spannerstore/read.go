@@ -144,7 +144,10 @@ var seriesColumns = []string{"RunName", "Tag", "PluginName", "SummaryMetadata", 
 // the experiment does not exist. The selection is made in SQL, so only the
 // selected series (and their metadata) are read; on Spanner the run and tag
 // lists become key ranges of the interleaved table.
-func seriesStatement(eid string, c store.DataClass, f store.Filter) spanner.Statement {
+//
+// extra are further expressions to select after seriesColumns (of ts),
+// from ts and the tables that joins (SQL) adds.
+func seriesStatement(eid string, c store.DataClass, f store.Filter, extra []string, joins string) spanner.Statement {
 	on := []string{"ts.ExperimentId = e.ExperimentId"}
 	params := map[string]any{"eid": eid}
 	if f.Empty() {
@@ -163,9 +166,13 @@ func seriesStatement(eid string, c store.DataClass, f store.Filter) spanner.Stat
 		on = append(on, "ts.DataClass = @class")
 		params["class"] = int64(c)
 	}
+	columns := "e.State, ts." + strings.Join(seriesColumns, ", ts.")
+	if len(extra) > 0 {
+		columns += ", " + strings.Join(extra, ", ")
+	}
 	return spanner.Statement{
-		SQL: "SELECT e.State, ts." + strings.Join(seriesColumns, ", ts.") +
-			" FROM Experiments AS e LEFT JOIN TimeSeries AS ts ON " + strings.Join(on, " AND ") +
+		SQL: "SELECT " + columns +
+			" FROM Experiments AS e LEFT JOIN TimeSeries AS ts ON " + strings.Join(on, " AND ") + joins +
 			" WHERE e.ExperimentId = @eid",
 		Params: params,
 	}
@@ -175,16 +182,36 @@ func seriesStatement(eid string, c store.DataClass, f store.Filter) spanner.Stat
 // tag), or store.ErrNotFound unless the experiment is live. It is the one
 // read a listing needs, and the first of a point read.
 func selectSeries(ctx context.Context, tx txReader, eid string, c store.DataClass, f store.Filter) ([]store.SeriesSummary, error) {
-	found := false
 	var out []store.SeriesSummary
-	err := tx.Query(ctx, seriesStatement(eid, c, f)).Do(func(row *spanner.Row) error {
+	err := querySeries(ctx, tx, eid, seriesStatement(eid, c, f, nil, ""), func(sum store.SeriesSummary, _ *spanner.Row) error {
+		out = append(out, sum)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b store.SeriesSummary) int {
+		return cmp.Or(cmp.Compare(a.Run, b.Run), cmp.Compare(a.Tag, b.Tag))
+	})
+	return out, nil
+}
+
+// querySeries runs a seriesStatement and calls fn with each selected
+// series and its row (whose columns after the State and seriesColumns are
+// the statement's extra ones), or returns store.ErrNotFound unless the
+// experiment is live.
+func querySeries(ctx context.Context, tx txReader, eid string, stmt spanner.Statement, fn func(store.SeriesSummary, *spanner.Row) error) error {
+	found := false
+	err := tx.Query(ctx, stmt).Do(func(row *spanner.Row) error {
 		var state string
 		var run, tag, plugin, display, desc spanner.NullString
 		var class, count, maxStep, maxLength spanner.NullInt64
 		var wall spanner.NullFloat64
 		var metadata []byte
-		if err := row.Columns(&state, &run, &tag, &plugin, &metadata, &class, &display, &desc, &count, &maxStep, &wall, &maxLength); err != nil {
-			return err
+		for i, dst := range []any{&state, &run, &tag, &plugin, &metadata, &class, &display, &desc, &count, &maxStep, &wall, &maxLength} {
+			if err := row.Column(i, dst); err != nil {
+				return err
+			}
 		}
 		if state != stateLive {
 			return nil
@@ -193,23 +220,19 @@ func selectSeries(ctx context.Context, tx txReader, eid string, c store.DataClas
 		if !run.Valid {
 			return nil // the experiment has no selected series
 		}
-		out = append(out, store.SeriesSummary{
+		return fn(store.SeriesSummary{
 			TimeSeries: store.TimeSeries{Run: run.StringVal, Tag: tag.StringVal, PluginName: plugin.StringVal, SummaryMetadata: metadata,
 				DataClass: store.DataClass(class.Int64), DisplayName: display.StringVal, Description: desc.StringVal},
 			PointCount: count.Int64, MaxStep: maxStep.Int64, MaxWallTime: nullFloat(wall), MaxLength: maxLength.Int64,
-		})
-		return nil
+		}, row)
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !found {
-		return nil, fmt.Errorf("experiment %q: %w", eid, store.ErrNotFound)
+		return fmt.Errorf("experiment %q: %w", eid, store.ErrNotFound)
 	}
-	slices.SortFunc(out, func(a, b store.SeriesSummary) int {
-		return cmp.Or(cmp.Compare(a.Run, b.Run), cmp.Compare(a.Tag, b.Tag))
-	})
-	return out, nil
+	return nil
 }
 
 // ListSeries implements store.Reader: one single-use read.
@@ -220,6 +243,8 @@ func (s *Store) ListSeries(ctx context.Context, eid string, c store.DataClass, f
 	return out, fail("ListSeries", err)
 }
 
+// scalarSpec reads scalar series of the legacy layout, a ScalarPoints row
+// per point (scalarread.go reads the others).
 var scalarSpec = &pointSpec[store.ScalarPoint]{
 	class:        store.DataClassScalar,
 	table:        "ScalarPoints",
@@ -243,7 +268,12 @@ func scalarFromRow(row *spanner.Row, lead ...any) (store.ScalarPoint, error) {
 func (s *Store) ReadScalars(ctx context.Context, eid string, q store.Query, fn store.ScalarVisitor) error {
 	s, release := s.acquire()
 	defer release()
-	return readClass(ctx, s, "ReadScalars", eid, q, scalarSpec, fn)
+	if err := store.CheckQuery(q); err != nil {
+		return fail("ReadScalars", err)
+	}
+	tx := s.client.ReadOnlyTransaction().WithBeginTransactionOption(spanner.InlinedBeginTransaction)
+	defer tx.Close()
+	return fail("ReadScalars", readScalars(ctx, tx, eid, &q, fn))
 }
 
 var tensorSpec = &pointSpec[store.TensorPoint]{

@@ -4,8 +4,13 @@
 //
 // # Writes
 //
-// Points are upserted (InsertOrUpdate) keyed by (experiment, run, tag, step),
-// so a retried batch rewrites the same rows. Each write transaction first
+// Scalars are chunks of package scalarchunk, ScalarChunks rows in the
+// embedded store's layout (scalarwrite.go): a write merges its points into
+// the chunks their steps fall into, the newer point winning, so a retried
+// batch writes the same chunks. Series written before that layout keep a
+// ScalarPoints row per point until a write or MigrateScalarChunks converts
+// them. Tensor and blob points are upserted (InsertOrUpdate) keyed by
+// (experiment, run, tag, step), so a retried batch rewrites the same rows. Each write transaction first
 // reads the experiment's State, which takes a shared lock on the row: a
 // concurrent DeleteExperiment either commits before (the write then fails
 // with store.ErrNotFound) or waits for the write, so nothing is written into
@@ -25,7 +30,10 @@
 // snapshot) that checks the experiment's State with its first read, which
 // also begins the transaction; a method that needs only one read
 // (GetExperiment, ListSeries) runs it single-use. The point reads
-// (ReadScalars and its siblings, points.go) make a number of Spanner calls
+// (ReadScalars, scalarread.go: one query for the series, then one read of
+// every series' chunks, and one more for series whose sample levels held
+// too few points of a window; its siblings, points.go) make a number of
+// Spanner calls
 // that does not grow with the number of series: one query for the State
 // and the selected series (filtered in SQL, so other series' metadata is
 // never read), then at once one read of the windows read whole, one of the

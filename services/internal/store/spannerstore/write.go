@@ -18,7 +18,6 @@ import (
 // per column of each index entry the row adds (index key, primary key and
 // STORING columns).
 const (
-	scalarRowCost = 7 + 7  // ScalarPoints columns + ScalarPointsBySampleKey entry
 	tensorRowCost = 10 + 9 // TensorPoints columns + TensorPointsBySampleKey entry
 	seriesRowCost = 16     // a TimeSeries row written whole
 	runRowCost    = 3      // a Runs row
@@ -28,8 +27,9 @@ const (
 type pointWrite struct {
 	step  int64
 	wall  float64
-	bytes int64 // tensor bytes; 0 for scalars
-	m     *spanner.Mutation
+	bytes int64             // tensor bytes; 0 for scalars
+	value float64           // scalars: the value (m is nil)
+	m     *spanner.Mutation // other classes: the point's row
 }
 
 // seriesWrite is the points of one series in one write call, one per step
@@ -44,15 +44,19 @@ type pointKind struct {
 	class   store.DataClass
 	table   string
 	rowCost int
-	tensors bool // keeps TimeSeries.TensorBytes
+	// seriesCost is what a commit spends per series besides its
+	// TimeSeries and Runs rows and rowCost per point.
+	seriesCost int
+	tensors    bool // keeps TimeSeries.TensorBytes
 }
 
 var (
-	scalarKind = pointKind{class: store.DataClassScalar, table: "ScalarPoints", rowCost: scalarRowCost}
+	// Scalars go into chunks (scalarchunks.go): a point costs a fraction
+	// of a mutation, bounded here by one; a series' sample levels cost up
+	// to chunkMutationsPerSeries.
+	scalarKind = pointKind{class: store.DataClassScalar, table: "ScalarChunks", rowCost: 1, seriesCost: chunkMutationsPerSeries}
 	tensorKind = pointKind{class: store.DataClassTensor, table: "TensorPoints", rowCost: tensorRowCost, tensors: true}
 )
-
-var scalarColumns = []string{"ExperimentId", "RunName", "Tag", "Step", "SampleKey", "WallTime", "Value"}
 
 // WriteScalars implements store.Writer.
 func (s *Store) WriteScalars(ctx context.Context, eid string, batch []store.ScalarSeries) error {
@@ -66,8 +70,7 @@ func (s *Store) WriteScalars(ctx context.Context, eid string, batch []store.Scal
 		}
 		points := make([]pointWrite, len(b.Points))
 		for i, p := range b.Points {
-			points[i] = pointWrite{step: p.Step, wall: p.WallTime, m: spanner.InsertOrUpdate("ScalarPoints", scalarColumns,
-				[]any{eid, ts.Run, ts.Tag, p.Step, downsample.SampleKey(p.Step), p.WallTime, p.Value})}
+			points[i] = pointWrite{step: p.Step, wall: p.WallTime, value: p.Value}
 		}
 		writes = append(writes, seriesWrite{ts: ts, points: points})
 	}
@@ -153,6 +156,9 @@ func (s *Store) writePoints(ctx context.Context, eid string, kind pointKind, wri
 	}
 	for _, chunk := range s.chunks(kind, writes) {
 		_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+			if kind.class == store.DataClassScalar {
+				return applyScalarChunks(ctx, tx, eid, chunk, false)
+			}
 			return applyChunk(ctx, tx, eid, kind, chunk)
 		})
 		if err != nil {
@@ -200,7 +206,7 @@ func (s *Store) chunks(kind pointKind, writes []seriesWrite) [][]seriesWrite {
 	for _, w := range writes {
 		ps := w.points
 		for len(ps) > 0 {
-			fixed := seriesRowCost + runRowCost
+			fixed := seriesRowCost + runRowCost + kind.seriesCost
 			if cost+fixed+kind.rowCost > s.maxMutations || (size > 0 && size+int(ps[0].bytes) > s.maxBytes) {
 				flush()
 			}
@@ -235,14 +241,19 @@ type seriesState struct {
 	tensorBytes int64
 	blobCount   int64
 	blobBytes   int64
+	// Scalars: the series' id in ScalarChunks (NULL: a series of the
+	// legacy layout, or of another class) and the first step of its last
+	// chunk at each level (headSteps[level+1]).
+	seriesID  spanner.NullInt64
+	headSteps []spanner.NullInt64
 }
 
-var seriesStateColumns = []string{"RunName", "Tag", "DataClass", "PointCount", "MaxStep", "MaxWallTime", "MaxLength", "TensorBytes", "BlobCount", "BlobBytes"}
+var seriesStateColumns = []string{"RunName", "Tag", "DataClass", "PointCount", "MaxStep", "MaxWallTime", "MaxLength", "TensorBytes", "BlobCount", "BlobBytes", "SeriesId", "HeadSteps"}
 
 func seriesStateFromRow(row *spanner.Row) (run, tag string, st seriesState, err error) {
 	var c int64
 	var wall spanner.NullFloat64
-	err = row.Columns(&run, &tag, &c, &st.pointCount, &st.maxStep, &wall, &st.maxLength, &st.tensorBytes, &st.blobCount, &st.blobBytes)
+	err = row.Columns(&run, &tag, &c, &st.pointCount, &st.maxStep, &wall, &st.maxLength, &st.tensorBytes, &st.blobCount, &st.blobBytes, &st.seriesID, &st.headSteps)
 	st.exists, st.class, st.maxWallTime = true, store.DataClass(c), nullFloat(wall)
 	return run, tag, st, err
 }
@@ -252,15 +263,21 @@ func seriesStateFromRow(row *spanner.Row) (run, tag string, st seriesState, err 
 func (st *seriesState) mutation(eid string, ts *store.TimeSeries) *spanner.Mutation {
 	wall := spanner.NullFloat64{Float64: st.maxWallTime, Valid: !math.IsNaN(st.maxWallTime)}
 	if !st.exists {
-		return spanner.Insert("TimeSeries",
-			[]string{"ExperimentId", "RunName", "Tag", "PluginName", "SummaryMetadata", "DataClass", "DisplayName", "Description",
-				"PointCount", "MaxStep", "MaxWallTime", "MaxLength", "TensorBytes", "BlobCount", "BlobBytes", "UpdateTime"},
-			[]any{eid, ts.Run, ts.Tag, ts.PluginName, ts.SummaryMetadata, int64(ts.DataClass), ts.DisplayName, ts.Description,
-				st.pointCount, st.maxStep, wall, st.maxLength, st.tensorBytes, st.blobCount, st.blobBytes, spanner.CommitTimestamp})
+		cols, vals := st.newRow(eid, ts)
+		return spanner.Insert("TimeSeries", cols, vals)
 	}
 	return spanner.Update("TimeSeries",
 		[]string{"ExperimentId", "RunName", "Tag", "PointCount", "MaxStep", "MaxWallTime", "MaxLength", "TensorBytes", "BlobCount", "BlobBytes", "UpdateTime"},
 		[]any{eid, ts.Run, ts.Tag, st.pointCount, st.maxStep, wall, st.maxLength, st.tensorBytes, st.blobCount, st.blobBytes, spanner.CommitTimestamp})
+}
+
+// newRow is the columns and values of a new series' row.
+func (st *seriesState) newRow(eid string, ts *store.TimeSeries) ([]string, []any) {
+	wall := spanner.NullFloat64{Float64: st.maxWallTime, Valid: !math.IsNaN(st.maxWallTime)}
+	return []string{"ExperimentId", "RunName", "Tag", "PluginName", "SummaryMetadata", "DataClass", "DisplayName", "Description",
+			"PointCount", "MaxStep", "MaxWallTime", "MaxLength", "TensorBytes", "BlobCount", "BlobBytes", "UpdateTime"},
+		[]any{eid, ts.Run, ts.Tag, ts.PluginName, ts.SummaryMetadata, int64(ts.DataClass), ts.DisplayName, ts.Description,
+			st.pointCount, st.maxStep, wall, st.maxLength, st.tensorBytes, st.blobCount, st.blobBytes, spanner.CommitTimestamp}
 }
 
 // see adds a written point's step and wall time to the facts.
@@ -332,18 +349,25 @@ func readSeriesStates(ctx context.Context, tx txReader, eid string, refs []store
 	return out, err
 }
 
-// applyChunk writes one commit's worth of points. It may run more than once
-// (Spanner retries aborted transactions); it derives everything from what
-// it reads in tx.
-func applyChunk(ctx context.Context, tx *spanner.ReadWriteTransaction, eid string, kind pointKind, chunk []seriesWrite) error {
+// readChunkStates checks in tx that the experiment is live and reads the
+// series rows of a commit's series, whose refs it returns in order.
+func readChunkStates(ctx context.Context, tx *spanner.ReadWriteTransaction, eid string, chunk []seriesWrite) ([]store.SeriesRef, map[store.SeriesRef]*seriesState, error) {
 	if err := checkLive(ctx, tx, eid); err != nil {
-		return err
+		return nil, nil, err
 	}
 	refs := make([]store.SeriesRef, len(chunk))
 	for i, w := range chunk {
 		refs[i] = store.SeriesRef{Run: w.ts.Run, Tag: w.ts.Tag}
 	}
 	states, err := readSeriesStates(ctx, tx, eid, refs)
+	return refs, states, err
+}
+
+// applyChunk writes one commit's worth of points. It may run more than once
+// (Spanner retries aborted transactions); it derives everything from what
+// it reads in tx.
+func applyChunk(ctx context.Context, tx *spanner.ReadWriteTransaction, eid string, kind pointKind, chunk []seriesWrite) error {
+	refs, states, err := readChunkStates(ctx, tx, eid, chunk)
 	if err != nil {
 		return err
 	}

@@ -5,46 +5,18 @@ import (
 	"context"
 	"database/sql"
 	"math"
-	"slices"
 
 	"github.com/tbhub/tbhub/services/internal/downsample"
 	"github.com/tbhub/tbhub/services/internal/scalarchunk"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
-// Scalars are stored in scalar_chunks (see schema.go), each row a
-// scalarchunk of consecutive points of one series at one sample level:
-// level allLevels holds every point of the series, level L >=
-// minSampleLevel a copy of the points whose downsample.Level is exactly L,
-// for downsampled reads. A chunk is full (chunkFull) at maxChunkBytes or
-// maxChunkPoints, whichever comes first.
+// Scalars are stored in scalar_chunks (see schema.go) in the layout of
+// package scalarchunk: chunks of one series at one sample level.
 const (
-	// maxChunkBytes is about the size of a full chunk: one per 4 KB page
-	// (SQLite's default page size, a row of at most 4,061 bytes stays on
-	// its page) with the row's other columns and headers, four per 16 KB
-	// page. A chunk passes it by the size of its last point, or more if
-	// that point made the chunk rewrite itself in a wider form. Chunks of
-	// a fixed 512 points (about 2.7 KB on a float32 loss) left a third of
-	// every 4 KB page empty: 9.4 B per point instead of 6.6.
-	maxChunkBytes = 3_900
-	// maxChunkPoints bounds the points of a chunk, which a read decodes
-	// whole: a constant series costs about 2.5 B per point.
-	maxChunkPoints = 1_024
-	// allLevels is the sample_level of the chunks that hold every point.
-	allLevels = -1
-	// minSampleLevel is the lowest downsample.Level copied into sample
-	// chunks: one point in 2^3, so that a read of k points from a series
-	// of 8k or more finds them in the samples. One point in 2^4 cost 0.3
-	// B per point less and made a read of 1,000 points from 10,000 decode
-	// every point: 4 times the cost of one from 1,000,000.
-	minSampleLevel = 3
+	allLevels      = scalarchunk.AllLevels
+	minSampleLevel = scalarchunk.MinSampleLevel
 )
-
-// chunkFull tells whether a chunk of size bytes and count points is full:
-// appends start a new chunk after it.
-func chunkFull(size, count int) bool {
-	return size >= maxChunkBytes || count >= maxChunkPoints
-}
 
 // chunkStartSQL selects, for series ?1, level ?4 and step ?2, the
 // first_step of the chunk that may hold ?2: the last chunk starting at or
@@ -58,13 +30,7 @@ func writeScalarPoints(ctx context.Context, tx *sql.Tx, seriesID int64, points [
 	if err != nil {
 		return 0, err
 	}
-	var byLevel [64][]store.ScalarPoint
-	for _, p := range points {
-		if l := downsample.Level(p.Step); l >= minSampleLevel {
-			byLevel[l] = append(byLevel[l], p)
-		}
-	}
-	for l, ps := range byLevel {
+	for l, ps := range scalarchunk.SampleLevels(points) {
 		if len(ps) > 0 {
 			if _, err := writeScalarChunks(ctx, tx, seriesID, l, ps); err != nil {
 				return 0, err
@@ -112,7 +78,7 @@ func writeScalarChunks(ctx context.Context, tx *sql.Tx, seriesID int64, level in
 			return 0, err
 		}
 		switch {
-		case chunkFull(len(old[0].chunk), h.Count):
+		case scalarchunk.Full(len(old[0].chunk), h.Count):
 			old = old[1:] // full: leave it
 		case len(old) == 1:
 			return int64(len(points)), appendToChunk(ctx, tx, seriesID, level, old[0], points)
@@ -127,22 +93,18 @@ func writeScalarChunks(ctx context.Context, tx *sql.Tx, seriesID int64, level in
 			return 0, err
 		}
 	}
-	merged := mergeScalars(oldPoints, points)
+	merged := scalarchunk.Merge(oldPoints, points)
 	return int64(len(merged) - len(oldPoints)), insertChunks(ctx, tx, seriesID, level, merged)
 }
 
 // appendToChunk appends points, all after the last step of c, to c until
 // it is full, and the rest to new chunks.
 func appendToChunk(ctx context.Context, tx *sql.Tx, seriesID int64, level int, c storedChunk, points []store.ScalarPoint) error {
-	a, err := scalarchunk.Reopen(c.chunk)
+	a, n, err := scalarchunk.Extend(c.chunk, points)
 	if err != nil {
 		return err
 	}
-	n, err := fillChunk(a, points)
-	if err != nil {
-		return err
-	}
-	if !chunkFull(a.Size(), a.Len()) {
+	if !scalarchunk.Full(a.Size(), a.Len()) {
 		_, err := tx.ExecContext(ctx, "UPDATE scalar_chunks SET last_step = ?, chunk = ? WHERE rowid = ?", points[n-1].Step, a.Bytes(), c.rowid)
 		return err
 	}
@@ -154,20 +116,6 @@ func appendToChunk(ctx context.Context, tx *sql.Tx, seriesID int64, level int, c
 		return err
 	}
 	return insertChunks(ctx, tx, seriesID, level, points[n:])
-}
-
-// fillChunk appends points to a until it is full and returns how many it
-// took.
-func fillChunk(a *scalarchunk.Appender, points []store.ScalarPoint) (int, error) {
-	for i, p := range points {
-		if chunkFull(a.Size(), a.Len()) {
-			return i, nil
-		}
-		if err := a.Append(p); err != nil {
-			return i, err
-		}
-	}
-	return len(points), nil
 }
 
 // insertChunkSQL inserts a row of scalar_chunks (series_id, sample_level,
@@ -196,41 +144,16 @@ func insertChunkSQL(full bool) string {
 func insertChunks(ctx context.Context, tx *sql.Tx, seriesID int64, level int, points []store.ScalarPoint) error {
 	for len(points) > 0 {
 		var a scalarchunk.Appender
-		n, err := fillChunk(&a, points)
+		n, err := scalarchunk.Fill(&a, points)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, insertChunkSQL(chunkFull(a.Size(), a.Len())), seriesID, level, points[0].Step, points[n-1].Step, a.Bytes()); err != nil {
+		if _, err := tx.ExecContext(ctx, insertChunkSQL(scalarchunk.Full(a.Size(), a.Len())), seriesID, level, points[0].Step, points[n-1].Step, a.Bytes()); err != nil {
 			return err
 		}
 		points = points[n:]
 	}
 	return nil
-}
-
-// mergeScalars merges two step-sorted point lists; on equal steps the
-// point of newer wins.
-func mergeScalars(older, newer []store.ScalarPoint) []store.ScalarPoint {
-	if len(older) == 0 {
-		return newer
-	}
-	out := make([]store.ScalarPoint, 0, len(older)+len(newer))
-	i, j := 0, 0
-	for i < len(older) && j < len(newer) {
-		switch a, b := older[i].Step, newer[j].Step; {
-		case a < b:
-			out = append(out, older[i])
-			i++
-		case a > b:
-			out = append(out, newer[j])
-			j++
-		default:
-			out = append(out, newer[j])
-			i, j = i+1, j+1
-		}
-	}
-	out = append(out, older[i:]...)
-	return append(out, newer[j:]...)
 }
 
 // stepBounds returns q's step window with absent bounds made explicit.
@@ -332,7 +255,7 @@ func readScalarSeries(ctx context.Context, tx *sql.Tx, sq *scalarStmts, si *seri
 		if err != nil {
 			return err
 		}
-		others = lowestKeys(others, want)
+		others = scalarchunk.LowestKeys(others, want)
 	}
 	return fn(ts, append(others, *latest))
 }
@@ -347,131 +270,26 @@ func sampledScalars(ctx context.Context, tx *sql.Tx, sq *scalarStmts, seriesID i
 		return nil, false, err
 	}
 	defer rows.Close()
-	points := make([]store.ScalarPoint, 0, 2*want)
-	level, above := math.MaxInt, 0 // above: the points of levels above level
-	var runs []int                 // where each level's points, in step order, begin
-	var chunks []int               // where each chunk of level begins, from above
+	sampler := scalarchunk.NewSampler(q, lo, hi, except, want)
 	for rows.Next() {
 		var l int
 		var chunk sql.RawBytes // valid until rows.Next: decoded before
 		if err := rows.Scan(&l, &chunk); err != nil {
 			return nil, false, err
 		}
-		if l < level {
-			ascendChunks(points[above:], chunks)
-			chunks = chunks[:0]
-			if len(points) >= want {
-				break // every point of key below level l+1's bound is in
-			}
-			level, above = l, len(points)
-			runs = append(runs, above)
-		}
-		chunks = append(chunks, len(points)-above)
-		err := scalarchunk.Visit(chunk, lo, hi, func(ps []store.ScalarPoint) error {
-			for _, p := range ps {
-				if p.Step != except && q.InWindow(p.Step, p.WallTime) {
-					points = append(points, p)
-				}
-			}
-			return nil
-		})
+		more, err := sampler.Add(l, chunk)
 		if err != nil {
 			return nil, false, err
+		}
+		if !more {
+			break
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, false, err
 	}
-	if len(points) < want {
-		return points, false, nil
-	}
-	ascendChunks(points[above:], chunks) // the last level, unless done above
-	// The points of the levels above the last one read have smaller keys
-	// than those of the last: only the last level's are ranked.
-	points = append(points[:above], smallestKeyPoints(points[above:], want-above)...)
-	return mergeRuns(points, runs), true, nil
-}
-
-// ascendChunks puts the points of one level, read chunk by chunk in
-// descending step order (the sample index read backwards) and each chunk's
-// points in ascending order, in ascending step order: level holds the
-// chunks, starting at the indexes starts.
-func ascendChunks(level []store.ScalarPoint, starts []int) {
-	if len(starts) < 2 {
-		return
-	}
-	slices.Reverse(level)
-	end := len(level)
-	for i := len(starts) - 1; i >= 0; i-- {
-		// The chunk [starts[i], end) is now at [len-end, len-starts[i]),
-		// reversed.
-		slices.Reverse(level[len(level)-end : len(level)-starts[i]])
-		end = starts[i]
-	}
-}
-
-// mergeRuns sorts points by step, points being runs already sorted that
-// begin at the indexes runs (the first at 0): a merge of a few dozen
-// chunks' points instead of a sort of points. runs is overwritten.
-func mergeRuns(points []store.ScalarPoint, runs []int) []store.ScalarPoint {
-	buf := make([]store.ScalarPoint, len(points))
-	for len(runs) > 1 {
-		next := runs[:0]
-		for i := 0; i < len(runs); i += 2 {
-			lo, mid, hi := runs[i], len(points), len(points)
-			if i+1 < len(runs) {
-				mid = runs[i+1]
-			}
-			if i+2 < len(runs) {
-				hi = runs[i+2]
-			}
-			a, b, out := points[lo:mid], points[mid:hi], buf[lo:lo]
-			for len(a) > 0 && len(b) > 0 {
-				if a[0].Step < b[0].Step {
-					out, a = append(out, a[0]), a[1:]
-				} else {
-					out, b = append(out, b[0]), b[1:]
-				}
-			}
-			rest := buf[lo+len(out) : hi] // what one side has left goes after
-			copy(rest[copy(rest, a):], b)
-			next = append(next, lo)
-		}
-		points, buf, runs = buf, points, next
-	}
-	return points
-}
-
-// lowestKeys returns the want points of points (at most all of them)
-// with the smallest sample keys, in no particular order. Points below the
-// highest level by which want points are seen cannot be among them, so it
-// sorts only the others: about 2·want points, whatever len(points) is.
-// points is reordered.
-func lowestKeys(points []store.ScalarPoint, want int) []store.ScalarPoint {
-	if want <= 0 {
-		return nil
-	}
-	if len(points) > 2*want {
-		var perLevel [64]int
-		for _, p := range points {
-			perLevel[downsample.Level(p.Step)]++
-		}
-		cut, seen := 0, 0
-		for l := len(perLevel) - 1; l >= 0; l-- {
-			if seen += perLevel[l]; seen >= want {
-				cut = l
-				break
-			}
-		}
-		kept := points[:0]
-		for _, p := range points {
-			if downsample.Level(p.Step) >= cut {
-				kept = append(kept, p)
-			}
-		}
-		points = kept
-	}
-	return smallestKeyPoints(points, min(want, len(points)))
+	points, ok := sampler.Result()
+	return points, ok, nil
 }
 
 // scalarStmts are the statements of scalar reads, prepared once on the read
@@ -497,43 +315,6 @@ func prepareScalarStmts(ctx context.Context, db *sql.DB) (*scalarStmts, error) {
 		}
 	}
 	return &sq, nil
-}
-
-// smallestKeyPoints returns the n points of points with the smallest keys in
-// downsample.Less order (smallest sample key, then smallest step), in
-// their order in points, reusing points. It sorts the keys alone: a card
-// of 100 series ranks tens of thousands of points.
-func smallestKeyPoints(points []store.ScalarPoint, n int) []store.ScalarPoint {
-	if n >= len(points) {
-		return points
-	}
-	if n <= 0 {
-		return points[:0]
-	}
-	keys := make([]int64, len(points))
-	for i, p := range points {
-		keys[i] = downsample.SampleKey(p.Step)
-	}
-	sorted := slices.Clone(keys)
-	slices.Sort(sorted)
-	cutoff := sorted[n-1]
-	below, _ := slices.BinarySearch(sorted, cutoff)
-	// Points of key cutoff: the n-below smallest steps of them are in.
-	var ties []int64
-	for i, p := range points {
-		if keys[i] == cutoff {
-			ties = append(ties, p.Step)
-		}
-	}
-	slices.Sort(ties)
-	ties = ties[:n-below]
-	kept := points[:0]
-	for i, p := range points {
-		if keys[i] < cutoff || (keys[i] == cutoff && p.Step <= ties[len(ties)-1]) {
-			kept = append(kept, p)
-		}
-	}
-	return kept
 }
 
 // streamScalars calls fn with the window's points in step order, in slices

@@ -40,7 +40,7 @@ func TestScalarBlockRoundTrip(t *testing.T) {
 
 // TestScalarBlocksStayOrdered checks the layout invariant after random
 // writes (appends, rewrites of earlier steps, batches spanning chunks): per
-// series and sample level, chunks of 1 to maxChunkPoints points whose
+// series and sample level, chunks of 1 to scalarchunk.MaxChunkPoints points whose
 // step ranges do not overlap; every step once at level -1, and exactly the
 // steps of downsample.Level 4 and up in the chunks of their level, with the
 // last value written for the step.
@@ -88,7 +88,7 @@ func TestScalarBlocksStayOrdered(t *testing.T) {
 		if level != prevLevel {
 			prevLevel, prevLast = level, math.MinInt64
 		}
-		if len(points) == 0 || len(points) > maxChunkPoints || points[0].Step != first || points[len(points)-1].Step != last || first <= prevLast {
+		if len(points) == 0 || len(points) > scalarchunk.MaxChunkPoints || points[0].Step != first || points[len(points)-1].Step != last || first <= prevLast {
 			t.Errorf("level %d: chunk [%d, %d] of %d points after a chunk ending at %d", level, first, last, len(points), prevLast)
 		}
 		for _, p := range points {

@@ -1,0 +1,409 @@
+package spannerstore
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"math/bits"
+	"slices"
+
+	"cloud.google.com/go/spanner"
+
+	"github.com/tbhub/tbhub/services/internal/scalarchunk"
+	"github.com/tbhub/tbhub/services/internal/store"
+)
+
+// scalarSeries is a scalar series as a read plans it.
+type scalarSeries struct {
+	sum store.SeriesSummary
+	// id is the series' SeriesId; NULL for a series of the legacy layout
+	// (ScalarPoints rows), read by readPoints.
+	id spanner.NullInt64
+	// head is the first step of its last chunk of every point; loStart and
+	// hiStart of the chunks that may hold the query's MinStep and MaxStep
+	// (NULL: no chunk starts at or before it).
+	head, loStart, hiStart spanner.NullInt64
+}
+
+// chunkStartJoin joins, as table param, the first step (Start) of the
+// chunk of every point of each series that may hold the step @param: the
+// last one starting at or before it. A join on one grouped scan of the
+// experiment's chunk keys, not a subquery per series: the emulator ran
+// the subquery as a scan of the table per series, seconds for a card.
+func chunkStartJoin(param string) string {
+	return " LEFT JOIN (SELECT SeriesId, MAX(FirstStep) AS Start FROM ScalarChunks WHERE ExperimentId = @eid AND SampleLevel = -1" +
+		" AND FirstStep <= @" + param + " GROUP BY SeriesId) AS " + param + " ON " + param + ".SeriesId = ts.SeriesId"
+}
+
+// selectScalarSeries is selectSeries for a scalar read: the same one
+// query, which also reads each series' SeriesId and the first steps of
+// the chunks the window starts and ends in.
+func selectScalarSeries(ctx context.Context, tx txReader, eid string, q *store.Query) ([]scalarSeries, error) {
+	extra, joins := []string{"ts.SeriesId", "ts.HeadSteps[SAFE_OFFSET(0)]"}, ""
+	for _, b := range []struct {
+		param string
+		bound *int64
+	}{{"lo", q.MinStep}, {"hi", q.MaxStep}} {
+		if b.bound != nil {
+			extra, joins = append(extra, b.param+".Start"), joins+chunkStartJoin(b.param)
+		}
+	}
+	stmt := seriesStatement(eid, store.DataClassScalar, q.Filter, extra, joins)
+	if q.MinStep != nil {
+		stmt.Params["lo"] = *q.MinStep
+	}
+	if q.MaxStep != nil {
+		stmt.Params["hi"] = *q.MaxStep
+	}
+	var out []scalarSeries
+	err := querySeries(ctx, tx, eid, stmt, func(sum store.SeriesSummary, row *spanner.Row) error {
+		s := scalarSeries{sum: sum}
+		dst := []any{&s.id, &s.head}
+		if q.MinStep != nil {
+			dst = append(dst, &s.loStart)
+		}
+		if q.MaxStep != nil {
+			dst = append(dst, &s.hiStart)
+		}
+		for i, d := range dst {
+			if err := row.Column(1+len(seriesColumns)+i, d); err != nil {
+				return err
+			}
+		}
+		out = append(out, s)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b scalarSeries) int {
+		return cmp.Or(cmp.Compare(a.sum.Run, b.sum.Run), cmp.Compare(a.sum.Tag, b.sum.Tag))
+	})
+	return out, nil
+}
+
+// chunkMode is how one series' chunks are read.
+type chunkMode int
+
+const (
+	// chunksNone: the query selects no point of the series.
+	chunksNone chunkMode = iota
+	// chunksWhole: every point of the window, streamed.
+	chunksWhole
+	// chunksWindow: every point of the window, downsampled here: the
+	// window holds too few points for the sample levels to have k.
+	chunksWindow
+	// chunksSampled: the chunk with the window's latest point, and the
+	// sample levels from level up.
+	chunksSampled
+)
+
+// chunkPlan is how one series is read.
+type chunkPlan struct {
+	s      *scalarSeries
+	lo, hi int64
+	mode   chunkMode
+	level  int   // chunksSampled: the lowest sample level read
+	latest int64 // chunksSampled: the first step of the chunk of the latest point
+	// points is the answer once known: all of it for chunksSampled and
+	// chunksWindow, the window's chunks for chunksWhole.
+	points []store.ScalarPoint
+	chunks []storedChunk
+}
+
+// planChunks plans the read of a chunked series. A downsampled read of k
+// points reads the sample levels expected to hold k + 4√k + 16 of the
+// window's points (four standard deviations more than k, as
+// walkSampleKeys sizes its first range: a level L holds each point with
+// probability 2^-L), the window's points at level -1 when fewer than
+// that would come from level scalarchunk.MinSampleLevel up.
+func planChunks(s *scalarSeries, q *store.Query) chunkPlan {
+	p := chunkPlan{s: s}
+	p.lo, p.hi = stepWindow(q, s.sum.MaxStep)
+	k := q.MaxPoints
+	switch {
+	case k == 0 || s.sum.PointCount == 0 || p.lo > p.hi || (p.hi < s.sum.MaxStep && !s.hiStart.Valid):
+		p.mode = chunksNone
+		return p
+	case k >= s.sum.PointCount:
+		p.mode = chunksWhole
+		return p
+	}
+	// The points the window is expected to hold, if steps are dense.
+	window := float64(s.sum.PointCount)
+	if span := float64(s.sum.MaxStep) + 1; q.MinStep != nil || q.MaxStep != nil {
+		window *= min(1, (float64(p.hi)-max(float64(p.lo), 0)+1)/max(span, 1))
+	}
+	want := float64(k-1) + 4*math.Sqrt(float64(k-1)) + 16
+	p.mode, p.level = chunksWindow, -1
+	if k == 1 {
+		p.mode = chunksSampled
+	} else if ratio := window / want; ratio >= 1<<scalarchunk.MinSampleLevel {
+		p.mode, p.level = chunksSampled, bits.Len64(uint64(ratio))-1
+	}
+	if p.mode == chunksSampled {
+		p.latest = s.head.Int64
+		if p.hi < s.sum.MaxStep {
+			p.latest = s.hiStart.Int64
+		}
+	}
+	return p
+}
+
+// windowKeys is the key range of the plan's window at level -1.
+func (p *chunkPlan) windowKeys(eid string) spanner.KeySet {
+	start := p.lo
+	if p.s.loStart.Valid {
+		start = p.s.loStart.Int64
+	}
+	id := p.s.id.Int64
+	return spanner.KeyRange{Start: spanner.Key{eid, id, int64(scalarchunk.AllLevels), start}, End: spanner.Key{eid, id, int64(scalarchunk.AllLevels), p.hi}, Kind: spanner.ClosedClosed}
+}
+
+// keys is what the first read of the plan reads.
+func (p *chunkPlan) keys(eid string) []spanner.KeySet {
+	id := p.s.id.Int64
+	switch p.mode {
+	case chunksWhole, chunksWindow:
+		return []spanner.KeySet{p.windowKeys(eid)}
+	case chunksSampled:
+		ks := []spanner.KeySet{spanner.Key{eid, id, int64(scalarchunk.AllLevels), p.latest}}
+		if p.level >= 0 {
+			ks = append(ks, spanner.KeyRange{Start: spanner.Key{eid, id, int64(p.level)}, End: spanner.Key{eid, id}, Kind: spanner.ClosedClosed})
+		}
+		return ks
+	}
+	return nil
+}
+
+// readChunks reads the chunks of keys in one read, by series and level,
+// each level's in step order.
+func readChunks(ctx context.Context, tx txReader, keys []spanner.KeySet) (map[levelKey][]storedChunk, error) {
+	out := map[levelKey][]storedChunk{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	err := tx.Read(ctx, "ScalarChunks", spanner.KeySets(keys...), []string{"SeriesId", "SampleLevel", "FirstStep", "Chunk"}).Do(func(row *spanner.Row) error {
+		var k levelKey
+		var level int64
+		var c storedChunk
+		if err := row.Columns(&k.id, &level, &c.first, &c.chunk); err != nil {
+			return err
+		}
+		k.level = int(level)
+		out[k] = append(out[k], c)
+		return nil
+	})
+	for _, cs := range out {
+		slices.SortFunc(cs, func(a, b storedChunk) int { return cmp.Compare(a.first, b.first) })
+	}
+	return out, err
+}
+
+// windowPoints decodes the in-window points of chunks.
+func (p *chunkPlan) windowPoints(q *store.Query, chunks []storedChunk) ([]store.ScalarPoint, error) {
+	var out []store.ScalarPoint
+	for _, c := range chunks {
+		err := scalarchunk.Visit(c.chunk, p.lo, p.hi, func(ps []store.ScalarPoint) error {
+			for _, pt := range ps {
+				if q.InWindow(pt.Step, pt.WallTime) {
+					out = append(out, pt)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// sampleWindow is the downsample rule over every point of the window (in
+// step order): the latest and the k-1 others of smallest sample keys.
+func sampleWindow(points []store.ScalarPoint, k int64) []store.ScalarPoint {
+	if len(points) == 0 {
+		return nil
+	}
+	latest := points[len(points)-1]
+	others := scalarchunk.LowestKeys(points[:len(points)-1], int(k-1))
+	return append(others, latest)
+}
+
+// resolve computes the answer of a plan from its first read: false if it
+// needs the window's points at level -1 (chunksWindow) instead.
+func (p *chunkPlan) resolve(q *store.Query, got map[levelKey][]storedChunk) (bool, error) {
+	id := p.s.id.Int64
+	switch p.mode {
+	case chunksWhole:
+		p.chunks = got[levelKey{id, scalarchunk.AllLevels}]
+		return true, nil
+	case chunksWindow:
+		all, err := p.windowPoints(q, got[levelKey{id, scalarchunk.AllLevels}])
+		p.points = sampleWindow(all, q.MaxPoints)
+		return true, err
+	case chunksSampled:
+		last, err := p.windowPoints(q, got[levelKey{id, scalarchunk.AllLevels}])
+		if err != nil || len(last) == 0 {
+			return false, err // the latest point is further back
+		}
+		latest := last[len(last)-1]
+		want := int(q.MaxPoints - 1)
+		if want == 0 {
+			p.points = []store.ScalarPoint{latest}
+			return true, nil
+		}
+		var levels []levelKey
+		for k := range got {
+			if k.id == id && k.level >= p.level {
+				levels = append(levels, k)
+			}
+		}
+		slices.SortFunc(levels, func(a, b levelKey) int { return cmp.Compare(b.level, a.level) })
+		sampler := scalarchunk.NewSampler(q, p.lo, p.hi, latest.Step, want)
+	feed:
+		for _, l := range levels {
+			cs := got[l]
+			for i := len(cs) - 1; i >= 0; i-- {
+				more, err := sampler.Add(l.level, cs[i].chunk)
+				if err != nil {
+					return false, err
+				}
+				if !more {
+					break feed
+				}
+			}
+		}
+		others, ok := sampler.Result()
+		if !ok {
+			return false, nil
+		}
+		p.points = append(others, latest)
+		return true, nil
+	}
+	return true, nil
+}
+
+// readChunkedScalars reads series of the chunk layout, in batches of about
+// maxFillBytes of chunks: per batch one read of every series' chunks (the
+// window's, or the latest point's and the sample levels'), and one more
+// for the series whose samples held too few points of their window.
+func readChunkedScalars(ctx context.Context, tx txReader, eid string, series []scalarSeries, q *store.Query, fn store.ScalarVisitor) error {
+	for len(series) > 0 {
+		n, bytes := 0, int64(0)
+		for n < len(series) && (n == 0 || bytes < maxFillBytes) {
+			bytes += 8 * min(series[n].sum.PointCount, max(q.MaxPoints, 1)*16)
+			n++
+		}
+		batch := series[:n]
+		series = series[n:]
+		plans := make([]chunkPlan, len(batch))
+		var keys []spanner.KeySet
+		for i := range batch {
+			plans[i] = planChunks(&batch[i], q)
+			keys = append(keys, plans[i].keys(eid)...)
+		}
+		got, err := readChunks(ctx, tx, keys)
+		if err != nil {
+			return err
+		}
+		var again []int
+		keys = keys[:0]
+		for i := range plans {
+			ok, err := plans[i].resolve(q, got)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				plans[i].mode = chunksWindow
+				again = append(again, i)
+				keys = append(keys, plans[i].windowKeys(eid))
+			}
+		}
+		if len(again) > 0 {
+			got, err := readChunks(ctx, tx, keys)
+			if err != nil {
+				return err
+			}
+			for _, i := range again {
+				if _, err := plans[i].resolve(q, got); err != nil {
+					return err
+				}
+			}
+		}
+		for i := range plans {
+			if err := plans[i].emit(q, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// emit calls fn with the plan's answer: a whole window in pages of
+// scalarSpec.pageSize points, at least one call.
+func (p *chunkPlan) emit(q *store.Query, fn store.ScalarVisitor) error {
+	ts := &p.s.sum.TimeSeries
+	if p.mode != chunksWhole {
+		return fn(ts, p.points)
+	}
+	var page []store.ScalarPoint
+	sent := false
+	for _, c := range p.chunks {
+		err := scalarchunk.Visit(c.chunk, p.lo, p.hi, func(ps []store.ScalarPoint) error {
+			for _, pt := range ps {
+				if q.InWindow(pt.Step, pt.WallTime) {
+					page = append(page, pt)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if len(page) >= scalarSpec.pageSize {
+			if err := fn(ts, page); err != nil {
+				return err
+			}
+			page, sent = nil, true
+		}
+	}
+	if len(page) > 0 || !sent {
+		return fn(ts, page)
+	}
+	return nil
+}
+
+// readScalars reads the series q selects in tx: those of the chunk layout
+// with readChunkedScalars, those of the legacy layout with readPoints,
+// each run of neighbours of one layout at once, so that the visitor sees
+// the series in order.
+func readScalars(ctx context.Context, tx txReader, eid string, q *store.Query, fn store.ScalarVisitor) error {
+	series, err := selectScalarSeries(ctx, tx, eid, q)
+	if err != nil {
+		return err
+	}
+	legacy := func(s *scalarSeries) bool { return !s.id.Valid && s.sum.PointCount > 0 }
+	for len(series) > 0 {
+		n := 1
+		for n < len(series) && legacy(&series[n]) == legacy(&series[0]) {
+			n++
+		}
+		run := series[:n]
+		series = series[n:]
+		if !legacy(&run[0]) {
+			if err := readChunkedScalars(ctx, tx, eid, run, q, fn); err != nil {
+				return err
+			}
+			continue
+		}
+		sums := make([]store.SeriesSummary, len(run))
+		for i := range run {
+			sums[i] = run[i].sum
+		}
+		if err := readPoints(ctx, tx, eid, sums, q, scalarSpec, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
