@@ -31,6 +31,8 @@ func TestToStatus(t *testing.T) {
 		{fmt.Errorf("%s: %w", secret, context.Canceled), codes.Canceled, false},
 		{fmt.Errorf("%s: %w", secret, context.DeadlineExceeded), codes.DeadlineExceeded, false},
 		{fmt.Errorf("%s: %w", secret, blob.ErrChecksum), codes.DataLoss, true},
+		{fmt.Errorf("%s: %w", secret, store.ErrConflict), codes.Aborted, false},
+		{fmt.Errorf("%s: %w", secret, blob.ErrPrecondition), codes.Aborted, false},
 		{fmt.Errorf("%s: %w", secret, store.ErrDiskFull), codes.Unavailable, true},
 		{fmt.Errorf("%s: %w", secret, blob.ErrDiskFull), codes.Unavailable, true},
 		{errors.New(secret), codes.Internal, true},
