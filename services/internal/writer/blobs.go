@@ -221,8 +221,8 @@ func (w *writerService) WriteBlob(stream servicepb.TensorBoardWriterService_Writ
 		return err
 	}
 	// Each stream holds an object being written until it ends: bounded
-	// per user and per connection.
-	release, err := w.s.limits.AcquireBlobStream(p.UserID, connOf(ctx))
+	// per user and per user and client address.
+	release, err := w.s.limits.AcquireBlobStream(p.UserID, w.s.clientOf(ctx))
 	if err != nil {
 		return err
 	}
