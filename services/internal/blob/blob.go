@@ -46,6 +46,10 @@ var (
 	// generation than the one it was told to replace (or an object where
 	// it was told there was none). Nothing was written.
 	ErrPrecondition = errors.New("blob: the object is not at the expected generation")
+	// ErrBusy: the store is writing as many bytes at once as the memory
+	// it may buffer for writes allows; nothing was written, and the
+	// caller may retry shortly.
+	ErrBusy = errors.New("blob: the upload buffers are all in use")
 	// ErrDiskFull: the object could not be written for want of space. It
 	// is store.ErrDiskFull, so that one test covers both stores.
 	ErrDiskFull = store.ErrDiskFull

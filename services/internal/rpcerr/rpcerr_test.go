@@ -33,6 +33,7 @@ func TestToStatus(t *testing.T) {
 		{fmt.Errorf("%s: %w", secret, blob.ErrChecksum), codes.DataLoss, true},
 		{fmt.Errorf("%s: %w", secret, store.ErrConflict), codes.Aborted, false},
 		{fmt.Errorf("%s: %w", secret, blob.ErrPrecondition), codes.Aborted, false},
+		{fmt.Errorf("%s: %w", secret, blob.ErrBusy), codes.ResourceExhausted, false},
 		{fmt.Errorf("%s: %w", secret, store.ErrDiskFull), codes.Unavailable, true},
 		{fmt.Errorf("%s: %w", secret, blob.ErrDiskFull), codes.Unavailable, true},
 		{errors.New(secret), codes.Internal, true},

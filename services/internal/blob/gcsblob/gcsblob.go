@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/storage"
+	"golang.org/x/sync/semaphore"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/iterator"
 
@@ -37,6 +38,11 @@ type Options struct {
 	// buffers only that, rounded up to the 256 KiB the API counts in.
 	// Zero means the client default (16 MiB).
 	ChunkSize int
+	// MaxBufferBytes bounds the memory all Puts of the Store buffer at
+	// once: each holds its chunk size (ChunkSize, or less for a small
+	// announced size) from start to end, and one that would pass the bound
+	// fails at once with blob.ErrBusy. Zero means unbounded.
+	MaxBufferBytes int64
 }
 
 // defaultChunkSize is the client's chunk size when Options.ChunkSize is 0.
@@ -60,15 +66,20 @@ func chunkSize(configured int, announced int64) int {
 
 // Store is a blob.Store on one bucket.
 type Store struct {
-	bucket *storage.BucketHandle
-	opts   Options
+	bucket  *storage.BucketHandle
+	opts    Options
+	buffers *semaphore.Weighted // of Options.MaxBufferBytes; nil if unbounded
 }
 
 var _ blob.Store = (*Store)(nil)
 
 // New returns a Store on bucket using client; the caller owns client.
 func New(client *storage.Client, bucket string, opts Options) *Store {
-	return &Store{bucket: client.Bucket(bucket), opts: opts}
+	s := &Store{bucket: client.Bucket(bucket), opts: opts}
+	if opts.MaxBufferBytes > 0 {
+		s.buffers = semaphore.NewWeighted(opts.MaxBufferBytes)
+	}
+	return s
 }
 
 // NewClient makes a storage client with application default credentials, or
@@ -124,10 +135,19 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts blob.PutO
 	}
 	// Cancelling the writer's context before Close abandons the upload
 	// without finalizing the object; that is how a bad stream is dropped.
+	chunk := chunkSize(s.opts.ChunkSize, opts.Size)
+	if s.buffers != nil {
+		n := min(int64(chunk), s.opts.MaxBufferBytes)
+		if !s.buffers.TryAcquire(n) {
+			return blob.Attrs{}, fmt.Errorf("gcsblob.Put %s: %w: %d bytes buffered at most, a %d-byte chunk more would pass it",
+				key, blob.ErrBusy, s.opts.MaxBufferBytes, n)
+		}
+		defer s.buffers.Release(n)
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := s.object(key, opts.IfGeneration).NewWriter(wctx)
-	w.ChunkSize = chunkSize(s.opts.ChunkSize, opts.Size)
+	w.ChunkSize = chunk
 	if opts.WantCRC32C != nil {
 		w.CRC32C = *opts.WantCRC32C
 		w.SendCRC32C = true
