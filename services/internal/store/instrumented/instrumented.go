@@ -267,8 +267,8 @@ func (s *Store) RevokeAPIToken(ctx context.Context, userID, tokenID string, at t
 	return s.call(ctx, "RevokeAPIToken", func(ctx context.Context) error { return s.st.RevokeAPIToken(ctx, userID, tokenID, at) })
 }
 
-func (s *Store) TouchAPIToken(ctx context.Context, tokenID string, at time.Time) error {
-	return s.call(ctx, "TouchAPIToken", func(ctx context.Context) error { return s.st.TouchAPIToken(ctx, tokenID, at) })
+func (s *Store) TouchAPIToken(ctx context.Context, tokenID string, at time.Time, every time.Duration) error {
+	return s.call(ctx, "TouchAPIToken", func(ctx context.Context) error { return s.st.TouchAPIToken(ctx, tokenID, at, every) })
 }
 
 func (s *Store) AddPendingGrant(ctx context.Context, eid, email string) error {
