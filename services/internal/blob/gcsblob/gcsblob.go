@@ -267,9 +267,12 @@ func (s *Store) Stat(ctx context.Context, key string) (blob.Attrs, error) {
 	return blob.Attrs{Key: key, Size: a.Size, CRC32C: a.CRC32C, Updated: a.Updated, Generation: a.Generation}, nil
 }
 
-// DeleteGeneration implements blob.Store: deleting one generation of an
-// object removes nothing when the live object is another one (the bucket
-// keeps no old versions), and GCS answers that as a missing object.
+// DeleteGeneration implements blob.Store by deleting that one generation:
+// a live object of another generation stays (GCS answers a missing
+// generation as a missing object). On a versioned bucket the generation
+// is removed for good, not kept as a noncurrent version, and a
+// noncurrent one of that generation is removed too; Delete, which
+// archives, is what purges of deleted experiments use.
 func (s *Store) DeleteGeneration(ctx context.Context, key string, generation int64) error {
 	if err := blob.ValidateKey(key); err != nil {
 		return err
