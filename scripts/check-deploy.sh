@@ -15,8 +15,11 @@
 #   4. docker-compose.yml loaded as Docker Compose loads it (compose-spec
 #      schema, interpolation, dependencies) plus tbhub's own rules;
 #   5. infra/terraform parsed with HashiCorp's HCL parser: syntax,
-#      `terraform fmt` layout, version pins, descriptions, references, and
-#      every argument and block name against the providers' schemas.
+#      `terraform fmt` layout, version pins, descriptions, references,
+#      every argument and block name against the providers' schemas, and
+#      what a tbhub deployment must set (scripts/deploycheck/deployrules.go:
+#      cpu_idle, the Cloud Resource Manager API, Spanner autoscaling and
+#      backups, alert policies, a bucket lifecycle for JSON uploads).
 #
 #   scripts/check-deploy.sh            all of it
 #   scripts/check-deploy.sh --no-build skip step 2's compilation
@@ -91,4 +94,4 @@ for provider in "${!schema_pkgs[@]}"; do
   fi
   schema_arg+=("$provider=$dir/package")
 done
-"$work/deploycheck" terraform -schema "$(IFS=,; echo "${schema_arg[*]}")" infra/terraform
+"$work/deploycheck" terraform -tbhub-rules -schema "$(IFS=,; echo "${schema_arg[*]}")" infra/terraform

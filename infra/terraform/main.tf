@@ -31,6 +31,9 @@ locals {
 resource "google_project_service" "apis" {
   for_each = toset([
     "artifactregistry.googleapis.com",
+    # data.google_project (the project number in the services' URLs)
+    # reads through it; it is not on by default in every project.
+    "cloudresourcemanager.googleapis.com",
     "cloudtrace.googleapis.com",
     "iam.googleapis.com",
     "logging.googleapis.com",

@@ -112,6 +112,12 @@ resource "google_cloud_run_v2_service" "svc" {
           memory = each.value.memory
         }
         startup_cpu_boost = true
+        # Request-based billing, the model docs/capacity.md prices: CPU is
+        # allocated (and billed) only while a request is in flight. The
+        # write service's background sweeps run on instances kept alive
+        # by traffic, under a lease (docs/operations.md, "Background
+        # work").
+        cpu_idle = true
       }
 
       dynamic "env" {

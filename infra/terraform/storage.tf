@@ -27,13 +27,24 @@ resource "google_storage_bucket" "blobs" {
     }
   }
 
-  # Uploads abandoned half way (a resumable upload never finished).
+  # Objects replaced under the same key: a blob upload resumed after a
+  # broken stream rewrites its partial object, and of two instances racing
+  # on one blob the winner replaces the loser's object (docs/write-service.md,
+  # "Two instances on one blob"). Versioning keeps each replaced version; it
+  # has a newer version, unlike a deleted experiment's last one, so it can
+  # go after a day. (The services upload with the Go client's JSON resumable
+  # uploads: an unfinished one leaves no object, and its session expires by
+  # itself after a week; a rule aborting incomplete multipart uploads, which only
+  # concerns XML API multipart uploads, would do nothing here.)
   lifecycle_rule {
     condition {
-      age = 7
+      matches_prefix             = ["experiments/"]
+      with_state                 = "ARCHIVED"
+      num_newer_versions         = 1
+      days_since_noncurrent_time = 1
     }
     action {
-      type = "AbortIncompleteMultipartUpload"
+      type = "Delete"
     }
   }
 

@@ -26,6 +26,51 @@ variable "spanner_processing_units" {
   default     = 100
 }
 
+variable "spanner_max_processing_units" {
+  description = "Upper bound of Spanner's managed autoscaler (spanner_processing_units is the lower); 0 turns autoscaling off and keeps spanner_processing_units."
+  type        = number
+  default     = 1000
+}
+
+variable "spanner_cpu_target_percent" {
+  description = "High-priority CPU utilization the Spanner autoscaler aims at (65 is Google's recommended maximum for regional instances)."
+  type        = number
+  default     = 65
+}
+
+variable "spanner_backup_retention_days" {
+  description = "How long the daily Spanner backups are kept (at most 366 days)."
+  type        = number
+  default     = 30
+}
+
+variable "alert_notification_channels" {
+  description = "Cloud Monitoring notification channels (projects/P/notificationChannels/ID) the alert policies notify; empty: the policies open incidents without notifying anyone."
+  type        = list(string)
+  default     = []
+}
+
+variable "alert_error_percent" {
+  description = "Share of a service's HTTP responses that are 5xx, over 5 minutes, above which an alert opens."
+  type        = number
+  default     = 2
+}
+
+variable "alert_latency_p99_ms" {
+  description = "99th percentile request latency, over 5 minutes, above which an alert opens, per service. The write service has none: its blob streams last up to 15 minutes by design."
+  type        = map(number)
+  default = {
+    read     = 2000
+    frontend = 3000
+  }
+}
+
+variable "alert_spanner_cpu_percent" {
+  description = "High-priority Spanner CPU utilization, over 10 minutes, above which an alert opens (above the autoscaler's target: it fires when autoscaling is off, at its maximum, or too slow)."
+  type        = number
+  default     = 80
+}
+
 variable "spanner_version_retention" {
   description = "How far back point-in-time recovery reaches (Spanner version_retention_period, 1h to 7d)."
   type        = string

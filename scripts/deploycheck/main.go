@@ -30,7 +30,7 @@ func main() {
 const usage = `usage:
   deploycheck dockerfile [-context DIR] FILE
   deploycheck compose -services NAME[,NAME...] FILE
-  deploycheck terraform [-schema PROVIDER=DIR,...] DIR
+  deploycheck terraform [-schema PROVIDER=DIR,...] [-tbhub-rules] DIR
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -63,6 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs := flag.NewFlagSet("terraform", flag.ContinueOnError)
 		fs.SetOutput(stderr)
 		schemaFlag := fs.String("schema", "", "provider schemas: NAME=DIR of its @cdktf/provider-NAME package, comma-separated")
+		rules := fs.Bool("tbhub-rules", false, "also check what a tbhub deployment must set (deployRules)")
 		if fs.Parse(args[1:]) != nil || fs.NArg() != 1 {
 			fmt.Fprint(stderr, usage)
 			return 2
@@ -74,6 +75,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		problems, err = checkTerraform(fs.Arg(0), schema)
+		if err == nil && *rules {
+			var more []string
+			more, err = checkDeployRules(fs.Arg(0))
+			problems = append(problems, more...)
+		}
 	default:
 		fmt.Fprint(stderr, usage)
 		return 2

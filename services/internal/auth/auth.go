@@ -190,7 +190,7 @@ func (a *Authenticator) apiToken(ctx context.Context, secret string) (*Principal
 	if !t.Usable(now) {
 		return nil, fmt.Errorf("%w: API token %s is revoked or expired", ErrInvalidCredentials, t.ID)
 	}
-	a.touch(ctx, t.ID, now)
+	a.touch(ctx, t, now)
 	p := &Principal{UserID: t.UserID, Kind: KindAPIToken, Scopes: t.Scopes, TokenID: t.ID, ExpireTime: t.ExpireTime}
 	if id, err := a.ids.GetOIDCIdentity(ctx, t.UserID); err == nil {
 		p.Email, p.Issuer, p.Subject = id.Email, id.Issuer, id.Subject
@@ -198,18 +198,26 @@ func (a *Authenticator) apiToken(ctx context.Context, secret string) (*Principal
 	return p, nil
 }
 
-// touch records a token's use, at most once per TouchInterval per token and
-// process, so authentication does not turn every call into a write.
-func (a *Authenticator) touch(ctx context.Context, tokenID string, now time.Time) {
+// touch records a token's use at most once per TouchInterval per token,
+// whatever the number of server instances, so authentication does not
+// turn every call into a write. t is the token as just read: a use some
+// instance recorded within the interval needs no transaction; instances
+// that read the row at once race in the store, whose conditional write
+// lets one through (TouchAPIToken). The process's own record of its last
+// touch spares the call when the row has not caught up.
+func (a *Authenticator) touch(ctx context.Context, t store.APIToken, now time.Time) {
 	if a.cfg.ReadOnly {
 		return
 	}
-	if last, ok := a.touched.Load(tokenID); ok && now.Sub(last.(time.Time)) < a.cfg.TouchInterval {
+	if !t.LastUseTime.IsZero() && now.Sub(t.LastUseTime) < a.cfg.TouchInterval {
 		return
 	}
-	a.touched.Store(tokenID, now)
-	if err := a.ids.TouchAPIToken(ctx, tokenID, now); err != nil {
-		a.logger.WarnContext(ctx, "recording token use failed", "token_id", tokenID, "error", err)
+	if last, ok := a.touched.Load(t.ID); ok && now.Sub(last.(time.Time)) < a.cfg.TouchInterval {
+		return
+	}
+	a.touched.Store(t.ID, now)
+	if err := a.ids.TouchAPIToken(ctx, t.ID, now, a.cfg.TouchInterval); err != nil {
+		a.logger.WarnContext(ctx, "recording token use failed", "token_id", t.ID, "error", err)
 	}
 }
 

@@ -39,7 +39,17 @@ type Spec struct {
 	// other server can open it at once (commands that open the store
 	// briefly, like token create, do not).
 	LockDataDir bool
+	// MaxUploadBufferBytes bounds the memory the process's blob uploads
+	// to GCS buffer at once (gcsblob.Options.MaxBufferBytes);
+	// DefaultMaxUploadBufferBytes if zero, unbounded if negative. The
+	// embedded store buffers nothing and ignores it.
+	MaxUploadBufferBytes int64
 }
+
+// DefaultMaxUploadBufferBytes is Spec.MaxUploadBufferBytes's default: a
+// quarter of a 1 GiB Cloud Run instance, sixteen uploads of full 16 MiB
+// chunks or a thousand small blobs at once.
+const DefaultMaxUploadBufferBytes = 256 << 20
 
 // Backend is an open store and blob store.
 type Backend struct {
@@ -165,6 +175,17 @@ func openEmbedded(ctx context.Context, dir string, lock bool) (_ *Backend, err e
 	return b, nil
 }
 
+// uploadBuffers is gcsblob.Options.MaxBufferBytes for Spec's value.
+func uploadBuffers(n int64) int64 {
+	switch {
+	case n == 0:
+		return DefaultMaxUploadBufferBytes
+	case n < 0:
+		return 0
+	}
+	return n
+}
+
 // emulatorSessions is how many store calls a process runs at once on the
 // Spanner emulator: one. The emulator keeps one read-write transaction at a
 // time and can stay stuck behind one a client abandoned
@@ -215,7 +236,7 @@ func openCloud(ctx context.Context, spec Spec) (*Backend, error) {
 		return nil, err
 	}
 	return &Backend{
-		Store: st, Blobs: gcsblob.New(gcs, bucket, gcsblob.Options{Prefix: prefix}),
+		Store: st, Blobs: gcsblob.New(gcs, bucket, gcsblob.Options{Prefix: prefix, MaxBufferBytes: uploadBuffers(spec.MaxUploadBufferBytes)}),
 		Description: fmt.Sprintf("Cloud Spanner %s, blobs in gs://%s/%s", db, bucket, prefix),
 		close:       []func() error{closeClients, gcs.Close},
 	}, nil

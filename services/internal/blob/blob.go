@@ -42,6 +42,14 @@ var (
 	// ErrInvalidKey: the key is empty, absolute, or has empty, "." or ".."
 	// segments, or otherwise could not name an object safely.
 	ErrInvalidKey = errors.New("blob: invalid object key")
+	// ErrPrecondition: a conditional Put found the object at another
+	// generation than the one it was told to replace (or an object where
+	// it was told there was none). Nothing was written.
+	ErrPrecondition = errors.New("blob: the object is not at the expected generation")
+	// ErrBusy: the store is writing as many bytes at once as the memory
+	// it may buffer for writes allows; nothing was written, and the
+	// caller may retry shortly.
+	ErrBusy = errors.New("blob: the upload buffers are all in use")
 	// ErrDiskFull: the object could not be written for want of space. It
 	// is store.ErrDiskFull, so that one test covers both stores.
 	ErrDiskFull = store.ErrDiskFull
@@ -56,7 +64,15 @@ type Attrs struct {
 	Size    int64  // bytes of content
 	CRC32C  uint32 // Castagnoli checksum of the whole content
 	Updated time.Time
+	// Generation names this version of the object: every Put that commits
+	// gives the key a new one, never 0 (NoObject). Conditional writes and
+	// deletes compare it.
+	Generation int64
 }
+
+// NoObject is the generation a conditional Put gives to say that no
+// object may exist under the key.
+const NoObject int64 = 0
 
 // PutOptions tunes one Put.
 type PutOptions struct {
@@ -64,6 +80,15 @@ type PutOptions struct {
 	// streamed bytes do not match it, Put fails with ErrChecksum and the
 	// previous object (if any) stays in place.
 	WantCRC32C *uint32
+	// IfGeneration, when non-nil, makes the Put conditional: it commits
+	// only if the key's current object has that generation (NoObject: if
+	// there is none), checked atomically with the commit. Otherwise it
+	// fails with ErrPrecondition and the object stays as it was.
+	IfGeneration *int64
+	// Size, when positive, is the object's size as announced by whoever
+	// sends it; backends that buffer a write fit their buffer to it. A
+	// stream of another length is still stored whole.
+	Size int64
 }
 
 // Store is an object store. Implementations are safe for concurrent use.
@@ -86,6 +111,11 @@ type Store interface {
 	// Delete removes the object. Deleting a missing object is not an error,
 	// so that sweeps can be retried.
 	Delete(ctx context.Context, key string) error
+
+	// DeleteGeneration removes the object only while it is at the given
+	// generation, checked atomically with the removal: a newer object
+	// under the key, or none, is left alone, and neither is an error.
+	DeleteGeneration(ctx context.Context, key string, generation int64) error
 
 	// List calls fn for every object whose key starts with prefix, in
 	// lexicographic key order. An error from fn stops the listing and is
@@ -161,6 +191,36 @@ func ValidateKey(key string) error {
 		}
 	}
 	return nil
+}
+
+// RowReader opens the whole object at key and checks it against the size
+// and CRC32C a row recorded for it, not only against the checksum the
+// object carries: an object replaced under the row (by a writer the row
+// does not know of) fails with ErrChecksum at the end of the stream instead
+// of passing for the blob the row describes.
+func RowReader(ctx context.Context, s Store, key string, size int64, crc uint32) (io.ReadCloser, error) {
+	r, err := s.NewRangeReader(ctx, key, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	return &rowReader{ReadCloser: r, check: &ChecksumReader{r: r, want: crc}, size: size}, nil
+}
+
+type rowReader struct {
+	io.ReadCloser
+	check *ChecksumReader
+	size  int64
+	n     int64
+}
+
+func (r *rowReader) Read(p []byte) (int, error) {
+	n, err := r.check.Read(p)
+	r.n += int64(n)
+	if err == io.EOF && r.n != r.size {
+		err = fmt.Errorf("%w: read %d bytes, the row says %d", ErrChecksum, r.n, r.size)
+		r.check.err = err
+	}
+	return n, err
 }
 
 // ChecksumReader wraps the full content of an object and, at io.EOF, compares

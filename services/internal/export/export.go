@@ -294,7 +294,8 @@ func (x *Server) StreamBlobData(req *servicepb.StreamBlobDataRequest, stream ser
 }
 
 func sendBlob(ctx context.Context, blobs blob.Store, b store.Blob, stream servicepb.TensorBoardExporterService_StreamBlobDataServer) error {
-	r, err := blobs.NewRangeReader(ctx, b.ObjectKey, 0, -1)
+	// Checked against the row: an object replaced under it fails.
+	r, err := blob.RowReader(ctx, blobs, b.ObjectKey, b.Size, b.CRC32C)
 	if err != nil {
 		return err
 	}

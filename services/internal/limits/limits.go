@@ -75,9 +75,12 @@ type Limits struct {
 	RequestsPerSecond float64
 	Burst             int
 
-	// WriteBlob streams open at once, per user and per client connection.
-	// Each holds an open object being written (a file descriptor on the
-	// embedded store) until it ends.
+	// WriteBlob streams open at once, per user and per client: the user
+	// from one client address (the connection's peer, or the address a
+	// trusted proxy forwarded; never the proxy's connection, which many
+	// users share). Each holds an open object being written (a file
+	// descriptor on the embedded store, an upload buffer on GCS) until it
+	// ends.
 	MaxBlobStreamsPerUser int
 	MaxBlobStreamsPerConn int
 	// BlobStreamIdleTimeout ends a WriteBlob stream whose next request has
@@ -362,29 +365,35 @@ func (e *Enforcer) ReservePendingGrant(ctx context.Context, userID string, n int
 	return e.reserve(ctx, userID, charge{bytesQuota, n}, charge{pendingGrantsQuota, 1})
 }
 
-// AcquireBlobStream admits one more WriteBlob stream of the user over the
-// client connection conn (its remote address). release gives the slot
-// back; call it once when the stream ends.
-func (e *Enforcer) AcquireBlobStream(userID, conn string) (release func(), err error) {
-	userKey, connKey := "user:"+userID, "conn:"+conn
+// AcquireBlobStream admits one more WriteBlob stream of the user from the
+// client address client ("" if unknown: then only the per-user cap
+// applies). Both caps are keyed by the user, so users that share a
+// connection (all of them, behind a proxy) or an address never use up each
+// other's. release gives the slot back; call it once when the stream ends.
+func (e *Enforcer) AcquireBlobStream(userID, client string) (release func(), err error) {
+	keys := []string{"user:" + userID}
+	if client != "" {
+		keys = append(keys, "client:"+userID+"\x00"+client)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.streams[userKey] >= e.l.MaxBlobStreamsPerUser {
+	if e.streams[keys[0]] >= e.l.MaxBlobStreamsPerUser {
 		return nil, rpcerr.New(codes.ResourceExhausted,
 			"too many blob uploads at once: %d WriteBlob streams per user; finish one first", e.l.MaxBlobStreamsPerUser)
 	}
-	if e.streams[connKey] >= e.l.MaxBlobStreamsPerConn {
+	if len(keys) > 1 && e.streams[keys[1]] >= e.l.MaxBlobStreamsPerConn {
 		return nil, rpcerr.New(codes.ResourceExhausted,
-			"too many blob uploads at once: %d WriteBlob streams per connection; finish one first", e.l.MaxBlobStreamsPerConn)
+			"too many blob uploads at once: %d WriteBlob streams per user from one client address; finish one first", e.l.MaxBlobStreamsPerConn)
 	}
-	e.streams[userKey]++
-	e.streams[connKey]++
+	for _, k := range keys {
+		e.streams[k]++
+	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			e.mu.Lock()
 			defer e.mu.Unlock()
-			for _, k := range []string{userKey, connKey} {
+			for _, k := range keys {
 				if e.streams[k]--; e.streams[k] <= 0 {
 					delete(e.streams, k)
 				}

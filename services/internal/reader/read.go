@@ -273,7 +273,8 @@ func (s *Server) ReadBlob(req *datapb.ReadBlobRequest, stream grpc.ServerStreami
 	if row.CRC32C != crc {
 		return rpcerr.New(codes.NotFound, "blob not found: it was replaced after this key was issued; list it again")
 	}
-	r, err := s.blobs.NewRangeReader(ctx, row.ObjectKey, 0, -1)
+	// Checked against the row: an object replaced under it fails.
+	r, err := blob.RowReader(ctx, s.blobs, row.ObjectKey, row.Size, row.CRC32C)
 	if err != nil {
 		if errors.Is(err, blob.ErrNotFound) {
 			return rpcerr.New(codes.NotFound, "blob not found; it may have been replaced or deleted")

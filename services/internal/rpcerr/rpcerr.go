@@ -99,6 +99,11 @@ func ToStatus(err error) (error, bool) {
 		return status.Error(codes.InvalidArgument, "invalid argument"), false
 	case errors.Is(err, store.ErrFailedPrecondition):
 		return status.Error(codes.FailedPrecondition, "request conflicts with stored data"), false
+	case errors.Is(err, store.ErrConflict), errors.Is(err, blob.ErrPrecondition):
+		// Another writer changed the row or object first: read and retry.
+		return status.Error(codes.Aborted, "changed by another writer; read it again and retry"), false
+	case errors.Is(err, blob.ErrBusy):
+		return status.Error(codes.ResourceExhausted, "the server is receiving as many blob uploads as its memory allows; retry shortly"), false
 	case errors.Is(err, store.ErrUnavailable):
 		return status.Error(codes.Unavailable, "temporarily unavailable; retry"), false
 	case errors.Is(err, store.ErrDiskFull): // also blob.ErrDiskFull

@@ -183,7 +183,7 @@ func TestResumedBlobIsNotSwept(t *testing.T) {
 	if r, err := s.Recv(); err != nil || r.GetSize() != 2 {
 		t.Fatalf("resuming: %v, %v", r, err)
 	}
-	n, err := store.SweepAbandonedBlobs(ctx, st, blobs.Delete, nil, cutoff, 10)
+	n, err := store.SweepAbandonedBlobs(ctx, st, deleteAbandoned(blobs), nil, cutoff, 10)
 	if err != nil || n != 0 {
 		t.Fatalf("a sweep while the upload is resumed removed %d blobs (%v), want none", n, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -223,7 +224,10 @@ func (s *Server) build(grpcAddr string) error {
 	}
 	w, err := writer.New(s.st, s.blobs, s.auth, enf, writer.Config{
 		PublicOrigin: s.origin, EnableTestRPCs: s.cfg.EnableTestRPCs, CreateRequestTTL: s.cfg.CreateRequestTTL,
-		Now: s.cfg.Now, Logger: s.logger,
+		// As the credential throttle does (s.internal is set below,
+		// before any call).
+		ClientAddr: func(ctx context.Context) (netip.Addr, bool) { return s.cfg.TrustedProxyHops.FromGRPC(ctx, s.internal) },
+		Now:        s.cfg.Now, Logger: s.logger,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

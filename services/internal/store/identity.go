@@ -208,9 +208,12 @@ type IdentityStore interface {
 	// transaction; a token already revoked keeps its first revocation
 	// time. ErrNotFound if the user has no token with that ID.
 	RevokeAPIToken(ctx context.Context, userID, tokenID string, at time.Time) error
-	// TouchAPIToken records a use of the token at the given time (never
-	// moving LastUseTime backwards). Unknown IDs are ignored.
-	TouchAPIToken(ctx context.Context, tokenID string, at time.Time) error
+	// TouchAPIToken records a use of the token at the given time, unless
+	// the recorded last use is less than every before it (never moving
+	// LastUseTime backwards). The check and the write are one
+	// transaction, so of any number of server instances touching one
+	// token, at most one writes per interval. Unknown IDs are ignored.
+	TouchAPIToken(ctx context.Context, tokenID string, at time.Time, every time.Duration) error
 
 	// AddPendingGrant records a read grant for whoever first signs in with
 	// the (verified) email; GetOrCreateOIDCUser turns it into a grant when

@@ -60,6 +60,11 @@ var (
 	// ErrUnavailable: a transient backend failure (contention, timeout,
 	// lost connection). The caller may retry; writes are idempotent.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrConflict: a conditional write (PutBlobIf) found the row changed
+	// since the caller read it, by another writer (another stream, another
+	// server instance). Nothing was written; the caller may read again
+	// and retry.
+	ErrConflict = errors.New("changed by another writer")
 	// ErrDiskFull: the server's disk is full, or below the free space the
 	// server keeps in reserve. Nothing was written; the caller may retry
 	// once space is freed. Package blob's ErrDiskFull is this same error.
@@ -301,6 +306,44 @@ type Blob struct {
 	Size      int64
 	CRC32C    uint32 // Castagnoli CRC of the Size bytes, unmasked
 	State     BlobState
+	// Generation is the blob store generation (blob.Attrs.Generation) of
+	// the object the row stands for; 0 when no object is known to stand
+	// for it (a row written before the upload's first commit, or by a
+	// release that recorded none).
+	Generation int64
+}
+
+// BlobMatch is what a conditional blob row write (PutBlobIf) expects to
+// find: no row (Exists false), or a row recording Generation.
+type BlobMatch struct {
+	Exists     bool
+	Generation int64
+}
+
+// CheckBlobMatch is the condition of PutBlobIf, for backends: old is the
+// row as stored (nil for none), b the row to write. It returns ErrConflict
+// unless old matches want and the write does not turn a current row back
+// into an unfinished one.
+func CheckBlobMatch(old *Blob, b Blob, want BlobMatch) error {
+	switch {
+	case old == nil && want.Exists:
+		return fmt.Errorf("blob row gone since it was read: %w", ErrConflict)
+	case old != nil && !want.Exists:
+		return fmt.Errorf("blob row written since it was read: %w", ErrConflict)
+	case old != nil && old.Generation != want.Generation:
+		return fmt.Errorf("blob row at generation %d, expected %d: %w", old.Generation, want.Generation, ErrConflict)
+	case old != nil && old.State == BlobStateCurrent && b.State != BlobStateCurrent:
+		return fmt.Errorf("blob already current: %w", ErrConflict)
+	}
+	return nil
+}
+
+// MatchOf is the BlobMatch of a row as read; nil for no row.
+func MatchOf(b *Blob) BlobMatch {
+	if b == nil {
+		return BlobMatch{}
+	}
+	return BlobMatch{Exists: true, Generation: b.Generation}
 }
 
 // SameWallTime reports whether two wall times are the same write's: equal, or
@@ -506,6 +549,13 @@ type Writer interface {
 	// store records when an unfinished row was last written
 	// (ListAbandonedBlobs); writing the same row again refreshes it.
 	PutBlob(ctx context.Context, eid string, ref BlobRef, b Blob) error
+	// PutBlobIf is PutBlob, done only if the row is still as want says
+	// (compared in the transaction that writes it), and never turning a
+	// current row back into an unfinished one: otherwise ErrConflict and
+	// nothing changes. Writers that may race (two server instances on one
+	// blob) use it; a row whose generation moved on belongs to another
+	// writer's object.
+	PutBlobIf(ctx context.Context, eid string, ref BlobRef, b Blob, want BlobMatch) error
 }
 
 // AbandonedBlob is an unfinished blob whose row was last written before
@@ -515,6 +565,7 @@ type AbandonedBlob struct {
 	Ref        BlobRef
 	ObjectKey  string
 	Size       int64
+	Generation int64 // of the object, as the row records it
 	// WriteTime is when its row was last written.
 	WriteTime time.Time
 }

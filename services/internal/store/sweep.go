@@ -36,7 +36,8 @@ func Sweep(ctx context.Context, s Sweeper, deleteObject func(ctx context.Context
 // whose client is gone. It returns how many it removed. For each, the row
 // goes first, and only if it is still unfinished and still that old
 // (DeleteAbandonedBlob), then the object through deleteObject (which must
-// treat a missing object as success). So a blob a stream resumed since it
+// treat a missing object as success, and should leave an object of another
+// generation than the row's). So a blob a stream resumed since it
 // was listed keeps its row and object; an interrupted sweep leaves at
 // worst an object no row names, which the experiment's purge removes with
 // its key prefix.
@@ -50,7 +51,7 @@ func Sweep(ctx context.Context, s Sweeper, deleteObject func(ctx context.Context
 // process can still be writing a blob whose row was written before it: a
 // stream that resumes a blob rewrites its row when it starts (package
 // writer), and a stream lasts at most the blob stream timeout.
-func SweepAbandonedBlobs(ctx context.Context, s Sweeper, deleteObject func(ctx context.Context, key string) error,
+func SweepAbandonedBlobs(ctx context.Context, s Sweeper, deleteObject func(ctx context.Context, b AbandonedBlob) error,
 	claim func(AbandonedBlob) (release func(), ok bool), before time.Time, limit int) (int, error) {
 	blobs, err := s.ListAbandonedBlobs(ctx, before, limit)
 	if err != nil {
@@ -69,7 +70,7 @@ func SweepAbandonedBlobs(ctx context.Context, s Sweeper, deleteObject func(ctx c
 	return n, nil
 }
 
-func removeAbandonedBlob(ctx context.Context, s Sweeper, deleteObject func(ctx context.Context, key string) error,
+func removeAbandonedBlob(ctx context.Context, s Sweeper, deleteObject func(ctx context.Context, b AbandonedBlob) error,
 	claim func(AbandonedBlob) (release func(), ok bool), b AbandonedBlob, before time.Time) (bool, error) {
 	if claim != nil {
 		release, ok := claim(b)
@@ -82,7 +83,7 @@ func removeAbandonedBlob(ctx context.Context, s Sweeper, deleteObject func(ctx c
 	if err != nil || !deleted {
 		return false, err
 	}
-	if err := deleteObject(ctx, b.ObjectKey); err != nil {
+	if err := deleteObject(ctx, b); err != nil {
 		return false, fmt.Errorf("object %s: %w", b.ObjectKey, err)
 	}
 	return true, nil

@@ -31,7 +31,7 @@ var telemetryFlags = []string{"gcp-project", "metrics-exporter", "trace-exporter
 // here, and in docs/operations.md, which must name each variable.
 func TestEveryFlagAndItsVariable(t *testing.T) {
 	httpLimitFlags := []string{"http-body-timeout", "http-header-timeout", "http-idle-timeout", "max-conns-per-ip"}
-	blobStreamFlags := []string{"abandoned-blob-age", "blob-stream-idle-timeout", "blob-stream-timeout", "max-blob-streams-per-conn", "max-blob-streams-per-user", "max-metadata-bytes", "max-pending-grants-per-user", "max-runs-per-experiment"}
+	blobStreamFlags := []string{"abandoned-blob-age", "blob-stream-idle-timeout", "blob-stream-timeout", "max-blob-streams-per-conn", "max-blob-streams-per-user", "max-metadata-bytes", "max-upload-buffer-bytes", "max-pending-grants-per-user", "max-runs-per-experiment"}
 	markdownFlags := []string{"markdown-cache-bytes", "markdown-max-input-bytes", "markdown-max-renders", "markdown-render-timeout"}
 	graphFlags := []string{"graph-cache-bytes", "graph-max-answer-bytes", "graph-max-conversions", "graph-max-depth", "graph-max-name-bytes"}
 	compareFlags := []string{"compare-max-experiments", "compare-max-parallel"}

@@ -272,7 +272,8 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 	fs.Float64Var(&f.lim.RequestsPerSecond, "requests-per-second", f.lim.RequestsPerSecond, "per-user write rate (0: unlimited)")
 	fs.Int64Var(&f.lim.MaxMetadataBytes, "max-metadata-bytes", f.lim.MaxMetadataBytes, "largest summary metadata of a series (plugin_data.content included)")
 	fs.IntVar(&f.lim.MaxBlobStreamsPerUser, "max-blob-streams-per-user", f.lim.MaxBlobStreamsPerUser, "WriteBlob streams one user may have open at once")
-	fs.IntVar(&f.lim.MaxBlobStreamsPerConn, "max-blob-streams-per-conn", f.lim.MaxBlobStreamsPerConn, "WriteBlob streams one client connection may have open at once")
+	fs.Int64Var(&f.spec.MaxUploadBufferBytes, "max-upload-buffer-bytes", backend.DefaultMaxUploadBufferBytes, "memory all blob uploads to GCS may buffer at once; past it an upload is refused, RESOURCE_EXHAUSTED (negative: unbounded)")
+	fs.IntVar(&f.lim.MaxBlobStreamsPerConn, "max-blob-streams-per-conn", f.lim.MaxBlobStreamsPerConn, "WriteBlob streams one user may have open at once from one client address (the peer, or the one --trusted-proxy-hops trusts)")
 	fs.DurationVar(&f.lim.BlobStreamIdleTimeout, "blob-stream-idle-timeout", f.lim.BlobStreamIdleTimeout, "a WriteBlob stream with no request for this long is closed (what arrived is kept)")
 	fs.DurationVar(&f.lim.BlobStreamTimeout, "blob-stream-timeout", f.lim.BlobStreamTimeout, "longest a WriteBlob stream may last (what arrived is kept)")
 	f.abandonedBlobAge = fs.Duration("abandoned-blob-age", serve.DefaultAbandonedBlobAge,

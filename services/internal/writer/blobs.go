@@ -113,13 +113,23 @@ func (w *writerService) GetOrCreateBlobSequence(ctx context.Context, req *servic
 	// A rewritten step's old blobs have no rows any more; their objects go too,
 	// before the client can start writing the new ones under the same keys.
 	for _, b := range replaced {
-		if err := w.s.blobs.Delete(ctx, b.ObjectKey); err != nil {
+		if err := deleteRowObject(ctx, w.s.blobs, b); err != nil {
 			w.s.logger.WarnContext(ctx, "deleting a replaced blob", "experiment_id", e.ID, "object_key", b.ObjectKey, "error", err.Error())
 		}
 	}
 	seqID := store.BlobSequenceID(e.ID, req.GetRun(), req.GetTag(), req.GetStep())
 	w.s.cursors.start(cursorKey(ctx, p.UserID), seqID, n, w.s.now())
 	return &servicepb.GetOrCreateBlobSequenceResponse{BlobSequenceId: seqID}, nil
+}
+
+// deleteRowObject deletes the object a removed blob row stood for: its
+// generation, so that a newer object under the key (a stream that started
+// the slot over) stays; any object, for rows that record none.
+func deleteRowObject(ctx context.Context, blobs blob.Store, b store.Blob) error {
+	if b.Generation != blob.NoObject {
+		return blobs.DeleteGeneration(ctx, b.ObjectKey, b.Generation)
+	}
+	return blobs.Delete(ctx, b.ObjectKey)
 }
 
 // blobSlot is one slot of a blob sequence and its row, if any.
@@ -211,8 +221,8 @@ func (w *writerService) WriteBlob(stream servicepb.TensorBoardWriterService_Writ
 		return err
 	}
 	// Each stream holds an object being written until it ends: bounded
-	// per user and per connection.
-	release, err := w.s.limits.AcquireBlobStream(p.UserID, connOf(ctx))
+	// per user and per user and client address.
+	release, err := w.s.limits.AcquireBlobStream(p.UserID, w.s.clientOf(ctx))
 	if err != nil {
 		return err
 	}
@@ -223,22 +233,45 @@ func (w *writerService) WriteBlob(stream servicepb.TensorBoardWriterService_Writ
 	}
 	w.s.cursors.wrote(cursorKey(ctx, p.UserID), first.GetBlobSequenceId(), first.GetIndex(), w.s.now())
 	// One stream per blob at a time in this process, taken before the
-	// slot's state is read so that the state cannot change underneath.
+	// slot's state is read; an optimization only: streams of other
+	// processes are kept apart by generations (see startUpload).
 	key := blob.ObjectKey(eid, ref.Run, ref.Tag, ref.Step, first.GetIndex())
 	if _, busy := w.s.uploads.LoadOrStore(key, struct{}{}); busy {
 		return rpcerr.New(codes.Aborted, "another upload of this blob is in progress")
 	}
 	defer w.s.uploads.Delete(key)
+	// The object's generation is read before the row: see startUpload.
+	base, err := objectGeneration(ctx, w.s.blobs, key)
+	if err != nil {
+		return err
+	}
 	slot, err := w.s.findSlot(ctx, first.GetBlobSequenceId(), first.GetIndex())
 	if err != nil {
 		return err
 	}
-	up, err := w.s.startUpload(ctx, p.UserID, slot, key, first)
+	up, err := w.s.startUpload(ctx, p.UserID, slot, key, base, first)
 	if err != nil {
 		return err
 	}
 	return up.run(ctx, stream, in, first)
 }
+
+// objectGeneration is the generation of the object at key, blob.NoObject
+// if there is none.
+func objectGeneration(ctx context.Context, blobs blob.Store, key string) (int64, error) {
+	a, err := blobs.Stat(ctx, key)
+	if errors.Is(err, blob.ErrNotFound) {
+		return blob.NoObject, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("writer: blob %s: %w", key, err)
+	}
+	return a.Generation, nil
+}
+
+// errLostRace answers a stream that another stream of the same blob (on
+// this or another server instance) overtook: nothing it sent is kept.
+var errLostRace = rpcerr.New(codes.Aborted, "another upload of this blob changed it meanwhile; call GetBlobMetadata and continue from its size")
 
 // upload is one WriteBlob stream in progress.
 type upload struct {
@@ -248,14 +281,41 @@ type upload struct {
 	total    int64  // blob_bytes
 	received int64  // bytes accepted so far, including a resumed prefix
 	crc      uint32 // CRC32C of those bytes
+	base     int64  // generation of the object the Put replaces
+	row      store.BlobMatch
 	pw       *io.PipeWriter
-	putDone  chan error
+	putDone  chan putResult
 	settle   func(stored int64) // of the quota reservation
+}
+
+type putResult struct {
+	attrs blob.Attrs
+	err   error
 }
 
 // startUpload checks the first request against the slot's state and starts
 // the Put that the stream feeds.
-func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, key string, first *servicepb.WriteBlobRequest) (*upload, error) {
+//
+// Two streams of one blob may run at once on two server instances (a
+// stream cut on one and resumed on another while the first still
+// finishes). Each writes the object only over the generation it found
+// (base, read before the row) and the row only if it still records what
+// the stream last read or wrote, so whichever commits second fails and
+// keeps nothing, and a late unfinished row never replaces a current one:
+//
+//   - With no row and no object, the Put must create the object: of two
+//     such streams one wins.
+//   - With a row, or an object and no row (a stream that committed its
+//     object and not yet its row, or one that died in between), the stream
+//     first claims the row: it rewrites it to record base. A stream that
+//     committed an object over an older generation then fails to write its
+//     row, and its object, which no row names, is the one this Put
+//     replaces. The claim also refreshes an unfinished row's write time,
+//     so that the sweeper leaves the blob alone while the stream lasts.
+//
+// The row is then written only over the row the stream read or claimed
+// (store.Writer.PutBlobIf).
+func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, key string, base int64, first *servicepb.WriteBlobRequest) (*upload, error) {
 	if slot.row != nil && slot.row.State == store.BlobStateCurrent {
 		return nil, rpcerr.New(codes.AlreadyExists, "blob already uploaded")
 	}
@@ -285,16 +345,23 @@ func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, 
 	if err != nil {
 		return nil, err
 	}
-	if slot.row != nil && slot.row.State == store.BlobStateUnfinalized {
-		// Rewriting the row records that a stream is writing the blob
-		// again, so that the sweeper of abandoned blobs in every process
-		// leaves it alone while the stream lasts (SweepAbandonedBlobs).
-		if err := s.st.PutBlob(ctx, slot.eid, slot.ref, *slot.row); err != nil {
+	up := &upload{s: s, slot: slot, total: total, key: key, base: base, row: store.MatchOf(slot.row),
+		putDone: make(chan putResult, 1), settle: settle}
+	if slot.row != nil || base != blob.NoObject {
+		claim := store.Blob{Index: slot.ref.Index, ObjectKey: key, State: store.BlobStateUnfinalized}
+		if slot.row != nil {
+			claim = *slot.row
+		}
+		claim.Generation = base
+		if err := s.st.PutBlobIf(ctx, slot.eid, slot.ref, claim, up.row); err != nil {
 			settle(0)
+			if errors.Is(err, store.ErrConflict) {
+				return nil, errLostRace
+			}
 			return nil, fmt.Errorf("writer: blob %s: %w", key, err)
 		}
+		up.row = store.MatchOf(&claim)
 	}
-	up := &upload{s: s, slot: slot, total: total, key: key, putDone: make(chan error, 1), settle: settle}
 	// The Put outlives a broken stream: it must commit what was received.
 	putCtx := context.WithoutCancel(ctx)
 	pr, pw := io.Pipe()
@@ -311,7 +378,7 @@ func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, 
 			// prefix, the row says nothing is stored and the client
 			// starts over.
 			settle(0)
-			_ = s.st.PutBlob(putCtx, slot.eid, slot.ref, store.Blob{Index: slot.ref.Index, ObjectKey: key, State: store.BlobStateUnfinalized})
+			_ = up.record(ctx, blob.Attrs{Generation: base}, store.BlobStateUnfinalized)
 			return nil, rpcerr.New(codes.Aborted, "the partial upload could not be resumed; restart from offset 0")
 		}
 		if err != nil {
@@ -321,14 +388,23 @@ func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, 
 		up.received, up.crc = offset, slot.row.CRC32C
 		src = io.MultiReader(&prefixReader{r: prefix, want: slot.row.CRC32C, size: offset}, pr)
 	}
+	opts := blob.PutOptions{IfGeneration: &up.base, Size: total}
+	if !resume && int64(len(first.GetData())) == total {
+		// The whole blob in one request (most images): its CRC32C goes
+		// with the upload, for the bucket to check the bytes it stores.
+		// Longer blobs' checksums are known only at their end; the bucket
+		// computes theirs and Put compares it with the bytes streamed.
+		crc := crc32.Checksum(first.GetData(), blob.CastagnoliTable)
+		opts.WantCRC32C = &crc
+	}
 	go func() {
-		_, err := s.blobs.Put(putCtx, up.key, src, blob.PutOptions{})
+		attrs, err := s.blobs.Put(putCtx, up.key, src, opts)
 		if prefix != nil {
 			prefix.Close()
 		}
 		// Unblocks the stream's writer if Put stopped early.
 		pr.CloseWithError(errors.Join(err, io.ErrClosedPipe))
-		up.putDone <- err
+		up.putDone <- putResult{attrs, err}
 	}()
 	return up, nil
 }
@@ -381,12 +457,16 @@ func (up *upload) run(ctx context.Context, stream servicepb.TensorBoardWriterSer
 	// Closing the pipe normally ends the Put with exactly the chunks
 	// accepted; a failing finalize check above keeps them too.
 	up.pw.Close()
-	if err := <-up.putDone; err != nil {
-		if errors.Is(err, errPrefixChanged) {
+	put := <-up.putDone
+	if err := put.err; err != nil {
+		switch {
+		case errors.Is(err, errPrefixChanged):
 			// The stored partial is not what its row says: make the
 			// client start over.
-			_ = up.record(ctx, 0, 0, store.BlobStateUnfinalized)
+			_ = up.record(ctx, blob.Attrs{Generation: up.base}, store.BlobStateUnfinalized)
 			return rpcerr.New(codes.Aborted, "the partial upload could not be resumed; restart from offset 0")
+		case errors.Is(err, blob.ErrPrecondition):
+			return errLostRace
 		}
 		return errors.Join(streamErr, fmt.Errorf("writer: store blob %s: %w", up.key, err))
 	}
@@ -394,7 +474,13 @@ func (up *upload) run(ctx context.Context, stream servicepb.TensorBoardWriterSer
 	if finalized {
 		state = store.BlobStateCurrent
 	}
-	if err := up.record(ctx, up.received, up.crc, state); err != nil {
+	put.attrs.Size, put.attrs.CRC32C = up.received, up.crc
+	if err := up.record(ctx, put.attrs, state); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			// Another stream claimed the row after this one's Put
+			// committed: its Put replaces this object.
+			return errLostRace
+		}
 		return err
 	}
 	stored = up.received - start
@@ -437,14 +523,17 @@ func (up *upload) check(req *servicepb.WriteBlobRequest) error {
 	return nil
 }
 
-// record writes the blob's row, on a context that survives the stream.
-func (up *upload) record(ctx context.Context, size int64, crc uint32, state store.BlobState) error {
-	err := up.s.st.PutBlob(context.WithoutCancel(ctx), up.slot.eid, up.slot.ref, store.Blob{
-		Index: up.slot.ref.Index, ObjectKey: up.key, Size: size, CRC32C: crc, State: state,
-	})
-	if err != nil {
+// record writes the blob's row for the object a (its generation, size and
+// CRC32C), on a context that survives the stream, if the row is still the
+// one the stream read or claimed.
+func (up *upload) record(ctx context.Context, a blob.Attrs, state store.BlobState) error {
+	b := store.Blob{
+		Index: up.slot.ref.Index, ObjectKey: up.key, Size: a.Size, CRC32C: a.CRC32C, State: state, Generation: a.Generation,
+	}
+	if err := up.s.st.PutBlobIf(context.WithoutCancel(ctx), up.slot.eid, up.slot.ref, b, up.row); err != nil {
 		return fmt.Errorf("writer: record blob %s: %w", up.key, err)
 	}
+	up.row = store.MatchOf(&b)
 	return nil
 }
 
@@ -477,8 +566,13 @@ func (p *prefixReader) Read(b []byte) (int, error) {
 // blob while it is being removed. An object written after the given time
 // stays (deleteUnlessWrittenSince).
 func (s *Server) SweepAbandonedBlobs(ctx context.Context, before time.Time, limit int) (int, error) {
-	return store.SweepAbandonedBlobs(ctx, s.st, func(ctx context.Context, key string) error {
-		return deleteUnlessWrittenSince(ctx, s.blobs, key, before)
+	return store.SweepAbandonedBlobs(ctx, s.st, func(ctx context.Context, b store.AbandonedBlob) error {
+		if b.Generation != blob.NoObject {
+			// Exactly the object the row named: one a stream of another
+			// process wrote since has another generation and stays.
+			return s.blobs.DeleteGeneration(ctx, b.ObjectKey, b.Generation)
+		}
+		return deleteUnlessWrittenSince(ctx, s.blobs, b.ObjectKey, before)
 	}, func(b store.AbandonedBlob) (func(), bool) {
 		key := blob.ObjectKey(b.Experiment, b.Ref.Run, b.Ref.Tag, b.Ref.Step, b.Ref.Index)
 		if _, busy := s.uploads.LoadOrStore(key, struct{}{}); busy {
@@ -489,7 +583,8 @@ func (s *Server) SweepAbandonedBlobs(ctx context.Context, before time.Time, limi
 }
 
 // deleteUnlessWrittenSince deletes the object at key unless it was
-// written at or after since. The sweeper removes an abandoned blob's row
+// written at or after since: for rows that record no generation (written
+// by an older release, or before their upload's first commit). The sweeper removes an abandoned blob's row
 // first; a stream of another process that resumed the blob in between
 // writes its object after that row's time, and keeps it: only a write
 // landing between this Stat and the Delete is lost.

@@ -80,6 +80,18 @@ func (c *chunkReader) stop() {
 	close(c.done)
 }
 
+// clientOf is the client address of a call, as Config.ClientAddr resolves
+// it; "" if unknown.
+func (s *Server) clientOf(ctx context.Context) string {
+	if s.cfg.ClientAddr == nil {
+		return connOf(ctx)
+	}
+	if a, ok := s.cfg.ClientAddr(ctx); ok {
+		return a.String()
+	}
+	return ""
+}
+
 // connOf names the client connection of a call: its remote address, one
 // per TCP connection.
 func connOf(ctx context.Context) string {

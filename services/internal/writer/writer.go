@@ -15,8 +15,10 @@
 package writer
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +50,11 @@ type Config struct {
 	// the experiment the first attempt created. DefaultCreateRequestTTL if
 	// zero.
 	CreateRequestTTL time.Duration
+	// ClientAddr resolves the client address of a call (the peer, or the
+	// address a trusted proxy forwarded: clientaddr.Hops.FromGRPC); the
+	// per-client blob stream cap counts a user's streams per address. If
+	// nil, the connection's peer address.
+	ClientAddr func(context.Context) (netip.Addr, bool)
 	// Now is the clock; time.Now if nil.
 	Now    func() time.Time
 	Logger *slog.Logger

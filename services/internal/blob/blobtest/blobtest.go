@@ -48,6 +48,8 @@ func Run(t *testing.T, h Harness) {
 		{"RoundTrip", testRoundTrip},
 		{"NotFound", testNotFound},
 		{"Overwrite", testOverwrite},
+		{"Generations", testGenerations},
+		{"RowReader", testRowReader},
 		{"Ranges", testRanges},
 		{"DeclaredChecksum", testDeclaredChecksum},
 		{"CorruptionDetected", testCorruption},
@@ -162,6 +164,86 @@ func testOverwrite(t *testing.T, h Harness) {
 	put(t, s, key, second)
 	if got := mustRead(t, s, key); !bytes.Equal(got, second) {
 		t.Errorf("after overwrite read %d bytes, want the 300 of the second write", len(got))
+	}
+}
+
+// Every write gives the object a new generation; a conditional Put or a
+// DeleteGeneration that expects another one changes nothing.
+func testGenerations(t *testing.T, h Harness) {
+	s := h.New(t)
+	ctx := t.Context()
+	const key = "experiments/e1/gen"
+	condPut := func(data []byte, gen int64) (blob.Attrs, error) {
+		return s.Put(ctx, key, bytes.NewReader(data), blob.PutOptions{IfGeneration: &gen})
+	}
+	first, err := condPut(pattern(100, 1), blob.NoObject)
+	if err != nil {
+		t.Fatalf("Put if no object, on none: %v", err)
+	}
+	if first.Generation == blob.NoObject {
+		t.Fatal("a written object has generation NoObject")
+	}
+	if st, err := s.Stat(ctx, key); err != nil || st.Generation != first.Generation {
+		t.Errorf("Stat = %+v, %v; want generation %d", st, err, first.Generation)
+	}
+	if _, err := condPut(pattern(50, 2), blob.NoObject); !errors.Is(err, blob.ErrPrecondition) {
+		t.Errorf("Put if no object, on one: %v; want ErrPrecondition", err)
+	}
+	second, err := condPut(pattern(200, 3), first.Generation)
+	if err != nil {
+		t.Fatalf("Put if at the current generation: %v", err)
+	}
+	if second.Generation == first.Generation {
+		t.Errorf("a rewrite kept generation %d", first.Generation)
+	}
+	if _, err := condPut(pattern(60, 4), first.Generation); !errors.Is(err, blob.ErrPrecondition) {
+		t.Errorf("Put if at a replaced generation: %v; want ErrPrecondition", err)
+	}
+	if got := mustRead(t, s, key); !bytes.Equal(got, pattern(200, 3)) {
+		t.Errorf("after refused writes read %d bytes; want the 200 of the last accepted one", len(got))
+	}
+	if err := s.DeleteGeneration(ctx, key, first.Generation); err != nil {
+		t.Errorf("DeleteGeneration of a replaced generation: %v", err)
+	}
+	if _, err := s.Stat(ctx, key); err != nil {
+		t.Errorf("the object after deleting a replaced generation: %v", err)
+	}
+	if err := s.DeleteGeneration(ctx, key, second.Generation); err != nil {
+		t.Errorf("DeleteGeneration of the current generation: %v", err)
+	}
+	if _, err := s.Stat(ctx, key); !errors.Is(err, blob.ErrNotFound) {
+		t.Errorf("Stat after deleting the current generation: %v; want ErrNotFound", err)
+	}
+	if err := s.DeleteGeneration(ctx, key, second.Generation); err != nil {
+		t.Errorf("DeleteGeneration of a missing object: %v", err)
+	}
+}
+
+// RowReader checks an object against the size and checksum a row
+// recorded, so an object replaced behind the row fails to read.
+func testRowReader(t *testing.T, h Harness) {
+	s := h.New(t)
+	const key = "experiments/e1/row"
+	data := pattern(1000, 5)
+	put(t, s, key, data)
+	readRow := func(size int64, crc uint32) ([]byte, error) {
+		r, err := blob.RowReader(t.Context(), s, key, size, crc)
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		return io.ReadAll(r)
+	}
+	if got, err := readRow(1000, crcOf(data)); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("RowReader with the right row = %d bytes, %v", len(got), err)
+	}
+	other := pattern(1000, 6)
+	put(t, s, key, other)
+	if _, err := readRow(1000, crcOf(data)); !errors.Is(err, blob.ErrChecksum) {
+		t.Errorf("RowReader of a replaced object: %v; want ErrChecksum", err)
+	}
+	if _, err := readRow(999, crcOf(other)); !errors.Is(err, blob.ErrChecksum) {
+		t.Errorf("RowReader with another size: %v; want ErrChecksum", err)
 	}
 }
 

@@ -2,9 +2,16 @@
 // embedded on one machine.
 //
 // Each object is one file at <root>/<key>. The file starts with a 16-byte
-// header (the magic "tbhubblb", the content's CRC32C, four reserved bytes)
-// followed by the content, so the checksum travels with the bytes and is
-// replaced atomically with them. A write goes to a temporary file under
+// header (the magic "tbhubblb", the content's CRC32C, the object's
+// generation) followed by the content, so the checksum travels with the
+// bytes and is replaced atomically with them. The generation is a random
+// non-zero 32-bit number drawn for each Put (a file written before
+// generations has zero there and the generation legacyGeneration): a
+// conditional Put or DeleteGeneration that expects an object replaced since
+// passes only if its successor drew the same number, a chance of 2^-32.
+// Renames and removals are serialized within the process (Store.commit), so
+// a condition is checked atomically with the rename or removal it guards;
+// two processes must not share one folder. A write goes to a temporary file under
 // <root>/.tmp, is fsynced, and is renamed over the final name; the parent
 // directory is fsynced after the rename. All file access goes through an
 // os.Root, so no key can reach outside the folder even through symlinks, and
@@ -25,6 +32,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -39,11 +47,17 @@ const (
 	// must be before Open removes it.
 	staleTemp = time.Hour
 	copyBuf   = 256 << 10
+	// legacyGeneration is the generation of a file written before files
+	// carried one (its header's last four bytes are zero).
+	legacyGeneration int64 = 1 << 32
 )
 
 // Store is a blob.Store rooted at one directory.
 type Store struct {
 	root *os.Root
+	// commit serializes renames into place and removals, so that a
+	// generation condition holds from its check to the change it guards.
+	commit sync.Mutex
 	// tempWriter, if set, stands between Put and the temporary file's
 	// content writes (tests make it fail as a full disk would).
 	tempWriter func(io.Writer) io.Writer
@@ -134,6 +148,8 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts blob.PutO
 	}
 	copy(header[:8], magic)
 	binary.BigEndian.PutUint32(header[8:12], crc)
+	gen := newGeneration()
+	binary.BigEndian.PutUint32(header[12:16], gen)
 	if _, err := f.WriteAt(header[:], 0); err != nil {
 		return blob.Attrs{}, fmt.Errorf("fileblob.Put %s: %w", key, err)
 	}
@@ -147,18 +163,57 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts blob.PutO
 	if err := f.Close(); err != nil {
 		return blob.Attrs{}, fmt.Errorf("fileblob.Put %s: %w", key, err)
 	}
-	if err := s.rename(tmp, key); err != nil {
+	if err := s.rename(tmp, key, opts.IfGeneration); err != nil {
 		return blob.Attrs{}, fmt.Errorf("fileblob.Put %s: %w", key, err)
 	}
 	committed = true
-	return blob.Attrs{Key: key, Size: size, CRC32C: crc, Updated: info.ModTime()}, nil
+	return blob.Attrs{Key: key, Size: size, CRC32C: crc, Updated: info.ModTime(), Generation: int64(gen)}, nil
 }
 
-// rename moves the finished temporary file into place and fsyncs the parent
-// directory. A concurrent Delete may prune the freshly made parent directory
-// between MkdirAll and Rename, so that pair is retried a few times.
-func (s *Store) rename(tmp, key string) error {
+// newGeneration draws a random non-zero generation.
+func newGeneration() uint32 {
+	var b [4]byte
+	for {
+		_, _ = rand.Read(b[:])
+		if g := binary.BigEndian.Uint32(b[:]); g != 0 {
+			return g
+		}
+	}
+}
+
+// generation is the generation of the object at key, blob.NoObject if
+// there is none. The caller holds s.commit.
+func (s *Store) generation(key string) (int64, error) {
+	f, attrs, err := s.open(key)
+	if errors.Is(err, blob.ErrNotFound) {
+		return blob.NoObject, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	f.Close()
+	return attrs.Generation, nil
+}
+
+// rename moves the finished temporary file into place, if the object
+// there is at generation *ifGen (when ifGen is set), and fsyncs the
+// parent directory. A concurrent Delete may prune the freshly made parent
+// directory between MkdirAll and Rename, so that pair is retried a few
+// times.
+func (s *Store) rename(tmp, key string, ifGen *int64) error {
 	dir := path.Dir(key)
+	s.commit.Lock()
+	if ifGen != nil {
+		gen, err := s.generation(key)
+		if err != nil {
+			s.commit.Unlock()
+			return err
+		}
+		if gen != *ifGen {
+			s.commit.Unlock()
+			return fmt.Errorf("%w: at %d, expected %d", blob.ErrPrecondition, gen, *ifGen)
+		}
+	}
 	var err error
 	for range 5 {
 		if err = s.root.MkdirAll(dir, 0o700); err != nil {
@@ -168,9 +223,10 @@ func (s *Store) rename(tmp, key string) error {
 			break
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			return err
+			break
 		}
 	}
+	s.commit.Unlock()
 	if err != nil {
 		return err
 	}
@@ -234,11 +290,16 @@ func (s *Store) open(key string) (*os.File, blob.Attrs, error) {
 		f.Close()
 		return nil, blob.Attrs{}, fmt.Errorf("%w: %s: bad object header", blob.ErrChecksum, key)
 	}
+	gen := int64(binary.BigEndian.Uint32(header[12:16]))
+	if gen == 0 {
+		gen = legacyGeneration
+	}
 	return f, blob.Attrs{
-		Key:     key,
-		Size:    info.Size() - headerSize,
-		CRC32C:  binary.BigEndian.Uint32(header[8:12]),
-		Updated: info.ModTime(),
+		Key:        key,
+		Size:       info.Size() - headerSize,
+		CRC32C:     binary.BigEndian.Uint32(header[8:12]),
+		Updated:    info.ModTime(),
+		Generation: gen,
 	}, nil
 }
 
@@ -288,15 +349,41 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if info, err := s.root.Lstat(key); err == nil && info.IsDir() {
 		return nil // a directory is not an object; nothing to delete
 	}
-	if err := s.root.Remove(key); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	s.commit.Lock()
+	err := s.root.Remove(key)
+	s.commit.Unlock()
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("fileblob.Delete %s: %w", key, err)
 	}
+	s.pruneDirs(key)
+	return nil
+}
+
+// DeleteGeneration implements blob.Store.
+func (s *Store) DeleteGeneration(ctx context.Context, key string, generation int64) error {
+	if err := blob.ValidateKey(key); err != nil {
+		return err
+	}
+	s.commit.Lock()
+	gen, err := s.generation(key)
+	if err == nil && gen == generation {
+		err = s.root.Remove(key)
+	}
+	s.commit.Unlock()
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("fileblob.DeleteGeneration %s: %w", key, err)
+	}
+	s.pruneDirs(key)
+	return nil
+}
+
+// pruneDirs removes the emptied parent directories of a removed key.
+func (s *Store) pruneDirs(key string) {
 	for dir := path.Dir(key); dir != "."; dir = path.Dir(dir) {
 		if s.root.Remove(dir) != nil { // fails when not empty
 			break
 		}
 	}
-	return nil
 }
 
 // List implements blob.Store.

@@ -191,6 +191,10 @@ func (s *Store) PutBlob(ctx context.Context, eid string, ref store.BlobRef, b st
 	return s.call(ctx, "PutBlob", func(ctx context.Context) error { return s.st.PutBlob(ctx, eid, ref, b) })
 }
 
+func (s *Store) PutBlobIf(ctx context.Context, eid string, ref store.BlobRef, b store.Blob, want store.BlobMatch) error {
+	return s.call(ctx, "PutBlobIf", func(ctx context.Context) error { return s.st.PutBlobIf(ctx, eid, ref, b, want) })
+}
+
 func (s *Store) ListDeletedExperiments(ctx context.Context, limit int) ([]string, error) {
 	return value(s, ctx, "ListDeletedExperiments", func(ctx context.Context) ([]string, error) { return s.st.ListDeletedExperiments(ctx, limit) })
 }
@@ -263,8 +267,8 @@ func (s *Store) RevokeAPIToken(ctx context.Context, userID, tokenID string, at t
 	return s.call(ctx, "RevokeAPIToken", func(ctx context.Context) error { return s.st.RevokeAPIToken(ctx, userID, tokenID, at) })
 }
 
-func (s *Store) TouchAPIToken(ctx context.Context, tokenID string, at time.Time) error {
-	return s.call(ctx, "TouchAPIToken", func(ctx context.Context) error { return s.st.TouchAPIToken(ctx, tokenID, at) })
+func (s *Store) TouchAPIToken(ctx context.Context, tokenID string, at time.Time, every time.Duration) error {
+	return s.call(ctx, "TouchAPIToken", func(ctx context.Context) error { return s.st.TouchAPIToken(ctx, tokenID, at, every) })
 }
 
 func (s *Store) AddPendingGrant(ctx context.Context, eid, email string) error {

@@ -438,16 +438,18 @@ func (s *Store) ListAbandonedBlobs(ctx context.Context, before time.Time, limit 
 	defer release()
 	var out []store.AbandonedBlob
 	err := s.client.Single().Query(ctx, spanner.Statement{
-		SQL: `SELECT b.ExperimentId, b.RunName, b.Tag, b.Step, b.BlobIndex, b.ObjectKey, b.Size, b.UnfinishedWriteTime
+		SQL: `SELECT b.ExperimentId, b.RunName, b.Tag, b.Step, b.BlobIndex, b.ObjectKey, b.Size, b.Generation, b.UnfinishedWriteTime
 			FROM Blobs@{FORCE_INDEX=BlobsByUnfinishedWriteTime, spanner_emulator.disable_query_null_filtered_index_check=true} b JOIN Experiments e ON e.ExperimentId = b.ExperimentId
 			WHERE b.UnfinishedWriteTime < @before AND b.State = @unfinished AND e.State = @live
 			ORDER BY b.UnfinishedWriteTime LIMIT @limit`,
 		Params: map[string]any{"before": before, "unfinished": int64(store.BlobStateUnfinalized), "live": stateLive, "limit": int64(limit)},
 	}).Do(func(row *spanner.Row) error {
 		var b store.AbandonedBlob
-		if err := row.Columns(&b.Experiment, &b.Ref.Run, &b.Ref.Tag, &b.Ref.Step, &b.Ref.Index, &b.ObjectKey, &b.Size, &b.WriteTime); err != nil {
+		var gen spanner.NullInt64
+		if err := row.Columns(&b.Experiment, &b.Ref.Run, &b.Ref.Tag, &b.Ref.Step, &b.Ref.Index, &b.ObjectKey, &b.Size, &gen, &b.WriteTime); err != nil {
 			return err
 		}
+		b.Generation = gen.Int64
 		out = append(out, b)
 		return nil
 	})

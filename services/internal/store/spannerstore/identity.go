@@ -391,7 +391,7 @@ func (s *Store) RevokeAPIToken(ctx context.Context, userID, tokenID string, at t
 }
 
 // TouchAPIToken implements store.IdentityStore.
-func (s *Store) TouchAPIToken(ctx context.Context, tokenID string, at time.Time) error {
+func (s *Store) TouchAPIToken(ctx context.Context, tokenID string, at time.Time, every time.Duration) error {
 	s, release := s.acquire()
 	defer release()
 	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
@@ -407,7 +407,7 @@ func (s *Store) TouchAPIToken(ctx context.Context, tokenID string, at time.Time)
 			return err
 		}
 		var last spanner.NullTime
-		if err := row.Columns(&last); err != nil || (last.Valid && !last.Time.Before(at)) {
+		if err := row.Columns(&last); err != nil || (last.Valid && (!last.Time.Before(at) || last.Time.After(at.Add(-every)))) {
 			return err
 		}
 		return tx.BufferWrite([]*spanner.Mutation{spanner.Update("ApiTokens",

@@ -395,7 +395,7 @@ func attachBlobs(ctx context.Context, tx txReader, eid string, batch []seriesPoi
 // readBlobs reads Blobs rows, grouped by point and sorted by index.
 func readBlobs(ctx context.Context, tx txReader, keys spanner.KeySet) (map[pointKey][]store.Blob, error) {
 	out := map[pointKey][]store.Blob{}
-	err := tx.Read(ctx, "Blobs", keys, []string{"RunName", "Tag", "Step", "BlobIndex", "ObjectKey", "Size", "Crc32c", "State"}).Do(func(row *spanner.Row) error {
+	err := tx.Read(ctx, "Blobs", keys, append([]string{"RunName", "Tag", "Step"}, blobRowColumns...)).Do(func(row *spanner.Row) error {
 		var k pointKey
 		b, err := blobFromRow(row, &k.run, &k.tag, &k.step)
 		out[k] = append(out[k], b)
@@ -407,13 +407,17 @@ func readBlobs(ctx context.Context, tx txReader, keys spanner.KeySet) (map[point
 	return out, err
 }
 
-// blobFromRow reads a blob from the row's columns after those lead
-// receives (the blob's step at least).
+// blobRowColumns are the columns blobFromRow reads after the lead ones.
+var blobRowColumns = []string{"BlobIndex", "ObjectKey", "Size", "Crc32c", "State", "Generation"}
+
+// blobFromRow reads a blob from the row's columns (blobRowColumns) after
+// those lead receives (the blob's step at least).
 func blobFromRow(row *spanner.Row, lead ...any) (store.Blob, error) {
 	var b store.Blob
 	var crc, state int64
-	err := row.Columns(append(lead, &b.Index, &b.ObjectKey, &b.Size, &crc, &state)...)
-	b.CRC32C, b.State = uint32(crc), store.BlobState(state)
+	var gen spanner.NullInt64 // NULL in rows from before generations
+	err := row.Columns(append(lead, &b.Index, &b.ObjectKey, &b.Size, &crc, &state, &gen)...)
+	b.CRC32C, b.State, b.Generation = uint32(crc), store.BlobState(state), gen.Int64
 	return b, err
 }
 
@@ -431,7 +435,7 @@ func (s *Store) GetBlob(ctx context.Context, eid string, ref store.BlobRef) (sto
 	var b store.Blob
 	err := s.readOnly(ctx, eid, func(tx *spanner.ReadOnlyTransaction) error {
 		row, err := tx.ReadRow(ctx, "Blobs", spanner.Key{eid, ref.Run, ref.Tag, ref.Step, ref.Index},
-			[]string{"Step", "BlobIndex", "ObjectKey", "Size", "Crc32c", "State"})
+			append([]string{"Step"}, blobRowColumns...))
 		if err != nil {
 			return err
 		}

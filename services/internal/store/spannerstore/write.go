@@ -569,12 +569,24 @@ func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, series 
 	return point, replaced, nil
 }
 
-var blobColumns = []string{"ExperimentId", "RunName", "Tag", "Step", "BlobIndex", "ObjectKey", "Size", "Crc32c", "State", "UnfinishedWriteTime"}
+var blobColumns = []string{"ExperimentId", "RunName", "Tag", "Step", "BlobIndex", "ObjectKey", "Size", "Crc32c", "State", "UnfinishedWriteTime", "Generation"}
 
 // PutBlob implements store.Writer. The series' BlobCount and BlobBytes
 // follow the row's state: only current blobs count. An unfinished row
 // records its commit time (UnfinishedWriteTime); a current one none.
 func (s *Store) PutBlob(ctx context.Context, eid string, ref store.BlobRef, b store.Blob) error {
+	return s.putBlob(ctx, eid, ref, b, nil)
+}
+
+// PutBlobIf implements store.Writer: the row is read and written in one
+// read-write transaction, which Spanner serializes against every other
+// writer of the row.
+func (s *Store) PutBlobIf(ctx context.Context, eid string, ref store.BlobRef, b store.Blob, want store.BlobMatch) error {
+	return s.putBlob(ctx, eid, ref, b, &want)
+}
+
+// putBlob writes the row of a blob, if want is nil or holds.
+func (s *Store) putBlob(ctx context.Context, eid string, ref store.BlobRef, b store.Blob, want *store.BlobMatch) error {
 	s, release := s.acquire()
 	defer release()
 	if b.State != store.BlobStateUnfinalized && b.State != store.BlobStateCurrent {
@@ -607,19 +619,27 @@ func (s *Store) PutBlob(ctx context.Context, eid string, ref store.BlobRef, b st
 			return err
 		}
 		st := states[sref]
-		old, err := tx.ReadRow(ctx, "Blobs", spanner.Key{eid, ref.Run, ref.Tag, ref.Step, ref.Index}, []string{"Size", "State"})
+		row, err = tx.ReadRow(ctx, "Blobs", spanner.Key{eid, ref.Run, ref.Tag, ref.Step, ref.Index}, []string{"Size", "State", "Generation"})
+		var old *store.Blob
 		switch {
 		case err == nil:
 			var size, state int64
-			if err := old.Columns(&size, &state); err != nil {
+			var gen spanner.NullInt64
+			if err := row.Columns(&size, &state, &gen); err != nil {
 				return err
 			}
-			if store.BlobState(state) == store.BlobStateCurrent {
-				st.blobCount--
-				st.blobBytes -= size
-			}
+			old = &store.Blob{Size: size, State: store.BlobState(state), Generation: gen.Int64}
 		case spanner.ErrCode(err) != codes.NotFound:
 			return err
+		}
+		if want != nil {
+			if err := store.CheckBlobMatch(old, b, *want); err != nil {
+				return err
+			}
+		}
+		if old != nil && old.State == store.BlobStateCurrent {
+			st.blobCount--
+			st.blobBytes -= old.Size
 		}
 		if b.State == store.BlobStateCurrent {
 			st.blobCount++
@@ -632,7 +652,7 @@ func (s *Store) PutBlob(ctx context.Context, eid string, ref store.BlobRef, b st
 		}
 		return tx.BufferWrite([]*spanner.Mutation{
 			spanner.InsertOrUpdate("Blobs", blobColumns,
-				[]any{eid, ref.Run, ref.Tag, ref.Step, ref.Index, b.ObjectKey, b.Size, int64(b.CRC32C), int64(b.State), unfinishedWrite}),
+				[]any{eid, ref.Run, ref.Tag, ref.Step, ref.Index, b.ObjectKey, b.Size, int64(b.CRC32C), int64(b.State), unfinishedWrite, b.Generation}),
 			st.mutation(eid, &ts),
 		})
 	})

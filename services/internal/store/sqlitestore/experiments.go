@@ -473,7 +473,7 @@ func (s *Store) PurgeExperiment(ctx context.Context, eid string) error {
 func (s *Store) ListAbandonedBlobs(ctx context.Context, before time.Time, limit int) ([]store.AbandonedBlob, error) {
 	var out []store.AbandonedBlob
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT s.experiment_id, s.run, s.tag, b.step, b.idx, b.object_key, b.size, b.unfinished_write_time
+		rows, err := tx.QueryContext(ctx, `SELECT s.experiment_id, s.run, s.tag, b.step, b.idx, b.object_key, b.size, b.generation, b.unfinished_write_time
 			FROM blobs b JOIN series s ON s.id = b.series_id JOIN experiments e ON e.id = s.experiment_id
 			WHERE b.unfinished_write_time < ? AND b.state = ? AND e.deleted = 0
 			ORDER BY b.unfinished_write_time LIMIT ?`, nanos(before), int(store.BlobStateUnfinalized), limit)
@@ -484,7 +484,7 @@ func (s *Store) ListAbandonedBlobs(ctx context.Context, before time.Time, limit 
 		for rows.Next() {
 			var b store.AbandonedBlob
 			var written int64
-			if err := rows.Scan(&b.Experiment, &b.Ref.Run, &b.Ref.Tag, &b.Ref.Step, &b.Ref.Index, &b.ObjectKey, &b.Size, &written); err != nil {
+			if err := rows.Scan(&b.Experiment, &b.Ref.Run, &b.Ref.Tag, &b.Ref.Step, &b.Ref.Index, &b.ObjectKey, &b.Size, &b.Generation, &written); err != nil {
 				return err
 			}
 			b.WriteTime = fromNanos(written)

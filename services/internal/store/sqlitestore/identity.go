@@ -341,10 +341,11 @@ func (s *Store) RevokeAPIToken(ctx context.Context, userID, tokenID string, at t
 }
 
 // TouchAPIToken implements store.IdentityStore.
-func (s *Store) TouchAPIToken(ctx context.Context, tokenID string, at time.Time) error {
+func (s *Store) TouchAPIToken(ctx context.Context, tokenID string, at time.Time, every time.Duration) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE api_tokens SET last_use_time = ?1
-			WHERE id = ?2 AND (last_use_time IS NULL OR last_use_time < ?1)`, nanos(at), tokenID)
+			WHERE id = ?2 AND (last_use_time IS NULL OR (last_use_time < ?1 AND last_use_time <= ?3))`,
+			nanos(at), tokenID, nanos(at.Add(-every)))
 		return err
 	})
 	if err != nil {

@@ -243,7 +243,7 @@ var blobSequenceTable = pointTable[store.BlobSequencePoint]{
 
 // blobsAt returns the blob rows of one blob-sequence point, by index.
 func blobsAt(ctx context.Context, tx *sql.Tx, seriesID, step int64) ([]store.Blob, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT idx, object_key, size, crc32c, state FROM blobs
+	rows, err := tx.QueryContext(ctx, `SELECT idx, object_key, size, crc32c, state, generation FROM blobs
 		WHERE series_id = ? AND step = ? ORDER BY idx`, seriesID, step)
 	if err != nil {
 		return nil, err
@@ -253,7 +253,7 @@ func blobsAt(ctx context.Context, tx *sql.Tx, seriesID, step int64) ([]store.Blo
 	for rows.Next() {
 		var b store.Blob
 		var crc int64
-		if err := rows.Scan(&b.Index, &b.ObjectKey, &b.Size, &crc, &b.State); err != nil {
+		if err := rows.Scan(&b.Index, &b.ObjectKey, &b.Size, &crc, &b.State, &b.Generation); err != nil {
 			return nil, err
 		}
 		b.CRC32C = uint32(crc)
@@ -497,9 +497,9 @@ func (s *Store) GetBlob(ctx context.Context, eid string, ref store.BlobRef) (sto
 			return err
 		}
 		var crc int64
-		err = tx.QueryRowContext(ctx, `SELECT idx, object_key, size, crc32c, state FROM blobs
+		err = tx.QueryRowContext(ctx, `SELECT idx, object_key, size, crc32c, state, generation FROM blobs
 			WHERE series_id = ? AND step = ? AND idx = ?`, r.id, ref.Step, ref.Index).
-			Scan(&b.Index, &b.ObjectKey, &b.Size, &crc, &b.State)
+			Scan(&b.Index, &b.ObjectKey, &b.Size, &crc, &b.State, &b.Generation)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("blob %+v: %w", ref, store.ErrNotFound)
 		}

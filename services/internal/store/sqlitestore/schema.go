@@ -275,6 +275,14 @@ CREATE TABLE IF NOT EXISTS scalar_chunks (
 	UNIQUE (series_id, sample_level, first_step)
 );
 `,
+	`
+-- The blob store generation of the object a blob row stands for
+-- (store.Blob.Generation), so that writers racing on one blob (two server
+-- instances) write rows and objects only over the versions they read: 0
+-- for rows written before this version, and while an upload has not
+-- committed an object yet.
+ALTER TABLE blobs ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // dataMigrations are Go steps that run, in the same transaction, after the

@@ -418,6 +418,16 @@ func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, ts stor
 // PutBlob implements store.Writer. ref.Index names the slot; b.Index is
 // ignored.
 func (s *Store) PutBlob(ctx context.Context, eid string, ref store.BlobRef, b store.Blob) error {
+	return s.putBlob(ctx, eid, ref, b, nil)
+}
+
+// PutBlobIf implements store.Writer.
+func (s *Store) PutBlobIf(ctx context.Context, eid string, ref store.BlobRef, b store.Blob, want store.BlobMatch) error {
+	return s.putBlob(ctx, eid, ref, b, &want)
+}
+
+// putBlob writes the row of a blob, if want is nil or holds.
+func (s *Store) putBlob(ctx context.Context, eid string, ref store.BlobRef, b store.Blob, want *store.BlobMatch) error {
 	if b.State != store.BlobStateUnfinalized && b.State != store.BlobStateCurrent {
 		return fmt.Errorf("sqlitestore.PutBlob: state %d: %w", b.State, store.ErrInvalidArgument)
 	}
@@ -447,26 +457,34 @@ func (s *Store) PutBlob(ctx context.Context, eid string, ref store.BlobRef, b st
 		if b.State == store.BlobStateCurrent {
 			count, bytes = 1, b.Size
 		}
-		var oldState store.BlobState
-		var oldSize int64
-		err = tx.QueryRowContext(ctx, "SELECT state, size FROM blobs WHERE series_id = ? AND step = ? AND idx = ?",
-			r.id, ref.Step, ref.Index).Scan(&oldState, &oldSize)
+		var old store.Blob
+		err = tx.QueryRowContext(ctx, "SELECT state, size, generation FROM blobs WHERE series_id = ? AND step = ? AND idx = ?",
+			r.id, ref.Step, ref.Index).Scan(&old.State, &old.Size, &old.Generation)
+		var oldRow *store.Blob
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			return err
-		case oldState == store.BlobStateCurrent:
-			count, bytes = count-1, bytes-oldSize
+		default:
+			oldRow = &old
+		}
+		if want != nil {
+			if err := store.CheckBlobMatch(oldRow, b, *want); err != nil {
+				return err
+			}
+		}
+		if oldRow != nil && old.State == store.BlobStateCurrent {
+			count, bytes = count-1, bytes-old.Size
 		}
 		var unfinishedWrite any // NULL for a current blob
 		if b.State == store.BlobStateUnfinalized {
 			unfinishedWrite = nanos(s.now())
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (series_id, step, idx, object_key, size, crc32c, state, unfinished_write_time)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (series_id, step, idx) DO UPDATE SET
+		if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (series_id, step, idx, object_key, size, crc32c, state, unfinished_write_time, generation)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (series_id, step, idx) DO UPDATE SET
 			object_key = excluded.object_key, size = excluded.size, crc32c = excluded.crc32c, state = excluded.state,
-			unfinished_write_time = excluded.unfinished_write_time`,
-			r.id, ref.Step, ref.Index, b.ObjectKey, b.Size, int64(b.CRC32C), b.State, unfinishedWrite); err != nil {
+			unfinished_write_time = excluded.unfinished_write_time, generation = excluded.generation`,
+			r.id, ref.Step, ref.Index, b.ObjectKey, b.Size, int64(b.CRC32C), b.State, unfinishedWrite, b.Generation); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE series SET blob_count = blob_count + ?, total_bytes = total_bytes + ? WHERE id = ?",

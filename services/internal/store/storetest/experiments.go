@@ -418,8 +418,8 @@ func testAbandonedBlobs(t *testing.T, s store.Store) {
 	// skipped; the claims granted are released.
 	var removed []string
 	var claims []string
-	n, err := store.SweepAbandonedBlobs(c, s, func(_ context.Context, key string) error {
-		removed = append(removed, key)
+	n, err := store.SweepAbandonedBlobs(c, s, func(_ context.Context, ab store.AbandonedBlob) error {
+		removed = append(removed, ab.ObjectKey)
 		return nil
 	}, func(ab store.AbandonedBlob) (func(), bool) {
 		if ab.ObjectKey == b+"/1" {
@@ -454,7 +454,7 @@ func testAbandonedBlobs(t *testing.T, s store.Store) {
 	}
 	// Unclaimed, the blob skipped goes too; then there is nothing left.
 	for _, want := range []int{1, 0} {
-		if n, err := store.SweepAbandonedBlobs(c, s, func(context.Context, string) error { return nil }, nil, cutoff, 10); err != nil || n != want {
+		if n, err := store.SweepAbandonedBlobs(c, s, func(context.Context, store.AbandonedBlob) error { return nil }, nil, cutoff, 10); err != nil || n != want {
 			t.Errorf("next SweepAbandonedBlobs = %d, %v; want %d, nil", n, err, want)
 		}
 	}

@@ -144,16 +144,28 @@ func testAPITokens(t *testing.T, s IdentityBackend) {
 	// Touch never moves backwards.
 	t1 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 	for _, at := range []time.Time{t1, t1.Add(-time.Hour)} {
-		if err := s.TouchAPIToken(ctx, "tok1", at); err != nil {
+		if err := s.TouchAPIToken(ctx, "tok1", at, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.TouchAPIToken(ctx, "no-such-token", t1); err != nil {
+	if err := s.TouchAPIToken(ctx, "no-such-token", t1, 0); err != nil {
 		t.Errorf("TouchAPIToken(unknown) = %v, want nil", err)
 	}
 	got, _ = s.GetAPITokenByHash(ctx, store.HashTokenSecret("secret-1"))
 	if !got.LastUseTime.Equal(t1) {
 		t.Errorf("LastUseTime = %v, want %v", got.LastUseTime, t1)
+	}
+	// Within the interval a touch (another instance's) writes nothing;
+	// once it has passed, one does.
+	for _, c := range []struct {
+		at, want time.Time
+	}{{t1.Add(59 * time.Second), t1}, {t1.Add(time.Minute), t1.Add(time.Minute)}} {
+		if err := s.TouchAPIToken(ctx, "tok1", c.at, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ = s.GetAPITokenByHash(ctx, store.HashTokenSecret("secret-1")); !got.LastUseTime.Equal(c.want) {
+			t.Errorf("LastUseTime after a touch at %v, once a minute = %v, want %v", c.at, got.LastUseTime, c.want)
+		}
 	}
 
 	// Revocation: only by the owner, first time kept.

@@ -68,6 +68,47 @@ func testTensors(t *testing.T, s store.Store) {
 	}
 }
 
+// PutBlobIf writes only over the row its caller read (none, or one at a
+// generation), records the generation, and never turns a current row back
+// into an unfinished one; a refused write changes nothing.
+func testBlobRowConditions(t *testing.T, s store.Store) {
+	c := ctx(t)
+	eid := newExperiment(t, s)
+	ts := store.TimeSeries{Run: "r", Tag: "images", PluginName: "images", SummaryMetadata: []byte("m")}
+	_, _, err := s.GetOrCreateBlobSequence(c, eid, ts, 1, 1, 1)
+	must(t, "GetOrCreateBlobSequence", err)
+	ref := store.BlobRef{Run: "r", Tag: "images", Step: 1}
+	none := store.BlobMatch{}
+	at := func(gen int64) store.BlobMatch { return store.BlobMatch{Exists: true, Generation: gen} }
+	claim := store.Blob{ObjectKey: "k", State: store.BlobStateUnfinalized}
+	must(t, "PutBlobIf a claim over no row", s.PutBlobIf(c, eid, ref, claim, none))
+	wantErr(t, "PutBlobIf over no row, with a row", s.PutBlobIf(c, eid, ref, claim, none), store.ErrConflict)
+	partial := store.Blob{ObjectKey: "k", Size: 5, CRC32C: 9, State: store.BlobStateUnfinalized, Generation: 11}
+	must(t, "PutBlobIf partial over the claim", s.PutBlobIf(c, eid, ref, partial, at(0)))
+	wantErr(t, "PutBlobIf over a replaced generation", s.PutBlobIf(c, eid, ref, partial, at(0)), store.ErrConflict)
+	got, err := s.GetBlob(c, eid, ref)
+	must(t, "GetBlob", err)
+	if got != partial {
+		t.Errorf("GetBlob = %+v, want %+v", got, partial)
+	}
+	done := store.Blob{ObjectKey: "k", Size: 8, CRC32C: 7, State: store.BlobStateCurrent, Generation: 12}
+	must(t, "PutBlobIf current", s.PutBlobIf(c, eid, ref, done, at(11)))
+	// A late writer that read the current row's generation still may not
+	// turn it back into an unfinished one.
+	late := store.Blob{ObjectKey: "k", Size: 5, CRC32C: 9, State: store.BlobStateUnfinalized, Generation: 12}
+	wantErr(t, "PutBlobIf unfinished over current", s.PutBlobIf(c, eid, ref, late, at(12)), store.ErrConflict)
+	got, err = s.GetBlob(c, eid, ref)
+	must(t, "GetBlob", err)
+	if got != done {
+		t.Errorf("GetBlob after refused writes = %+v, want %+v", got, done)
+	}
+	e, err := s.GetExperiment(c, eid)
+	must(t, "GetExperiment", err)
+	if e.NumBlobs != 1 || e.TotalBlobBytes != 8 {
+		t.Errorf("counts = %d blobs, %d bytes; want 1 of 8 bytes", e.NumBlobs, e.TotalBlobBytes)
+	}
+}
+
 func testBlobSequences(t *testing.T, s store.Store) {
 	c := ctx(t)
 	eid := newExperiment(t, s)

@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"SpecialFloats", testSpecialFloats},
 		{"Tensors", testTensors},
 		{"BlobSequences", testBlobSequences},
+		{"BlobRowConditions", testBlobRowConditions},
 		{"HostileNames", testHostileNames},
 		{"RunsPluginsCounts", testRunsPluginsCounts},
 		{"PutRuns", testPutRuns},
