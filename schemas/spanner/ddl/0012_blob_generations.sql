@@ -1,4 +1,4 @@
--- Blobs, version 11: Generation is the GCS generation of the object the
+-- Blobs, version 12: Generation is the GCS generation of the object the
 -- row stands for (store.Blob.Generation). Writers that may race on one blob
 -- (a stream cut on one instance and resumed on another) write the object
 -- only over the generation they read (ifGenerationMatch) and the row only
