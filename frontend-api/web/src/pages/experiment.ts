@@ -17,6 +17,7 @@ import { customScalarsDashboard } from "../dashboards/customscalars";
 import { hparamsDashboard } from "../dashboards/hparams";
 import { graphsDashboard } from "../dashboards/graphs";
 import { meshDashboard } from "../dashboards/mesh";
+import { timeSeriesDashboard } from "../dashboards/timeseries";
 import { copyLinkButton, shareDialog } from "./experiments";
 import { renderSignIn } from "./signin";
 
@@ -37,6 +38,8 @@ interface Tab {
 
 const TABS: Tab[] = [
   { id: "scalars", label: "Scalars", plugins: ["scalars"], make: scalarsDashboard, runIndex: ["scalars", "tags"] },
+  // TensorBoard's default dashboard: each tag's scalars, histograms and images together.
+  { id: "timeseries", label: "Time Series", plugins: ["scalars", "histograms", "images"], make: timeSeriesDashboard },
   { id: "images", label: "Images", plugins: ["images"], make: imagesDashboard, runIndex: ["images", "tags"] },
   { id: "audio", label: "Audio", plugins: ["audio"], make: audioDashboard, runIndex: ["audio", "tags"] },
   { id: "histograms", label: "Histograms", plugins: ["histograms"], make: histogramsDashboard, runIndex: ["histograms", "tags"] },
