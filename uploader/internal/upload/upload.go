@@ -94,6 +94,7 @@ type Uploader struct {
 	sealing bool // submit must not seal while a seal drains what is pending
 
 	starts runStarts // runs told to the server (reader goroutine only)
+	damage damage    // damaged records found (reader goroutine only)
 }
 
 // New prepares an upload.

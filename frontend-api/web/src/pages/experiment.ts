@@ -6,6 +6,7 @@ import { follow, freshnessLabel, type Freshness } from "../live";
 import { assignColors, naturalCompare } from "../colors";
 import { compileFilter, debounce, h, setChildren } from "../dom";
 import { descriptionElement } from "../description";
+import { damagedNote } from "../damaged";
 import { Store, type ViewState } from "../state";
 import { showOnly, type Dashboard, type DashboardContext, type DashboardFactory, type Run } from "../dashboards/dashboard";
 import { scalarsDashboard } from "../dashboards/scalars";
@@ -101,6 +102,7 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
       liveEl,
       reloadButton,
     ),
+    damagedNote(meta.damaged),
     h("div.exp-body", null, sidebar.el, h("div.exp-main", null, tabBar, main)),
   );
 
