@@ -33,7 +33,7 @@ export function timeSeriesDashboard(el: HTMLElement, ctx: DashboardContext): Das
   const { api, store } = ctx;
   const tagFilter = h("input", { type: "search", placeholder: "Filter tags (regex)", "aria-label": "tag filter", className: "tag-filter" });
   tagFilter.addEventListener("input", debounce(() => store.set({ tagFilter: tagFilter.value }), 200));
-  const stepHost = h("span.global-step", { title: "The step the image and histogram cards show" });
+  const stepHost = h("label.global-step", { title: "The step the image and histogram cards show" });
   const content = h("div.cards");
   setChildren(el, h("div.toolbar", null, h("label", null, "Tags ", tagFilter), stepHost), content);
 
@@ -54,6 +54,7 @@ export function timeSeriesDashboard(el: HTMLElement, ctx: DashboardContext): Das
     const at = store.get().tsstep;
     const i = at === null ? steps.length - 1 : stepIndex(steps, at);
     stepHost.replaceChildren(
+      "Global step ",
       rangeSlider(steps.length, "global-step", (k) => (!steps.length ? "" : k === steps.length - 1 && at === null ? `step ${steps[k]} (latest)` : `step ${steps[k]}`), (k) => {
         store.set({ tsstep: k === steps.length - 1 ? null : steps[k] });
       }, Math.max(i, 0)),
