@@ -2,6 +2,7 @@ package upload
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -43,7 +44,16 @@ func TestUploadReportsDamagedRecords(t *testing.T) {
 	}
 	_, writer := newFakeServer(t)
 	exps := &damageReports{fakeExperiments: fakeExperiments{starts: map[string]float64{}}}
-	cfg := newConfig(src, writer, state.New("", src.String()), nil)
+	var saved *state.State
+	save := func(st *state.State) error {
+		b, err := json.Marshal(st)
+		if err == nil {
+			saved = new(state.State)
+			err = json.Unmarshal(b, saved)
+		}
+		return err
+	}
+	cfg := newConfig(src, writer, state.New("", src.String()), save)
 	cfg.Experiments = exps
 	u := New(cfg)
 	if err := u.Run(t.Context()); err != nil {
@@ -59,6 +69,17 @@ func TestUploadReportsDamagedRecords(t *testing.T) {
 	}
 	if len(exps.reports) != 1 {
 		t.Errorf("a pass that found nothing new reported again: %v", exps.reports[1:])
+	}
+
+	// Another tbup resuming from the state file does not read the bad CRC
+	// record again (it is behind the saved offset), yet reports it: the
+	// state keeps what was skipped before its offsets.
+	cfg.State = saved
+	if err := New(cfg).Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if last := exps.reports[len(exps.reports)-1]; !proto.Equal(last, want) {
+		t.Errorf("after resuming: reported %v, want %v", last, want)
 	}
 }
 

@@ -146,6 +146,7 @@ func (u *Uploader) readFile(ctx context.Context, run string, f logdir.File, mr *
 			u.prog.warn("%s/%s: skipped the record at byte %d: %v", run, f.Name, rec.Offset, err)
 			u.damage.skipped(key, 1)
 			advance(rec.Next)
+			u.readSkipped++ // the state gets it with the position past it
 			continue
 		case errors.Is(err, eventfile.ErrBadLengthCRC):
 			u.stop(key, rec.Offset, fmt.Sprintf("corrupt record length at byte %d; the rest of the file cannot be read", rec.Offset))
@@ -174,15 +175,16 @@ func (u *Uploader) advance(key fileKey, off int64) {
 // read before it must have joined that segment or an earlier one.
 func (u *Uploader) notePosition() {
 	if u.readMoved {
-		u.ledger.reached(u.readKey, u.readPos)
-		u.readMoved = false
+		u.ledger.reachedSkipping(u.readKey, u.readPos, u.readSkipped)
+		u.readMoved, u.readSkipped = false, 0
 	}
 }
 
 func (u *Uploader) stop(key fileKey, off int64, why string) {
 	u.prog.warn("%s/%s: %s", key.run, key.file, why)
 	u.readMoved = false // the stop records this file's final position
-	u.ledger.stop(key, off, why)
+	u.ledger.stopSkipping(key, off, why, u.readSkipped)
+	u.readSkipped = 0
 	u.damage.stopped(key)
 }
 
