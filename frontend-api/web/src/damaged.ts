@@ -20,11 +20,13 @@ export function damagedFiles(d: DamagedRecords | undefined): { files: string[]; 
   return { files, more: Math.max(Number(d?.numFiles ?? 0) - files.length, 0) };
 }
 
-/** A folded note under the experiment's header: the summary, opening to the files; null when none. */
+/** A folded note under the experiment's header: the summary, opening to the files (the owner's); null when none. */
 export function damagedNote(d: DamagedRecords | undefined): HTMLElement | null {
   const summary = damagedSummary(d);
   if (!summary) return null;
   const { files, more } = damagedFiles(d);
+  // Only the owner is told the files' names (they carry the host that wrote them).
+  if (!files.length) return h("div.damaged", { title: "Records the uploader could not read (TensorBoard skips them too)" }, `⚠ ${summary}`);
   return h(
     "details.damaged",
     { title: "Records the uploader could not read (TensorBoard skips them too)" },

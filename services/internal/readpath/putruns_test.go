@@ -2,6 +2,7 @@ package readpath_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -208,6 +209,20 @@ func TestPutRunsDamagedRecords(t *testing.T) {
 	s.getJSON(t, "/api/experiments/"+eid, &page)
 	if page.Damaged.Records != "4" || page.Damaged.NumFiles != "2" || !slices.Equal(page.Damaged.Files, report.Files) {
 		t.Errorf("/api/experiments/%s damaged = %+v, want %v", eid, page.Damaged, report)
+	}
+	// Others see how many records, not the files: an event file's name
+	// carries the host that wrote it.
+	if r := s.send(t, http.MethodPatch, "/api/experiments/"+eid, s.token, `{"visibility":"public"}`); r.status != http.StatusOK {
+		t.Fatalf("making it public: %d %s", r.status, r.body)
+	}
+	var public struct {
+		Damaged map[string]any `json:"damaged"`
+	}
+	if r := s.do(t, http.MethodGet, "/api/experiments/"+eid, "", nil); r.status != http.StatusOK || json.Unmarshal(r.body, &public) != nil {
+		t.Fatalf("GET as anyone: %d %s", r.status, r.body)
+	}
+	if public.Damaged["records"] != "4" || public.Damaged["numFiles"] != "2" || public.Damaged["files"] != nil {
+		t.Errorf("damaged as anyone sees it: %v, want the counts without the files", public.Damaged)
 	}
 	// A PutRuns without a report keeps it.
 	if _, err := x.PutRuns(ctx, &experimentsv1.PutRunsRequest{ExperimentId: eid, Runs: []*experimentsv1.RunStart{{Name: "more"}}}); err != nil {

@@ -52,7 +52,8 @@ type owners map[string]owner
 // experimentV1With converts e, looking its owner up in o first. Everyone
 // sees the owner's public name (store.User.PublicName); only the owner
 // sees their user name and email: an OIDC user's user name is their email,
-// and the gallery is open to anyone.
+// and the gallery is open to anyone. Likewise only the owner sees the names
+// of damaged files, everyone how many records.
 func (s *Server) experimentV1With(ctx context.Context, e *store.Experiment, o owners) *experimentsv1.Experiment {
 	out := &experimentsv1.Experiment{
 		ExperimentId: e.ID, Name: e.Name, Description: e.Description,
@@ -64,12 +65,15 @@ func (s *Server) experimentV1With(ctx context.Context, e *store.Experiment, o ow
 		},
 		Url: s.ExperimentURL(e.ID),
 	}
-	if d := e.Damaged; d.Records > 0 {
-		out.Damaged = &experimentsv1.DamagedRecords{Records: d.Records, NumFiles: d.NumFiles, Files: d.Files}
-	}
 	isOwner := false
 	if p := auth.FromContext(ctx); p != nil {
 		isOwner = p.UserID == e.Owner
+	}
+	if d := e.Damaged; d.Records > 0 {
+		out.Damaged = &experimentsv1.DamagedRecords{Records: d.Records, NumFiles: d.NumFiles}
+		if isOwner { // an event file's name carries the host that wrote it
+			out.Damaged.Files = d.Files
+		}
 	}
 	who, ok := o[e.Owner]
 	if !ok {

@@ -224,7 +224,9 @@ type Experiment struct {
 	// every caller.
 	OwnerDisplayName string `protobuf:"bytes,13,opt,name=owner_display_name,json=ownerDisplayName,proto3" json:"owner_display_name,omitempty"`
 	// Event records the uploader skipped as damaged (PutRunsRequest.damaged),
-	// as it last reported them; absent when it reported none.
+	// as it last reported them; absent when it reported none. The files are
+	// named only to the owner (an event file's name carries the host that
+	// wrote it); others get the counts.
 	Damaged       *DamagedRecords `protobuf:"bytes,14,opt,name=damaged,proto3" json:"damaged,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
