@@ -296,6 +296,15 @@ export interface Experiment {
   updateTime?: string;
   url?: string;
   counts?: Record<string, string | number>;
+  /** Event records the uploader skipped as damaged (int64s come as strings); absent: none. */
+  damaged?: DamagedRecords;
+}
+
+export interface DamagedRecords {
+  records?: string | number;
+  numFiles?: string | number;
+  /** The first of the files, "RUN/FILE". */
+  files?: string[];
 }
 
 export interface Grant {

@@ -35,7 +35,7 @@ function header(): HTMLElement {
       ),
     )
     .catch(() => {});
-  return h("header.top", null, h("a.brand", { href: "/" }, "tbhub"), h("a", { href: "/" }, "My experiments"), h("a.gallery-link", { href: "/gallery" }, "Public gallery"), h("span.spacer"), account);
+  return h("header.top", null, h("a.brand", { href: "/" }, "tbhub"), h("a", { href: "/" }, "My experiments"), h("a.gallery-link", { href: "/gallery" }, h("span.long", null, "Public "), "gallery"), h("span.spacer"), account);
 }
 
 let stopPage: () => void = () => {};

@@ -39,8 +39,15 @@
 //   gnode              the selected graph node
 //   gstats=TAG         run metadata whose compute time and memory the graph shows
 //   gcolor=op|device|time|memory  what colours graph nodes (default: structure)
+//   ibright=B, icontrast=C  images' brightness and contrast (1: as stored)
+//   iactual=1          images at their actual size (not fitted to the card)
+//   tspin=JSON (repeated)  pinned Time Series cards: [KIND, TAG, RUN]
+//                      (KIND scalars, histograms or images; RUN "" for scalars)
+//   tsstep=N           the Time Series view's global step (image and
+//                      histogram cards); absent: each card's latest
 
 import { TOOLTIP_SORTS, type TooltipSort } from "./charts/format";
+import { BRIGHTNESS, CONTRAST, parseLevel } from "./dashboards/imageview";
 
 export type XAxis = "step" | "relative" | "wall";
 
@@ -78,6 +85,11 @@ export interface ViewState {
   gnode: string;
   gstats: string;
   gcolor: string;
+  ibright: number;
+  icontrast: number;
+  iactual: boolean;
+  tspin: string[];
+  tsstep: number | null;
 }
 
 export const DEFAULT_SMOOTHING = 0.6;
@@ -158,6 +170,11 @@ export function parseState(search: string): ViewState {
     gnode: q.get("gnode") ?? "",
     gstats: q.get("gstats") ?? "",
     gcolor: q.get("gcolor") ?? "",
+    ibright: parseLevel(q.get("ibright"), BRIGHTNESS),
+    icontrast: parseLevel(q.get("icontrast"), CONTRAST),
+    iactual: q.get("iactual") === "1",
+    tspin: q.getAll("tspin"),
+    tsstep: /^-?\d+$/.test(q.get("tsstep") ?? "") ? Number(q.get("tsstep")) : null,
   };
 }
 
@@ -206,6 +223,11 @@ export function formatState(s: ViewState): string {
   if (s.gnode) q.set("gnode", s.gnode);
   if (s.gstats) q.set("gstats", s.gstats);
   if (s.gcolor) q.set("gcolor", s.gcolor);
+  if (s.ibright !== 1) q.set("ibright", String(s.ibright));
+  if (s.icontrast !== 1) q.set("icontrast", String(s.icontrast));
+  if (s.iactual) q.set("iactual", "1");
+  for (const p of s.tspin) q.append("tspin", p);
+  if (s.tsstep !== null) q.set("tsstep", String(s.tsstep));
   const out = q.toString();
   return out ? `?${out}` : "";
 }

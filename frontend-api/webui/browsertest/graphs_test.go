@@ -583,3 +583,39 @@ const graphBenchScript = `(async () => {
           document.querySelector(".graph-panel .node-op")?.textContent === "BiasAdd");
   return { block, save, search };
 })()`
+
+// A graph opens fitted to its card: the 10,000-node graph's 39 root items
+// (wider than the card at a readable zoom) are all drawn inside the
+// canvas, centred, and filling it in one direction.
+func TestGraphOpensFittedToItsCard(t *testing.T) {
+	eid := graphsExperiment(t)
+	ctx := tab(t, true)
+	var fit struct {
+		Nodes, Inside                 int
+		Width, Height, DX, DY, CW, CH float64
+	}
+	run(t, ctx,
+		chromedp.EmulateViewport(1400, 900),
+		navigate(experimentURL(eid, url.Values{"tab": {"graphs"}, "grun": {"big"}})),
+		waitFor(graphNode("block_00/")+` !== null`),
+		chromedp.Evaluate(`(() => {
+			const c = document.querySelector(".graph-canvas").getBoundingClientRect();
+			const nodes = [...document.querySelectorAll(".graph-canvas .node")].map(n => n.getBoundingClientRect());
+			const inside = nodes.filter(r => r.left >= c.left - 1 && r.right <= c.right + 1 && r.top >= c.top - 1 && r.bottom <= c.bottom + 1).length;
+			const l = Math.min(...nodes.map(r => r.left)), r = Math.max(...nodes.map(r => r.right));
+			const t = Math.min(...nodes.map(r => r.top)), b = Math.max(...nodes.map(r => r.bottom));
+			return {Nodes: nodes.length, Inside: inside, Width: r - l, Height: b - t,
+				DX: (l + r) / 2 - (c.left + c.right) / 2, DY: (t + b) / 2 - (c.top + c.bottom) / 2, CW: c.width, CH: c.height};
+		})()`, &fit),
+	)
+	screenshot(t, ctx, "graph-opened-fitted")
+	if fit.Nodes != 39 || fit.Inside != fit.Nodes {
+		t.Errorf("%d of %d drawn root items inside the card; want all 39", fit.Inside, fit.Nodes)
+	}
+	if fit.DX < -25 || fit.DX > 25 || fit.DY < -25 || fit.DY > 25 {
+		t.Errorf("graph off the card's centre by (%.0f, %.0f) px", fit.DX, fit.DY)
+	}
+	if fit.Width < 0.8*fit.CW && fit.Height < 0.8*fit.CH {
+		t.Errorf("graph %.0f × %.0f px in a %.0f × %.0f card: want it to fill the card one way", fit.Width, fit.Height, fit.CW, fit.CH)
+	}
+}

@@ -67,3 +67,36 @@ func TestPhoneSelectedTabInView(t *testing.T) {
 	)
 	screenshot(t, ctx, "phone-mesh-tab")
 }
+
+// At a phone's width (390 × 844) the top bar is one line: no link or name
+// wraps, every item is on the same row, and nothing runs off the screen.
+func TestPhoneHeaderOnOneLine(t *testing.T) {
+	ctx := tab(t, true)
+	run(t, ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	var problems []string
+	run(t, ctx,
+		navigate(experimentURL(env.eid, nil)),
+		waitFor(`document.querySelector("header.top .signout") !== null`),
+		chromedp.Evaluate(`(() => {
+			const bar = document.querySelector("header.top");
+			const items = [...bar.querySelectorAll("a, .who, button")].filter(e => e.getClientRects().length);
+			const out = [];
+			const mid = r => (r.top + r.bottom) / 2;
+			const row = mid(items[0].getBoundingClientRect());
+			for (const e of items) {
+				const r = e.getBoundingClientRect(), name = e.textContent.trim();
+				const lines = [...e.getClientRects()].length > 1 || e.scrollHeight > e.clientHeight + 1 && getComputedStyle(e).display !== "inline";
+				if (lines) out.push(name + ": wraps");
+				if (Math.abs(mid(r) - row) > 4) out.push(name + ": on another row");
+				if (r.left < 0 || r.right > innerWidth) out.push(name + ": off screen");
+			}
+			if (bar.scrollWidth > bar.clientWidth) out.push("the bar scrolls sideways");
+			if (bar.getBoundingClientRect().height > 48) out.push("the bar is " + bar.getBoundingClientRect().height + " px tall");
+			return out;
+		})()`, &problems),
+	)
+	screenshot(t, ctx, "phone-header")
+	if len(problems) > 0 {
+		t.Errorf("phone header: %q", problems)
+	}
+}

@@ -9,9 +9,11 @@ package handshake
 import (
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -122,16 +124,31 @@ func (h *handler) respond(req *servicepb.ServerInfoRequest) *servicepb.ServerInf
 	return resp
 }
 
-// UploadLimits is l as the handshake advertises it.
+// UploadLimits is l as the handshake advertises it. Each minimum interval
+// is at least the per-user write rate's (ratePace): an uploader that keeps
+// to it is not refused by the rate limit, instead of sending as fast as it
+// can and being told to retry.
 func UploadLimits(l limits.Limits) *servicepb.UploadLimits {
+	pace := ratePace(l)
 	return &servicepb.UploadLimits{
 		MaxBlobSize:              l.MaxBlobBytes,
 		MaxTensorPointSize:       l.MaxTensorPointBytes,
 		MaxScalarRequestSize:     l.MaxScalarRequestBytes,
 		MaxTensorRequestSize:     l.MaxTensorRequestBytes,
 		MaxBlobRequestSize:       l.MaxBlobChunkBytes,
-		MinScalarRequestInterval: l.MinScalarRequestInterval.Milliseconds(),
-		MinTensorRequestInterval: l.MinTensorRequestInterval.Milliseconds(),
-		MinBlobRequestInterval:   l.MinBlobRequestInterval.Milliseconds(),
+		MinScalarRequestInterval: max(l.MinScalarRequestInterval, pace).Milliseconds(),
+		MinTensorRequestInterval: max(l.MinTensorRequestInterval, pace).Milliseconds(),
+		MinBlobRequestInterval:   max(l.MinBlobRequestInterval, pace).Milliseconds(),
 	}
+}
+
+// ratePace is the interval between requests of the per-user write rate
+// (RequestsPerSecond), rounded up to whole milliseconds (what the handshake
+// carries) and at least one: 0 would mean TensorBoard's defaults. 0 when
+// there is no rate limit.
+func ratePace(l limits.Limits) time.Duration {
+	if l.RequestsPerSecond <= 0 {
+		return 0
+	}
+	return max(time.Duration(math.Ceil(1000/l.RequestsPerSecond))*time.Millisecond, time.Millisecond)
 }

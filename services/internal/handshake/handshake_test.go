@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -59,7 +60,8 @@ func TestHandshake(t *testing.T) {
 	l := limits.Default()
 	ul := resp.GetUploadLimits()
 	if ul.GetMaxBlobSize() != l.MaxBlobBytes || ul.GetMaxBlobRequestSize() != l.MaxBlobChunkBytes ||
-		ul.GetMaxScalarRequestSize() != l.MaxScalarRequestBytes || ul.GetMinScalarRequestInterval() != l.MinScalarRequestInterval.Milliseconds() {
+		ul.GetMaxScalarRequestSize() != l.MaxScalarRequestBytes || ul.GetMinScalarRequestInterval() != 2 { // 500 requests/s per user
+
 		t.Errorf("upload limits %v do not advertise %+v", ul, l)
 	}
 
@@ -94,5 +96,31 @@ func TestHandshakeBadRequests(t *testing.T) {
 	}
 	if _, err := New(Config{APIEndpoint: "x", PublicOrigin: "http://a/", Limits: limits.Default()}); err == nil {
 		t.Error("trailing slash accepted")
+	}
+}
+
+// The advertised intervals keep one uploader within the per-user write rate
+// (one request per 1/RequestsPerSecond, in whole milliseconds, at least 1:
+// 0 would mean TensorBoard's defaults), or are the configured ones if longer.
+func TestUploadLimitsAdvertiseTheRate(t *testing.T) {
+	for _, tc := range []struct {
+		rps        float64
+		configured time.Duration
+		want       int64
+	}{
+		{500, time.Millisecond, 2},  // tbhub's default rate
+		{300, time.Millisecond, 4},  // 3.33 ms, rounded up
+		{5000, time.Millisecond, 1}, // faster than a millisecond
+		{0, time.Millisecond, 1},    // no rate limit
+		{500, 10 * time.Millisecond, 10},
+	} {
+		l := limits.Default()
+		l.RequestsPerSecond = tc.rps
+		l.MinScalarRequestInterval, l.MinTensorRequestInterval, l.MinBlobRequestInterval = tc.configured, tc.configured, tc.configured
+		ul := UploadLimits(l)
+		if ul.GetMinScalarRequestInterval() != tc.want || ul.GetMinTensorRequestInterval() != tc.want || ul.GetMinBlobRequestInterval() != tc.want {
+			t.Errorf("%g requests/s, %v configured: advertised %d, %d, %d ms; want %d", tc.rps, tc.configured,
+				ul.GetMinScalarRequestInterval(), ul.GetMinTensorRequestInterval(), ul.GetMinBlobRequestInterval(), tc.want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package readpath_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -26,20 +27,8 @@ import (
 // order (a run with none last) and GetExperiment returns; a bad run name is
 // INVALID_ARGUMENT and stores nothing of the request.
 func TestPutRuns(t *testing.T) {
-	s := startServer(t)
-	conn, err := grpc.NewClient(s.srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+s.token)
-	created, err := servicepb.NewTensorBoardWriterServiceClient(conn).CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "runs"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eid := created.GetExperimentId()
-	x := experimentsv1.NewExperimentServiceClient(conn)
-	_, err = x.PutRuns(ctx, &experimentsv1.PutRunsRequest{ExperimentId: eid, Runs: []*experimentsv1.RunStart{
+	s, ctx, x, eid := newExperiment(t, "runs")
+	_, err := x.PutRuns(ctx, &experimentsv1.PutRunsRequest{ExperimentId: eid, Runs: []*experimentsv1.RunStart{
 		{Name: "hparams/1", StartTime: 1.7e9 + 5}, {Name: "starting"}, {Name: "first", StartTime: 1.7e9}}})
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +55,24 @@ func TestPutRuns(t *testing.T) {
 	if !slices.Equal(runs, []string{"first", "hparams/1", "starting"}) || got.GetExperiment().GetCounts().GetNumRuns() != 3 {
 		t.Errorf("GetExperiment runs = %v, counts %v", got.GetRuns(), got.GetExperiment().GetCounts())
 	}
+}
+
+// newExperiment starts a server and creates an experiment named name
+// there, returning the owner's context and an ExperimentService client.
+func newExperiment(t *testing.T, name string) (*server, context.Context, experimentsv1.ExperimentServiceClient, string) {
+	t.Helper()
+	s := startServer(t)
+	conn, err := grpc.NewClient(s.srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+s.token)
+	created, err := servicepb.NewTensorBoardWriterServiceClient(conn).CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, ctx, experimentsv1.NewExperimentServiceClient(conn), created.GetExperimentId()
 }
 
 // runListCounter is a store that counts its ListRuns calls.
@@ -164,5 +171,89 @@ func TestRunListsAreBounded(t *testing.T) {
 	s.getJSON(t, "/experiment/"+within+"/data/runs", &names)
 	if len(names) != max {
 		t.Errorf("data/runs of %d runs listed %d", max, len(names))
+	}
+}
+
+// What tbup skipped as damaged rides PutRuns (PutRunsRequest.damaged): it
+// is kept with the experiment, answered by GetExperiment and the web UI's
+// /api/experiments/{eid}, replaced by the next report and left alone by a
+// PutRuns without one. A report out of bounds is INVALID_ARGUMENT and
+// changes nothing.
+func TestPutRunsDamagedRecords(t *testing.T) {
+	s, ctx, x, eid := newExperiment(t, "damaged")
+	damaged := func() *experimentsv1.DamagedRecords {
+		t.Helper()
+		got, err := x.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid, OmitRuns: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.GetExperiment().GetDamaged()
+	}
+	if d := damaged(); d != nil {
+		t.Errorf("new experiment: damaged %v, want none", d)
+	}
+	report := &experimentsv1.DamagedRecords{Records: 4, NumFiles: 2, Files: []string{"damaged/bad_crc/events.out.tfevents.1", "damaged/truncated/events.out.tfevents.2"}}
+	if _, err := x.PutRuns(ctx, &experimentsv1.PutRunsRequest{ExperimentId: eid, Runs: []*experimentsv1.RunStart{{Name: "damaged/bad_crc"}}, Damaged: report}); err != nil {
+		t.Fatal(err)
+	}
+	if d := damaged(); d.GetRecords() != 4 || d.GetNumFiles() != 2 || !slices.Equal(d.GetFiles(), report.Files) {
+		t.Errorf("after PutRuns: damaged %v, want %v", d, report)
+	}
+	var page struct {
+		Damaged struct {
+			Records  string   `json:"records"`
+			NumFiles string   `json:"numFiles"`
+			Files    []string `json:"files"`
+		} `json:"damaged"`
+	}
+	s.getJSON(t, "/api/experiments/"+eid, &page)
+	if page.Damaged.Records != "4" || page.Damaged.NumFiles != "2" || !slices.Equal(page.Damaged.Files, report.Files) {
+		t.Errorf("/api/experiments/%s damaged = %+v, want %v", eid, page.Damaged, report)
+	}
+	// Others see how many records, not the files: an event file's name
+	// carries the host that wrote it.
+	if r := s.send(t, http.MethodPatch, "/api/experiments/"+eid, s.token, `{"visibility":"public"}`); r.status != http.StatusOK {
+		t.Fatalf("making it public: %d %s", r.status, r.body)
+	}
+	var public struct {
+		Damaged map[string]any `json:"damaged"`
+	}
+	if r := s.do(t, http.MethodGet, "/api/experiments/"+eid, "", nil); r.status != http.StatusOK || json.Unmarshal(r.body, &public) != nil {
+		t.Fatalf("GET as anyone: %d %s", r.status, r.body)
+	}
+	if public.Damaged["records"] != "4" || public.Damaged["numFiles"] != "2" || public.Damaged["files"] != nil {
+		t.Errorf("damaged as anyone sees it: %v, want the counts without the files", public.Damaged)
+	}
+	// A PutRuns without a report keeps it.
+	if _, err := x.PutRuns(ctx, &experimentsv1.PutRunsRequest{ExperimentId: eid, Runs: []*experimentsv1.RunStart{{Name: "more"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if d := damaged(); d.GetRecords() != 4 {
+		t.Errorf("after a PutRuns without damage: %v, want the earlier report kept", d)
+	}
+	many := make([]string, 101)
+	for i := range many {
+		many[i] = fmt.Sprintf("run/events.%d", i)
+	}
+	for name, bad := range map[string]*experimentsv1.DamagedRecords{
+		"101 files":              {Records: 101, NumFiles: 101, Files: many},
+		"negative records":       {Records: -1},
+		"records beyond the cap": {Records: 1e12 + 1, NumFiles: 1},
+		"fewer files than named": {Records: 2, NumFiles: 1, Files: many[:2]},
+		"an empty file name":     {Records: 1, NumFiles: 1, Files: []string{""}},
+		"a long file name":       {Records: 1, NumFiles: 1, Files: []string{strings.Repeat("f", 1025)}},
+	} {
+		_, err := x.PutRuns(ctx, &experimentsv1.PutRunsRequest{ExperimentId: eid, Runs: []*experimentsv1.RunStart{{Name: "bad-" + name}}, Damaged: bad})
+		if status.Code(err) != codes.InvalidArgument {
+			t.Errorf("PutRuns with %s: %v, want INVALID_ARGUMENT", name, err)
+		}
+	}
+	if d := damaged(); d.GetRecords() != 4 || !slices.Equal(d.GetFiles(), report.Files) {
+		t.Errorf("after bad reports: damaged %v, want %v kept", d, report)
+	}
+	var list []string
+	s.getJSON(t, "/experiment/"+eid+"/data/runs", &list)
+	if slices.ContainsFunc(list, func(r string) bool { return strings.HasPrefix(r, "bad-") }) {
+		t.Errorf("a refused PutRuns created runs: %v", list)
 	}
 }

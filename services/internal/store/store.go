@@ -169,6 +169,20 @@ type Experiment struct {
 	NumBlobs         int64
 	TotalTensorBytes int64 // sum of len(TensorPoint.Tensor)
 	TotalBlobBytes   int64
+
+	// Damaged is what the uploader last reported it skipped as damaged
+	// (ExperimentUpdate.Damaged); zero when it reported nothing.
+	Damaged Damage
+}
+
+// Damage is what an uploader could not read of an experiment's event
+// files: Records damaged records in NumFiles files, the first of which
+// are Files ("RUN/FILE"). The write service bounds it; stores keep it as
+// given.
+type Damage struct {
+	Records  int64
+	NumFiles int64
+	Files    []string
 }
 
 // ExperimentUpdate changes the fields that are non-nil.
@@ -176,6 +190,7 @@ type ExperimentUpdate struct {
 	Name        *string
 	Description *string
 	Visibility  *Visibility
+	Damaged     *Damage // replaces the experiment's Damaged
 }
 
 // ExperimentFilter selects experiments for ListExperiments.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -51,7 +52,8 @@ type owners map[string]owner
 // experimentV1With converts e, looking its owner up in o first. Everyone
 // sees the owner's public name (store.User.PublicName); only the owner
 // sees their user name and email: an OIDC user's user name is their email,
-// and the gallery is open to anyone.
+// and the gallery is open to anyone. Likewise only the owner sees the names
+// of damaged files, everyone how many records.
 func (s *Server) experimentV1With(ctx context.Context, e *store.Experiment, o owners) *experimentsv1.Experiment {
 	out := &experimentsv1.Experiment{
 		ExperimentId: e.ID, Name: e.Name, Description: e.Description,
@@ -66,6 +68,12 @@ func (s *Server) experimentV1With(ctx context.Context, e *store.Experiment, o ow
 	isOwner := false
 	if p := auth.FromContext(ctx); p != nil {
 		isOwner = p.UserID == e.Owner
+	}
+	if d := e.Damaged; d.Records > 0 {
+		out.Damaged = &experimentsv1.DamagedRecords{Records: d.Records, NumFiles: d.NumFiles}
+		if isOwner { // an event file's name carries the host that wrote it
+			out.Damaged.Files = d.Files
+		}
 	}
 	who, ok := o[e.Owner]
 	if !ok {
@@ -151,6 +159,10 @@ func (x *experimentService) PutRuns(ctx context.Context, req *experimentsv1.PutR
 	if n := len(req.GetRuns()); n > maxRunsPerPut {
 		return nil, rpcerr.New(codes.InvalidArgument, "at most %d runs per PutRuns request; the request has %d", maxRunsPerPut, n)
 	}
+	damage, bad := damageOf(req.GetDamaged())
+	if bad != "" {
+		return nil, rpcerr.New(codes.InvalidArgument, "damaged: %s", bad)
+	}
 	runs := make([]store.Run, len(req.GetRuns()))
 	names := make([]string, len(req.GetRuns()))
 	for i, r := range req.GetRuns() {
@@ -177,7 +189,41 @@ func (x *experimentService) PutRuns(ctx context.Context, req *experimentsv1.PutR
 	if err := x.s.st.PutRuns(ctx, e.ID, runs); err != nil {
 		return nil, err
 	}
+	if damage != nil {
+		if _, err := x.s.st.UpdateExperiment(ctx, e.ID, store.ExperimentUpdate{Damaged: damage}); err != nil {
+			return nil, err
+		}
+	}
 	return &experimentsv1.PutRunsResponse{}, nil
+}
+
+// Bounds of PutRunsRequest.damaged (experiments.proto): the files named,
+// and the count, which the uploader caps.
+const (
+	maxDamagedFiles   = 100
+	maxDamagedRecords = 1_000_000_000_000
+)
+
+// damageOf checks an uploader's report of damaged records; nil for none
+// (the experiment keeps what it holds), else what to store or why not.
+func damageOf(d *experimentsv1.DamagedRecords) (*store.Damage, string) {
+	if d == nil {
+		return nil, ""
+	}
+	switch {
+	case d.GetRecords() < 0 || d.GetRecords() > maxDamagedRecords:
+		return nil, fmt.Sprintf("records %d not in [0, %d]", d.GetRecords(), int64(maxDamagedRecords))
+	case len(d.GetFiles()) > maxDamagedFiles:
+		return nil, fmt.Sprintf("%d files named; at most %d", len(d.GetFiles()), maxDamagedFiles)
+	case d.GetNumFiles() < int64(len(d.GetFiles())) || d.GetNumFiles() > d.GetRecords():
+		return nil, fmt.Sprintf("num_files %d: fewer than the %d files named, or more than the %d records", d.GetNumFiles(), len(d.GetFiles()), d.GetRecords())
+	}
+	for i, f := range d.GetFiles() {
+		if bad := checkRunTag("file", f); bad != "" {
+			return nil, fmt.Sprintf("files[%d]: %s", i, bad)
+		}
+	}
+	return &store.Damage{Records: d.GetRecords(), NumFiles: d.GetNumFiles(), Files: d.GetFiles()}, ""
 }
 
 // maxRunPageSize bounds GetExperimentRequest.run_page_size: 5,000 runs

@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -356,6 +357,12 @@ func (r Retry) Do(ctx context.Context, fn func(ctx context.Context) error) error
 		}
 		// Full jitter in [wait/2, wait): clients that failed together retry apart.
 		d := wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
+		if told, ok := RetryDelay(err); ok {
+			// The server said when (a rate limit's RetryInfo): no sooner, and
+			// up to a tenth later, so that the calls it refused together
+			// come back apart.
+			d = told + time.Duration(rand.Int64N(int64(told/10)+1))
+		}
 		if r.OnRetry != nil {
 			r.OnRetry(err, d)
 		}
@@ -366,6 +373,23 @@ func (r Retry) Do(ctx context.Context, fn func(ctx context.Context) error) error
 		}
 		wait = min(2*wait, r.Max)
 	}
+}
+
+// RetryDelay is the wait err's google.rpc.RetryInfo detail asks for: what
+// tbhub's rate limit answers with RESOURCE_EXHAUSTED (services/internal/rpcerr.Throttled).
+func RetryDelay(err error) (time.Duration, bool) {
+	st, ok := status.FromError(err)
+	if !ok || err == nil {
+		return 0, false
+	}
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.GetRetryDelay() != nil {
+			if w := ri.GetRetryDelay().AsDuration(); w > 0 {
+				return w, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // Describe turns a gRPC error into a sentence for people.

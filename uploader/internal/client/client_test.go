@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 )
@@ -107,6 +109,40 @@ func TestRetry(t *testing.T) {
 	})
 	if status.Code(err) != codes.Unavailable || calls != 4 {
 		t.Errorf("gave up after %d calls (%v), want 4", calls, err)
+	}
+}
+
+// A refusal with a google.rpc.RetryInfo (tbhub's rate limit) is retried
+// after the delay it names, not the policy's backoff, at most a tenth later.
+func TestRetryWaitsAsTheServerSays(t *testing.T) {
+	const told = 40 * time.Millisecond
+	st, err := status.New(codes.ResourceExhausted, "rate limit exceeded").WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(told)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := RetryDelay(st.Err()); !ok || d != told {
+		t.Fatalf("RetryDelay = %v, %v; want %v", d, ok, told)
+	}
+	if _, ok := RetryDelay(status.Error(codes.ResourceExhausted, "quota")); ok {
+		t.Error("RetryDelay of a status without RetryInfo says to wait")
+	}
+	var waits []time.Duration
+	r := Retry{Attempts: 3, Base: time.Millisecond, Max: 2 * time.Millisecond, OnRetry: func(_ error, d time.Duration) { waits = append(waits, d) }}
+	calls := 0
+	err = r.Do(context.Background(), func(context.Context) error {
+		calls++
+		if calls < 3 {
+			return st.Err()
+		}
+		return nil
+	})
+	if err != nil || len(waits) != 2 {
+		t.Fatalf("err %v, %d retries; want success after 2", err, len(waits))
+	}
+	for _, d := range waits {
+		if d < told || d > told+told/10 {
+			t.Errorf("waited %v before retrying; the server said %v", d, told)
+		}
 	}
 }
 

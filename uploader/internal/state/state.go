@@ -35,6 +35,10 @@ type File struct {
 	// Stopped records why reading stopped for good (a corrupt length), so the
 	// problem is reported once, not on every poll.
 	Stopped string `json:"stopped,omitempty"`
+	// Skipped counts the damaged records passed over before Offset (a bad
+	// data CRC, too large), which the server is told of with the run
+	// (upload's damage): a resumed upload does not read them again.
+	Skipped int64 `json:"skipped,omitempty"`
 }
 
 // Run is one run's progress.

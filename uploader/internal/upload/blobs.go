@@ -179,6 +179,9 @@ func (w *blobWriter) writeBlob(ctx context.Context, seqID string, index int64, d
 	offset := 0
 	resume := false
 	return w.send.call(ctx, func(ctx context.Context) error {
+		// Every request is paced, not only the sequence's: a rate limit
+		// counts each (two per image of a logdir of small images).
+		w.pace.wait(w.prog)
 		if resume {
 			md, err := w.writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: seqID, Index: index})
 			if err != nil && status.Code(err) != codes.NotFound {

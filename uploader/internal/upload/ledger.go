@@ -52,6 +52,7 @@ type segment struct {
 	bytes   int                                 // request payload gathered
 	offsets map[fileKey]int64                   // end offsets reached in this segment
 	stopped map[fileKey]string                  // files that cannot be read further
+	skipped map[fileKey]int64                   // damaged records passed over before the offsets
 	series  map[string]map[string]*state.Series // series first seen in this segment
 }
 
@@ -65,7 +66,7 @@ func newLedger(st *state.State, save func(*state.State) error, crash func(CrashP
 
 func (l *ledger) curLocked() *segment {
 	if l.cur == nil {
-		l.cur = &segment{offsets: map[fileKey]int64{}, stopped: map[fileKey]string{}, series: map[string]map[string]*state.Series{}}
+		l.cur = &segment{offsets: map[fileKey]int64{}, stopped: map[fileKey]string{}, skipped: map[fileKey]int64{}, series: map[string]map[string]*state.Series{}}
 		l.segments = append(l.segments, l.cur)
 	}
 	return l.cur
@@ -110,18 +111,34 @@ func (l *ledger) done(seg *segment, size int, series []*migrate.Series, ok bool)
 }
 
 // reached notes that reading key reached offset, in the current segment.
-func (l *ledger) reached(key fileKey, offset int64) {
+func (l *ledger) reached(key fileKey, offset int64) { l.reachedSkipping(key, offset, 0) }
+
+// reachedSkipping notes that reading key reached offset, passing over
+// skipped damaged records since the position noted before, in the current
+// segment: the state gets both at once, so that a resumed upload, which
+// reads on from the offset, counts each skipped record once.
+func (l *ledger) reachedSkipping(key fileKey, offset, skipped int64) {
 	l.mu.Lock()
-	l.curLocked().offsets[key] = offset
+	s := l.curLocked()
+	s.offsets[key] = offset
+	if skipped > 0 {
+		s.skipped[key] += skipped
+	}
 	l.mu.Unlock()
 }
 
 // stop notes that key cannot be read past offset, for the reason why.
-func (l *ledger) stop(key fileKey, offset int64, why string) {
+func (l *ledger) stop(key fileKey, offset int64, why string) { l.stopSkipping(key, offset, why, 0) }
+
+// stopSkipping is stop after skipped damaged records (reachedSkipping).
+func (l *ledger) stopSkipping(key fileKey, offset int64, why string, skipped int64) {
 	l.mu.Lock()
 	s := l.curLocked()
 	s.offsets[key] = offset
 	s.stopped[key] = why
+	if skipped > 0 {
+		s.skipped[key] += skipped
+	}
 	l.mu.Unlock()
 }
 
@@ -219,6 +236,7 @@ func (l *ledger) commitLocked() {
 				l.st.Run(k.run).Files[k.file] = f
 			}
 			f.Offset = off
+			f.Skipped += s.skipped[k]
 			if why, ok := s.stopped[k]; ok {
 				f.Stopped = why
 			}

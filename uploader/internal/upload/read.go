@@ -70,6 +70,7 @@ func (u *Uploader) pass(ctx context.Context) error {
 		}
 		u.sendHeld() // a run's rewrites happen within its files
 	}
+	u.reportDamage(ctx)
 	return nil
 }
 
@@ -103,6 +104,7 @@ func (u *Uploader) readFile(ctx context.Context, run string, f logdir.File, mr *
 	key := fileKey{run, f.Name}
 	start := u.ledger.readOffset(key)
 	if start.Stopped != "" {
+		u.damage.stopped(key) // by this process or, per the state file, an earlier one
 		return buf, nil
 	}
 	if f.Size >= 0 && f.Size <= start.Offset {
@@ -137,11 +139,14 @@ func (u *Uploader) readFile(ctx context.Context, run string, f logdir.File, mr *
 			// Not written yet: the next pass reads it once it is whole.
 			if u.cfg.OneShot {
 				u.prog.warn("%s/%s ends with an incomplete record at byte %d; it is sent once complete", run, f.Name, rec.Offset)
+				u.damage.stopped(key) // this upload ends without it
 			}
 			return rd.Buffer(), nil
 		case errors.Is(err, eventfile.ErrBadDataCRC), errors.Is(err, eventfile.ErrTooLarge):
 			u.prog.warn("%s/%s: skipped the record at byte %d: %v", run, f.Name, rec.Offset, err)
+			u.damage.skipped(key, 1)
 			advance(rec.Next)
+			u.readSkipped++ // the state gets it with the position past it
 			continue
 		case errors.Is(err, eventfile.ErrBadLengthCRC):
 			u.stop(key, rec.Offset, fmt.Sprintf("corrupt record length at byte %d; the rest of the file cannot be read", rec.Offset))
@@ -170,15 +175,17 @@ func (u *Uploader) advance(key fileKey, off int64) {
 // read before it must have joined that segment or an earlier one.
 func (u *Uploader) notePosition() {
 	if u.readMoved {
-		u.ledger.reached(u.readKey, u.readPos)
-		u.readMoved = false
+		u.ledger.reachedSkipping(u.readKey, u.readPos, u.readSkipped)
+		u.readMoved, u.readSkipped = false, 0
 	}
 }
 
 func (u *Uploader) stop(key fileKey, off int64, why string) {
 	u.prog.warn("%s/%s: %s", key.run, key.file, why)
 	u.readMoved = false // the stop records this file's final position
-	u.ledger.stop(key, off, why)
+	u.ledger.stopSkipping(key, off, why, u.readSkipped)
+	u.readSkipped = 0
+	u.damage.stopped(key)
 }
 
 // seriesState is what the uploader keeps per series it has seen.

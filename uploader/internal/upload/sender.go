@@ -24,6 +24,7 @@ type sender struct {
 	prog  *Progress
 	slots chan struct{}
 	wg    sync.WaitGroup
+	pause pause // while a rate limit asked to wait
 }
 
 func newSender(parent context.Context, inFlight int, retry client.Retry, prog *Progress) *sender {
@@ -89,7 +90,16 @@ func (s *sender) call(ctx context.Context, fn func(ctx context.Context) error) e
 		said = fmt.Sprintf("%s, retrying in %v", why, wait.Round(100*time.Millisecond))
 		s.prog.activity.Store(said)
 	}
-	err := r.Do(ctx, fn)
+	err := r.Do(ctx, func(ctx context.Context) error {
+		if err := s.pause.wait(ctx); err != nil {
+			return err
+		}
+		err := fn(ctx)
+		if d, ok := client.RetryDelay(err); ok {
+			s.pause.hold(d)
+		}
+		return err
+	})
 	if said != nil && before != nil {
 		s.prog.activity.CompareAndSwap(said, before)
 	}
@@ -119,6 +129,41 @@ func (s *sender) rejected(err error) bool {
 	}
 	s.prog.Rejected.Add(int64(n))
 	return true
+}
+
+// pause holds every request of an upload back while the server's rate
+// limit asked one of them to wait (RetryInfo): the others would only be
+// refused too.
+type pause struct {
+	mu    sync.Mutex
+	until time.Time
+}
+
+// hold makes requests wait d from now (or longer, if asked before).
+func (p *pause) hold(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if at := time.Now().Add(d); at.After(p.until) {
+		p.until = at
+	}
+}
+
+// wait returns once no pause is on, or with ctx's error.
+func (p *pause) wait(ctx context.Context) error {
+	p.mu.Lock()
+	d := time.Until(p.until)
+	p.mu.Unlock()
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // pacer keeps requests of one kind at least interval apart, as the server asks.

@@ -87,13 +87,15 @@ type Uploader struct {
 	series map[*migrate.Series]*seriesState
 
 	// The reader's position not yet noted in the ledger.
-	readKey   fileKey
-	readPos   int64
-	readMoved bool
+	readKey     fileKey
+	readPos     int64
+	readMoved   bool
+	readSkipped int64 // damaged records of readKey passed over since its position was last noted
 
 	sealing bool // submit must not seal while a seal drains what is pending
 
 	starts runStarts // runs told to the server (reader goroutine only)
+	damage damage    // damaged records found (reader goroutine only)
 }
 
 // New prepares an upload.
@@ -130,6 +132,15 @@ func New(cfg Config) *Uploader {
 		func() bool { return u.send.err() != nil },
 		func(err error) { u.send.fail(err) })
 	u.prog.ExperimentID = cfg.ExperimentID
+	// What an earlier upload skipped is behind the offsets it saved: not
+	// read again, still told to the server (reportDamage).
+	for name, r := range cfg.State.Runs {
+		for file, f := range r.Files {
+			if f.Skipped > 0 {
+				u.damage.skipped(fileKey{name, file}, f.Skipped)
+			}
+		}
+	}
 	return u
 }
 

@@ -86,6 +86,21 @@ export function whenVisible(el: Element, load: () => void): () => void {
   return () => io.disconnect();
 }
 
+/**
+ * Fills a card's body (emptied first) once the card is near the viewport;
+ * a failure is shown in the body. Returns a function that stops watching.
+ */
+export function fillWhenVisible(card: Element, body: HTMLElement, fill: () => Promise<unknown>): () => void {
+  return whenVisible(card, async () => {
+    try {
+      body.replaceChildren();
+      await fill();
+    } catch (e) {
+      body.replaceChildren(notice((e as Error).message, "error"));
+    }
+  });
+}
+
 /** A step slider over the indices of a list of steps. */
 export function stepSlider(steps: number[], onChange: (i: number) => void, initial = steps.length - 1): HTMLElement {
   return rangeSlider(steps.length, "step", (i) => (steps.length ? `step ${steps[i]}` : ""), onChange, initial);
@@ -175,16 +190,7 @@ export function runTagDashboard(el: HTMLElement, ctx: DashboardContext, o: RunTa
       h("div.card-head", null, h("span.card-title", { title: tag }, tag), run ? h("span.card-run", { style: { color: ctx.colorOf(run) }, title: run }, run) : null),
       body,
     );
-    stops.push(
-      whenVisible(el, async () => {
-        try {
-          body.replaceChildren();
-          await o.fill(body, run, tag, info);
-        } catch (e) {
-          body.replaceChildren(notice((e as Error).message, "error"));
-        }
-      }),
-    );
+    stops.push(fillWhenVisible(el, body, () => o.fill(body, run, tag, info)));
     return el;
   }
 

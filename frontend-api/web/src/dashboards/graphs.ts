@@ -3,7 +3,8 @@
 // scopes start collapsed; clicking one opens it in place, and any number
 // can be open at once (its header closes it again). Ops are boxes whose
 // details (op, device, inputs, outputs, attributes, and compute time and
-// memory when run metadata is chosen) show in the side panel. Wheel zooms,
+// memory when run metadata is chosen) show in the side panel. A graph opens
+// fitted to its card (and fits again when the card resizes, until moved). Wheel zooms,
 // dragging pans, double-click fits. Search finds nodes by name, opens the
 // scopes holding them and centres them. Nodes can be coloured by op,
 // device, compute time or memory.
@@ -153,22 +154,31 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
     }
   }
   /**
-   * Shows the whole graph; with top, a graph too big for its labels to be
-   * readable that way is shown from its top (and the middle of its width)
-   * at 80% instead.
+   * Whether the view is the fit (the graph opened, Fit, double-click) and
+   * not a place the reader moved to: a card that changes size then fits
+   * again, and one not laid out yet when the graph arrived is fitted once
+   * it has a size.
    */
-  function fit(top = false) {
-    const w = canvas.clientWidth || 800;
-    const hgt = canvas.clientHeight || 500;
-    let k = Math.min(1.5, Math.min(w / (extent.w + 40), hgt / (extent.h + 40)));
-    if (top && k < 0.6) k = 0.8;
-    view = { k, x: (w - extent.w * k) / 2, y: 20 };
+  let fitted = false;
+  /** Shows the whole graph, centred in its card (at most 1.5 × its size). */
+  function fit() {
+    const w = canvas.clientWidth;
+    const hgt = canvas.clientHeight;
+    fitted = true;
+    if (!w || !hgt) return; // not laid out: the resize observer fits it
+    const k = Math.min(1.5, Math.min(w / (extent.w + 40), hgt / (extent.h + 40)));
+    view = { k, x: (w - extent.w * k) / 2, y: (hgt - extent.h * k) / 2 };
     rendered = null; // a jump: render now
     apply();
   }
+  const resized = new ResizeObserver(() => {
+    if (fitted && root) fit();
+  });
+  resized.observe(canvas);
   function centreOn(id: string) {
     const b = boxes.get(id);
     if (!b) return;
+    fitted = false;
     const k = view.k < 0.6 ? 1 : view.k;
     view = { k, x: (canvas.clientWidth || 800) / 2 - (b.x + b.w / 2) * k, y: (canvas.clientHeight || 500) / 2 - (b.y + b.h / 2) * k };
     rendered = null; // a jump: render now
@@ -325,7 +335,7 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
     if (fitPending) {
       fitPending = false;
       if (boxes.has(store.get().gnode)) centreOn(store.get().gnode);
-      else fit(true);
+      else fit();
     } else {
       if (anchor && boxes.has(anchor.id)) {
         const b = boxes.get(anchor.id)!;
@@ -451,6 +461,7 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
       const mx = e.clientX - r.left;
       const my = e.clientY - r.top;
       const f = Math.exp(-e.deltaY * 0.0015);
+      fitted = false;
       view = { k: view.k * f, x: mx - (mx - view.x) * f, y: my - (my - view.y) * f };
       apply();
     },
@@ -466,6 +477,7 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
     if (!drag) return;
     if (!drag.moved && Math.hypot(e.clientX - drag.sx, e.clientY - drag.sy) < 4) return;
     drag.moved = true;
+    fitted = false;
     view = { ...view, x: e.clientX - drag.x, y: e.clientY - drag.y };
     apply();
   };
@@ -617,6 +629,7 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
         .catch(() => {});
     },
     destroy() {
+      resized.disconnect();
       window.removeEventListener("pointermove", onMove);
       window.removeEventListener("pointerup", endDrag);
     },

@@ -286,14 +286,25 @@ export function histogramsDashboard(el: HTMLElement, ctx: DashboardContext): Das
     },
     tags: () => getJSON<RunTagIndex>(ctx.api.plugin("histograms", "tags")),
     async fill(body, run, tag) {
-      const data = await getJSON<HistogramDatum[]>(ctx.api.plugin("histograms", "histograms", { run, tag }));
-      const hists: Histogram[] = data.map(([, step, b]) => ({ step, buckets: b.map(([l, r, c]) => ({ left: num(l), right: num(r), count: num(c) })) }));
-      const canvas = h("canvas.histogram", { role: "img", "aria-label": `histogram of ${tag} (${run})` });
-      const wrap = h("div.histogram-wrap", null, canvas);
-      body.appendChild(wrap);
-      hoverReadout(wrap, canvas, drawHistograms(canvas, hists, ctx.colorOf(run), ctx.store.get().hmode));
+      await fillHistogram(ctx, body, run, tag);
     },
   });
+}
+
+/**
+ * Draws one run's histograms of tag into body, in the view's mode, with
+ * the hover readout; up to atStep only (null: every step), so that the
+ * step is the front ridge. Returns the steps the series holds.
+ */
+export async function fillHistogram(ctx: DashboardContext, body: HTMLElement, run: string, tag: string, atStep: number | null = null): Promise<number[]> {
+  const data = await getJSON<HistogramDatum[]>(ctx.api.plugin("histograms", "histograms", { run, tag }));
+  const all: Histogram[] = data.map(([, step, b]) => ({ step, buckets: b.map(([l, r, c]) => ({ left: num(l), right: num(r), count: num(c) })) }));
+  const hists = atStep === null ? all : all.filter((x) => x.step <= atStep);
+  const canvas = h("canvas.histogram", { role: "img", "aria-label": `histogram of ${tag} (${run})` });
+  const wrap = h("div.histogram-wrap", null, canvas);
+  body.appendChild(wrap);
+  hoverReadout(wrap, canvas, drawHistograms(canvas, hists.length ? hists : all.slice(0, 1), ctx.colorOf(run), ctx.store.get().hmode));
+  return all.map((x) => x.step);
 }
 
 /** TensorBoard's basis points, outermost band first. */

@@ -6,6 +6,7 @@ import { follow, freshnessLabel, type Freshness } from "../live";
 import { assignColors, naturalCompare } from "../colors";
 import { compileFilter, debounce, h, setChildren, type Child } from "../dom";
 import { descriptionElement } from "../description";
+import { damagedNote } from "../damaged";
 import { Store, type ViewState } from "../state";
 import { showOnly, type Dashboard, type DashboardContext, type DashboardFactory, type Run } from "../dashboards/dashboard";
 import { scalarsDashboard } from "../dashboards/scalars";
@@ -17,6 +18,7 @@ import { customScalarsDashboard } from "../dashboards/customscalars";
 import { hparamsDashboard } from "../dashboards/hparams";
 import { graphsDashboard } from "../dashboards/graphs";
 import { meshDashboard } from "../dashboards/mesh";
+import { timeSeriesDashboard } from "../dashboards/timeseries";
 import { copyLinkButton, shareDialog } from "./experiments";
 import { renderSignIn } from "./signin";
 
@@ -37,6 +39,8 @@ interface Tab {
 
 const TABS: Tab[] = [
   { id: "scalars", label: "Scalars", plugins: ["scalars"], make: scalarsDashboard, runIndex: ["scalars", "tags"] },
+  // TensorBoard's default dashboard: each tag's scalars, histograms and images together.
+  { id: "timeseries", label: "Time Series", plugins: ["scalars", "histograms", "images"], make: timeSeriesDashboard },
   { id: "images", label: "Images", plugins: ["images"], make: imagesDashboard, runIndex: ["images", "tags"] },
   { id: "audio", label: "Audio", plugins: ["audio"], make: audioDashboard, runIndex: ["audio", "tags"] },
   { id: "histograms", label: "Histograms", plugins: ["histograms"], make: histogramsDashboard, runIndex: ["histograms", "tags"] },
@@ -111,6 +115,7 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
       liveEl,
       reloadButton,
     ),
+    damagedNote(meta.damaged),
     h("div.exp-body", null, sidebar.el, h("div.exp-main", null, tabBar, main)),
   );
 

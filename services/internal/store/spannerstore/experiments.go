@@ -129,7 +129,8 @@ const experimentSQL = `SELECT e.ExperimentId, e.Name, e.Description, e.OwnerId, 
   (SELECT IFNULL(SUM(IF(s.DataClass = 3, s.PointCount, 0)), 0) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
   (SELECT IFNULL(SUM(s.BlobCount), 0) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
   (SELECT IFNULL(SUM(s.TensorBytes), 0) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
-  (SELECT IFNULL(SUM(s.BlobBytes), 0) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId)
+  (SELECT IFNULL(SUM(s.BlobBytes), 0) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
+  IFNULL(e.DamagedRecords, 0), IFNULL(e.DamagedNumFiles, 0), IFNULL(e.DamagedFiles, [])
 FROM Experiments e
 WHERE e.State = 'LIVE'`
 
@@ -137,8 +138,12 @@ func experimentFromRow(row *spanner.Row) (store.Experiment, error) {
 	var e store.Experiment
 	var vis string
 	err := row.Columns(&e.ID, &e.Name, &e.Description, &e.Owner, &vis, &e.CreateTime, &e.UpdateTime, &e.Readers,
-		&e.NumRuns, &e.NumTags, &e.NumScalars, &e.NumTensors, &e.NumBlobSequences, &e.NumBlobs, &e.TotalTensorBytes, &e.TotalBlobBytes)
+		&e.NumRuns, &e.NumTags, &e.NumScalars, &e.NumTensors, &e.NumBlobSequences, &e.NumBlobs, &e.TotalTensorBytes, &e.TotalBlobBytes,
+		&e.Damaged.Records, &e.Damaged.NumFiles, &e.Damaged.Files)
 	e.Visibility = store.Visibility(vis)
+	if len(e.Damaged.Files) == 0 {
+		e.Damaged.Files = nil
+	}
 	return e, err
 }
 
@@ -281,6 +286,10 @@ func (s *Store) UpdateExperiment(ctx context.Context, eid string, u store.Experi
 	}
 	if u.Visibility != nil {
 		cols, vals = append(cols, "Visibility"), append(vals, string(*u.Visibility))
+	}
+	if d := u.Damaged; d != nil {
+		cols = append(cols, "DamagedRecords", "DamagedNumFiles", "DamagedFiles")
+		vals = append(vals, d.Records, d.NumFiles, append([]string{}, d.Files...))
 	}
 	var e store.Experiment
 	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -124,14 +125,20 @@ func (s *Store) GetExperiment(ctx context.Context, eid string) (store.Experiment
 	return e, nil
 }
 
-const experimentColumns = "id, name, description, owner, visibility, create_time, update_time"
+const experimentColumns = "id, name, description, owner, visibility, create_time, update_time, damaged_records, damaged_num_files, damaged_files"
 
 func scanExperiment(row interface{ Scan(...any) error }) (store.Experiment, error) {
 	var e store.Experiment
-	var vis string
+	var vis, damagedFiles string
 	var created, updated int64
-	if err := row.Scan(&e.ID, &e.Name, &e.Description, &e.Owner, &vis, &created, &updated); err != nil {
+	if err := row.Scan(&e.ID, &e.Name, &e.Description, &e.Owner, &vis, &created, &updated, &e.Damaged.Records, &e.Damaged.NumFiles, &damagedFiles); err != nil {
 		return store.Experiment{}, err
+	}
+	if err := json.Unmarshal([]byte(damagedFiles), &e.Damaged.Files); err != nil {
+		return store.Experiment{}, fmt.Errorf("experiment %q: damaged_files: %w", e.ID, err)
+	}
+	if len(e.Damaged.Files) == 0 {
+		e.Damaged.Files = nil
 	}
 	e.Visibility = store.Visibility(vis)
 	e.CreateTime, e.UpdateTime = fromNanos(created), fromNanos(updated)
@@ -317,6 +324,13 @@ func (s *Store) UpdateExperiment(ctx context.Context, eid string, u store.Experi
 		}
 		if u.Visibility != nil {
 			set, args = append(set, "visibility = ?"), append(args, string(*u.Visibility))
+		}
+		if d := u.Damaged; d != nil {
+			files, err := json.Marshal(append([]string{}, d.Files...))
+			if err != nil {
+				return err
+			}
+			set, args = append(set, "damaged_records = ?", "damaged_num_files = ?", "damaged_files = ?"), append(args, d.Records, d.NumFiles, string(files))
 		}
 		args = append(args, eid)
 		if _, err := tx.ExecContext(ctx, "UPDATE experiments SET "+strings.Join(set, ", ")+" WHERE id = ?", args...); err != nil {

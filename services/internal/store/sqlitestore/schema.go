@@ -283,6 +283,14 @@ CREATE TABLE IF NOT EXISTS scalar_chunks (
 -- committed an object yet.
 ALTER TABLE blobs ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
 `,
+	// Event records the uploader skipped as damaged, as it last reported
+	// them (store.Damage): the count, the files holding them, and the
+	// first of those files as a JSON array of "RUN/FILE" strings.
+	`
+ALTER TABLE experiments ADD COLUMN damaged_records INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE experiments ADD COLUMN damaged_num_files INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE experiments ADD COLUMN damaged_files TEXT NOT NULL DEFAULT '[]';
+`,
 }
 
 // dataMigrations are Go steps that run, in the same transaction, after the

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"sort"
 	"testing"
@@ -104,6 +105,47 @@ func testExperiments(t *testing.T, s store.Store) {
 	wantErr(t, "update to bad visibility", err, store.ErrInvalidArgument)
 	_, err = s.UpdateExperiment(c, store.NewExperimentID(), store.ExperimentUpdate{Name: ptr("x")})
 	wantErr(t, "update unknown", err, store.ErrNotFound)
+}
+
+// testDamagedRecords: what the uploader reports it skipped as damaged is
+// kept with the experiment, replaced by the next report, and read back by
+// GetExperiment and ListExperiments; other updates leave it alone.
+func testDamagedRecords(t *testing.T, s store.Store) {
+	c := ctx(t)
+	owner := newUser(t, s, "owner")
+	eid := store.NewExperimentID()
+	must(t, "CreateExperiment", s.CreateExperiment(c, store.Experiment{ID: eid, Owner: owner, Visibility: store.VisibilityPrivate}))
+	got, err := s.GetExperiment(c, eid)
+	must(t, "GetExperiment", err)
+	if !reflect.DeepEqual(got.Damaged, store.Damage{}) {
+		t.Errorf("new experiment: Damaged = %+v, want none", got.Damaged)
+	}
+	first := store.Damage{Records: 3, NumFiles: 2, Files: []string{"damaged/bad_crc/events.out.tfevents.1", "./événements \"quoted\".tfevents"}}
+	upd, err := s.UpdateExperiment(c, eid, store.ExperimentUpdate{Damaged: &first})
+	must(t, "UpdateExperiment", err)
+	if !reflect.DeepEqual(upd.Damaged, first) {
+		t.Errorf("UpdateExperiment returned Damaged %+v, want %+v", upd.Damaged, first)
+	}
+	// Renaming keeps it.
+	_, err = s.UpdateExperiment(c, eid, store.ExperimentUpdate{Name: ptr("renamed")})
+	must(t, "UpdateExperiment name", err)
+	got, err = s.GetExperiment(c, eid)
+	must(t, "GetExperiment", err)
+	if !reflect.DeepEqual(got.Damaged, first) || got.Name != "renamed" {
+		t.Errorf("after a rename: %q, Damaged %+v, want %+v", got.Name, got.Damaged, first)
+	}
+	// The next report replaces it, files and all (none: only counts).
+	next := store.Damage{Records: 5000, NumFiles: 150}
+	_, err = s.UpdateExperiment(c, eid, store.ExperimentUpdate{Damaged: &next})
+	must(t, "UpdateExperiment", err)
+	var list []store.Experiment
+	must(t, "ListExperiments", s.ListExperiments(c, store.ExperimentFilter{Owner: owner}, func(e store.Experiment) error {
+		list = append(list, e)
+		return nil
+	}))
+	if len(list) != 1 || !reflect.DeepEqual(list[0].Damaged, next) {
+		t.Errorf("ListExperiments = %+v, want one experiment with Damaged %+v", list, next)
+	}
 }
 
 func listIDs(t *testing.T, s store.Store, f store.ExperimentFilter) []string {

@@ -29,6 +29,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	}{
 		{"Users", testUsers},
 		{"Experiments", testExperiments},
+		{"DamagedRecords", testDamagedRecords},
 		{"CreateRequests", testCreateRequests},
 		{"ListExperiments", testListExperiments},
 		{"ListPublicExperiments", testListPublicExperiments},

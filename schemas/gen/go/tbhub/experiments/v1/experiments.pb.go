@@ -192,7 +192,7 @@ func (x ListExperimentsRequest_Scope) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ListExperimentsRequest_Scope.Descriptor instead.
 func (ListExperimentsRequest_Scope) EnumDescriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{10, 0}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{11, 0}
 }
 
 type Experiment struct {
@@ -223,8 +223,13 @@ type Experiment struct {
 	// display name they chose or their handle; never their email. Set for
 	// every caller.
 	OwnerDisplayName string `protobuf:"bytes,13,opt,name=owner_display_name,json=ownerDisplayName,proto3" json:"owner_display_name,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Event records the uploader skipped as damaged (PutRunsRequest.damaged),
+	// as it last reported them; absent when it reported none. The files are
+	// named only to the owner (an event file's name carries the host that
+	// wrote it); others get the counts.
+	Damaged       *DamagedRecords `protobuf:"bytes,14,opt,name=damaged,proto3" json:"damaged,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Experiment) Reset() {
@@ -348,6 +353,81 @@ func (x *Experiment) GetOwnerDisplayName() string {
 	return ""
 }
 
+func (x *Experiment) GetDamaged() *DamagedRecords {
+	if x != nil {
+		return x.Damaged
+	}
+	return nil
+}
+
+// Event records an uploader could not read: a record whose data CRC is
+// wrong or that exceeds its size limit (skipped; reading goes on), and a
+// file it stopped reading at a corrupt record length or an unparsable
+// event. TensorBoard skips them the same way; the experiment page says so.
+type DamagedRecords struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Records skipped, plus one per file stopped early. At most 10^12.
+	Records int64 `protobuf:"varint,1,opt,name=records,proto3" json:"records,omitempty"`
+	// How many files held them.
+	NumFiles int64 `protobuf:"varint,2,opt,name=num_files,json=numFiles,proto3" json:"num_files,omitempty"`
+	// The first of those files (at most 100), as "RUN/FILE" (RUN "." for
+	// the logdir itself), each at most 1,024 bytes of UTF-8.
+	Files         []string `protobuf:"bytes,3,rep,name=files,proto3" json:"files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DamagedRecords) Reset() {
+	*x = DamagedRecords{}
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DamagedRecords) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DamagedRecords) ProtoMessage() {}
+
+func (x *DamagedRecords) ProtoReflect() protoreflect.Message {
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DamagedRecords.ProtoReflect.Descriptor instead.
+func (*DamagedRecords) Descriptor() ([]byte, []int) {
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *DamagedRecords) GetRecords() int64 {
+	if x != nil {
+		return x.Records
+	}
+	return 0
+}
+
+func (x *DamagedRecords) GetNumFiles() int64 {
+	if x != nil {
+		return x.NumFiles
+	}
+	return 0
+}
+
+func (x *DamagedRecords) GetFiles() []string {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
 // Sizes of an experiment, computed by the server.
 type ExperimentCounts struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -365,7 +445,7 @@ type ExperimentCounts struct {
 
 func (x *ExperimentCounts) Reset() {
 	*x = ExperimentCounts{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[1]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -377,7 +457,7 @@ func (x *ExperimentCounts) String() string {
 func (*ExperimentCounts) ProtoMessage() {}
 
 func (x *ExperimentCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[1]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -390,7 +470,7 @@ func (x *ExperimentCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExperimentCounts.ProtoReflect.Descriptor instead.
 func (*ExperimentCounts) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{1}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ExperimentCounts) GetNumRuns() int64 {
@@ -451,7 +531,7 @@ type ContinueExperimentRequest struct {
 
 func (x *ContinueExperimentRequest) Reset() {
 	*x = ContinueExperimentRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[2]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -463,7 +543,7 @@ func (x *ContinueExperimentRequest) String() string {
 func (*ContinueExperimentRequest) ProtoMessage() {}
 
 func (x *ContinueExperimentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[2]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -476,7 +556,7 @@ func (x *ContinueExperimentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContinueExperimentRequest.ProtoReflect.Descriptor instead.
 func (*ContinueExperimentRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{2}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ContinueExperimentRequest) GetExperimentId() string {
@@ -497,7 +577,7 @@ type ContinueExperimentResponse struct {
 
 func (x *ContinueExperimentResponse) Reset() {
 	*x = ContinueExperimentResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[3]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -509,7 +589,7 @@ func (x *ContinueExperimentResponse) String() string {
 func (*ContinueExperimentResponse) ProtoMessage() {}
 
 func (x *ContinueExperimentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[3]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -522,7 +602,7 @@ func (x *ContinueExperimentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContinueExperimentResponse.ProtoReflect.Descriptor instead.
 func (*ContinueExperimentResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{3}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ContinueExperimentResponse) GetExperiment() *Experiment {
@@ -558,7 +638,7 @@ type SeriesProgress struct {
 
 func (x *SeriesProgress) Reset() {
 	*x = SeriesProgress{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[4]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -570,7 +650,7 @@ func (x *SeriesProgress) String() string {
 func (*SeriesProgress) ProtoMessage() {}
 
 func (x *SeriesProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[4]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -583,7 +663,7 @@ func (x *SeriesProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesProgress.ProtoReflect.Descriptor instead.
 func (*SeriesProgress) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{4}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SeriesProgress) GetRun() string {
@@ -629,16 +709,19 @@ func (x *SeriesProgress) GetNumPoints() int64 {
 }
 
 type PutRunsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ExperimentId  string                 `protobuf:"bytes,1,opt,name=experiment_id,json=experimentId,proto3" json:"experiment_id,omitempty"`
-	Runs          []*RunStart            `protobuf:"bytes,2,rep,name=runs,proto3" json:"runs,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ExperimentId string                 `protobuf:"bytes,1,opt,name=experiment_id,json=experimentId,proto3" json:"experiment_id,omitempty"`
+	Runs         []*RunStart            `protobuf:"bytes,2,rep,name=runs,proto3" json:"runs,omitempty"`
+	// What the uploader has skipped as damaged so far, in total, when that
+	// changed: it replaces what the experiment held. Absent: unchanged.
+	Damaged       *DamagedRecords `protobuf:"bytes,3,opt,name=damaged,proto3" json:"damaged,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PutRunsRequest) Reset() {
 	*x = PutRunsRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[5]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -650,7 +733,7 @@ func (x *PutRunsRequest) String() string {
 func (*PutRunsRequest) ProtoMessage() {}
 
 func (x *PutRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[5]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -663,7 +746,7 @@ func (x *PutRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRunsRequest.ProtoReflect.Descriptor instead.
 func (*PutRunsRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{5}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PutRunsRequest) GetExperimentId() string {
@@ -680,6 +763,13 @@ func (x *PutRunsRequest) GetRuns() []*RunStart {
 	return nil
 }
 
+func (x *PutRunsRequest) GetDamaged() *DamagedRecords {
+	if x != nil {
+		return x.Damaged
+	}
+	return nil
+}
+
 type PutRunsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -688,7 +778,7 @@ type PutRunsResponse struct {
 
 func (x *PutRunsResponse) Reset() {
 	*x = PutRunsResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[6]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -700,7 +790,7 @@ func (x *PutRunsResponse) String() string {
 func (*PutRunsResponse) ProtoMessage() {}
 
 func (x *PutRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[6]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -713,7 +803,7 @@ func (x *PutRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRunsResponse.ProtoReflect.Descriptor instead.
 func (*PutRunsResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{6}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{7}
 }
 
 // A run and its start time.
@@ -733,7 +823,7 @@ type RunStart struct {
 
 func (x *RunStart) Reset() {
 	*x = RunStart{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[7]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -745,7 +835,7 @@ func (x *RunStart) String() string {
 func (*RunStart) ProtoMessage() {}
 
 func (x *RunStart) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[7]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -758,7 +848,7 @@ func (x *RunStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStart.ProtoReflect.Descriptor instead.
 func (*RunStart) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{7}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RunStart) GetName() string {
@@ -796,7 +886,7 @@ type GetExperimentRequest struct {
 
 func (x *GetExperimentRequest) Reset() {
 	*x = GetExperimentRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[8]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -808,7 +898,7 @@ func (x *GetExperimentRequest) String() string {
 func (*GetExperimentRequest) ProtoMessage() {}
 
 func (x *GetExperimentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[8]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -821,7 +911,7 @@ func (x *GetExperimentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExperimentRequest.ProtoReflect.Descriptor instead.
 func (*GetExperimentRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{8}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetExperimentRequest) GetExperimentId() string {
@@ -868,7 +958,7 @@ type GetExperimentResponse struct {
 
 func (x *GetExperimentResponse) Reset() {
 	*x = GetExperimentResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[9]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -880,7 +970,7 @@ func (x *GetExperimentResponse) String() string {
 func (*GetExperimentResponse) ProtoMessage() {}
 
 func (x *GetExperimentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[9]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -893,7 +983,7 @@ func (x *GetExperimentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExperimentResponse.ProtoReflect.Descriptor instead.
 func (*GetExperimentResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{9}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetExperimentResponse) GetExperiment() *Experiment {
@@ -931,7 +1021,7 @@ type ListExperimentsRequest struct {
 
 func (x *ListExperimentsRequest) Reset() {
 	*x = ListExperimentsRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[10]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -943,7 +1033,7 @@ func (x *ListExperimentsRequest) String() string {
 func (*ListExperimentsRequest) ProtoMessage() {}
 
 func (x *ListExperimentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[10]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -956,7 +1046,7 @@ func (x *ListExperimentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExperimentsRequest.ProtoReflect.Descriptor instead.
 func (*ListExperimentsRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{10}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListExperimentsRequest) GetScope() ListExperimentsRequest_Scope {
@@ -991,7 +1081,7 @@ type ListExperimentsResponse struct {
 
 func (x *ListExperimentsResponse) Reset() {
 	*x = ListExperimentsResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[11]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1003,7 +1093,7 @@ func (x *ListExperimentsResponse) String() string {
 func (*ListExperimentsResponse) ProtoMessage() {}
 
 func (x *ListExperimentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[11]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1016,7 +1106,7 @@ func (x *ListExperimentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExperimentsResponse.ProtoReflect.Descriptor instead.
 func (*ListExperimentsResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{11}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListExperimentsResponse) GetExperiments() []*Experiment {
@@ -1050,7 +1140,7 @@ type ListPublicExperimentsRequest struct {
 
 func (x *ListPublicExperimentsRequest) Reset() {
 	*x = ListPublicExperimentsRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[12]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1062,7 +1152,7 @@ func (x *ListPublicExperimentsRequest) String() string {
 func (*ListPublicExperimentsRequest) ProtoMessage() {}
 
 func (x *ListPublicExperimentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[12]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1075,7 +1165,7 @@ func (x *ListPublicExperimentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPublicExperimentsRequest.ProtoReflect.Descriptor instead.
 func (*ListPublicExperimentsRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{12}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListPublicExperimentsRequest) GetQuery() string {
@@ -1110,7 +1200,7 @@ type ListPublicExperimentsResponse struct {
 
 func (x *ListPublicExperimentsResponse) Reset() {
 	*x = ListPublicExperimentsResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[13]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1122,7 +1212,7 @@ func (x *ListPublicExperimentsResponse) String() string {
 func (*ListPublicExperimentsResponse) ProtoMessage() {}
 
 func (x *ListPublicExperimentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[13]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1135,7 +1225,7 @@ func (x *ListPublicExperimentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPublicExperimentsResponse.ProtoReflect.Descriptor instead.
 func (*ListPublicExperimentsResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{13}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListPublicExperimentsResponse) GetExperiments() []*Experiment {
@@ -1163,7 +1253,7 @@ type SetVisibilityRequest struct {
 
 func (x *SetVisibilityRequest) Reset() {
 	*x = SetVisibilityRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[14]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1175,7 +1265,7 @@ func (x *SetVisibilityRequest) String() string {
 func (*SetVisibilityRequest) ProtoMessage() {}
 
 func (x *SetVisibilityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[14]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1188,7 +1278,7 @@ func (x *SetVisibilityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetVisibilityRequest.ProtoReflect.Descriptor instead.
 func (*SetVisibilityRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{14}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SetVisibilityRequest) GetExperimentId() string {
@@ -1214,7 +1304,7 @@ type SetVisibilityResponse struct {
 
 func (x *SetVisibilityResponse) Reset() {
 	*x = SetVisibilityResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[15]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1226,7 +1316,7 @@ func (x *SetVisibilityResponse) String() string {
 func (*SetVisibilityResponse) ProtoMessage() {}
 
 func (x *SetVisibilityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[15]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1239,7 +1329,7 @@ func (x *SetVisibilityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetVisibilityResponse.ProtoReflect.Descriptor instead.
 func (*SetVisibilityResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{15}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SetVisibilityResponse) GetExperiment() *Experiment {
@@ -1264,7 +1354,7 @@ type Grantee struct {
 
 func (x *Grantee) Reset() {
 	*x = Grantee{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[16]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1276,7 +1366,7 @@ func (x *Grantee) String() string {
 func (*Grantee) ProtoMessage() {}
 
 func (x *Grantee) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[16]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1289,7 +1379,7 @@ func (x *Grantee) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grantee.ProtoReflect.Descriptor instead.
 func (*Grantee) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{16}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Grantee) GetGrantee() isGrantee_Grantee {
@@ -1369,7 +1459,7 @@ type Grant struct {
 
 func (x *Grant) Reset() {
 	*x = Grant{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[17]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1381,7 +1471,7 @@ func (x *Grant) String() string {
 func (*Grant) ProtoMessage() {}
 
 func (x *Grant) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[17]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1394,7 +1484,7 @@ func (x *Grant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grant.ProtoReflect.Descriptor instead.
 func (*Grant) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{17}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Grant) GetExperimentId() string {
@@ -1435,7 +1525,7 @@ type GrantAccessRequest struct {
 
 func (x *GrantAccessRequest) Reset() {
 	*x = GrantAccessRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[18]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1537,7 @@ func (x *GrantAccessRequest) String() string {
 func (*GrantAccessRequest) ProtoMessage() {}
 
 func (x *GrantAccessRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[18]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1550,7 @@ func (x *GrantAccessRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantAccessRequest.ProtoReflect.Descriptor instead.
 func (*GrantAccessRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{18}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GrantAccessRequest) GetExperimentId() string {
@@ -1486,7 +1576,7 @@ type GrantAccessResponse struct {
 
 func (x *GrantAccessResponse) Reset() {
 	*x = GrantAccessResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[19]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1588,7 @@ func (x *GrantAccessResponse) String() string {
 func (*GrantAccessResponse) ProtoMessage() {}
 
 func (x *GrantAccessResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[19]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1601,7 @@ func (x *GrantAccessResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantAccessResponse.ProtoReflect.Descriptor instead.
 func (*GrantAccessResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{19}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GrantAccessResponse) GetGrant() *Grant {
@@ -1531,7 +1621,7 @@ type RevokeAccessRequest struct {
 
 func (x *RevokeAccessRequest) Reset() {
 	*x = RevokeAccessRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[20]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1543,7 +1633,7 @@ func (x *RevokeAccessRequest) String() string {
 func (*RevokeAccessRequest) ProtoMessage() {}
 
 func (x *RevokeAccessRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[20]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1556,7 +1646,7 @@ func (x *RevokeAccessRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeAccessRequest.ProtoReflect.Descriptor instead.
 func (*RevokeAccessRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{20}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RevokeAccessRequest) GetExperimentId() string {
@@ -1581,7 +1671,7 @@ type RevokeAccessResponse struct {
 
 func (x *RevokeAccessResponse) Reset() {
 	*x = RevokeAccessResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[21]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1593,7 +1683,7 @@ func (x *RevokeAccessResponse) String() string {
 func (*RevokeAccessResponse) ProtoMessage() {}
 
 func (x *RevokeAccessResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[21]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1606,7 +1696,7 @@ func (x *RevokeAccessResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeAccessResponse.ProtoReflect.Descriptor instead.
 func (*RevokeAccessResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{21}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{22}
 }
 
 type ListGrantsRequest struct {
@@ -1618,7 +1708,7 @@ type ListGrantsRequest struct {
 
 func (x *ListGrantsRequest) Reset() {
 	*x = ListGrantsRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[22]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +1720,7 @@ func (x *ListGrantsRequest) String() string {
 func (*ListGrantsRequest) ProtoMessage() {}
 
 func (x *ListGrantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[22]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +1733,7 @@ func (x *ListGrantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGrantsRequest.ProtoReflect.Descriptor instead.
 func (*ListGrantsRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{22}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListGrantsRequest) GetExperimentId() string {
@@ -1662,7 +1752,7 @@ type ListGrantsResponse struct {
 
 func (x *ListGrantsResponse) Reset() {
 	*x = ListGrantsResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[23]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1674,7 +1764,7 @@ func (x *ListGrantsResponse) String() string {
 func (*ListGrantsResponse) ProtoMessage() {}
 
 func (x *ListGrantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[23]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1687,7 +1777,7 @@ func (x *ListGrantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGrantsResponse.ProtoReflect.Descriptor instead.
 func (*ListGrantsResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{23}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListGrantsResponse) GetGrants() []*Grant {
@@ -1705,7 +1795,7 @@ type GetQuotaUsageRequest struct {
 
 func (x *GetQuotaUsageRequest) Reset() {
 	*x = GetQuotaUsageRequest{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[24]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1717,7 +1807,7 @@ func (x *GetQuotaUsageRequest) String() string {
 func (*GetQuotaUsageRequest) ProtoMessage() {}
 
 func (x *GetQuotaUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[24]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1730,7 +1820,7 @@ func (x *GetQuotaUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetQuotaUsageRequest) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{24}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{25}
 }
 
 type GetQuotaUsageResponse struct {
@@ -1742,7 +1832,7 @@ type GetQuotaUsageResponse struct {
 
 func (x *GetQuotaUsageResponse) Reset() {
 	*x = GetQuotaUsageResponse{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[25]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1754,7 +1844,7 @@ func (x *GetQuotaUsageResponse) String() string {
 func (*GetQuotaUsageResponse) ProtoMessage() {}
 
 func (x *GetQuotaUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[25]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1767,7 +1857,7 @@ func (x *GetQuotaUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetQuotaUsageResponse) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{25}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetQuotaUsageResponse) GetUsages() []*QuotaUsage {
@@ -1789,7 +1879,7 @@ type QuotaUsage struct {
 
 func (x *QuotaUsage) Reset() {
 	*x = QuotaUsage{}
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[26]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1801,7 +1891,7 @@ func (x *QuotaUsage) String() string {
 func (*QuotaUsage) ProtoMessage() {}
 
 func (x *QuotaUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[26]
+	mi := &file_tbhub_experiments_v1_experiments_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1814,7 +1904,7 @@ func (x *QuotaUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaUsage.ProtoReflect.Descriptor instead.
 func (*QuotaUsage) Descriptor() ([]byte, []int) {
-	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{26}
+	return file_tbhub_experiments_v1_experiments_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *QuotaUsage) GetQuota() Quota {
@@ -1842,7 +1932,7 @@ var File_tbhub_experiments_v1_experiments_proto protoreflect.FileDescriptor
 
 const file_tbhub_experiments_v1_experiments_proto_rawDesc = "" +
 	"\n" +
-	"&tbhub/experiments/v1/experiments.proto\x12\x14tbhub.experiments.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb2\x04\n" +
+	"&tbhub/experiments/v1/experiments.proto\x12\x14tbhub.experiments.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf2\x04\n" +
 	"\n" +
 	"Experiment\x12#\n" +
 	"\rexperiment_id\x18\x01 \x01(\tR\fexperimentId\x12\x12\n" +
@@ -1864,7 +1954,12 @@ const file_tbhub_experiments_v1_experiments_proto_rawDesc = "" +
 	"\n" +
 	"owner_name\x18\v \x01(\tR\townerName\x12)\n" +
 	"\x10description_html\x18\f \x01(\tR\x0fdescriptionHtml\x12,\n" +
-	"\x12owner_display_name\x18\r \x01(\tR\x10ownerDisplayName\"\x95\x02\n" +
+	"\x12owner_display_name\x18\r \x01(\tR\x10ownerDisplayName\x12>\n" +
+	"\adamaged\x18\x0e \x01(\v2$.tbhub.experiments.v1.DamagedRecordsR\adamaged\"]\n" +
+	"\x0eDamagedRecords\x12\x18\n" +
+	"\arecords\x18\x01 \x01(\x03R\arecords\x12\x1b\n" +
+	"\tnum_files\x18\x02 \x01(\x03R\bnumFiles\x12\x14\n" +
+	"\x05files\x18\x03 \x03(\tR\x05files\"\x95\x02\n" +
 	"\x10ExperimentCounts\x12\x19\n" +
 	"\bnum_runs\x18\x01 \x01(\x03R\anumRuns\x12\x19\n" +
 	"\bnum_tags\x18\x02 \x01(\x03R\anumTags\x12*\n" +
@@ -1888,10 +1983,11 @@ const file_tbhub_experiments_v1_experiments_proto_rawDesc = "" +
 	"\bmax_step\x18\x04 \x01(\x03R\amaxStep\x12>\n" +
 	"\rmax_wall_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\vmaxWallTime\x12\x1d\n" +
 	"\n" +
-	"num_points\x18\x06 \x01(\x03R\tnumPoints\"i\n" +
+	"num_points\x18\x06 \x01(\x03R\tnumPoints\"\xa9\x01\n" +
 	"\x0ePutRunsRequest\x12#\n" +
 	"\rexperiment_id\x18\x01 \x01(\tR\fexperimentId\x122\n" +
-	"\x04runs\x18\x02 \x03(\v2\x1e.tbhub.experiments.v1.RunStartR\x04runs\"\x11\n" +
+	"\x04runs\x18\x02 \x03(\v2\x1e.tbhub.experiments.v1.RunStartR\x04runs\x12>\n" +
+	"\adamaged\x18\x03 \x01(\v2$.tbhub.experiments.v1.DamagedRecordsR\adamaged\"\x11\n" +
 	"\x0fPutRunsResponse\"=\n" +
 	"\bRunStart\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
@@ -2006,89 +2102,92 @@ func file_tbhub_experiments_v1_experiments_proto_rawDescGZIP() []byte {
 }
 
 var file_tbhub_experiments_v1_experiments_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_tbhub_experiments_v1_experiments_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_tbhub_experiments_v1_experiments_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_tbhub_experiments_v1_experiments_proto_goTypes = []any{
 	(Visibility)(0),                       // 0: tbhub.experiments.v1.Visibility
 	(Quota)(0),                            // 1: tbhub.experiments.v1.Quota
 	(ListExperimentsRequest_Scope)(0),     // 2: tbhub.experiments.v1.ListExperimentsRequest.Scope
 	(*Experiment)(nil),                    // 3: tbhub.experiments.v1.Experiment
-	(*ExperimentCounts)(nil),              // 4: tbhub.experiments.v1.ExperimentCounts
-	(*ContinueExperimentRequest)(nil),     // 5: tbhub.experiments.v1.ContinueExperimentRequest
-	(*ContinueExperimentResponse)(nil),    // 6: tbhub.experiments.v1.ContinueExperimentResponse
-	(*SeriesProgress)(nil),                // 7: tbhub.experiments.v1.SeriesProgress
-	(*PutRunsRequest)(nil),                // 8: tbhub.experiments.v1.PutRunsRequest
-	(*PutRunsResponse)(nil),               // 9: tbhub.experiments.v1.PutRunsResponse
-	(*RunStart)(nil),                      // 10: tbhub.experiments.v1.RunStart
-	(*GetExperimentRequest)(nil),          // 11: tbhub.experiments.v1.GetExperimentRequest
-	(*GetExperimentResponse)(nil),         // 12: tbhub.experiments.v1.GetExperimentResponse
-	(*ListExperimentsRequest)(nil),        // 13: tbhub.experiments.v1.ListExperimentsRequest
-	(*ListExperimentsResponse)(nil),       // 14: tbhub.experiments.v1.ListExperimentsResponse
-	(*ListPublicExperimentsRequest)(nil),  // 15: tbhub.experiments.v1.ListPublicExperimentsRequest
-	(*ListPublicExperimentsResponse)(nil), // 16: tbhub.experiments.v1.ListPublicExperimentsResponse
-	(*SetVisibilityRequest)(nil),          // 17: tbhub.experiments.v1.SetVisibilityRequest
-	(*SetVisibilityResponse)(nil),         // 18: tbhub.experiments.v1.SetVisibilityResponse
-	(*Grantee)(nil),                       // 19: tbhub.experiments.v1.Grantee
-	(*Grant)(nil),                         // 20: tbhub.experiments.v1.Grant
-	(*GrantAccessRequest)(nil),            // 21: tbhub.experiments.v1.GrantAccessRequest
-	(*GrantAccessResponse)(nil),           // 22: tbhub.experiments.v1.GrantAccessResponse
-	(*RevokeAccessRequest)(nil),           // 23: tbhub.experiments.v1.RevokeAccessRequest
-	(*RevokeAccessResponse)(nil),          // 24: tbhub.experiments.v1.RevokeAccessResponse
-	(*ListGrantsRequest)(nil),             // 25: tbhub.experiments.v1.ListGrantsRequest
-	(*ListGrantsResponse)(nil),            // 26: tbhub.experiments.v1.ListGrantsResponse
-	(*GetQuotaUsageRequest)(nil),          // 27: tbhub.experiments.v1.GetQuotaUsageRequest
-	(*GetQuotaUsageResponse)(nil),         // 28: tbhub.experiments.v1.GetQuotaUsageResponse
-	(*QuotaUsage)(nil),                    // 29: tbhub.experiments.v1.QuotaUsage
-	(*timestamppb.Timestamp)(nil),         // 30: google.protobuf.Timestamp
+	(*DamagedRecords)(nil),                // 4: tbhub.experiments.v1.DamagedRecords
+	(*ExperimentCounts)(nil),              // 5: tbhub.experiments.v1.ExperimentCounts
+	(*ContinueExperimentRequest)(nil),     // 6: tbhub.experiments.v1.ContinueExperimentRequest
+	(*ContinueExperimentResponse)(nil),    // 7: tbhub.experiments.v1.ContinueExperimentResponse
+	(*SeriesProgress)(nil),                // 8: tbhub.experiments.v1.SeriesProgress
+	(*PutRunsRequest)(nil),                // 9: tbhub.experiments.v1.PutRunsRequest
+	(*PutRunsResponse)(nil),               // 10: tbhub.experiments.v1.PutRunsResponse
+	(*RunStart)(nil),                      // 11: tbhub.experiments.v1.RunStart
+	(*GetExperimentRequest)(nil),          // 12: tbhub.experiments.v1.GetExperimentRequest
+	(*GetExperimentResponse)(nil),         // 13: tbhub.experiments.v1.GetExperimentResponse
+	(*ListExperimentsRequest)(nil),        // 14: tbhub.experiments.v1.ListExperimentsRequest
+	(*ListExperimentsResponse)(nil),       // 15: tbhub.experiments.v1.ListExperimentsResponse
+	(*ListPublicExperimentsRequest)(nil),  // 16: tbhub.experiments.v1.ListPublicExperimentsRequest
+	(*ListPublicExperimentsResponse)(nil), // 17: tbhub.experiments.v1.ListPublicExperimentsResponse
+	(*SetVisibilityRequest)(nil),          // 18: tbhub.experiments.v1.SetVisibilityRequest
+	(*SetVisibilityResponse)(nil),         // 19: tbhub.experiments.v1.SetVisibilityResponse
+	(*Grantee)(nil),                       // 20: tbhub.experiments.v1.Grantee
+	(*Grant)(nil),                         // 21: tbhub.experiments.v1.Grant
+	(*GrantAccessRequest)(nil),            // 22: tbhub.experiments.v1.GrantAccessRequest
+	(*GrantAccessResponse)(nil),           // 23: tbhub.experiments.v1.GrantAccessResponse
+	(*RevokeAccessRequest)(nil),           // 24: tbhub.experiments.v1.RevokeAccessRequest
+	(*RevokeAccessResponse)(nil),          // 25: tbhub.experiments.v1.RevokeAccessResponse
+	(*ListGrantsRequest)(nil),             // 26: tbhub.experiments.v1.ListGrantsRequest
+	(*ListGrantsResponse)(nil),            // 27: tbhub.experiments.v1.ListGrantsResponse
+	(*GetQuotaUsageRequest)(nil),          // 28: tbhub.experiments.v1.GetQuotaUsageRequest
+	(*GetQuotaUsageResponse)(nil),         // 29: tbhub.experiments.v1.GetQuotaUsageResponse
+	(*QuotaUsage)(nil),                    // 30: tbhub.experiments.v1.QuotaUsage
+	(*timestamppb.Timestamp)(nil),         // 31: google.protobuf.Timestamp
 }
 var file_tbhub_experiments_v1_experiments_proto_depIdxs = []int32{
 	0,  // 0: tbhub.experiments.v1.Experiment.visibility:type_name -> tbhub.experiments.v1.Visibility
-	30, // 1: tbhub.experiments.v1.Experiment.create_time:type_name -> google.protobuf.Timestamp
-	30, // 2: tbhub.experiments.v1.Experiment.update_time:type_name -> google.protobuf.Timestamp
-	4,  // 3: tbhub.experiments.v1.Experiment.counts:type_name -> tbhub.experiments.v1.ExperimentCounts
-	3,  // 4: tbhub.experiments.v1.ContinueExperimentResponse.experiment:type_name -> tbhub.experiments.v1.Experiment
-	7,  // 5: tbhub.experiments.v1.ContinueExperimentResponse.series:type_name -> tbhub.experiments.v1.SeriesProgress
-	30, // 6: tbhub.experiments.v1.SeriesProgress.max_wall_time:type_name -> google.protobuf.Timestamp
-	10, // 7: tbhub.experiments.v1.PutRunsRequest.runs:type_name -> tbhub.experiments.v1.RunStart
-	3,  // 8: tbhub.experiments.v1.GetExperimentResponse.experiment:type_name -> tbhub.experiments.v1.Experiment
-	10, // 9: tbhub.experiments.v1.GetExperimentResponse.runs:type_name -> tbhub.experiments.v1.RunStart
-	2,  // 10: tbhub.experiments.v1.ListExperimentsRequest.scope:type_name -> tbhub.experiments.v1.ListExperimentsRequest.Scope
-	3,  // 11: tbhub.experiments.v1.ListExperimentsResponse.experiments:type_name -> tbhub.experiments.v1.Experiment
-	3,  // 12: tbhub.experiments.v1.ListPublicExperimentsResponse.experiments:type_name -> tbhub.experiments.v1.Experiment
-	0,  // 13: tbhub.experiments.v1.SetVisibilityRequest.visibility:type_name -> tbhub.experiments.v1.Visibility
-	3,  // 14: tbhub.experiments.v1.SetVisibilityResponse.experiment:type_name -> tbhub.experiments.v1.Experiment
-	19, // 15: tbhub.experiments.v1.Grant.grantee:type_name -> tbhub.experiments.v1.Grantee
-	30, // 16: tbhub.experiments.v1.Grant.create_time:type_name -> google.protobuf.Timestamp
-	19, // 17: tbhub.experiments.v1.GrantAccessRequest.grantee:type_name -> tbhub.experiments.v1.Grantee
-	20, // 18: tbhub.experiments.v1.GrantAccessResponse.grant:type_name -> tbhub.experiments.v1.Grant
-	19, // 19: tbhub.experiments.v1.RevokeAccessRequest.grantee:type_name -> tbhub.experiments.v1.Grantee
-	20, // 20: tbhub.experiments.v1.ListGrantsResponse.grants:type_name -> tbhub.experiments.v1.Grant
-	29, // 21: tbhub.experiments.v1.GetQuotaUsageResponse.usages:type_name -> tbhub.experiments.v1.QuotaUsage
-	1,  // 22: tbhub.experiments.v1.QuotaUsage.quota:type_name -> tbhub.experiments.v1.Quota
-	5,  // 23: tbhub.experiments.v1.ExperimentService.ContinueExperiment:input_type -> tbhub.experiments.v1.ContinueExperimentRequest
-	8,  // 24: tbhub.experiments.v1.ExperimentService.PutRuns:input_type -> tbhub.experiments.v1.PutRunsRequest
-	11, // 25: tbhub.experiments.v1.ExperimentService.GetExperiment:input_type -> tbhub.experiments.v1.GetExperimentRequest
-	13, // 26: tbhub.experiments.v1.ExperimentService.ListExperiments:input_type -> tbhub.experiments.v1.ListExperimentsRequest
-	15, // 27: tbhub.experiments.v1.ExperimentService.ListPublicExperiments:input_type -> tbhub.experiments.v1.ListPublicExperimentsRequest
-	17, // 28: tbhub.experiments.v1.ExperimentService.SetVisibility:input_type -> tbhub.experiments.v1.SetVisibilityRequest
-	21, // 29: tbhub.experiments.v1.ExperimentService.GrantAccess:input_type -> tbhub.experiments.v1.GrantAccessRequest
-	23, // 30: tbhub.experiments.v1.ExperimentService.RevokeAccess:input_type -> tbhub.experiments.v1.RevokeAccessRequest
-	25, // 31: tbhub.experiments.v1.ExperimentService.ListGrants:input_type -> tbhub.experiments.v1.ListGrantsRequest
-	27, // 32: tbhub.experiments.v1.ExperimentService.GetQuotaUsage:input_type -> tbhub.experiments.v1.GetQuotaUsageRequest
-	6,  // 33: tbhub.experiments.v1.ExperimentService.ContinueExperiment:output_type -> tbhub.experiments.v1.ContinueExperimentResponse
-	9,  // 34: tbhub.experiments.v1.ExperimentService.PutRuns:output_type -> tbhub.experiments.v1.PutRunsResponse
-	12, // 35: tbhub.experiments.v1.ExperimentService.GetExperiment:output_type -> tbhub.experiments.v1.GetExperimentResponse
-	14, // 36: tbhub.experiments.v1.ExperimentService.ListExperiments:output_type -> tbhub.experiments.v1.ListExperimentsResponse
-	16, // 37: tbhub.experiments.v1.ExperimentService.ListPublicExperiments:output_type -> tbhub.experiments.v1.ListPublicExperimentsResponse
-	18, // 38: tbhub.experiments.v1.ExperimentService.SetVisibility:output_type -> tbhub.experiments.v1.SetVisibilityResponse
-	22, // 39: tbhub.experiments.v1.ExperimentService.GrantAccess:output_type -> tbhub.experiments.v1.GrantAccessResponse
-	24, // 40: tbhub.experiments.v1.ExperimentService.RevokeAccess:output_type -> tbhub.experiments.v1.RevokeAccessResponse
-	26, // 41: tbhub.experiments.v1.ExperimentService.ListGrants:output_type -> tbhub.experiments.v1.ListGrantsResponse
-	28, // 42: tbhub.experiments.v1.ExperimentService.GetQuotaUsage:output_type -> tbhub.experiments.v1.GetQuotaUsageResponse
-	33, // [33:43] is the sub-list for method output_type
-	23, // [23:33] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	31, // 1: tbhub.experiments.v1.Experiment.create_time:type_name -> google.protobuf.Timestamp
+	31, // 2: tbhub.experiments.v1.Experiment.update_time:type_name -> google.protobuf.Timestamp
+	5,  // 3: tbhub.experiments.v1.Experiment.counts:type_name -> tbhub.experiments.v1.ExperimentCounts
+	4,  // 4: tbhub.experiments.v1.Experiment.damaged:type_name -> tbhub.experiments.v1.DamagedRecords
+	3,  // 5: tbhub.experiments.v1.ContinueExperimentResponse.experiment:type_name -> tbhub.experiments.v1.Experiment
+	8,  // 6: tbhub.experiments.v1.ContinueExperimentResponse.series:type_name -> tbhub.experiments.v1.SeriesProgress
+	31, // 7: tbhub.experiments.v1.SeriesProgress.max_wall_time:type_name -> google.protobuf.Timestamp
+	11, // 8: tbhub.experiments.v1.PutRunsRequest.runs:type_name -> tbhub.experiments.v1.RunStart
+	4,  // 9: tbhub.experiments.v1.PutRunsRequest.damaged:type_name -> tbhub.experiments.v1.DamagedRecords
+	3,  // 10: tbhub.experiments.v1.GetExperimentResponse.experiment:type_name -> tbhub.experiments.v1.Experiment
+	11, // 11: tbhub.experiments.v1.GetExperimentResponse.runs:type_name -> tbhub.experiments.v1.RunStart
+	2,  // 12: tbhub.experiments.v1.ListExperimentsRequest.scope:type_name -> tbhub.experiments.v1.ListExperimentsRequest.Scope
+	3,  // 13: tbhub.experiments.v1.ListExperimentsResponse.experiments:type_name -> tbhub.experiments.v1.Experiment
+	3,  // 14: tbhub.experiments.v1.ListPublicExperimentsResponse.experiments:type_name -> tbhub.experiments.v1.Experiment
+	0,  // 15: tbhub.experiments.v1.SetVisibilityRequest.visibility:type_name -> tbhub.experiments.v1.Visibility
+	3,  // 16: tbhub.experiments.v1.SetVisibilityResponse.experiment:type_name -> tbhub.experiments.v1.Experiment
+	20, // 17: tbhub.experiments.v1.Grant.grantee:type_name -> tbhub.experiments.v1.Grantee
+	31, // 18: tbhub.experiments.v1.Grant.create_time:type_name -> google.protobuf.Timestamp
+	20, // 19: tbhub.experiments.v1.GrantAccessRequest.grantee:type_name -> tbhub.experiments.v1.Grantee
+	21, // 20: tbhub.experiments.v1.GrantAccessResponse.grant:type_name -> tbhub.experiments.v1.Grant
+	20, // 21: tbhub.experiments.v1.RevokeAccessRequest.grantee:type_name -> tbhub.experiments.v1.Grantee
+	21, // 22: tbhub.experiments.v1.ListGrantsResponse.grants:type_name -> tbhub.experiments.v1.Grant
+	30, // 23: tbhub.experiments.v1.GetQuotaUsageResponse.usages:type_name -> tbhub.experiments.v1.QuotaUsage
+	1,  // 24: tbhub.experiments.v1.QuotaUsage.quota:type_name -> tbhub.experiments.v1.Quota
+	6,  // 25: tbhub.experiments.v1.ExperimentService.ContinueExperiment:input_type -> tbhub.experiments.v1.ContinueExperimentRequest
+	9,  // 26: tbhub.experiments.v1.ExperimentService.PutRuns:input_type -> tbhub.experiments.v1.PutRunsRequest
+	12, // 27: tbhub.experiments.v1.ExperimentService.GetExperiment:input_type -> tbhub.experiments.v1.GetExperimentRequest
+	14, // 28: tbhub.experiments.v1.ExperimentService.ListExperiments:input_type -> tbhub.experiments.v1.ListExperimentsRequest
+	16, // 29: tbhub.experiments.v1.ExperimentService.ListPublicExperiments:input_type -> tbhub.experiments.v1.ListPublicExperimentsRequest
+	18, // 30: tbhub.experiments.v1.ExperimentService.SetVisibility:input_type -> tbhub.experiments.v1.SetVisibilityRequest
+	22, // 31: tbhub.experiments.v1.ExperimentService.GrantAccess:input_type -> tbhub.experiments.v1.GrantAccessRequest
+	24, // 32: tbhub.experiments.v1.ExperimentService.RevokeAccess:input_type -> tbhub.experiments.v1.RevokeAccessRequest
+	26, // 33: tbhub.experiments.v1.ExperimentService.ListGrants:input_type -> tbhub.experiments.v1.ListGrantsRequest
+	28, // 34: tbhub.experiments.v1.ExperimentService.GetQuotaUsage:input_type -> tbhub.experiments.v1.GetQuotaUsageRequest
+	7,  // 35: tbhub.experiments.v1.ExperimentService.ContinueExperiment:output_type -> tbhub.experiments.v1.ContinueExperimentResponse
+	10, // 36: tbhub.experiments.v1.ExperimentService.PutRuns:output_type -> tbhub.experiments.v1.PutRunsResponse
+	13, // 37: tbhub.experiments.v1.ExperimentService.GetExperiment:output_type -> tbhub.experiments.v1.GetExperimentResponse
+	15, // 38: tbhub.experiments.v1.ExperimentService.ListExperiments:output_type -> tbhub.experiments.v1.ListExperimentsResponse
+	17, // 39: tbhub.experiments.v1.ExperimentService.ListPublicExperiments:output_type -> tbhub.experiments.v1.ListPublicExperimentsResponse
+	19, // 40: tbhub.experiments.v1.ExperimentService.SetVisibility:output_type -> tbhub.experiments.v1.SetVisibilityResponse
+	23, // 41: tbhub.experiments.v1.ExperimentService.GrantAccess:output_type -> tbhub.experiments.v1.GrantAccessResponse
+	25, // 42: tbhub.experiments.v1.ExperimentService.RevokeAccess:output_type -> tbhub.experiments.v1.RevokeAccessResponse
+	27, // 43: tbhub.experiments.v1.ExperimentService.ListGrants:output_type -> tbhub.experiments.v1.ListGrantsResponse
+	29, // 44: tbhub.experiments.v1.ExperimentService.GetQuotaUsage:output_type -> tbhub.experiments.v1.GetQuotaUsageResponse
+	35, // [35:45] is the sub-list for method output_type
+	25, // [25:35] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_tbhub_experiments_v1_experiments_proto_init() }
@@ -2096,7 +2195,7 @@ func file_tbhub_experiments_v1_experiments_proto_init() {
 	if File_tbhub_experiments_v1_experiments_proto != nil {
 		return
 	}
-	file_tbhub_experiments_v1_experiments_proto_msgTypes[16].OneofWrappers = []any{
+	file_tbhub_experiments_v1_experiments_proto_msgTypes[17].OneofWrappers = []any{
 		(*Grantee_Email)(nil),
 		(*Grantee_UserId)(nil),
 		(*Grantee_UserName)(nil),
@@ -2107,7 +2206,7 @@ func file_tbhub_experiments_v1_experiments_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tbhub_experiments_v1_experiments_proto_rawDesc), len(file_tbhub_experiments_v1_experiments_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
