@@ -69,6 +69,9 @@ type Config struct {
 	// Graphs bounds the graphs plugin's answers
 	// (httpapi.DefaultGraphLimits if zero).
 	Graphs httpapi.GraphLimits
+	// RunsTable bounds the runs table route
+	// (httpapi.DefaultRunsTableLimits if zero).
+	RunsTable httpapi.RunsTableLimits
 	// TrustedProxyHops is how many proxies in front of the frontend are
 	// trusted to name the browser in X-Forwarded-For (Cloud Run: 1).
 	TrustedProxyHops clientaddr.Hops
@@ -101,6 +104,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) []config.Alias {
 	c.Markdown.RegisterFlags(fs)
 	c.Graphs = httpapi.DefaultGraphLimits()
 	c.Graphs.RegisterFlags(fs)
+	c.RunsTable = httpapi.DefaultRunsTableLimits()
+	c.RunsTable.RegisterFlags(fs)
 	c.TrustedProxyHops.RegisterFlag(fs)
 	clientaddr.SecretFlag(fs, &c.ForwardingSecret)
 	config.PortFlag(fs, "addr")
@@ -132,6 +137,9 @@ func (c *Config) Validate() error {
 		return errors.New("--read-service (TBHUB_READ_SERVICE) is required")
 	}
 	if err := c.Markdown.Validate(); err != nil {
+		return err
+	}
+	if err := c.RunsTable.Validate(); err != nil {
 		return err
 	}
 	return c.Graphs.Validate()
@@ -233,7 +241,7 @@ func Run(ctx context.Context, lis net.Listener, cfg Config, obs Observers) error
 // api is the HTTP API's configuration: the read service data, and the
 // settings of c that are the API's.
 func (c *Config) api(data datapb.TensorBoardDataProviderClient, logger *slog.Logger) httpapi.Config {
-	return httpapi.Config{Data: data, Logger: logger, SamplesPerPlugin: c.SamplesPerPlugin, Markdown: c.Markdown, Graphs: c.Graphs}
+	return httpapi.Config{Data: data, Logger: logger, SamplesPerPlugin: c.SamplesPerPlugin, Markdown: c.Markdown, Graphs: c.Graphs, RunsTable: c.RunsTable}
 }
 
 // retryPolicy retries calls that found no server (UNAVAILABLE) with

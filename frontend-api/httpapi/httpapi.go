@@ -41,6 +41,7 @@ import (
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/graphs"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/markdown"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/runstable"
 	"github.com/tbhub/tbhub/frontend-api/httperr"
 	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
@@ -96,7 +97,10 @@ type Config struct {
 	// Graphs bounds the graphs plugin's text answers;
 	// DefaultGraphLimits for each field that is zero.
 	Graphs GraphLimits
-	Logger *slog.Logger
+	// RunsTable bounds the runs table route; DefaultRunsTableLimits for
+	// each field that is zero.
+	RunsTable RunsTableLimits
+	Logger    *slog.Logger
 }
 
 // GraphLimits bound the graphs plugin's answers (graphs/graph,
@@ -119,6 +123,13 @@ type MarkdownLimits = markdown.Limits
 // DefaultMarkdownLimits: 32 KiB per text, 2 s, 32 MiB of cache, half the
 // cores.
 func DefaultMarkdownLimits() MarkdownLimits { return markdown.DefaultLimits() }
+
+// RunsTableLimits bound the runs table route (data/runs_table): the runs
+// × tags one answer reads. RegisterFlags defines their flag.
+type RunsTableLimits = runstable.Limits
+
+// DefaultRunsTableLimits: 20,000 series.
+func DefaultRunsTableLimits() RunsTableLimits { return runstable.DefaultLimits() }
 
 // Handler serves the API. Create it with New.
 type Handler struct {
@@ -152,6 +163,10 @@ func New(cfg Config) (*Handler, error) {
 	}
 	cfg.Markdown = cfg.Markdown.OrDefaults()
 	cfg.Graphs = cfg.Graphs.OrDefaults()
+	cfg.RunsTable = cfg.RunsTable.OrDefaults()
+	if err := cfg.RunsTable.Validate(); err != nil {
+		return nil, fmt.Errorf("httpapi.New: %w", err)
+	}
 	if err := cfg.Graphs.Validate(); err != nil {
 		return nil, fmt.Errorf("httpapi.New: %w", err)
 	}

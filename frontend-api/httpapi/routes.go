@@ -11,6 +11,7 @@ import (
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/media"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/mesh"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/prcurves"
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/runstable"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/scalars"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/text"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/timeseries"
@@ -108,6 +109,7 @@ func (h *Handler) routes() {
 	h.handle("GET "+p+"timeseries/imageData", timeSeriesRoutes.TimeSeriesImageData)
 
 	// tbhub's own.
+	h.handle("GET "+e+"runs_table", runstable.Plugin{Env: env, Limits: h.cfg.RunsTable}.RunsTable)
 	h.handle("GET /api/experiments", api.ListExperiments)
 	h.handle("GET /api/experiments/{eid}", api.GetExperiment)
 	h.handle("GET /api/experiments/{eid}/scalars", api.DownloadScalars)

@@ -48,7 +48,9 @@ type Config struct {
 	Markdown httpapi.MarkdownLimits
 	// Graphs is httpapi.Config.Graphs.
 	Graphs httpapi.GraphLimits
-	Logger *slog.Logger
+	// RunsTable is httpapi.Config.RunsTable.
+	RunsTable httpapi.RunsTableLimits
+	Logger    *slog.Logger
 }
 
 // Routes are the mux patterns the HTTP API is mounted under. The UI may
@@ -89,6 +91,7 @@ func Mount(grpcServer grpc.ServiceRegistrar, mux *http.ServeMux, conn grpc.Clien
 		SamplesPerPlugin: cfg.SamplesPerPlugin,
 		Markdown:         cfg.Markdown,
 		Graphs:           cfg.Graphs,
+		RunsTable:        cfg.RunsTable,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("readpath: %w", err)

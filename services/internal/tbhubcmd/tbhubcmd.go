@@ -241,6 +241,7 @@ type serveFlags struct {
 	samples                          httpapi.SamplesPerPlugin
 	markdown                         httpapi.MarkdownLimits
 	graphs                           httpapi.GraphLimits
+	runsTable                        httpapi.RunsTableLimits
 	tcfg                             telemetry.Config
 	aliases                          []config.Alias
 }
@@ -295,6 +296,8 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 		f.markdown.RegisterFlags(fs)
 		f.graphs = httpapi.DefaultGraphLimits()
 		f.graphs.RegisterFlags(fs)
+		f.runsTable = httpapi.DefaultRunsTableLimits()
+		f.runsTable.RegisterFlags(fs)
 	}
 	f.tcfg = telemetry.Config{Service: proc.service}
 	f.aliases = append([]config.Alias{config.Port("addr")}, f.tcfg.RegisterFlags(fs)...)
@@ -404,7 +407,7 @@ func (f *serveFlags) readPath(o auth.OIDCConfig, origin string, logger *slog.Log
 	return readpath.Config{
 		SignIn: webSignIn(o, *f.webClient, *f.webSecret), PublicOrigin: origin,
 		Reader: reader.Config{BlobKeySecret: reader.RandomSecret(), MaxListedRuns: maxRuns}, Logger: logger,
-		SamplesPerPlugin: f.samples, Markdown: f.markdown, Graphs: f.graphs,
+		SamplesPerPlugin: f.samples, Markdown: f.markdown, Graphs: f.graphs, RunsTable: f.runsTable,
 	}
 }
 
