@@ -38,7 +38,7 @@ func TestRunsTable(t *testing.T) {
 		return mustMarshal(t, &hparamspb.HParamsPluginData{Data: &hparamspb.HParamsPluginData_SessionStartInfo{SessionStartInfo: &hparamspb.SessionStartInfo{
 			Hparams: map[string]*structpb.Value{"lr": structpb.NewNumberValue(lr), "opt": structpb.NewStringValue(opt)}}}})
 	}
-	_, srv := serveTable(t, httpapi.Config{},
+	p, srv := serveTable(t, httpapi.Config{},
 		series{plugin: "hparams", run: "a", tag: "_hparams_/session_start_info", content: start(0.1, "adam"), steps: []int64{0}, tensors: nil},
 		series{plugin: "scalars", run: "a/eval", tag: "loss", steps: []int64{0, 10, 20, 30}, scalars: []float32{2, -1, 5, 0.5}},
 		series{plugin: "scalars", run: "a/eval", tag: "acc", steps: []int64{0, 10}, scalars: []float32{0.25, 0.75}},
@@ -64,6 +64,16 @@ func TestRunsTable(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("runs_table (-want +got):\n%s", d)
+	}
+
+	// The last points are a 1-point read; the extremes a bucketed one
+	// (tbhub-buckets: 1), which gives every bucket's min and max.
+	reads := map[int64]string{}
+	for _, r := range p.scalarReads {
+		reads[r.numPoints] = r.buckets
+	}
+	if len(reads) != 2 || reads[1] != "" || reads[100] != "1" {
+		t.Errorf("ReadScalars calls (num_points → tbhub-buckets): %v; want 1 → none, 100 → 1", reads)
 	}
 
 	// Without tags: the runs and their hparams only.

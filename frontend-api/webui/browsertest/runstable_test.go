@@ -118,3 +118,62 @@ func TestRunsTableSortFilterSelect(t *testing.T) {
 	}
 	screenshot(t, ctx, "runs-table")
 }
+
+// At 1,000 runs the runs table keeps only the rows on screen in the DOM,
+// scrolls to the last run, and sorts, toggles and filters in one
+// synchronous redraw; the times are logged (docs/benchmarks.md), not
+// asserted.
+func TestRunsTableThousandRuns(t *testing.T) {
+	eid, err := writeLargeExperiment(1000, 2, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := tab(t, true)
+	start := time.Now()
+	run(t, ctx,
+		navigate(experimentURL(eid, url.Values{"tab": {"runs"}})),
+		waitFor(`document.querySelector(".runs-table-count")?.textContent === "1000 runs"`),
+	)
+	loaded := time.Since(start)
+	var inDOM int
+	var timings struct {
+		Sort, Toggle, Filter, Scroll float64
+		Last                         string
+	}
+	run(t, ctx,
+		chromedp.Evaluate(`document.querySelectorAll("table.runs-table tbody tr[data-run]").length`, &inDOM),
+		chromedp.Evaluate(`(async () => {
+			const frame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+			const ms = (fn) => { const t0 = performance.now(); fn(); return performance.now() - t0; };
+			const out = {};
+			out.Sort = ms(() => document.querySelector('table.runs-table th[data-col="group0/metric00.min"] button').click());
+			out.Toggle = ms(() => document.querySelector("table.runs-table tbody tr[data-run] input[type=checkbox]").click());
+			const f = document.querySelector("input.runs-table-filter");
+			f.value = "group0/metric00 > 0.5";
+			const t0 = performance.now();
+			f.dispatchEvent(new Event("input"));
+			await new Promise(r => { const i = setInterval(() => { if (new URLSearchParams(location.search).get("rfilter")) { clearInterval(i); r(); } }, 5); });
+			out.Filter = performance.now() - t0 - 250; // less the typing debounce
+			f.value = ""; f.dispatchEvent(new Event("input"));
+			await new Promise(r => { const i = setInterval(() => { if (!new URLSearchParams(location.search).get("rfilter")) { clearInterval(i); r(); } }, 5); });
+			const sc = document.querySelector(".runs-table-scroll");
+			const t1 = performance.now();
+			sc.scrollTop = sc.scrollHeight;
+			await frame();
+			out.Scroll = performance.now() - t1;
+			const rows = [...document.querySelectorAll("table.runs-table tbody tr[data-run]")];
+			out.Last = rows[rows.length - 1].dataset.run;
+			return out;
+		})()`, &timings, awaitPromise),
+	)
+	if inDOM == 0 || inDOM > 100 {
+		t.Errorf("%d of 1000 rows in the DOM; want only those on screen and a margin", inDOM)
+	}
+	var last string
+	run(t, ctx, chromedp.Evaluate(`(() => { const r = [...document.querySelectorAll("table.runs-table tbody tr[data-run]")]; return r[r.length - 1].dataset.run; })()`, &last))
+	if timings.Last == "" || timings.Last != last {
+		t.Errorf("after scrolling to the end the last row drawn is %q (then %q); want the table's last run", timings.Last, last)
+	}
+	t.Logf("1,000 runs × 2 tags: table shown %v after navigation; %d rows in the DOM; sort %.1f ms, toggle %.1f ms, filter %.1f ms (after the 250 ms debounce), scroll to the end %.1f ms (two frames)",
+		loaded.Round(time.Millisecond), inDOM, timings.Sort, timings.Toggle, timings.Filter, timings.Scroll)
+}

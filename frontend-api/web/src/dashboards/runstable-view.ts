@@ -190,7 +190,9 @@ export function runsTableDashboard(el: HTMLElement, ctx: DashboardContext): Dash
   function drawRows(s: ViewState) {
     const cols = columns(s);
     const off = new Set(s.off);
-    const { start, end, above, below } = visibleWindow(scroller.scrollTop, scroller.clientHeight || 600, ROW_HEIGHT, items.length);
+    // The scroller grows with its rows up to its CSS max-height: until it
+    // has, the window's height stands for its own.
+    const { start, end, above, below } = visibleWindow(scroller.scrollTop, Math.max(scroller.clientHeight, innerHeight), ROW_HEIGHT, items.length);
     const span = cols.length + 1;
     const trs: HTMLElement[] = [h("tr.spacer", { style: { height: `${above}px` } }, h("td", { colSpan: span }))];
     for (const it of items.slice(start, end)) {
@@ -208,13 +210,21 @@ export function runsTableDashboard(el: HTMLElement, ctx: DashboardContext): Dash
     setChildren(body, trs);
   }
 
+  // What items were computed from: a change of selection or colour only
+  // redraws the rows on screen.
+  let itemsOf: { rows: RunRow[]; key: string } | null = null;
+  let kept: RunRow[] = [];
+
   function draw(s: ViewState) {
     if (!loaded) return;
     const tags = chosenTags(s);
-    const clauses = parseFilter(s.rfilter, hparams, tags);
-    const kept = sortRows(filterRows(rows, clauses), s.rsort, hparams, tags);
     const byGroup = s.rgroup && hparams.includes(s.rgroup);
-    items = byGroup ? groupRows(kept, s.rgroup).flatMap((g) => [{ group: g.value, count: g.rows.length }, ...g.rows.map((row) => ({ row }))]) : kept.map((row) => ({ row }));
+    const key = JSON.stringify([s.rfilter, s.rsort, byGroup ? s.rgroup : "", tags]);
+    if (itemsOf?.rows !== rows || itemsOf.key !== key) {
+      kept = sortRows(filterRows(rows, parseFilter(s.rfilter, hparams, tags)), s.rsort, hparams, tags);
+      items = byGroup ? groupRows(kept, s.rgroup).flatMap((g) => [{ group: g.value, count: g.rows.length }, ...g.rows.map((row) => ({ row }))]) : kept.map((row) => ({ row }));
+      itemsOf = { rows, key };
+    }
     count.textContent = kept.length === rows.length ? `${rows.length} runs` : `${kept.length} of ${rows.length} runs`;
     const unknownSort = s.rsort && !parseColumn(s.rsort.replace(/^-/, ""), hparams, tags);
     note.classList.remove("error");
