@@ -117,6 +117,15 @@ func TestRunsTableSortFilterSelect(t *testing.T) {
 		t.Errorf("group regex in the URL: %q; want one grouping by bs", group)
 	}
 	screenshot(t, ctx, "runs-table")
+
+	// The corpus's hparams trials: their hparams are the plugin's (a cell
+	// read from a name says so on hover; these do not).
+	run(t, ctx,
+		navigate(experimentURL(env.eid, url.Values{"tab": {"runs"}, "rfilter": {"generated/hparams/trial"}})),
+		waitFor(`document.querySelectorAll("table.runs-table tbody tr[data-run]").length === 4`),
+		waitFor(`[...document.querySelectorAll('table.runs-table tr[data-run="generated/hparams/trial-0"] td.hparam')].some(td => td.textContent !== "" && td.title === "")`),
+	)
+	screenshot(t, ctx, "runs-table-hparams-plugin")
 }
 
 // At 1,000 runs the runs table keeps only the rows on screen in the DOM,

@@ -26,7 +26,7 @@ import {
   type RunsTableEntry,
 } from "./runstable";
 
-/** Tags shown when the URL names none. */
+/** Tags shown when the URL names none: those the most runs have. */
 const DEFAULT_TAGS = 3;
 /** Height of a row in px (style.css: table.runs-table tr). */
 const ROW_HEIGHT = 28;
@@ -36,6 +36,8 @@ type Item = { group: string; count: number } | { row: RunRow };
 export function runsTableDashboard(el: HTMLElement, ctx: DashboardContext): Dashboard {
   const { api, store } = ctx;
   let allTags: string[] = [];
+  /** Tags by how many runs have them, most first: the default columns. */
+  let commonTags: string[] = [];
   let rows: RunRow[] = [];
   let hparams: string[] = [];
   let items: Item[] = [];
@@ -85,11 +87,11 @@ export function runsTableDashboard(el: HTMLElement, ctx: DashboardContext): Dash
 
   function chosenTags(s: ViewState): string[] {
     if (s.rtag.length) return s.rtag;
-    return allTags.filter((t) => !t.startsWith("_")).slice(0, DEFAULT_TAGS);
+    return commonTags.slice(0, DEFAULT_TAGS);
   }
 
   function columns(s: ViewState): Column[] {
-    const cols: Column[] = [{ kind: "run" }, ...hparams.map((name) => ({ kind: "hparam" as const, name }))];
+    const cols: Column[] = [{ kind: "run" }, ...shownHparams.map((name) => ({ kind: "hparam" as const, name }))];
     for (const tag of chosenTags(s)) for (const field of ["last", "min", "max"] as const) cols.push({ kind: "metric", tag, field });
     return cols;
   }
@@ -100,7 +102,10 @@ export function runsTableDashboard(el: HTMLElement, ctx: DashboardContext): Dash
     try {
       if (!allTags.length) {
         const index = await getJSON<RunTagIndex>(api.plugin("scalars", "tags")).catch(() => ({}) as RunTagIndex);
-        allTags = [...new Set(Object.values(index).flatMap((t) => Object.keys(t)))].sort();
+        const runsOf = new Map<string, number>();
+        for (const t of Object.values(index).flatMap((tags) => Object.keys(tags))) runsOf.set(t, (runsOf.get(t) ?? 0) + 1);
+        allTags = [...runsOf.keys()].sort();
+        commonTags = allTags.filter((t) => !t.startsWith("_")).sort((a, b) => runsOf.get(b)! - runsOf.get(a)! || (a < b ? -1 : 1));
       }
       const q = new URLSearchParams(chosenTags(s).map((t) => ["tag", t]));
       const answer = await getJSON<{ runs: RunsTableEntry[] }>(api.data("runs_table") + (q.size ? `?${q}` : ""));
@@ -214,6 +219,7 @@ export function runsTableDashboard(el: HTMLElement, ctx: DashboardContext): Dash
   // redraws the rows on screen.
   let itemsOf: { rows: RunRow[]; key: string } | null = null;
   let kept: RunRow[] = [];
+  let shownHparams: string[] = [];
 
   function draw(s: ViewState) {
     if (!loaded) return;
@@ -223,6 +229,8 @@ export function runsTableDashboard(el: HTMLElement, ctx: DashboardContext): Dash
     if (itemsOf?.rows !== rows || itemsOf.key !== key) {
       kept = sortRows(filterRows(rows, parseFilter(s.rfilter, hparams, tags)), s.rsort, hparams, tags);
       items = byGroup ? groupRows(kept, s.rgroup).flatMap((g) => [{ group: g.value, count: g.rows.length }, ...g.rows.map((row) => ({ row }))]) : kept.map((row) => ({ row }));
+      // Hparams none of the rows kept has (another sweep's) are left out.
+      shownHparams = hparams.filter((k) => kept.some((r) => k in r.hparams));
       itemsOf = { rows, key };
     }
     count.textContent = kept.length === rows.length ? `${rows.length} runs` : `${kept.length} of ${rows.length} runs`;
