@@ -218,9 +218,10 @@ func TestTabsFollowPluginsWithData(t *testing.T) {
 		waitFor(`document.querySelectorAll("nav.tabs .tab").length > 0`),
 		chromedp.Evaluate(`[...document.querySelectorAll("nav.tabs .tab")].map(t => t.dataset.tab)`, &tabs),
 	)
-	// generated/scalars holds scalars only.
-	if strings.Join(tabs, ",") != "scalars" {
-		t.Errorf("tabs of a scalars-only experiment = %q, want [scalars]", tabs)
+	// generated/scalars holds scalars only: Scalars, and the runs table
+	// (their last/min/max).
+	if strings.Join(tabs, ",") != "scalars,runs" {
+		t.Errorf("tabs of a scalars-only experiment = %q, want [scalars runs]", tabs)
 	}
 }
 
