@@ -107,3 +107,20 @@ describe("visibleWindow", () => {
     expect(visibleWindow(0, 280, 28, 3, 5)).toEqual({ start: 0, end: 3, above: 0, below: 0 });
   });
 });
+
+describe("parseRunName on arbitrary names", () => {
+  it("never throws, and reads only keys and values the name holds", () => {
+    // A fixed-seed generator (xorshift) over the characters run names use.
+    let x = 2463534242;
+    const rnd = (n: number) => ((x ^= x << 13), (x ^= x >>> 17), (x ^= x << 5), (x >>> 0) % n);
+    const alphabet = "abclrsedABC0123456789._-=,/ ";
+    for (let i = 0; i < 5000; i++) {
+      const name = Array.from({ length: 1 + rnd(40) }, () => alphabet[rnd(alphabet.length)]).join("");
+      for (const p of parseRunName(name)) {
+        expect(name, JSON.stringify(p)).toContain(p.key);
+        expect(name, JSON.stringify(p)).toContain(p.raw);
+        if (typeof p.value === "number") expect(p.value).toBe(Number(p.raw));
+      }
+    }
+  });
+});
