@@ -18,8 +18,9 @@
 // cache, gzip, errors) and the one route table (routes.go). Each plugin's
 // routes and logic are a package under internal/ (core, scalars,
 // histograms, media, text, graphs, prcurves, customscalars, hparams, mesh,
-// timeseries, legacy), tbhub's account API is internal/account, and what
-// they all build on is internal/route; markdown is rendered in one place,
+// timeseries, legacy), tbhub's account API is internal/account, the web
+// UI's runs table internal/runstable, and what they all build on is
+// internal/route; markdown is rendered in one place,
 // internal/markdown.
 //
 // See docs/http-api.md for the route list and every place where tbhub's
