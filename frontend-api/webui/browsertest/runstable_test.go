@@ -102,6 +102,16 @@ func TestRunsTableSortFilterSelect(t *testing.T) {
 		waitFor(`document.querySelector('.sidebar li[data-run="lr=0.1,bs=32"] input[type=checkbox]')?.checked === true`),
 	)
 
+	// A run the runs list's regex hides from the dashboards is dimmed and
+	// said so, with a way to clear the regex.
+	run(t, ctx,
+		navigate(experimentURL(eid, url.Values{"tab": {"runs"}, "runFilter": {"lr="}})),
+		waitFor(`document.querySelector('table.runs-table tr[data-run="baseline"]')?.classList.contains("not-listed") === true`),
+		waitFor(`document.querySelectorAll("table.runs-table tr.not-listed").length === 1`),
+		chromedp.Click(`.runs-table-note button`, chromedp.ByQuery),
+		waitFor(`!new URLSearchParams(location.search).has("runFilter") && document.querySelectorAll("table.runs-table tr.not-listed").length === 0`),
+	)
+
 	// Grouping by bs, which the names state, groups the table's rows and
 	// sets the charts' run grouping.
 	var group string

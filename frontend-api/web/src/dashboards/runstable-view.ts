@@ -6,7 +6,7 @@
 // in the DOM, so 1,000 runs scroll as smoothly as 10.
 
 import { ApiError, getJSON, type RunTagIndex } from "../api";
-import { debounce, fmtNum, h, setChildren } from "../dom";
+import { compileFilter, debounce, fmtNum, h, setChildren } from "../dom";
 import type { ViewState } from "../state";
 import { notice, runColorPicker, setRunShown, type Dashboard, type DashboardContext } from "./dashboard";
 import {
@@ -195,6 +195,9 @@ export function runsTableDashboard(el: HTMLElement, ctx: DashboardContext): Dash
   function drawRows(s: ViewState) {
     const cols = columns(s);
     const off = new Set(s.off);
+    // The runs list's regex hides runs from every dashboard too: such a
+    // row is dimmed and says so.
+    const listed = compileFilter(s.runFilter);
     // The scroller grows with its rows up to its CSS max-height: until it
     // has, the window's height stands for its own.
     const { start, end, above, below } = visibleWindow(scroller.scrollTop, Math.max(scroller.clientHeight, innerHeight), ROW_HEIGHT, items.length);
@@ -209,7 +212,15 @@ export function runsTableDashboard(el: HTMLElement, ctx: DashboardContext): Dash
       const own = ctx.runs.find((x) => x.name === r.run)?.color ?? ctx.colorOf(r.run);
       const box = h("input", { type: "checkbox", checked: !off.has(r.run), "aria-label": `show ${r.run}`, onchange: () => setRunShown(ctx, r.run, box.checked) });
       const picker = runColorPicker(ctx, r.run, own, ctx.colorOf(r.run));
-      trs.push(h("tr", { "data-run": r.run }, h("td.sel", null, box, picker), cols.map((c) => cell(r, c))));
+      const hidden = !listed.test(r.run);
+      trs.push(
+        h(
+          `tr${hidden ? ".not-listed" : ""}` as "tr",
+          { "data-run": r.run, title: hidden ? `Hidden from the dashboards by the runs list's filter ${s.runFilter}` : "" },
+          h("td.sel", null, box, picker),
+          cols.map((c) => cell(r, c)),
+        ),
+      );
     }
     trs.push(h("tr.spacer", { style: { height: `${below}px` } }, h("td", { colSpan: span })));
     setChildren(body, trs);
@@ -243,6 +254,10 @@ export function runsTableDashboard(el: HTMLElement, ctx: DashboardContext): Dash
         : unknownSort
           ? `No column ${s.rsort.replace(/^-/, "")}: sorted by run.`
           : "";
+    if (s.runFilter) {
+      const clear = h("button", { type: "button", onclick: () => store.set({ runFilter: "" }) }, "Clear it");
+      note.append(note.textContent ? " " : "", `The runs list's filter ${s.runFilter} hides the dimmed runs from every dashboard. `, clear);
+    }
     drawHead(s, columns(s));
     drawRows(s);
   }
