@@ -191,11 +191,14 @@ export function sortRows(rows: RunRow[], sort: string, hparams: string[], tags: 
   const desc = sort.startsWith("-");
   const col = parseColumn(desc ? sort.slice(1) : sort, hparams, tags) ?? { kind: "run" };
   const byRun = (a: RunRow, b: RunRow) => naturalCompare(a.run, b.run);
-  return [...rows].sort((a, b) => {
-    const va = cellValue(a, col), vb = cellValue(b, col);
-    if (va === undefined || vb === undefined) return Number(va === undefined) - Number(vb === undefined) || byRun(a, b);
-    return (desc ? -1 : 1) * compareValues(va, vb) || byRun(a, b);
+  // Each row's value read once, not twice per comparison.
+  const keyed = rows.map((row) => ({ row, v: cellValue(row, col) }));
+  keyed.sort((a, b) => {
+    const va = a.v, vb = b.v;
+    if (va === undefined || vb === undefined) return Number(va === undefined) - Number(vb === undefined) || byRun(a.row, b.row);
+    return (desc ? -1 : 1) * compareValues(va, vb) || byRun(a.row, b.row);
   });
+  return keyed.map((k) => k.row);
 }
 
 export type Op = "<" | "<=" | ">" | ">=" | "=" | "!=";
