@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -30,13 +31,13 @@ func (p *tableProvider) ListRuns(context.Context, *datapb.ListRunsRequest) (*dat
 }
 
 // The runs table: every run, with its session's hparams (a run below a
-// session, "a/eval", has the session's), and per tag asked for the last
+// session, "a/eval", has the session's; a NaN as TensorBoard writes it), and per tag asked for the last
 // value and its step and the minimum and maximum of every point; a run
 // without the tag has no entry for it.
 func TestRunsTable(t *testing.T) {
 	start := func(lr float64, opt string) []byte {
 		return mustMarshal(t, &hparamspb.HParamsPluginData{Data: &hparamspb.HParamsPluginData_SessionStartInfo{SessionStartInfo: &hparamspb.SessionStartInfo{
-			Hparams: map[string]*structpb.Value{"lr": structpb.NewNumberValue(lr), "opt": structpb.NewStringValue(opt)}}}})
+			Hparams: map[string]*structpb.Value{"lr": structpb.NewNumberValue(lr), "opt": structpb.NewStringValue(opt), "wd": structpb.NewNumberValue(math.NaN())}}}})
 	}
 	p, srv := serveTable(t, httpapi.Config{},
 		series{plugin: "hparams", run: "a", tag: "_hparams_/session_start_info", content: start(0.1, "adam"), steps: []int64{0}, tensors: nil},
@@ -54,8 +55,8 @@ func TestRunsTable(t *testing.T) {
 	}
 	var want map[string]any
 	if err := json.Unmarshal([]byte(`{"runs": [
-		{"run": "a", "hparams": {"lr": 0.1, "opt": "adam"}},
-		{"run": "a/eval", "hparams": {"lr": 0.1, "opt": "adam"}, "metrics": {
+		{"run": "a", "hparams": {"lr": 0.1, "opt": "adam", "wd": "NaN"}},
+		{"run": "a/eval", "hparams": {"lr": 0.1, "opt": "adam", "wd": "NaN"}, "metrics": {
 			"loss": {"last": 0.5, "step": 30, "min": -1, "max": 5},
 			"acc": {"last": 0.75, "step": 10, "min": 0.25, "max": 0.75}}},
 		{"run": "b", "metrics": {"loss": {"last": 3, "step": 5, "min": 3, "max": 3}}}
