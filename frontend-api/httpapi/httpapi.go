@@ -18,8 +18,9 @@
 // cache, gzip, errors) and the one route table (routes.go). Each plugin's
 // routes and logic are a package under internal/ (core, scalars,
 // histograms, media, text, graphs, prcurves, customscalars, hparams, mesh,
-// timeseries, legacy), tbhub's account API is internal/account, and what
-// they all build on is internal/route; markdown is rendered in one place,
+// timeseries, legacy), tbhub's account API is internal/account, the web
+// UI's runs table internal/runstable, and what they all build on is
+// internal/route; markdown is rendered in one place,
 // internal/markdown.
 //
 // See docs/http-api.md for the route list and every place where tbhub's
@@ -42,6 +43,7 @@ import (
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/graphs"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/markdown"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/runstable"
 	"github.com/tbhub/tbhub/frontend-api/httperr"
 	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
@@ -101,7 +103,10 @@ type Config struct {
 	// DefaultCompareLimits for each field that is zero.
 	Compare CompareLimits
 
-	Logger *slog.Logger
+	// RunsTable bounds the runs table route; DefaultRunsTableLimits for
+	// each field that is zero.
+	RunsTable RunsTableLimits
+	Logger    *slog.Logger
 }
 
 // GraphLimits bound the graphs plugin's answers (graphs/graph,
@@ -132,6 +137,13 @@ type CompareLimits = compare.Limits
 
 // DefaultCompareLimits: 10 experiments, 4 read at once.
 func DefaultCompareLimits() CompareLimits { return compare.DefaultLimits() }
+
+// RunsTableLimits bound the runs table route (data/runs_table): the runs
+// × tags one answer reads. RegisterFlags defines their flag.
+type RunsTableLimits = runstable.Limits
+
+// DefaultRunsTableLimits: 20,000 series.
+func DefaultRunsTableLimits() RunsTableLimits { return runstable.DefaultLimits() }
 
 // Handler serves the API. Create it with New.
 type Handler struct {
@@ -168,6 +180,10 @@ func New(cfg Config) (*Handler, error) {
 	}
 	cfg.Markdown = cfg.Markdown.OrDefaults()
 	cfg.Graphs = cfg.Graphs.OrDefaults()
+	cfg.RunsTable = cfg.RunsTable.OrDefaults()
+	if err := cfg.RunsTable.Validate(); err != nil {
+		return nil, fmt.Errorf("httpapi.New: %w", err)
+	}
 	if err := cfg.Graphs.Validate(); err != nil {
 		return nil, fmt.Errorf("httpapi.New: %w", err)
 	}

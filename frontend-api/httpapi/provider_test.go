@@ -40,10 +40,19 @@ type tableProvider struct {
 	// cut is the readhint.MaxStringBytesKey of the last ReadTensors per
 	// plugin ("" if none); the table sends its strings whole regardless.
 	cut map[string]string
+	// scalarReads are its ReadScalars calls, in order.
+	scalarReads []scalarRead
 	// blobs are its blob sequences (graphs_test.go), set before it
 	// serves; blobReads counts the ReadBlob calls.
 	blobs     []blobSeries
 	blobReads int
+}
+
+// scalarRead is a ReadScalars call: its num_points and the bucketed
+// min/max hint it carried ("" if none).
+type scalarRead struct {
+	numPoints int64
+	buckets   string
 }
 
 func (p *tableProvider) match(plugin string, f *datapb.RunTagFilter, scalar bool) []series {
@@ -100,8 +109,11 @@ func (p *tableProvider) ListScalars(_ context.Context, req *datapb.ListScalarsRe
 	return resp, nil
 }
 
-func (p *tableProvider) ReadScalars(_ context.Context, req *datapb.ReadScalarsRequest) (*datapb.ReadScalarsResponse, error) {
+func (p *tableProvider) ReadScalars(ctx context.Context, req *datapb.ReadScalarsRequest) (*datapb.ReadScalarsResponse, error) {
 	p.record(req.GetPluginFilter().GetPluginName(), req.GetDownsample())
+	p.mu.Lock()
+	p.scalarReads = append(p.scalarReads, scalarRead{req.GetDownsample().GetNumPoints(), strings.Join(metadata.ValueFromIncomingContext(ctx, "tbhub-buckets"), ",")})
+	p.mu.Unlock()
 	resp := &datapb.ReadScalarsResponse{}
 	for _, s := range p.match(req.GetPluginFilter().GetPluginName(), req.GetRunTagFilter(), true) {
 		resp.Runs = append(resp.Runs, &datapb.ReadScalarsResponse_RunEntry{RunName: s.run, Tags: []*datapb.ReadScalarsResponse_TagEntry{{

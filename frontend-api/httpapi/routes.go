@@ -12,6 +12,7 @@ import (
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/media"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/mesh"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/prcurves"
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/runstable"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/scalars"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/text"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/timeseries"
@@ -113,6 +114,7 @@ func (h *Handler) routes() {
 	h.handle("GET /compare/{eid}/data/comparison", compare.Routes{Env: env, Client: h.compare, Experiments: h.exps}.Comparison)
 
 	// tbhub's own.
+	h.handle("GET "+e+"runs_table", runstable.Plugin{Env: env, Limits: h.cfg.RunsTable}.RunsTable)
 	h.handle("GET /api/experiments", api.ListExperiments)
 	h.handle("GET /api/experiments/{eid}", api.GetExperiment)
 	h.handle("GET /api/experiments/{eid}/scalars", api.DownloadScalars)

@@ -28,3 +28,12 @@ describe("expanded cards", () => {
     expect(parseState("").expand).toEqual([]);
   });
 });
+
+describe("the runs table's state", () => {
+  it("round-trips its tags, sort, filter and grouping", () => {
+    const s = parseState("?rtag=loss&rtag=eval%2Facc&rsort=-loss.min&rfilter=lr%3D0.1%2C+loss+%3C+0.5&rgroup=lr");
+    expect([s.rtag, s.rsort, s.rfilter, s.rgroup]).toEqual([["loss", "eval/acc"], "-loss.min", "lr=0.1, loss < 0.5", "lr"]);
+    const back = parseState(formatState(s));
+    expect([back.rtag, back.rsort, back.rfilter, back.rgroup]).toEqual([s.rtag, s.rsort, s.rfilter, s.rgroup]);
+  });
+});

@@ -32,6 +32,10 @@
 //                      parallel coordinates (COL: an hparam or metric name)
 //   hbrush=JSON (repeated)  HParams rows kept by a brushed axis:
 //                      [COL, LO, HI] (numbers) or [COL, [VALUE, ...]]
+//   rtag=TAG (repeated)  scalar tags the runs table shows (default: the first few)
+//   rsort=COL, rsort=-COL  runs table sort column (- for descending)
+//   rfilter=TEXT       runs table rows shown ("lr=0.1, loss.min < 0.5, text")
+//   rgroup=HPARAM      runs table rows grouped by an hparam
 //   grun, ggraph       the graph shown: its run, and "" (the run graph),
 //                      "keras:TAG" (a Keras model) or "op:TAG" (an op graph)
 //   gopen (repeated)   open name scopes of the graph ("a/b/"); the old
@@ -79,6 +83,10 @@ export interface ViewState {
   hy: string;
   hcolor: string;
   hbrush: string[];
+  rtag: string[];
+  rsort: string;
+  rfilter: string;
+  rgroup: string;
   grun: string;
   ggraph: string;
   gopen: string[];
@@ -164,6 +172,10 @@ export function parseState(search: string): ViewState {
     hy: q.get("hy") ?? "",
     hcolor: q.get("hcolor") ?? "",
     hbrush: q.getAll("hbrush"),
+    rtag: q.getAll("rtag"),
+    rsort: q.get("rsort") ?? "",
+    rfilter: q.get("rfilter") ?? "",
+    rgroup: q.get("rgroup") ?? "",
     grun: q.get("grun") ?? "",
     ggraph: q.get("ggraph") ?? "",
     gopen: [...q.getAll("gopen"), ...scopePrefixes(q.get("gscope") ?? "")],
@@ -217,6 +229,8 @@ export function formatState(s: ViewState): string {
   if (s.hview !== "table") q.set("hview", s.hview);
   for (const k of ["hsort", "hfilter", "hx", "hy", "hcolor"] as const) if (s[k]) q.set(k, s[k]);
   for (const b of s.hbrush) q.append("hbrush", b);
+  for (const t of s.rtag) q.append("rtag", t);
+  for (const k of ["rsort", "rfilter", "rgroup"] as const) if (s[k]) q.set(k, s[k]);
   if (s.grun) q.set("grun", s.grun);
   if (s.ggraph) q.set("ggraph", s.ggraph);
   for (const o of s.gopen) q.append("gopen", o);

@@ -218,10 +218,10 @@ func TestTabsFollowPluginsWithData(t *testing.T) {
 		waitFor(`document.querySelectorAll("nav.tabs .tab").length > 0`),
 		chromedp.Evaluate(`[...document.querySelectorAll("nav.tabs .tab")].map(t => t.dataset.tab)`, &tabs),
 	)
-	// generated/scalars holds scalars only: Scalars, and the Time Series
-	// view, which shows scalars too.
-	if strings.Join(tabs, ",") != "scalars,timeseries" {
-		t.Errorf("tabs of a scalars-only experiment = %q, want [scalars timeseries]", tabs)
+	// generated/scalars holds scalars only: Scalars, the Time Series view,
+	// which shows scalars too, and the runs table (their last/min/max).
+	if strings.Join(tabs, ",") != "scalars,timeseries,runs" {
+		t.Errorf("tabs of a scalars-only experiment = %q, want [scalars timeseries runs]", tabs)
 	}
 }
 

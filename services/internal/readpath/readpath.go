@@ -50,7 +50,9 @@ type Config struct {
 	Graphs httpapi.GraphLimits
 	// Compare is httpapi.Config.Compare.
 	Compare httpapi.CompareLimits
-	Logger  *slog.Logger
+	// RunsTable is httpapi.Config.RunsTable.
+	RunsTable httpapi.RunsTableLimits
+	Logger    *slog.Logger
 }
 
 // Routes are the mux patterns the HTTP API is mounted under. The UI may
@@ -92,6 +94,7 @@ func Mount(grpcServer grpc.ServiceRegistrar, mux *http.ServeMux, conn grpc.Clien
 		Markdown:         cfg.Markdown,
 		Graphs:           cfg.Graphs,
 		Compare:          cfg.Compare,
+		RunsTable:        cfg.RunsTable,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("readpath: %w", err)

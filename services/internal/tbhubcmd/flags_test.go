@@ -47,7 +47,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 			"addr", "api-endpoint", "blobs", "data", "enable-test-rpcs", "grpc-addr",
 			"max-blob-bytes", "max-blob-bytes-per-user", "max-experiments-per-user", "max-points-per-user", "max-tokens-per-user",
 			"oidc-client-ids", "oidc-device-client-id", "oidc-device-client-secret", "oidc-issuer",
-			"oidc-web-client-id", "oidc-web-client-secret", "public-origin", "requests-per-second", "samples_per_plugin", "store",
+			"oidc-web-client-id", "oidc-web-client-secret", "public-origin", "requests-per-second", "runs-table-max-series", "samples_per_plugin", "store",
 		}, telemetryFlags, httpLimitFlags, blobStreamFlags, markdownFlags, graphFlags, compareFlags, credentialFlags, diskFlags, instanceFlags)},
 		{"write-service", func(fs *flag.FlagSet) { newServeFlags(fs, writeServiceCommand) }, slices.Concat([]string{
 			"addr", "api-endpoint", "blobs", "data", "enable-test-rpcs", "grpc-addr",
@@ -63,7 +63,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 		}, telemetryFlags, credentialFlags)},
 		{"frontend", func(fs *flag.FlagSet) { new(frontend.Config).RegisterFlags(fs) }, slices.Concat([]string{
 			"addr", "experiment-service", "grpc-insecure", "oidc-issuer", "oidc-web-client-id",
-			"oidc-web-client-secret", "port", "public-origin", "read-service", "samples_per_plugin",
+			"oidc-web-client-secret", "port", "public-origin", "read-service", "runs-table-max-series", "samples_per_plugin",
 		}, telemetryFlags, httpLimitFlags, markdownFlags, graphFlags, compareFlags, []string{"forwarding-secret", "trusted-proxy-hops"})},
 	}
 	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "operations.md"))

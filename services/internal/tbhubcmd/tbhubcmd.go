@@ -243,6 +243,7 @@ type serveFlags struct {
 	markdown                         httpapi.MarkdownLimits
 	graphs                           httpapi.GraphLimits
 	compare                          httpapi.CompareLimits
+	runsTable                        httpapi.RunsTableLimits
 	tcfg                             telemetry.Config
 	aliases                          []config.Alias
 }
@@ -300,6 +301,8 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 		f.graphs.RegisterFlags(fs)
 		f.compare = httpapi.DefaultCompareLimits()
 		f.compare.RegisterFlags(fs)
+		f.runsTable = httpapi.DefaultRunsTableLimits()
+		f.runsTable.RegisterFlags(fs)
 	}
 	f.tcfg = telemetry.Config{Service: proc.service}
 	f.aliases = append([]config.Alias{config.Port("addr")}, f.tcfg.RegisterFlags(fs)...)
@@ -409,7 +412,7 @@ func (f *serveFlags) readPath(o auth.OIDCConfig, origin string, logger *slog.Log
 	return readpath.Config{
 		SignIn: webSignIn(o, *f.webClient, *f.webSecret), PublicOrigin: origin,
 		Reader: reader.Config{BlobKeySecret: reader.RandomSecret(), MaxListedRuns: maxRuns}, Logger: logger,
-		SamplesPerPlugin: f.samples, Markdown: f.markdown, Graphs: f.graphs, Compare: f.compare,
+		SamplesPerPlugin: f.samples, Markdown: f.markdown, Graphs: f.graphs, Compare: f.compare, RunsTable: f.runsTable,
 	}
 }
 

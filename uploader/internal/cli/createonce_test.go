@@ -88,7 +88,7 @@ func TestCreateExperimentRetryReusesRequestID(t *testing.T) {
 	writer, experiments := servicepb.NewTensorBoardWriterServiceClient(conn), experimentsv1.NewExperimentServiceClient(conn)
 
 	st := state.New("http://x", "/logdir")
-	eid, err := chooseExperiment(t.Context(), env, writer, experiments, st, save, "", "n", "", retry)
+	eid, err := chooseExperiment(t.Context(), env, writer, experiments, st, save, "", "n", "", "", retry)
 	if err != nil {
 		t.Fatalf("chooseExperiment: %v", err)
 	}
@@ -108,7 +108,7 @@ func TestCreateExperimentRetryReusesRequestID(t *testing.T) {
 	// A later tbup finds the request a killed one left pending.
 	pending := state.New("http://x", "/other")
 	pending.CreateRequestID = w.calls[0]
-	again, err := chooseExperiment(t.Context(), env, writer, experiments, pending, save, "", "n", "", retry)
+	again, err := chooseExperiment(t.Context(), env, writer, experiments, pending, save, "", "n", "", "", retry)
 	if err != nil {
 		t.Fatalf("chooseExperiment with a pending request: %v", err)
 	}

@@ -121,7 +121,7 @@ func TestChooseExperimentSaysRetries(t *testing.T) {
 	env := Env{Stdout: io.Discard, Stderr: &errOut, Getenv: func(string) string { return "" }}
 	r := sayRetries(env, client.Retry{Attempts: 3, Base: time.Millisecond, Max: time.Millisecond})
 	_, err = chooseExperiment(context.Background(), env, servicepb.NewTensorBoardWriterServiceClient(conn), experimentsv1.NewExperimentServiceClient(conn),
-		state.New("http://x", "/logdir"), func(*state.State) error { return nil }, "", "", "", r)
+		state.New("http://x", "/logdir"), func(*state.State) error { return nil }, "", "", "", "", r)
 	want := "cannot reach the server at " + addr
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("chooseExperiment: %v; want it to say %q", err, want)

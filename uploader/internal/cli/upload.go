@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -119,7 +121,7 @@ func dialEndpoint(endpoint string, sf serverFlags) (*grpc.ClientConn, error) {
 type metadataFlags struct{ name, description, visibility string }
 
 func (m *metadataFlags) register(fs *flag.FlagSet, visibilityNote string) {
-	fs.StringVar(&m.name, "name", "", "experiment name (at most 100 characters)")
+	fs.StringVar(&m.name, "name", "", "experiment name (at most 100 characters; a new experiment without one is named after the logdir's folder)")
 	fs.StringVar(&m.description, "description", "", "experiment description, markdown (at most 600 characters)")
 	fs.StringVar(&m.visibility, "visibility", "", "private, unlisted or public "+visibilityNote)
 }
@@ -243,7 +245,11 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	retry := client.DefaultRetry
-	eid, err := chooseExperiment(ctx, env, writer, experiments, st, save, *experimentID, *name, *description, sayRetries(env, retry))
+	newName := ""
+	if *graph == "" {
+		newName = logdirName(*dir)
+	}
+	eid, err := chooseExperiment(ctx, env, writer, experiments, st, save, *experimentID, *name, newName, *description, sayRetries(env, retry))
 	if err != nil {
 		return err
 	}
@@ -318,13 +324,15 @@ func sameLogdir(a, b string) bool {
 }
 
 // chooseExperiment continues the experiment named by --experiment or by the state
-// file, or creates one, and leaves its ID in the state. A create carries a
+// file, or creates one, and leaves its ID in the state. name (--name) renames
+// a continued experiment; a created one without it is named newName (the
+// logdir's folder). A create carries a
 // request ID that is saved in the state (with save) before the first
 // attempt and kept until the server answers, so a retry whose first answer
 // was lost, or a later tbup after one killed meanwhile, gets the same
 // experiment instead of a second one (package schemas/writehint).
 func chooseExperiment(ctx context.Context, env Env, writer servicepb.TensorBoardWriterServiceClient, experiments experimentsv1.ExperimentServiceClient,
-	st *state.State, save func(*state.State) error, requested, name, description string, retry client.Retry) (string, error) {
+	st *state.State, save func(*state.State) error, requested, name, newName, description string, retry client.Retry) (string, error) {
 	eid := requested
 	if eid == "" {
 		eid = st.ExperimentID
@@ -360,7 +368,7 @@ func chooseExperiment(ctx context.Context, env Env, writer servicepb.TensorBoard
 	var resp *servicepb.CreateExperimentResponse
 	err := retry.Do(writehint.WithRequestID(ctx, st.CreateRequestID), func(ctx context.Context) error {
 		var err error
-		resp, err = writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: name, Description: description})
+		resp, err = writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: cmp.Or(name, newName), Description: description})
 		return err
 	})
 	if err != nil {
@@ -368,6 +376,29 @@ func chooseExperiment(ctx context.Context, env Env, writer servicepb.TensorBoard
 	}
 	st.Reset(resp.GetExperimentId())
 	return resp.GetExperimentId(), nil
+}
+
+// logdirName is the name of an experiment uploaded from dir without --name:
+// the logdir's folder ("~/runs/ppo_sweep" -> "ppo_sweep"; "." -> the
+// current folder's name; "gs://bucket/a/b/" -> "b"), cut to the 100
+// characters a name may have; "" for a root.
+func logdirName(dir string) string {
+	var name string
+	if rest, ok := strings.CutPrefix(dir, "gs://"); ok {
+		name = path.Base(path.Clean("/" + rest))
+	} else {
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		name = filepath.Base(filepath.Clean(dir))
+	}
+	if name == "/" || name == "." || name == string(filepath.Separator) {
+		return ""
+	}
+	if r := []rune(name); len(r) > 100 {
+		name = string(r[:100])
+	}
+	return name
 }
 
 // sayRetries is r telling each retry on stderr: before the upload's

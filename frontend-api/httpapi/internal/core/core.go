@@ -145,13 +145,9 @@ func (h Plugin) Runs(w http.ResponseWriter, r *route.Request) error {
 	case "index":
 		return h.runIndex(w, r)
 	case "", "list":
-		resp, err := h.Data.ListRuns(r.Ctx, &datapb.ListRunsRequest{ExperimentId: r.EID}, h.CallOpts...)
+		names, err := h.RunNames(r)
 		if err != nil {
 			return err
-		}
-		names := make([]string, 0, len(resp.GetRuns()))
-		for _, run := range resp.GetRuns() {
-			names = append(names, run.GetName())
 		}
 		return route.WriteJSON(w, names)
 	default:

@@ -812,3 +812,26 @@ func hparamsLaTeX(header []any, rows [][]any) []byte {
 
 // Plugin serves the plugin's routes from the data of Env.
 type Plugin struct{ *route.Env }
+
+// RunHParams returns the hparams of each of runs that belongs to a session
+// (the session's run, or a run below it such as "session/eval": the
+// longest session run above it), as the session's start info gives them;
+// runs of no session are left out.
+func (h Plugin) RunHParams(r *route.Request, runs []string) (map[string]map[string]*structpb.Value, error) {
+	d, err := h.loadHParams(r)
+	if err != nil {
+		return nil, err
+	}
+	sessions := map[string]*hparamsSession{}
+	names := map[string]bool{}
+	for _, s := range d.sessions {
+		sessions[s.name], names[s.name] = s, true
+	}
+	out := map[string]map[string]*structpb.Value{}
+	for _, run := range runs {
+		if name, ok := longestSessionOf(names, run); ok && len(sessions[name].start.GetHparams()) > 0 {
+			out[run] = sessions[name].start.GetHparams()
+		}
+	}
+	return out, nil
+}

@@ -112,6 +112,19 @@ func seriesInfos[R listedRun[T, M], T listedTag[M], M listedMetadata](runs []R) 
 	return out
 }
 
+// RunNames lists the experiment's runs by name, in the read service's order.
+func (h *Env) RunNames(r *Request) ([]string, error) {
+	resp, err := h.Data.ListRuns(r.Ctx, &datapb.ListRunsRequest{ExperimentId: r.EID}, h.CallOpts...)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(resp.GetRuns()))
+	for _, run := range resp.GetRuns() {
+		names = append(names, run.GetName())
+	}
+	return names, nil
+}
+
 // ListScalars lists plugin's scalar series (all with f nil).
 func (h *Env) ListScalars(r *Request, plugin string, f *datapb.RunTagFilter) ([]SeriesInfo, error) {
 	resp, err := h.Data.ListScalars(r.Ctx, &datapb.ListScalarsRequest{ExperimentId: r.EID, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f}, h.CallOpts...)

@@ -48,6 +48,35 @@ export function showOnly(store: Store, run: string) {
   store.set({ runFilter: exactRegex(run), off: [] });
 }
 
+/** Turns run on or off in every dashboard (off= in the URL, in run order). */
+export function setRunShown(ctx: DashboardContext, run: string, shown: boolean) {
+  const off = new Set(ctx.store.get().off);
+  if (shown) off.delete(run);
+  else off.add(run);
+  ctx.store.set({ off: ctx.runs.map((x) => x.name).filter((x) => off.has(x)) });
+}
+
+/**
+ * A run's colour swatch, a picker showing color; what is picked goes into
+ * the URL (color=), and picking the run's own colour (own) takes it out.
+ */
+export function runColorPicker(ctx: DashboardContext, run: string, own: string, color = own): HTMLInputElement {
+  const picker = h("input", {
+    type: "color",
+    className: "swatch",
+    value: color,
+    title: `Colour of ${run}`,
+    "aria-label": `colour of ${run}`,
+    onchange: () => {
+      const colors = { ...ctx.store.get().colors };
+      if (picker.value === own) delete colors[run];
+      else colors[run] = picker.value;
+      ctx.store.set({ colors });
+    },
+  });
+  return picker;
+}
+
 /** Groups tags by their prefix before the first "/". */
 export function groupByPrefix<T>(items: T[], key: (t: T) => string): Map<string, T[]> {
   const groups = new Map<string, T[]>();

@@ -8,7 +8,7 @@ import { compileFilter, debounce, h, setChildren, type Child } from "../dom";
 import { descriptionElement } from "../description";
 import { damagedNote } from "../damaged";
 import { Store, type ViewState } from "../state";
-import { showOnly, type Dashboard, type DashboardContext, type DashboardFactory, type Run } from "../dashboards/dashboard";
+import { runColorPicker, setRunShown, showOnly, type Dashboard, type DashboardContext, type DashboardFactory, type Run } from "../dashboards/dashboard";
 import { scalarsDashboard } from "../dashboards/scalars";
 import { audioDashboard, imagesDashboard } from "../dashboards/images";
 import { distributionsDashboard, histogramsDashboard } from "../dashboards/histograms";
@@ -19,6 +19,7 @@ import { hparamsDashboard } from "../dashboards/hparams";
 import { graphsDashboard } from "../dashboards/graphs";
 import { meshDashboard } from "../dashboards/mesh";
 import { timeSeriesDashboard } from "../dashboards/timeseries";
+import { runsTableDashboard } from "../dashboards/runstable-view";
 import { copyLinkButton, shareDialog } from "./experiments";
 import { renderSignIn } from "./signin";
 
@@ -41,6 +42,8 @@ const TABS: Tab[] = [
   { id: "scalars", label: "Scalars", plugins: ["scalars"], make: scalarsDashboard, runIndex: ["scalars", "tags"] },
   // TensorBoard's default dashboard: each tag's scalars, histograms and images together.
   { id: "timeseries", label: "Time Series", plugins: ["scalars", "histograms", "images"], make: timeSeriesDashboard },
+  // The runs table is the run selection itself: the runs list is hidden there.
+  { id: "runs", label: "Runs", plugins: ["scalars", "hparams"], make: runsTableDashboard, noRunsList: true },
   { id: "images", label: "Images", plugins: ["images"], make: imagesDashboard, runIndex: ["images", "tags"] },
   { id: "audio", label: "Audio", plugins: ["audio"], make: audioDashboard, runIndex: ["audio", "tags"] },
   { id: "histograms", label: "Histograms", plugins: ["histograms"], make: histogramsDashboard, runIndex: ["histograms", "tags"] },
@@ -376,28 +379,8 @@ function runsSidebar(ctx: DashboardContext): {
   heading.addEventListener("click", toggle);
   heading.addEventListener("keydown", (e) => (e.key === "Enter" || e.key === " ") && toggle());
   const add = (r: Run) => {
-    const box = h("input", {
-      type: "checkbox",
-      onchange: () => {
-        const off = new Set(store.get().off);
-        if (box.checked) off.delete(r.name);
-        else off.add(r.name);
-        store.set({ off: ctx.runs.map((x) => x.name).filter((x) => off.has(x)) });
-      },
-    });
-    const picker = h("input", {
-      type: "color",
-      className: "swatch",
-      value: r.color,
-      title: `Colour of ${r.name}`,
-      "aria-label": `colour of ${r.name}`,
-      onchange: () => {
-        const colors = { ...store.get().colors };
-        if (picker.value === r.color) delete colors[r.name];
-        else colors[r.name] = picker.value;
-        store.set({ colors });
-      },
-    });
+    const box = h("input", { type: "checkbox", onchange: () => setRunShown(ctx, r.name, box.checked) });
+    const picker = runColorPicker(ctx, r.name, r.color);
     // Middle truncation: the head shrinks with an ellipsis, the tail stays.
     const cut = Math.max(r.name.length - Math.max(8, Math.ceil(r.name.length * 0.4)), 0);
     // "only": the run filter matching just this run (as the scalar tooltip's).

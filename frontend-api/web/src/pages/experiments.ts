@@ -9,10 +9,11 @@
 import { ApiError, getFresh, getJSON, getSession, send, signOut, type ApiToken, type Experiment, type ExperimentList, type Grant } from "../api";
 import { displayNameField, seenAs } from "../displayname";
 import { h, setChildren } from "../dom";
-import { renderGallery } from "./gallery";
+import { listControls, renderGallery } from "./gallery";
 import { renderSignIn } from "./signin";
 import { compareSelection } from "./compare";
 import { descriptionElement } from "../description";
+import { parseListState, searchAndSort, withListState, type ListState } from "./explist";
 
 function count(e: Experiment, key: string): string {
   const v = e.counts?.[key];
@@ -261,16 +262,28 @@ export async function renderExperiments(el: HTMLElement, reroute: () => void) {
   const sharedList = shared.experiments ?? [];
   const tokens = h("section.tokens");
   const profile = h("section.display-name");
-  setChildren(
-    el,
-    h("h1", null, "My experiments"),
-    status,
-    ownedList.length + sharedList.length > 1 ? compare.bar : null,
-    ownedList.length ? h("div.table-scroll", null, table(ownedList, true)) : h("p.notice", null, "No experiments yet. Upload a logdir with ", h("code", null, "tbup upload LOGDIR"), "."),
-    sharedList.length ? [h("h2", null, "Shared with me"), h("div.table-scroll", null, table(sharedList, false))] : null,
-    profile,
-    tokens,
-  );
+  // Search and sort, kept in the URL (?q=, ?sort=): both lists are whole here.
+  const lists = h("div.experiment-lists");
+  const controls = listControls(parseListState(location.search), (s) => {
+    history.replaceState(history.state, "", withListState(new URL(location.href), s));
+    drawLists(s);
+  });
+  function drawLists(s: ListState) {
+    const mine = searchAndSort(ownedList, s);
+    const theirs = searchAndSort(sharedList, s);
+    const none = (all: Experiment[]) => (s.q.trim() && all.length ? h("p.notice.no-match", null, `No experiment matches “${s.q.trim()}”.`) : null);
+    setChildren(
+      lists,
+      ownedList.length
+        ? mine.length
+          ? h("div.table-scroll", null, table(mine, true))
+          : none(ownedList)
+        : h("p.notice", null, "No experiments yet. Upload a logdir with ", h("code", null, "tbup upload LOGDIR"), "."),
+      sharedList.length ? [h("h2", null, "Shared with me"), theirs.length ? h("div.table-scroll", null, table(theirs, false)) : none(sharedList)] : null,
+    );
+  }
+  drawLists(parseListState(location.search));
+  setChildren(el, h("h1", null, "My experiments"), status, ownedList.length + sharedList.length ? controls : null, ownedList.length + sharedList.length > 1 ? compare.bar : null, lists, profile, tokens);
   renderDisplayName(profile);
   renderTokens(tokens, reroute);
 }

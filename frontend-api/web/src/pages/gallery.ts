@@ -2,15 +2,21 @@
 // visitor): public experiments, most recently updated first, with their
 // owner's display name (never an email) and rendered description, searched
 // by name, description or owner's display name
-// (GET /api/experiments?scope=public&q=). Unlisted experiments are never
-// listed; the server decides. The search is kept in the URL (?q=).
+// (GET /api/experiments?scope=public&q=), and sorted by last update (the
+// server's order, a page at a time), creation or name (the first
+// SORTED_MAX matches read, then sorted here). Unlisted experiments are never
+// listed; the server decides. The search and sort are kept in the URL
+// (?q=, ?sort=).
 
 import { ApiError, getFresh, type Experiment, type ExperimentList } from "../api";
 import { descriptionElement } from "../description";
 import { debounce, h, setChildren } from "../dom";
 import { compareSelection } from "./compare";
+import { EXPERIMENT_SORTS, parseListState, sortExperiments, withListState, type ExperimentSort, type ListState } from "./explist";
 
 const PAGE_SIZE = 20;
+/** Sorting other than by last update reads this many matches at most, in pages of 50. */
+const SORTED_MAX = 1000;
 
 function galleryURL(q: string, token?: string): string {
   const p = new URLSearchParams({ scope: "public", page_size: String(PAGE_SIZE) });
@@ -40,14 +46,17 @@ function item(e: Experiment, compare: ReturnType<typeof compareSelection>): HTML
 /** Renders the gallery into el. */
 export function renderGallery(el: HTMLElement) {
   document.title = "Public experiments – tbhub";
-  const search = h("input.gallery-search", {
-    type: "search",
-    name: "q",
-    placeholder: "Search by name, description or owner",
-    "aria-label": "Search public experiments",
-    maxLength: 200,
-    value: new URLSearchParams(location.search).get("q") ?? "",
-  });
+  let state = parseListState(location.search);
+  const controls = listControls(
+    state,
+    (s) => {
+      state = s;
+      history.replaceState(history.state, "", withListState(new URL(location.href), s));
+      load(false);
+    },
+    "Search by name, description or owner",
+  );
+  controls.querySelector("input")!.classList.add("gallery-search");
   const list = h("ol.gallery-list");
   // Check boxes and Compare: a comparison of the checked experiments.
   const compare = compareSelection();
@@ -57,17 +66,40 @@ export function renderGallery(el: HTMLElement) {
   let generation = 0;
   let next = "";
 
+  /** Every match (up to SORTED_MAX), for a sort the server does not page by; whether there were more. */
+  async function readAll(q: string, mine: number): Promise<{ all: Experiment[]; cut: boolean } | null> {
+    const all: Experiment[] = [];
+    let token = "";
+    do {
+      const p = new URLSearchParams({ scope: "public", page_size: "50" });
+      if (q) p.set("q", q);
+      if (token) p.set("page_token", token);
+      const page = (await getFresh<ExperimentList>(`/api/experiments?${p}`)).body;
+      if (mine !== generation) return null;
+      all.push(...(page.experiments ?? []));
+      token = page.nextPageToken ?? "";
+    } while (token && all.length < SORTED_MAX);
+    return { all: all.slice(0, SORTED_MAX), cut: !!token || all.length > SORTED_MAX };
+  }
+
   async function load(append: boolean) {
     const mine = append ? generation : ++generation;
-    const q = search.value.trim();
+    const q = state.q.trim();
     if (!append) {
       next = "";
       status.textContent = "Loading…";
     }
     more.disabled = true;
     let page: ExperimentList;
+    let cut = false;
     try {
-      page = (await getFresh<ExperimentList>(galleryURL(q, append ? next : undefined))).body;
+      if (state.sort === "updated") page = (await getFresh<ExperimentList>(galleryURL(q, append ? next : undefined))).body;
+      else {
+        const read = await readAll(q, mine);
+        if (!read) return;
+        page = { experiments: sortExperiments(read.all, state.sort) };
+        cut = read.cut;
+      }
     } catch (e) {
       if (mine !== generation) return;
       status.textContent = e instanceof ApiError ? e.detail : (e as Error).message;
@@ -82,26 +114,9 @@ export function renderGallery(el: HTMLElement) {
     more.hidden = !next;
     more.disabled = false;
     const n = list.children.length;
-    if (n || q) status.textContent = n ? "" : `No public experiment matches “${q}”.`;
+    if (n || q) status.textContent = n ? (cut ? `The ${SORTED_MAX} most recently updated matches, sorted; search to narrow them.` : "") : `No public experiment matches “${q}”.`;
     else status.replaceChildren("No public experiments yet. An owner makes one public from its visibility menu, or with ", h("code", null, "tbup upload --visibility public"), ".");
   }
-
-  const searchNow = () => {
-    const q = search.value.trim();
-    const url = new URL(location.href);
-    if (q) url.searchParams.set("q", q);
-    else url.searchParams.delete("q");
-    history.replaceState(history.state, "", url);
-    load(false);
-  };
-  const typed = debounce(searchNow, 250);
-  search.addEventListener("input", typed);
-  search.addEventListener("keydown", (ev) => {
-    if (ev.key !== "Enter") return;
-    // Now, and not again when the typing's wait ends.
-    typed.cancel();
-    searchNow();
-  });
   more.addEventListener("click", () => load(true));
 
   setChildren(
@@ -110,8 +125,8 @@ export function renderGallery(el: HTMLElement) {
       "section.gallery",
       null,
       h("h1", null, "Public experiments"),
-      h("p.hint", null, "TensorBoard data its owners made public, latest update first. Unlisted experiments are not shown here."),
-      search,
+      h("p.hint", null, "TensorBoard data its owners made public, latest update first unless sorted otherwise. Unlisted experiments are not shown here."),
+      controls,
       compare.bar,
       status,
       list,
@@ -120,3 +135,31 @@ export function renderGallery(el: HTMLElement) {
   );
   load(false);
 }
+
+/**
+ * A list's search box and sort menu, starting from s; onChange gets each
+ * new state (the search once typing pauses). Used by My experiments and
+ * the gallery.
+ */
+export function listControls(s: ListState, onChange: (s: ListState) => void, placeholder = "Search by name or description"): HTMLElement {
+  const search = h("input.list-search", { type: "search", name: "q", placeholder, "aria-label": "search experiments", maxLength: 200, value: s.q });
+  const sort = h(
+    "select.list-sort",
+    { "aria-label": "sort experiments" },
+    EXPERIMENT_SORTS.map((o) => h("option", { value: o.value, selected: o.value === s.sort }, o.label)),
+  );
+  const state = () => ({ q: search.value, sort: sort.value as ExperimentSort });
+  const typed = debounce(() => onChange(state()), 250);
+  search.addEventListener("input", typed);
+  search.addEventListener("keydown", (ev) => {
+    if (ev.key !== "Enter") return;
+    typed.cancel(); // now, and not again when the typing's wait ends
+    onChange(state());
+  });
+  sort.addEventListener("change", () => {
+    typed.cancel();
+    onChange(state());
+  });
+  return h("div.list-controls", null, search, h("label", null, "Sort by ", sort));
+}
+
