@@ -58,6 +58,9 @@ func writeScalarPoints(ctx context.Context, tx *sql.Tx, seriesID int64, points [
 	if err != nil {
 		return 0, err
 	}
+	if err := updateScalarSummaries(ctx, tx, seriesID, points); err != nil {
+		return 0, err
+	}
 	var byLevel [64][]store.ScalarPoint
 	for _, p := range points {
 		if l := downsample.Level(p.Step); l >= minSampleLevel {
