@@ -58,7 +58,7 @@ func writeScalarPoints(ctx context.Context, tx *sql.Tx, seriesID int64, points [
 	if err != nil {
 		return 0, err
 	}
-	if err := updateScalarSummaries(ctx, tx, seriesID, points); err != nil {
+	if err := updateScalarSummaries(ctx, tx, seriesID, points, added); err != nil {
 		return 0, err
 	}
 	var byLevel [64][]store.ScalarPoint

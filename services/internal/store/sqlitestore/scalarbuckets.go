@@ -37,6 +37,11 @@ const (
 	baseSummaryLevel = -2
 	topSummaryLevel  = -5
 	segmentsPerRow   = 64
+	// levelMinSegments is how many segments of a level a series must
+	// fill before the level is kept (see updateScalarSummaries): a series
+	// of fewer than 16,384 points has no summaries and a bucketed read
+	// decodes it whole (about 2 ms).
+	levelMinSegments = 64
 )
 
 // segmentCap is the number of points after which appends start a new
@@ -182,10 +187,20 @@ func txQuery(tx *sql.Tx, query string) func(context.Context, ...any) (*sql.Rows,
 }
 
 // updateScalarSummaries brings the series' summaries up to date after
-// points (sorted, one per step) were written to its chunks of all points.
-func updateScalarSummaries(ctx context.Context, tx *sql.Tx, seriesID int64, points []store.ScalarPoint) error {
+// points (sorted, one per step) were written to its chunks of all points,
+// added of them at new steps. A level is kept only for series of at least
+// levelMinSegments of its segments: a shorter series is read whole as
+// fast as its summaries, which would cost it bytes for nothing. A level
+// the series reaches (or one missing, in a database older than
+// summaries) is built from all its points.
+func updateScalarSummaries(ctx context.Context, tx *sql.Tx, seriesID int64, points []store.ScalarPoint, added int64) error {
+	var total int64
+	if err := tx.QueryRowContext(ctx, "SELECT point_count FROM series WHERE id = ?", seriesID).Scan(&total); err != nil {
+		return err
+	}
+	total += added // point_count is the count before this write
 	var missing []int
-	for level := baseSummaryLevel; level >= topSummaryLevel; level-- {
+	for level := baseSummaryLevel; level >= topSummaryLevel && total >= levelMinSegments*segmentCap(level); level-- {
 		done, err := updateSummaryLevel(ctx, tx, seriesID, level, points)
 		if err != nil {
 			return fmt.Errorf("summaries at level %d: %w", level, err)
@@ -223,11 +238,11 @@ func readSummaryRows(ctx context.Context, tx *sql.Tx, query string, args ...any)
 // updateSummaryLevel updates one level; done is false when the level has
 // no rows yet (to be built from every point).
 func updateSummaryLevel(ctx context.Context, tx *sql.Tx, seriesID int64, level int, points []store.ScalarPoint) (done bool, err error) {
-	lo, hi := points[0].Step, points[len(points)-1].Step
 	last, err := readSummaryRows(ctx, tx, "series_id = ? AND sample_level = ? ORDER BY first_step DESC LIMIT 1", seriesID, level)
-	if err != nil || len(last) == 0 {
-		return false, err
+	if err != nil || len(last) == 0 || len(points) == 0 {
+		return len(last) > 0, err
 	}
+	lo, hi := points[0].Step, points[len(points)-1].Step
 	capacity := segmentCap(level)
 	if lo > last[0].last {
 		// An append: the last segment takes points up to its capacity.
@@ -364,10 +379,9 @@ func rebuildSummaries(ctx context.Context, tx *sql.Tx, seriesID int64, levels []
 // end in a commit.
 func summarizeScalars(ctx context.Context, tx *sql.Tx) (done bool, err error) {
 	const summaryBatchSeries = 16
-	rows, err := tx.QueryContext(ctx, `SELECT id FROM series s WHERE data_class = 1
-		AND EXISTS (SELECT 1 FROM scalar_chunks c WHERE c.series_id = s.id AND c.sample_level = ?)
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM series s WHERE data_class = 1 AND point_count >= ?
 		AND NOT EXISTS (SELECT 1 FROM scalar_chunks c WHERE c.series_id = s.id AND c.sample_level = ?)
-		ORDER BY id LIMIT ?`, allLevels, topSummaryLevel, summaryBatchSeries)
+		ORDER BY id LIMIT ?`, levelMinSegments*segmentCap(baseSummaryLevel), baseSummaryLevel, summaryBatchSeries)
 	if err != nil {
 		return false, err
 	}
@@ -384,12 +398,8 @@ func summarizeScalars(ctx context.Context, tx *sql.Tx) (done bool, err error) {
 	if err := rows.Err(); err != nil {
 		return false, err
 	}
-	levels := make([]int, 0, baseSummaryLevel-topSummaryLevel+1)
-	for l := baseSummaryLevel; l >= topSummaryLevel; l-- {
-		levels = append(levels, l)
-	}
 	for _, id := range ids {
-		if err := rebuildSummaries(ctx, tx, id, levels); err != nil {
+		if err := updateScalarSummaries(ctx, tx, id, nil, 0); err != nil {
 			return false, err
 		}
 	}
@@ -405,12 +415,34 @@ func readScalarBuckets(ctx context.Context, tx *sql.Tx, sq *scalarStmts, si *ser
 	lo, hi := stepBounds(q)
 	buckets := int64(q.Buckets)
 	exact := func() error {
-		var points []store.ScalarPoint
-		err := scanScalarRange(ctx, tx.StmtContext(ctx, sq.chunksAsc).QueryContext, si.id, lo, hi, func(p store.ScalarPoint) { points = append(points, p) })
-		if err != nil {
+		// The window's first and last steps, then its points streamed
+		// into their buckets.
+		var edges [2]*int64
+		for i, reverse := range []bool{false, true} {
+			err := forEachScalarBlock(ctx, tx, sq, si.id, lo, hi, reverse, func(points []store.ScalarPoint) (bool, error) {
+				for j := range points {
+					if reverse {
+						j = len(points) - 1 - j
+					}
+					if st := points[j].Step; st >= lo && st <= hi {
+						edges[i] = &st
+						return false, nil
+					}
+				}
+				return true, nil
+			})
+			if err != nil || edges[i] == nil {
+				if err != nil {
+					return err
+				}
+				return fn(ts, nil)
+			}
+		}
+		b := downsample.NewBuckets(*edges[0], *edges[1], q.Buckets)
+		if err := scanScalarRange(ctx, tx.StmtContext(ctx, sq.chunksAsc).QueryContext, si.id, lo, hi, b.Add); err != nil {
 			return err
 		}
-		return fn(ts, downsample.BucketPoints(points, q.Buckets))
+		return fn(ts, b.Points())
 	}
 	// From the top level down to the coarsest whose segments are no
 	// larger than a bucket, by the count of the segments in the window.
@@ -421,14 +453,13 @@ func readScalarBuckets(ctx context.Context, tx *sql.Tx, sq *scalarStmts, si *ser
 		if segs, err = summarySegments(ctx, tx, sq, si.id, level, lo, hi); err != nil {
 			return err
 		}
-		if len(segs) == 0 {
-			return exact() // no summaries (yet), or nothing in the window
-		}
 		var est int64
 		for _, g := range segs {
 			est += g.count
 		}
-		if est/buckets >= segmentCap(level) {
+		// A level the series is too short for (or whose segments miss
+		// the window) has none: the next is tried.
+		if len(segs) > 0 && est/buckets >= segmentCap(level) {
 			break
 		}
 		if level == baseSummaryLevel {
