@@ -349,6 +349,22 @@ func TestNewValidates(t *testing.T) {
 // The optional samples form field of scalars_multirun is the downsample
 // asked of the read service; the answer is TensorBoard's {run: points},
 // or with format=columns each run's points as three arrays.
+// postMultirun posts form to experiment e1's scalars_multirun and returns
+// the status and body.
+func postMultirun(t *testing.T, base string, form url.Values) (int, string) {
+	t.Helper()
+	resp, err := http.PostForm(base+"/experiment/e1/data/plugin/scalars/scalars_multirun", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
 // The buckets, min_step and max_step form fields of scalars_multirun ask
 // the read service for a bucketed read (readhint.BucketsKey) over that
 // step window, answered in the usual shapes; bad values are 400, and
@@ -357,20 +373,12 @@ func TestScalarsMultirunBuckets(t *testing.T) {
 	fake, srv := start(t, nil)
 	post := func(form url.Values) (int, string, metadata.MD) {
 		t.Helper()
-		resp, err := http.PostForm(srv.URL+"/experiment/e1/data/plugin/scalars/scalars_multirun", form)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
+		code, body := postMultirun(t, srv.URL, form)
 		fake.mu.Lock()
 		defer fake.mu.Unlock()
 		hints := fake.hints
 		fake.hints = nil
-		return resp.StatusCode, string(b), hints
+		return code, body, hints
 	}
 	base := url.Values{"tag": {"loss"}, "runs": {"train"}, "format": {"columns"}}
 	with := func(kv ...string) url.Values {
@@ -412,16 +420,7 @@ func TestScalarsMultirunSamples(t *testing.T) {
 	fake, srv := start(t, nil)
 	post := func(form url.Values) (int, string) {
 		t.Helper()
-		resp, err := http.PostForm(srv.URL+"/experiment/e1/data/plugin/scalars/scalars_multirun", form)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(b)
+		return postMultirun(t, srv.URL, form)
 	}
 	for _, tc := range []struct {
 		samples string

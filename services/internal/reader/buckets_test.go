@@ -11,7 +11,6 @@ import (
 
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 	"github.com/tbhub/tbhub/schemas/readhint"
-	"github.com/tbhub/tbhub/services/internal/reader"
 	"github.com/tbhub/tbhub/services/internal/reader/readertest"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
@@ -22,17 +21,12 @@ import (
 // would all but surely miss. Bad hints are InvalidArgument; without the
 // hint the read is TensorBoard's sample.
 func TestReadScalarsBuckets(t *testing.T) {
-	st, bs := readertest.OpenEmbedded(t)
-	rec := &queryRecorder{Store: st}
-	env := readertest.Start(t, rec, rec, bs, reader.Config{})
-	owner, tok := env.User(t, "owner")
-	eid := env.Experiment(t, owner, store.VisibilityPrivate)
-	var pts []store.ScalarPoint
-	for i := range 10_000 {
-		pts = append(pts, store.ScalarPoint{Step: int64(i), WallTime: float64(i), Value: float64(i % 10)})
-	}
-	pts[6789].Value = 1e6
-	env.Scalars(t, eid, "a", "x", pts)
+	env, rec, eid, tok := recordedSeries(t, func(i int) float64 {
+		if i == 6789 {
+			return 1e6 // the spike
+		}
+		return float64(i % 10)
+	})
 	read := func(ctx context.Context) (*datapb.ScalarData, store.Query, error) {
 		ctx = readertest.WithToken(ctx, tok)
 		rec.mu.Lock()
