@@ -388,27 +388,38 @@ func TestScalarsMultirunBuckets(t *testing.T) {
 		}
 		return f
 	}
+	const (
+		listed = `{"train":{"wall_time_base":10.5,"max_wall_time":11.0,"wall_time":[0,0.5],"step":[1,2],"value":["NaN",0.25]}}`
+		window = `{"train":{"wall_time_base":10.5,"wall_time":[0,0.5],"step":[1,2],"value":["NaN",0.25]}}`
+		tail   = `{"train":{"wall_time_base":11.0,"max_wall_time":11.0,"after":1,"wall_time":[0],"step":[2],"value":[0.25]}}`
+	)
 	for _, tc := range []struct {
-		form url.Values
-		want metadata.MD
+		form  url.Values
+		body  string
+		hints metadata.MD
 	}{
-		{with("buckets", "800"), metadata.Pairs(readhint.BucketsKey, "800")},
-		{with("buckets", "800", "min_step", "-5", "max_step", "100"), metadata.Pairs(readhint.BucketsKey, "800", readhint.MinStepKey, "-5", readhint.MaxStepKey, "100")},
-		{with("buckets", "4000", "max_step", "7"), metadata.Pairs(readhint.BucketsKey, "4000", readhint.MaxStepKey, "7")},
-		{with(), metadata.MD{}},
+		// The whole series, as a live page reads it (with max_wall_time).
+		{with("buckets", "800"), listed, metadata.Pairs(readhint.BucketsKey, "800")},
+		// A live page's tail check: the tail passes; had it not, the run
+		// would have been read whole, bucketed.
+		{with("buckets", "800", "after", `{"train":{"step":1,"wall_time":10.5,"value":null,"max_wall_time":11}}`), tail, metadata.Pairs(readhint.MinStepKey, "1")},
+		// A zoom.
+		{with("buckets", "800", "min_step", "-5", "max_step", "100"), window, metadata.Pairs(readhint.BucketsKey, "800", readhint.MinStepKey, "-5", readhint.MaxStepKey, "100")},
+		{with("buckets", "4000", "max_step", "7"), window, metadata.Pairs(readhint.BucketsKey, "4000", readhint.MaxStepKey, "7")},
+		{with(), listed, metadata.MD{}},
 	} {
 		code, body, hints := post(tc.form)
-		if want := `{"train":{"wall_time_base":10.5,"wall_time":[0,0.5],"step":[1,2],"value":["NaN",0.25]}}`; code != 200 || (len(tc.want) > 0 && body != want) {
-			t.Errorf("%v: %d %s, want %s", tc.form, code, body, want)
+		if code != 200 || body != tc.body {
+			t.Errorf("%v: %d %s, want %s", tc.form, code, body, tc.body)
 		}
-		if !reflect.DeepEqual(hints, tc.want) {
-			t.Errorf("%v: hints %v, want %v", tc.form, hints, tc.want)
+		if !reflect.DeepEqual(hints, tc.hints) {
+			t.Errorf("%v: hints %v, want %v", tc.form, hints, tc.hints)
 		}
 	}
 	for _, bad := range []url.Values{
 		with("buckets", "0"), with("buckets", "4001"), with("buckets", "x"), with("buckets", "10", "min_step", "1.5"),
 		with("buckets", "10", "max_step", "y"), with("min_step", "5"), with("max_step", "5"),
-		with("buckets", "10", "min_step", "9", "max_step", "8"), with("buckets", "10", "after", `{"train":{"step":1}}`),
+		with("buckets", "10", "min_step", "9", "max_step", "8"), with("buckets", "10", "min_step", "0", "after", `{"train":{"step":1}}`),
 	} {
 		if code, body, _ := post(bad); code != 400 {
 			t.Errorf("%v: %d %s, want 400", bad, code, body)

@@ -91,25 +91,26 @@ func (h Plugin) ScalarsMultirun(w http.ResponseWriter, r *route.Request) error {
 	if err != nil {
 		return err
 	}
-	if window != nil && after != nil {
-		return route.Errorf(http.StatusBadRequest, "after and buckets do not go together: a bucketed read is not a tail")
+	if window != nil && after != nil && (window.minStep != nil || window.maxStep != nil) {
+		return route.Errorf(http.StatusBadRequest, "after does not go with min_step or max_step: a tail is of the whole series")
 	}
 	runs := form["runs"]
 	if len(runs) == 0 {
 		return route.WriteBody(w, "application/json", []byte("{}"))
 	}
 	var answers []columnsAnswer
-	if window != nil {
-		var series []route.ScalarSeries
-		series, err = h.ReadScalarBuckets(r, "scalars", route.Filter(runs, tags), window.buckets, window.minStep, window.maxStep)
-		for _, s := range series {
-			answers = append(answers, columnsAnswer{ScalarSeries: s})
+	// A whole read: TensorBoard's sample of k points, or buckets.
+	whole := func(runs []string) ([]route.ScalarSeries, error) {
+		if window != nil {
+			return h.ReadScalarBuckets(r, "scalars", route.Filter(runs, tags), window.buckets, window.minStep, window.maxStep)
 		}
-	} else if columns {
-		answers, err = h.readColumns(r, runs, tags, k, after)
+		return h.ReadScalars(r, "scalars", route.Filter(runs, tags), k)
+	}
+	if columns && (window == nil || window.minStep == nil && window.maxStep == nil) {
+		answers, err = h.readColumns(r, runs, tags, k, after, whole)
 	} else {
 		var series []route.ScalarSeries
-		series, err = h.ReadScalars(r, "scalars", route.Filter(runs, tags), k)
+		series, err = whole(runs)
 		for _, s := range series {
 			answers = append(answers, columnsAnswer{ScalarSeries: s})
 		}
