@@ -28,7 +28,7 @@ func openCard(t *testing.T, eid, tag string, q url.Values, zoom string) chartFac
 	ctx := tab(t, true)
 	errs := pageErrors(ctx)
 	chart := `document.querySelector('.scalar-card[data-tag="` + tag + `"] .chart')`
-	ready := chart + `?.dataset.yhi !== undefined && ` + chart + `.dataset.zoomed === "` + zoom + `"`
+	ready := chart + `?.dataset.yhi !== undefined && (` + chart + `.dataset.zoomed ?? "") === "` + zoom + `"`
 	var f chartFacts
 	run(t, ctx,
 		navigate(experimentURL(eid, q)),
