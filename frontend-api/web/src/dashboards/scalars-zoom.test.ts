@@ -12,16 +12,20 @@ describe("zoomWindow", () => {
   it("maps a step zoom to the held points around it, over every run", () => {
     expect(zoomWindow(byRun, ["a"], "step", [250, 260])).toEqual([200, 300]);
     expect(zoomWindow(byRun, ["a", "b"], "step", [250, 260])).toEqual([200, 500]);
-    expect(zoomWindow(byRun, ["a", "b"], "step", [1100, 1200])).toEqual([1000, 1250]);
+    expect(zoomWindow(byRun, ["a", "b"], "step", [1100, 1200])).toEqual([1000, null]); // past a's last point
+    // Past a run's last point: open-ended (points may have come since).
+    expect(zoomWindow(byRun, ["a"], "step", [950, 1100])).toEqual([900, null]);
+    expect(zoomWindow(byRun, ["b"], "step", [0, 600])).toEqual([500, 750]);
     expect(zoomWindow(byRun, ["a"], "step", [300, 300])).toEqual([300, 300]);
   });
   it("maps wall and relative zooms back to steps through the points", () => {
     expect(zoomWindow(byRun, ["a"], "wall", [1250, 1450])).toEqual([200, 500]);
     // Relative: each run from its own first wall time.
     expect(zoomWindow(byRun, ["a", "b"], "relative", [0, 100])).toEqual([0, 750]);
+    expect(zoomWindow(byRun, ["a", "b"], "relative", [0.5, 100])).toEqual([0, 750]);
   });
-  it("is null when no shown run has points", () => {
-    expect(zoomWindow(byRun, ["c"], "step", [0, 10])).toBeNull();
+  it("is open when no shown run has points", () => {
+    expect(zoomWindow(byRun, ["c"], "step", [0, 10])).toEqual([null, null]);
   });
 });
 

@@ -302,18 +302,18 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     const c = charts.get(tag);
     if (!c || !s.zoom) return;
     zoomReading.set(tag, key);
-    const win = zoomWindow(whole, c.runs, s.x, s.zoom);
-    let byRun: Record<string, Points> = {};
-    if (win) {
-      const buckets = samplesFor(c.body.clientWidth);
-      const form = new URLSearchParams({ tag, samples: String(buckets), buckets: String(buckets), format: "columns", min_step: String(win[0]), max_step: String(win[1]) });
-      for (const r of c.runs) form.append("runs", r);
-      try {
-        byRun = mergeColumns({}, {}, await heavy(() => postForm<Record<string, ScalarColumns>>(api.plugin("scalars", "scalars_multirun"), form))).byRun;
-      } catch {
-        zoomReading.delete(tag); // the whole read stays drawn; the next draw asks again
-        return;
-      }
+    const [lo, hi] = zoomWindow(whole, c.runs, s.x, s.zoom);
+    const buckets = samplesFor(c.body.clientWidth);
+    const form = new URLSearchParams({ tag, samples: String(buckets), buckets: String(buckets), format: "columns" });
+    if (lo !== null) form.set("min_step", String(lo));
+    if (hi !== null) form.set("max_step", String(hi));
+    for (const r of c.runs) form.append("runs", r);
+    let byRun: Record<string, Points>;
+    try {
+      byRun = mergeColumns({}, {}, await heavy(() => postForm<Record<string, ScalarColumns>>(api.plugin("scalars", "scalars_multirun"), form))).byRun;
+    } catch {
+      zoomReading.delete(tag); // the whole read stays drawn; the next draw asks again
+      return;
     }
     if (zoomReading.get(tag) !== key) return; // another zoom since
     zoomed.set(tag, { key, byRun });
@@ -623,27 +623,29 @@ export function zoomKey(s: Pick<ViewState, "x" | "zoom">): string | null {
 /**
  * The step range to read for a zoom [a, b] on x axis x, mapped back to
  * steps through the points held (the whole read): of each run, from the
- * step of its last point at or before a (its first, if none) to that of
- * its first point at or after b (its last, if none), so the lines run on
- * past the chart's edges; the union over runs. For wall and relative
- * time it relies on time growing with step, as it does in a run that
- * was not restarted. null if no run has points.
+ * step of its last point at or before a (its first point, if none) to
+ * that of its first point at or after b, so the lines run on past the
+ * chart's edges; the union over the runs that have points. With no point
+ * at or after b the window is open above (null: to the series' last step,
+ * which points written since the whole read may have moved); with no run
+ * holding points, open at both ends. For wall and relative time it relies on time growing
+ * with step, as it does in a run that was not restarted.
  */
-export function zoomWindow(byRun: Record<string, Points>, runs: string[], x: ViewState["x"], [a, b]: [number, number]): [number, number] | null {
+export function zoomWindow(byRun: Record<string, Points>, runs: string[], x: ViewState["x"], [a, b]: [number, number]): [number | null, number | null] {
   let lo = Infinity;
-  let hi = -Infinity;
+  let hi: number | null = -Infinity;
   for (const run of runs) {
     const p = byRun[run];
     if (!p?.step.length) continue;
     const xs = xValues(p, x);
-    let from = 0;
-    let to = xs.length - 1;
+    let from = -1;
+    let to = -1;
     for (let i = 0; i < xs.length; i++) if (xs[i] <= a) from = i;
     for (let i = xs.length - 1; i >= 0; i--) if (xs[i] >= b) to = i;
-    lo = Math.min(lo, p.step[Math.min(from, to)]);
-    hi = Math.max(hi, p.step[Math.max(from, to)]);
+    lo = Math.min(lo, p.step[Math.max(from, 0)]);
+    hi = to < 0 || hi === null ? null : Math.max(hi, p.step[to]);
   }
-  return lo <= hi ? [lo, hi] : null;
+  return [lo === Infinity ? null : lo, hi === -Infinity ? null : hi];
 }
 
 /**
