@@ -39,6 +39,9 @@ type Spec struct {
 	// other server can open it at once (commands that open the store
 	// briefly, like token create, do not).
 	LockDataDir bool
+	// MaxBucketedPoints bounds the points a bucketed read reads on Spanner
+	// (spannerstore.Options.MaxBucketedPoints; 0: its default).
+	MaxBucketedPoints int64
 }
 
 // Backend is an open store and blob store.
@@ -194,7 +197,7 @@ func openCloud(ctx context.Context, spec Spec) (*Backend, error) {
 		}
 		return nil
 	}
-	var opts spannerstore.Options
+	opts := spannerstore.Options{MaxBucketedPoints: spec.MaxBucketedPoints}
 	if spec.SpannerEmulator {
 		// The emulator runs one transaction per session at a time and
 		// each client has one session (see Options.SessionClients).

@@ -8,20 +8,20 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
-// maxBucketedPoints bounds the points a bucketed read may read: Spanner
-// keeps no summaries yet, so it reads every point of the windows and
-// reduces them (downsample.BucketPoints).
-const maxBucketedPoints = 2_000_000
+// DefaultMaxBucketedPoints is Options.MaxBucketedPoints's default: Spanner
+// keeps no summaries yet, so a bucketed read reads every point of its
+// windows and reduces them (downsample.BucketPoints).
+const DefaultMaxBucketedPoints = 2_000_000
 
 // readScalarBuckets answers a bucketed read (q.Buckets > 0) from the
-// windows' points, exactly; ErrFailedPrecondition past maxBucketedPoints.
+// windows' points, exactly; ErrFailedPrecondition past s.maxBucketed.
 func (s *Store) readScalarBuckets(ctx context.Context, eid string, q store.Query, fn store.ScalarVisitor) error {
 	all := q
 	all.Buckets, all.MaxPoints = 0, store.AllPoints
 	var (
 		cur    *store.TimeSeries
 		points []store.ScalarPoint
-		read   int
+		read   int64
 	)
 	emit := func() error {
 		if cur == nil {
@@ -37,8 +37,8 @@ func (s *Store) readScalarBuckets(ctx context.Context, eid string, q store.Query
 			c := *ts
 			cur, points = &c, points[:0]
 		}
-		if read += len(ps); read > maxBucketedPoints {
-			return fmt.Errorf("a bucketed read on Spanner reads every point of its windows, at most %d: narrow the step window or the series: %w", maxBucketedPoints, store.ErrFailedPrecondition)
+		if read += int64(len(ps)); read > s.maxBucketed {
+			return fmt.Errorf("a bucketed read on Spanner reads every point of its windows, at most %d: narrow the step window or the series: %w", s.maxBucketed, store.ErrFailedPrecondition)
 		}
 		points = append(points, ps...)
 		return nil
