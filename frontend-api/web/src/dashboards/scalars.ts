@@ -238,7 +238,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     const d = shownData(tag, s);
     if (!c || !d) return;
     c.chart?.destroy();
-    c.body.dataset.zoomed = zoomed.get(tag)?.key === zoomKey(s) ? (zoomKey(s) ?? "") : "";
+    c.body.dataset.zoomed = zoomed.get(tag)?.key === zoomReadKey(tag, s) ? (zoomKey(s) ?? "") : "";
     const lines = scalarLines(d, c.runs, ctx.colorOf, s);
     c.body.replaceChildren();
     c.body.classList.remove("loading");
@@ -277,8 +277,8 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   }
 
   // A zoomed card's points of the zoom's step range, read at screen
-  // resolution, by the zoom (zoomKey) they were read for; the zoom being
-  // read per card.
+  // resolution, by the zoom and runs (zoomReadKey) they were read for; the
+  // zoom being read per card.
   const zoomed = new Map<string, { key: string; byRun: Record<string, Points> }>();
   const zoomReading = new Map<string, string>();
 
@@ -289,7 +289,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
    */
   function shownData(tag: string, s: ViewState): Record<string, Points> | undefined {
     const d = data.get(tag);
-    const key = zoomKey(s);
+    const key = zoomReadKey(tag, s);
     if (!d || !key || !s.zoom) return d;
     const z = zoomed.get(tag);
     if (z?.key === key) return z.byRun;
@@ -317,7 +317,13 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     }
     if (zoomReading.get(tag) !== key) return; // another zoom since
     zoomed.set(tag, { key, byRun });
-    if (zoomKey(store.get()) === key) drawSoon(tag);
+    if (zoomReadKey(tag, store.get()) === key) drawSoon(tag);
+  }
+
+  /** What a card's zoom read is for: the zoom and the card's runs (a run shown since needs its points). */
+  function zoomReadKey(tag: string, s: ViewState): string | null {
+    const key = zoomKey(s);
+    return key && `${key}\n${charts.get(tag)?.runs.join("\n") ?? ""}`;
   }
 
   // Cards whose data arrived are drawn one per frame, in arrival order, so
