@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -25,6 +27,7 @@ import (
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
+	"github.com/tbhub/tbhub/schemas/readhint"
 )
 
 // fakeProvider is a data provider with one scalar series and one blob,
@@ -36,8 +39,10 @@ type fakeProvider struct {
 	err   error
 	auth  []string
 	calls int
-	// numPoints is the downsample of the last ReadScalars.
+	// numPoints is the downsample of the last ReadScalars, hints its
+	// tbhub read hints (readhint).
 	numPoints int64
+	hints     metadata.MD
 	// gate, when set, holds every call until it is closed.
 	gate chan struct{}
 }
@@ -64,8 +69,15 @@ func (f *fakeProvider) ReadScalars(ctx context.Context, req *datapb.ReadScalarsR
 	if req.GetDownsample() == nil || req.GetPluginFilter().GetPluginName() != "scalars" {
 		return nil, status.Error(codes.InvalidArgument, "bad request")
 	}
+	md, _ := metadata.FromIncomingContext(ctx)
 	f.mu.Lock()
 	f.numPoints = req.GetDownsample().GetNumPoints()
+	f.hints = metadata.MD{}
+	for k, v := range md {
+		if strings.HasPrefix(k, "tbhub-") {
+			f.hints[k] = v
+		}
+	}
 	f.mu.Unlock()
 	d := &datapb.ScalarData{Step: []int64{1, 2}, WallTime: []float64{10.5, 11}, Value: []float32{float32(math.NaN()), 0.25}}
 	if req.GetRunTagFilter().GetTags().GetNames()[0] == "long" {
@@ -337,20 +349,89 @@ func TestNewValidates(t *testing.T) {
 // The optional samples form field of scalars_multirun is the downsample
 // asked of the read service; the answer is TensorBoard's {run: points},
 // or with format=columns each run's points as three arrays.
+// postMultirun posts form to experiment e1's scalars_multirun and returns
+// the status and body.
+func postMultirun(t *testing.T, base string, form url.Values) (int, string) {
+	t.Helper()
+	resp, err := http.PostForm(base+"/experiment/e1/data/plugin/scalars/scalars_multirun", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// The buckets, min_step and max_step form fields of scalars_multirun ask
+// the read service for a bucketed read (readhint.BucketsKey) over that
+// step window, answered in the usual shapes; bad values are 400, and
+// without them no hint is sent (TensorBoard's sampling).
+func TestScalarsMultirunBuckets(t *testing.T) {
+	fake, srv := start(t, nil)
+	post := func(form url.Values) (int, string, metadata.MD) {
+		t.Helper()
+		code, body := postMultirun(t, srv.URL, form)
+		fake.mu.Lock()
+		defer fake.mu.Unlock()
+		hints := fake.hints
+		fake.hints = nil
+		return code, body, hints
+	}
+	base := url.Values{"tag": {"loss"}, "runs": {"train"}, "format": {"columns"}}
+	with := func(kv ...string) url.Values {
+		f := maps.Clone(base)
+		for i := 0; i < len(kv); i += 2 {
+			f.Set(kv[i], kv[i+1])
+		}
+		return f
+	}
+	const (
+		listed = `{"train":{"wall_time_base":10.5,"max_wall_time":11.0,"wall_time":[0,0.5],"step":[1,2],"value":["NaN",0.25]}}`
+		window = `{"train":{"wall_time_base":10.5,"wall_time":[0,0.5],"step":[1,2],"value":["NaN",0.25]}}`
+		tail   = `{"train":{"wall_time_base":11.0,"max_wall_time":11.0,"after":1,"wall_time":[0],"step":[2],"value":[0.25]}}`
+	)
+	for _, tc := range []struct {
+		form  url.Values
+		body  string
+		hints metadata.MD
+	}{
+		// The whole series, as a live page reads it (with max_wall_time).
+		{with("buckets", "800"), listed, metadata.Pairs(readhint.BucketsKey, "800")},
+		// A live page's tail check: the tail passes; had it not, the run
+		// would have been read whole, bucketed.
+		{with("buckets", "800", "after", `{"train":{"step":1,"wall_time":10.5,"value":null,"max_wall_time":11}}`), tail, metadata.Pairs(readhint.MinStepKey, "1")},
+		// A zoom.
+		{with("buckets", "800", "min_step", "-5", "max_step", "100"), window, metadata.Pairs(readhint.BucketsKey, "800", readhint.MinStepKey, "-5", readhint.MaxStepKey, "100")},
+		{with("buckets", "4000", "max_step", "7"), window, metadata.Pairs(readhint.BucketsKey, "4000", readhint.MaxStepKey, "7")},
+		{with(), listed, metadata.MD{}},
+	} {
+		code, body, hints := post(tc.form)
+		if code != 200 || body != tc.body {
+			t.Errorf("%v: %d %s, want %s", tc.form, code, body, tc.body)
+		}
+		if !reflect.DeepEqual(hints, tc.hints) {
+			t.Errorf("%v: hints %v, want %v", tc.form, hints, tc.hints)
+		}
+	}
+	for _, bad := range []url.Values{
+		with("buckets", "0"), with("buckets", "4001"), with("buckets", "x"), with("buckets", "10", "min_step", "1.5"),
+		with("buckets", "10", "max_step", "y"), with("min_step", "5"), with("max_step", "5"),
+		with("buckets", "10", "min_step", "9", "max_step", "8"), with("buckets", "10", "min_step", "0", "after", `{"train":{"step":1}}`),
+	} {
+		if code, body, _ := post(bad); code != 400 {
+			t.Errorf("%v: %d %s, want 400", bad, code, body)
+		}
+	}
+}
+
 func TestScalarsMultirunSamples(t *testing.T) {
 	fake, srv := start(t, nil)
 	post := func(form url.Values) (int, string) {
 		t.Helper()
-		resp, err := http.PostForm(srv.URL+"/experiment/e1/data/plugin/scalars/scalars_multirun", form)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(b)
+		return postMultirun(t, srv.URL, form)
 	}
 	for _, tc := range []struct {
 		samples string

@@ -44,6 +44,8 @@ func pageErrors(ctx context.Context) func() []string {
 
 // writeScalars writes one run's scalar series (tag → values at steps 0, 1,
 // …; wall times a second apart) into a new experiment, and returns its id.
+// Long series go in requests of 20,000 points (the write service takes
+// 1 MiB per request).
 func writeScalars(t *testing.T, name, run string, series map[string][]float64) string {
 	t.Helper()
 	requireEnv(t)
@@ -57,16 +59,18 @@ func writeScalars(t *testing.T, name, run string, series map[string][]float64) s
 		t.Fatal(err)
 	}
 	meta := &tbpb.SummaryMetadata{PluginData: &tbpb.SummaryMetadata_PluginData{PluginName: "scalars"}, DataClass: tbpb.DataClass_DATA_CLASS_SCALAR}
-	rr := &servicepb.WriteScalarRequest_Run{Name: run}
+	const perRequest = 20_000
 	for tag, values := range series {
-		st := &servicepb.WriteScalarRequest_Tag{Name: tag, Metadata: meta}
-		for s, v := range values {
-			st.Points = append(st.Points, &servicepb.ScalarPoint{Step: int64(s), Value: v, WallTime: timestamppb.New(time.Unix(1_700_000_000+int64(s), 0))})
+		for start := 0; start < len(values); start += perRequest {
+			st := &servicepb.WriteScalarRequest_Tag{Name: tag, Metadata: meta}
+			for s := start; s < min(len(values), start+perRequest); s++ {
+				st.Points = append(st.Points, &servicepb.ScalarPoint{Step: int64(s), Value: values[s], WallTime: timestamppb.New(time.Unix(1_700_000_000+int64(s), 0))})
+			}
+			rr := &servicepb.WriteScalarRequest_Run{Name: run, Tags: []*servicepb.WriteScalarRequest_Tag{st}}
+			if _, err := w.WriteScalar(ctx, &servicepb.WriteScalarRequest{ExperimentId: exp.GetExperimentId(), Runs: []*servicepb.WriteScalarRequest_Run{rr}}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		rr.Tags = append(rr.Tags, st)
-	}
-	if _, err := w.WriteScalar(ctx, &servicepb.WriteScalarRequest{ExperimentId: exp.GetExperimentId(), Runs: []*servicepb.WriteScalarRequest_Run{rr}}); err != nil {
-		t.Fatal(err)
 	}
 	return exp.GetExperimentId()
 }

@@ -44,6 +44,9 @@ type Spec struct {
 	// DefaultMaxUploadBufferBytes if zero, unbounded if negative. The
 	// embedded store buffers nothing and ignores it.
 	MaxUploadBufferBytes int64
+	// MaxBucketedPoints bounds the points a bucketed read reads on Spanner
+	// (spannerstore.Options.MaxBucketedPoints; 0: its default).
+	MaxBucketedPoints int64
 }
 
 // DefaultMaxUploadBufferBytes is Spec.MaxUploadBufferBytes's default: a
@@ -215,7 +218,7 @@ func openCloud(ctx context.Context, spec Spec) (*Backend, error) {
 		}
 		return nil
 	}
-	var opts spannerstore.Options
+	opts := spannerstore.Options{MaxBucketedPoints: spec.MaxBucketedPoints}
 	if spec.SpannerEmulator {
 		// The emulator runs one transaction per session at a time and
 		// each client has one session (see Options.SessionClients).

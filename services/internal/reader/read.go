@@ -77,19 +77,26 @@ func tailStep(ctx context.Context) (int64, bool, error) {
 	return step, ok, nil
 }
 
-// ReadScalars returns downsampled scalar points, or a tail of each series
-// (MinStepHeader).
+// ReadScalars returns downsampled scalar points, a tail of each series
+// (MinStepHeader), or each series bucketed (readhint.BucketsKey).
 func (s *Server) ReadScalars(ctx context.Context, req *datapb.ReadScalarsRequest) (*datapb.ReadScalarsResponse, error) {
 	e, q, err := s.readQuery(ctx, req.GetExperimentId(), req.GetPluginFilter(), req.GetRunTagFilter(), req.GetDownsample())
 	if err != nil {
 		return nil, err
+	}
+	buckets, lo, hi, bucketed, err := readhint.Buckets(ctx)
+	if err != nil {
+		return nil, rpcerr.New(codes.InvalidArgument, "%v", err)
 	}
 	minStep, tail, err := tailStep(ctx)
 	if err != nil {
 		return nil, err
 	}
 	limit := q.MaxPoints
-	if tail {
+	if bucketed {
+		// The min-step hint bounds the window of buckets: no tail.
+		q.Buckets, q.MinStep, q.MaxStep, tail = buckets, lo, hi, false
+	} else if tail {
 		// Streamed in step order from minStep: both stores read such a
 		// window by step (AllPoints never samples).
 		q.MinStep, q.MaxPoints = &minStep, store.AllPoints

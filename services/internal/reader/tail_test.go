@@ -36,21 +36,30 @@ func (r *queryRecorder) ReadScalars(ctx context.Context, eid string, q store.Que
 	})
 }
 
+// recordedSeries starts a read service on an embedded store behind a
+// queryRecorder, with one private experiment holding series ("a", "x")
+// of steps 0 to 9,999 valued value(step), and returns it, the
+// experiment and its owner's token.
+func recordedSeries(t *testing.T, value func(int) float64) (env *readertest.Env, rec *queryRecorder, eid, tok string) {
+	st, bs := readertest.OpenEmbedded(t)
+	rec = &queryRecorder{Store: st}
+	env = readertest.Start(t, rec, rec, bs, reader.Config{})
+	owner, tok := env.User(t, "owner")
+	eid = env.Experiment(t, owner, store.VisibilityPrivate)
+	var pts []store.ScalarPoint
+	for i := range 10_000 {
+		pts = append(pts, store.ScalarPoint{Step: int64(i), WallTime: float64(i), Value: value(i)})
+	}
+	env.Scalars(t, eid, "a", "x", pts)
+	return env, rec, eid, tok
+}
+
 // A ReadScalars call with the tbhub-min-step header reads each series from
 // that step on, in step order, at full resolution: a window the store
 // reads by step (MinStep, every point: never the sample index), stopped at
 // the first series past num_points. Without the header nothing changes.
 func TestReadScalarsTail(t *testing.T) {
-	st, bs := readertest.OpenEmbedded(t)
-	rec := &queryRecorder{Store: st}
-	env := readertest.Start(t, rec, rec, bs, reader.Config{})
-	owner, tok := env.User(t, "owner")
-	eid := env.Experiment(t, owner, store.VisibilityPrivate)
-	var pts []store.ScalarPoint
-	for i := range 10_000 {
-		pts = append(pts, store.ScalarPoint{Step: int64(i), WallTime: float64(i), Value: float64(i)})
-	}
-	env.Scalars(t, eid, "a", "x", pts)
+	env, rec, eid, tok := recordedSeries(t, func(i int) float64 { return float64(i) })
 	read := func(minStep string, k int64) (*datapb.ReadScalarsResponse, error) {
 		ctx := readertest.WithToken(context.Background(), tok)
 		if minStep != "" {

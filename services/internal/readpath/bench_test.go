@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"sync"
 	"testing"
@@ -37,19 +38,23 @@ func benchServer(b *testing.B, cacheTTL time.Duration) (*server, string, *reader
 	return s, eid, &readertest.Env{Store: s.st, Blobs: s.blobs}
 }
 
-// timeRequests GETs path b.N times, one after another, and reports the
-// median and 99th-percentile latency.
-func timeRequests(b *testing.B, s *server, path string) {
+// timeRequests GETs path b.N times, one after another (POSTs form, if
+// given), and reports the median and 99th-percentile latency.
+func timeRequests(b *testing.B, s *server, path string, form ...url.Values) {
 	b.Helper()
 	lat := make([]time.Duration, 0, b.N)
 	var bytes int
+	method, body := http.MethodGet, url.Values(nil)
+	if len(form) > 0 {
+		method, body = http.MethodPost, form[0]
+	}
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
-		r := s.do(b, http.MethodGet, path, s.token, nil)
+		r := s.do(b, method, path, s.token, body)
 		lat = append(lat, time.Since(start))
 		if r.status != http.StatusOK {
-			b.Fatalf("GET %s: %d %s", path, r.status, r.body)
+			b.Fatalf("%s %s: %d %s", method, path, r.status, r.body)
 		}
 		bytes = len(r.body)
 	}
@@ -63,19 +68,45 @@ func timeRequests(b *testing.B, s *server, path string) {
 	b.ReportMetric(float64(bytes), "resp-bytes")
 }
 
-// One series of 1,000,000 points, read by the scalars route (k = 1,000).
-func BenchmarkScalarsRoute1MPoints(b *testing.B) {
-	s, eid, env := benchServer(b, -1)
-	const n, batch = 1_000_000, 100_000
+// writeLongSeries writes series ("train", "loss") of n points, in
+// batches of 100,000.
+func writeLongSeries(b *testing.B, env *readertest.Env, eid string, n int) {
+	const batch = 100_000
 	for lo := 0; lo < n; lo += batch {
-		pts := make([]store.ScalarPoint, batch)
+		pts := make([]store.ScalarPoint, min(batch, n-lo))
 		for i := range pts {
 			step := int64(lo + i)
 			pts[i] = store.ScalarPoint{Step: step, WallTime: 1.7e9 + float64(step)/10, Value: float64(step%977) / 977}
 		}
 		env.Scalars(b, eid, "train", "loss", pts)
 	}
+}
+
+// One series of 1,000,000 points, read by the scalars route (k = 1,000).
+func BenchmarkScalarsRoute1MPoints(b *testing.B) {
+	s, eid, env := benchServer(b, -1)
+	writeLongSeries(b, env, eid, 1_000_000)
 	timeRequests(b, s, "/experiment/"+eid+"/data/plugin/scalars/scalars?run=train&tag=loss")
+}
+
+// One series of n points, read by scalars_multirun in 1,000 buckets as the
+// web UI reads a card (format=columns): whole, and zoomed to a tenth of
+// its steps. Writing the 10,000,000 points takes about a minute.
+func BenchmarkScalarsMultirunBuckets(b *testing.B) {
+	for _, n := range []int{10_000, 1_000_000, 10_000_000} {
+		s, eid, env := benchServer(b, -1)
+		writeLongSeries(b, env, eid, n)
+		for _, w := range []struct{ name, min, max string }{{"whole", "", ""}, {"zoom", fmt.Sprint(n * 45 / 100), fmt.Sprint(n * 55 / 100)}} {
+			b.Run(fmt.Sprintf("n=%d/%s", n, w.name), func(b *testing.B) {
+				form := url.Values{"tag": {"loss"}, "runs": {"train"}, "format": {"columns"}, "samples": {"1000"}, "buckets": {"1000"}}
+				if w.min != "" {
+					form.Set("min_step", w.min)
+					form.Set("max_step", w.max)
+				}
+				timeRequests(b, s, "/experiment/"+eid+"/data/plugin/scalars/scalars_multirun", form)
+			})
+		}
+	}
 }
 
 // An experiment of 1,000 runs × 50 tags (one point each): the run index

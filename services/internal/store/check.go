@@ -54,6 +54,12 @@ func CheckQuery(q Query) error {
 	if q.MaxPoints < 0 {
 		return fmt.Errorf("downsample to %d points: must be >= 0: %w", q.MaxPoints, ErrInvalidArgument)
 	}
+	if q.Buckets < 0 {
+		return fmt.Errorf("%d buckets: must be >= 0: %w", q.Buckets, ErrInvalidArgument)
+	}
+	if q.Buckets > 0 && q.MaxWallTime != nil {
+		return fmt.Errorf("a bucketed read takes a step window only, no max wall time: %w", ErrInvalidArgument)
+	}
 	return nil
 }
 

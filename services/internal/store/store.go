@@ -426,13 +426,32 @@ const AllPoints int64 = math.MaxInt64
 // point with the largest step in the window plus the MaxPoints-1 others with
 // the smallest downsample.SampleKey, returned in step order. MaxPoints 0
 // selects no points; negative is ErrInvalidArgument.
+//
+// Buckets > 0 asks for a bucketed read instead (MaxPoints is then
+// ignored): the window's points, from its first stored step to its last,
+// cut into Buckets buckets of equal step width, and of each non-empty
+// bucket the points downsample.Summary keeps (first, last, lowest,
+// highest, first NaN: at most five, real points in step order), so no
+// spike, NaN or ±Inf is dropped. A backend may answer from summaries it
+// keeps of runs of consecutive points when the window holds more than
+// MaxExactBucketPoints points per bucket: a run is then counted in the
+// bucket where it starts, moving that bucket's end to the run's end (the
+// answer is still real points, the window's first and last, and its
+// extremes and first NaN). With at most that many per bucket the answer is
+// exactly downsample.BucketPoints of the window's points. A bucketed read
+// takes no MaxWallTime (ErrInvalidArgument).
 type Query struct {
 	Filter
 	MinStep     *int64
 	MaxStep     *int64
 	MaxWallTime *float64
 	MaxPoints   int64
+	Buckets     int
 }
+
+// MaxExactBucketPoints is the number of points per bucket up to which a
+// bucketed read (Query.Buckets) is exact; see Query.
+const MaxExactBucketPoints = 256
 
 // Point visitors receive the points of a read. A visitor is called at least
 // once for every selected series (with an empty slice when the window holds

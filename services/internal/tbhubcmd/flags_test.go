@@ -45,20 +45,20 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 	}{
 		{"tbhub serve", func(fs *flag.FlagSet) { newServeFlags(fs, serveCommand) }, slices.Concat([]string{
 			"addr", "api-endpoint", "blobs", "data", "enable-test-rpcs", "grpc-addr",
-			"max-blob-bytes", "max-blob-bytes-per-user", "max-experiments-per-user", "max-points-per-user", "max-tokens-per-user",
+			"max-blob-bytes", "max-blob-bytes-per-user", "max-bucketed-points", "max-experiments-per-user", "max-points-per-user", "max-tokens-per-user",
 			"oidc-client-ids", "oidc-device-client-id", "oidc-device-client-secret", "oidc-issuer",
 			"oidc-web-client-id", "oidc-web-client-secret", "public-origin", "requests-per-second", "runs-table-max-series", "samples_per_plugin", "store",
 		}, telemetryFlags, httpLimitFlags, blobStreamFlags, markdownFlags, graphFlags, compareFlags, credentialFlags, diskFlags, instanceFlags)},
 		{"write-service", func(fs *flag.FlagSet) { newServeFlags(fs, writeServiceCommand) }, slices.Concat([]string{
 			"addr", "api-endpoint", "blobs", "data", "enable-test-rpcs", "grpc-addr",
-			"max-blob-bytes", "max-blob-bytes-per-user", "max-experiments-per-user", "max-points-per-user", "max-tokens-per-user",
+			"max-blob-bytes", "max-blob-bytes-per-user", "max-bucketed-points", "max-experiments-per-user", "max-points-per-user", "max-tokens-per-user",
 			"oidc-client-ids", "oidc-device-client-id", "oidc-device-client-secret", "oidc-issuer",
 			"oidc-web-client-id", "oidc-web-client-secret", "public-origin", "requests-per-second", "store",
 		}, telemetryFlags, httpLimitFlags, blobStreamFlags, credentialFlags, diskFlags, instanceFlags)},
-		{"tbhub token create", func(fs *flag.FlagSet) { storageFlags(fs); tokenFlags(fs) }, []string{"blobs", "data", "name", "store", "user"}},
-		{"tbhub migrate", func(fs *flag.FlagSet) { storageFlags(fs) }, []string{"blobs", "data", "store"}},
+		{"tbhub token create", func(fs *flag.FlagSet) { storageFlags(fs); tokenFlags(fs) }, []string{"blobs", "data", "max-bucketed-points", "name", "store", "user"}},
+		{"tbhub migrate", func(fs *flag.FlagSet) { storageFlags(fs) }, []string{"blobs", "data", "max-bucketed-points", "store"}},
 		{"read-service", func(fs *flag.FlagSet) { readservice.NewFlags(fs) }, slices.Concat([]string{
-			"addr", "blob-key-secret", "blobs", "data", "metrics-addr", "oidc-client-ids", "oidc-issuer",
+			"addr", "blob-key-secret", "blobs", "data", "max-bucketed-points", "metrics-addr", "oidc-client-ids", "oidc-issuer",
 			"port", "public-origin", "store",
 		}, telemetryFlags, credentialFlags)},
 		{"frontend", func(fs *flag.FlagSet) { new(frontend.Config).RegisterFlags(fs) }, slices.Concat([]string{

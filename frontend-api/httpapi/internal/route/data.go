@@ -199,6 +199,14 @@ func (h *Env) ReadScalarTails(r *Request, plugin string, f *datapb.RunTagFilter,
 	return h.readScalars(readhint.WithMinStep(r.Ctx, minStep), r, plugin, f, limit)
 }
 
+// ReadScalarBuckets reads, of each series f selects, its points in the
+// step window [minStep, maxStep] (nil: unbounded) cut into n buckets, of
+// each its first, last, lowest, highest and first NaN point
+// (readhint.BucketsKey).
+func (h *Env) ReadScalarBuckets(r *Request, plugin string, f *datapb.RunTagFilter, n int, minStep, maxStep *int64) ([]ScalarSeries, error) {
+	return h.readScalars(readhint.WithBuckets(r.Ctx, n, minStep, maxStep), r, plugin, f, int64(n))
+}
+
 func (h *Env) readScalars(ctx context.Context, r *Request, plugin string, f *datapb.RunTagFilter, k int64) ([]ScalarSeries, error) {
 	resp, err := h.Data.ReadScalars(ctx, &datapb.ReadScalarsRequest{ExperimentId: r.EID, PluginFilter: &datapb.PluginFilter{PluginName: plugin}, RunTagFilter: f, Downsample: &datapb.Downsample{NumPoints: k}}, h.CallOpts...)
 	if err != nil {

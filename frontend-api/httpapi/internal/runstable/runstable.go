@@ -12,10 +12,9 @@ import (
 	"net/http"
 	"slices"
 
-	"google.golang.org/grpc/metadata"
-
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/hparams"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
+	"github.com/tbhub/tbhub/schemas/readhint"
 )
 
 // Limits bound one answer: MaxSeries is the most runs × tags it reads
@@ -48,21 +47,16 @@ func (l *Limits) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&l.MaxSeries, "runs-table-max-series", l.MaxSeries, "runs × tags one runs table answer reads; more is answered 400")
 }
 
-// extremesPoints is how many points per series the extremes are read
-// from. With the bucketed read (withBuckets) each point stands for a
-// bucket's minimum or maximum, so the series' own are among them whatever
-// the count; a read service without it answers a sample of this size.
+// extremesPoints is how many points per series the extremes read asks
+// for; with the bucketed read (withBuckets: one bucket over the whole
+// series) the answer is its first, last, lowest, highest and first NaN
+// points, so the series' own extremes are among them whatever the count.
 const extremesPoints = 100
 
-// bucketsKey is the read service's request metadata asking, instead of a
-// sample of a series, for each of num_points buckets' minimum and maximum
-// points (readhint.BucketsKey where the read service has it; one that does
-// not know it ignores it and answers a sample).
-const bucketsKey = "tbhub-buckets"
-
-// withBuckets returns ctx asking the read service for bucketed extremes.
+// withBuckets returns ctx asking the read service for the whole series as
+// one bucket (readhint.BucketsKey).
 func withBuckets(ctx context.Context) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, bucketsKey, "1")
+	return readhint.WithBuckets(ctx, 1, nil, nil)
 }
 
 // Metric is one series' summary in the table.

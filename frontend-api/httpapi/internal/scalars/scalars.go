@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
+	"github.com/tbhub/tbhub/schemas/readhint"
 )
 
 func (h Plugin) ScalarTags(w http.ResponseWriter, r *route.Request) error {
@@ -85,16 +87,30 @@ func (h Plugin) ScalarsMultirun(w http.ResponseWriter, r *route.Request) error {
 			return route.Errorf(http.StatusBadRequest, "after: want {run: {\"step\": S, \"wall_time\": W, \"value\": V, \"max_wall_time\": M}}: %v", err)
 		}
 	}
+	window, err := bucketsParams(form)
+	if err != nil {
+		return err
+	}
+	if window != nil && after != nil && (window.minStep != nil || window.maxStep != nil) {
+		return route.Errorf(http.StatusBadRequest, "after does not go with min_step or max_step: a tail is of the whole series")
+	}
 	runs := form["runs"]
 	if len(runs) == 0 {
 		return route.WriteBody(w, "application/json", []byte("{}"))
 	}
 	var answers []columnsAnswer
-	if columns {
-		answers, err = h.readColumns(r, runs, tags, k, after)
+	// A whole read: TensorBoard's sample of k points, or buckets.
+	whole := func(runs []string) ([]route.ScalarSeries, error) {
+		if window != nil {
+			return h.ReadScalarBuckets(r, "scalars", route.Filter(runs, tags), window.buckets, window.minStep, window.maxStep)
+		}
+		return h.ReadScalars(r, "scalars", route.Filter(runs, tags), k)
+	}
+	if columns && (window == nil || window.minStep == nil && window.maxStep == nil) {
+		answers, err = h.readColumns(r, runs, tags, k, after, whole)
 	} else {
 		var series []route.ScalarSeries
-		series, err = h.ReadScalars(r, "scalars", route.Filter(runs, tags), k)
+		series, err = whole(runs)
 		for _, s := range series {
 			answers = append(answers, columnsAnswer{ScalarSeries: s})
 		}
@@ -218,6 +234,46 @@ func appendShortFloat(b []byte, f float64) []byte {
 		return strconv.AppendFloat(b, f, 'f', -1, 64)
 	}
 	return strconv.AppendFloat(b, f, 'g', -1, 64)
+}
+
+// bucketWindow is a bucketed read asked of scalars_multirun.
+type bucketWindow struct {
+	buckets          int
+	minStep, maxStep *int64
+}
+
+// bucketsParams reads tbhub's "buckets", "min_step" and "max_step" form
+// fields of scalars_multirun: nil without buckets (then neither step may
+// be given); an error (400) for a value that is not an integer, buckets
+// outside 1 to readhint.MaxBuckets, or min_step above max_step.
+func bucketsParams(form url.Values) (*bucketWindow, error) {
+	steps := [2]*int64{}
+	for i, key := range []string{"min_step", "max_step"} {
+		v := form.Get(key)
+		if v == "" {
+			continue
+		}
+		if form.Get("buckets") == "" {
+			return nil, route.Errorf(http.StatusBadRequest, "%s is only read with buckets", key)
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, route.Errorf(http.StatusBadRequest, "%s=%q: want an integer step", key, v)
+		}
+		steps[i] = &n
+	}
+	v := form.Get("buckets")
+	if v == "" {
+		return nil, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > readhint.MaxBuckets {
+		return nil, route.Errorf(http.StatusBadRequest, "buckets=%q: want an integer from 1 to %d", v, readhint.MaxBuckets)
+	}
+	if steps[0] != nil && steps[1] != nil && *steps[0] > *steps[1] {
+		return nil, route.Errorf(http.StatusBadRequest, "min_step %d is above max_step %d", *steps[0], *steps[1])
+	}
+	return &bucketWindow{buckets: n, minStep: steps[0], maxStep: steps[1]}, nil
 }
 
 // Plugin serves the plugin's routes from the data of Env.

@@ -60,9 +60,9 @@ type columnsAnswer struct {
 }
 
 // readColumns reads the tag's series of runs for format=columns: tails
-// for the runs of after that pass the checks above, the others
-// downsampled to k points.
-func (h Plugin) readColumns(r *route.Request, runs, tags []string, k int64, after map[string]heldSeries) ([]columnsAnswer, error) {
+// for the runs of after that pass the checks above, the others whole
+// (downsampled to k points, or bucketed).
+func (h Plugin) readColumns(r *route.Request, runs, tags []string, k int64, after map[string]heldSeries, whole func(runs []string) ([]route.ScalarSeries, error)) ([]columnsAnswer, error) {
 	// The tails first, one read per distinct step (the read service takes
 	// one step per call), then the listing: a write landing between them
 	// only makes the check fail (a full read), never pass wrongly.
@@ -113,7 +113,7 @@ func (h Plugin) readColumns(r *route.Request, runs, tags []string, k int64, afte
 	if len(full) == 0 {
 		return answers, nil
 	}
-	series, err := h.ReadScalars(r, "scalars", route.Filter(full, tags), k)
+	series, err := whole(full)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,11 @@
 // Scalars: one card per tag, grouped by tag prefix, filtered by a tag
 // regex; every shown run is a line, smoothed with TensorBoard's debiased
 // EMA over its raw line drawn faint. Cards load when scrolled into view,
-// all runs of a tag in one scalars_multirun request for about one point
-// per pixel column.
+// all runs of a tag in one scalars_multirun request, bucketed at about one
+// bucket per pixel column (each bucket's first, last, lowest and highest
+// point and first NaN: no spike is hidden); a zoom reads its step range
+// again at screen resolution (every stored point once it holds fewer than
+// about two per pixel).
 
 import { download, getJSON, getOnce, limiter, num, postForm, saveBlob, type RunTagIndex, type ScalarDatum } from "../api";
 import { fmtSI, TOOLTIP_SORTS, type TooltipSort } from "../charts/format";
@@ -231,10 +234,11 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
 
   function draw(tag: string) {
     const c = charts.get(tag);
-    const d = data.get(tag);
+    const s = store.get();
+    const d = shownData(tag, s);
     if (!c || !d) return;
     c.chart?.destroy();
-    const s = store.get();
+    c.body.dataset.zoomed = zoomed.get(tag)?.key === zoomReadKey(tag, s) ? (zoomKey(s) ?? "") : "";
     const lines = scalarLines(d, c.runs, ctx.colorOf, s);
     c.body.replaceChildren();
     c.body.classList.remove("loading");
@@ -243,6 +247,9 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     c.body.dataset.lastStep = String(Math.max(...c.runs.map((r) => d[r]?.step.at(-1) ?? -Infinity)));
     c.body.dataset.runs = String(c.runs.filter((r) => d[r]?.step.length).length);
     c.body.dataset.points = String(c.runs.reduce((n, r) => n + (d[r]?.step.length ?? 0), 0));
+    // Zoomed, how many of them lie in the zoom's x range.
+    const zoom = s.zoom;
+    c.body.dataset.inview = zoom ? String(c.runs.reduce((n, r) => n + (d[r] ? xValues(d[r], s.x).filter((x) => x >= zoom[0] && x <= zoom[1]).length : 0), 0)) : "";
     if (!lines.length) {
       c.body.appendChild(notice("No data for the shown runs."));
       c.chart = undefined;
@@ -267,6 +274,56 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
 
   function drawAll() {
     for (const tag of charts.keys()) draw(tag);
+  }
+
+  // A zoomed card's points of the zoom's step range, read at screen
+  // resolution, by the zoom and runs (zoomReadKey) they were read for; the
+  // zoom being read per card.
+  const zoomed = new Map<string, { key: string; byRun: Record<string, Points> }>();
+  const zoomReading = new Map<string, string>();
+
+  /**
+   * The points a card draws: its whole read, or, zoomed, those of the
+   * zoom's read once it has arrived (the whole read until then, which
+   * asks for it).
+   */
+  function shownData(tag: string, s: ViewState): Record<string, Points> | undefined {
+    const d = data.get(tag);
+    const key = zoomReadKey(tag, s);
+    if (!d || !key || !s.zoom) return d;
+    const z = zoomed.get(tag);
+    if (z?.key === key) return z.byRun;
+    if (zoomReading.get(tag) !== key) void readZoom(tag, key, d, s);
+    return d;
+  }
+
+  /** Reads the step range of a card's zoom (see zoomWindow), bucketed at screen resolution. */
+  async function readZoom(tag: string, key: string, whole: Record<string, Points>, s: ViewState) {
+    const c = charts.get(tag);
+    if (!c || !s.zoom) return;
+    zoomReading.set(tag, key);
+    const [lo, hi] = zoomWindow(whole, c.runs, s.x, s.zoom);
+    const buckets = samplesFor(c.body.clientWidth);
+    const form = new URLSearchParams({ tag, samples: String(buckets), buckets: String(buckets), format: "columns" });
+    if (lo !== null) form.set("min_step", String(lo));
+    if (hi !== null) form.set("max_step", String(hi));
+    for (const r of c.runs) form.append("runs", r);
+    let byRun: Record<string, Points>;
+    try {
+      byRun = mergeColumns({}, {}, await heavy(() => postForm<Record<string, ScalarColumns>>(api.plugin("scalars", "scalars_multirun"), form))).byRun;
+    } catch {
+      zoomReading.delete(tag); // the whole read stays drawn; the next draw asks again
+      return;
+    }
+    if (zoomReading.get(tag) !== key) return; // another zoom since
+    zoomed.set(tag, { key, byRun });
+    if (zoomReadKey(tag, store.get()) === key) drawSoon(tag);
+  }
+
+  /** What a card's zoom read is for: the zoom and the card's runs (a run shown since needs its points). */
+  function zoomReadKey(tag: string, s: ViewState): string | null {
+    const key = zoomKey(s);
+    return key && `${key}\n${charts.get(tag)?.runs.join("\n") ?? ""}`;
   }
 
   // Cards whose data arrived are drawn one per frame, in arrival order, so
@@ -301,7 +358,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     // server, the network and the drawing and show nothing more (every
     // point is in the card's download).
     const samples = samplesFor(body.clientWidth);
-    const form = new URLSearchParams({ tag, samples: String(samples), format: "columns" });
+    const form = new URLSearchParams({ tag, samples: String(samples), buckets: String(samples), format: "columns" });
     for (const r of runs) form.append("runs", r);
     const had = data.get(tag) ?? {};
     const hadLive = held.get(tag) ?? {};
@@ -491,6 +548,9 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       return; // the next change tries again
     }
     for (const tag of data.keys()) stale.add(tag);
+    // Zoomed views read their range again when next drawn.
+    zoomed.clear();
+    zoomReading.clear();
     if (indexKey(idx) !== indexKey(index)) {
       index = idx;
       const y = scrollY;
@@ -559,6 +619,39 @@ export function mergeColumns(
     }
   }
   return { byRun, live, broken };
+}
+
+/** What a zoom's read is keyed by: the x axis and the range; null unzoomed. */
+export function zoomKey(s: Pick<ViewState, "x" | "zoom">): string | null {
+  return s.zoom ? `${s.x}:${s.zoom[0]}:${s.zoom[1]}` : null;
+}
+
+/**
+ * The step range to read for a zoom [a, b] on x axis x, mapped back to
+ * steps through the points held (the whole read): of each run, from the
+ * step of its last point at or before a (its first point, if none) to
+ * that of its first point at or after b, so the lines run on past the
+ * chart's edges; the union over the runs that have points. With no point
+ * at or after b the window is open above (null: to the series' last step,
+ * which points written since the whole read may have moved); with no run
+ * holding points, open at both ends. For wall and relative time it relies on time growing
+ * with step, as it does in a run that was not restarted.
+ */
+export function zoomWindow(byRun: Record<string, Points>, runs: string[], x: ViewState["x"], [a, b]: [number, number]): [number | null, number | null] {
+  let lo = Infinity;
+  let hi: number | null = -Infinity;
+  for (const run of runs) {
+    const p = byRun[run];
+    if (!p?.step.length) continue;
+    const xs = xValues(p, x);
+    let from = -1;
+    let to = -1;
+    for (let i = 0; i < xs.length; i++) if (xs[i] <= a) from = i;
+    for (let i = xs.length - 1; i >= 0; i--) if (xs[i] >= b) to = i;
+    lo = Math.min(lo, p.step[Math.max(from, 0)]);
+    hi = to < 0 || hi === null ? null : Math.max(hi, p.step[to]);
+  }
+  return [lo === Infinity ? null : lo, hi === -Infinity ? null : hi];
 }
 
 /**

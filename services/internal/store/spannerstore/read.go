@@ -266,6 +266,12 @@ func scalarFromRow(row *spanner.Row, lead ...any) (store.ScalarPoint, error) {
 
 // ReadScalars implements store.Reader.
 func (s *Store) ReadScalars(ctx context.Context, eid string, q store.Query, fn store.ScalarVisitor) error {
+	if q.Buckets > 0 {
+		if err := store.CheckQuery(q); err != nil {
+			return fmt.Errorf("spannerstore.ReadScalars: %w", err)
+		}
+		return s.readScalarBuckets(ctx, eid, q, fn)
+	}
 	s, release := s.acquire()
 	defer release()
 	if err := store.CheckQuery(q); err != nil {

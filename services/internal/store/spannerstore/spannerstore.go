@@ -75,6 +75,10 @@ const (
 
 // Options tunes a Store; the zero value is right for production Spanner.
 type Options struct {
+	// MaxBucketedPoints bounds the points a bucketed read
+	// (store.Query.Buckets) may read; past it the read fails with
+	// store.ErrFailedPrecondition. Zero means DefaultMaxBucketedPoints.
+	MaxBucketedPoints int64
 	// MaxMutationsPerCommit caps the mutations one write transaction
 	// buffers. Zero means 60,000, leaving room under Spanner's 80,000 for
 	// the series and run rows a chunk also updates.
@@ -110,6 +114,7 @@ type Options struct {
 type Store struct {
 	client       *spanner.Client
 	maxMutations int
+	maxBucketed  int64
 	maxBytes     int
 	// free holds the clients not running a call, with
 	// Options.SessionClients; nil on Spanner.
@@ -122,6 +127,9 @@ var _ store.Store = (*Store)(nil)
 // client (one session pool) should serve the whole process.
 func New(client *spanner.Client, opts Options) *Store {
 	s := &Store{client: client, maxMutations: opts.MaxMutationsPerCommit, maxBytes: opts.MaxBytesPerCommit}
+	if s.maxBucketed = opts.MaxBucketedPoints; s.maxBucketed <= 0 {
+		s.maxBucketed = DefaultMaxBucketedPoints
+	}
 	if s.maxMutations <= 0 {
 		s.maxMutations = 60_000
 	}

@@ -267,6 +267,9 @@ func blobsAt(ctx context.Context, tx *sql.Tx, seriesID, step int64) ([]store.Blo
 func (s *Store) ReadScalars(ctx context.Context, eid string, q store.Query, fn store.ScalarVisitor) error {
 	gen := s.scalars.gen(eid)
 	err := readPoints(ctx, s, eid, store.DataClassScalar, q, func(tx *sql.Tx, si *seriesInfo) error {
+		if q.Buckets > 0 {
+			return readScalarBuckets(ctx, tx, s.scalarStmts, si, &q, fn)
+		}
 		if q.MaxPoints == 0 || q.MaxPoints >= si.PointCount {
 			return readScalarSeries(ctx, tx, s.scalarStmts, si, &q, fn)
 		}

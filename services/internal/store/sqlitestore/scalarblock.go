@@ -30,6 +30,9 @@ func writeScalarPoints(ctx context.Context, tx *sql.Tx, seriesID int64, points [
 	if err != nil {
 		return 0, err
 	}
+	if err := updateScalarSummaries(ctx, tx, seriesID, points, added); err != nil {
+		return 0, err
+	}
 	for l, ps := range scalarchunk.SampleLevels(points) {
 		if len(ps) > 0 {
 			if _, err := writeScalarChunks(ctx, tx, seriesID, l, ps); err != nil {

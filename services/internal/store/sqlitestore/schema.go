@@ -291,6 +291,16 @@ ALTER TABLE experiments ADD COLUMN damaged_records INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE experiments ADD COLUMN damaged_num_files INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE experiments ADD COLUMN damaged_files TEXT NOT NULL DEFAULT '[]';
 `,
+	// Version 15: summaries for bucketed reads. summarizeScalars
+	// (scalarbuckets.go) then writes them for the series stored before,
+	// in batches; the SQL has nothing to change.
+	`
+-- scalar_chunks rows at sample_level -2 to -5 summarize runs of a series'
+-- points (scalarbuckets.go): segments of 256 points at level -2, 8 times
+-- more per level below, each its count and its first, last, lowest,
+-- highest and first NaN point, up to 64 segments per row.
+SELECT 1;
+`,
 }
 
 // dataMigrations are Go steps that run, in the same transaction, after the
@@ -306,6 +316,7 @@ var dataMigrations = map[int]func(context.Context, *sql.Tx) error{
 // between batches (a crash, a kill) resumes from the last committed batch.
 var batchedMigrations = map[int]func(context.Context, *sql.Tx) (done bool, err error){
 	12: convertScalarBlocks,
+	15: summarizeScalars,
 }
 
 // SchemaVersion is the schema version this package writes.

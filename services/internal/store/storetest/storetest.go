@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"StepWindows", testStepWindows},
 		{"DownsampleRule", testDownsampleRule},
 		{"DownsampleSameStepsAcrossTags", testDownsampleSameStepsAcrossTags},
+		{"BucketedReads", testBucketedReads},
 		{"SpecialFloats", testSpecialFloats},
 		{"Tensors", testTensors},
 		{"BlobSequences", testBlobSequences},
