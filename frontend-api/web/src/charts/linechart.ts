@@ -10,7 +10,8 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import { h, fmtDuration } from "../dom";
 import { themeColor, withAlpha } from "../colors";
-import { fmtSI, fmtTicks, placeBox, sortRows, type TooltipSort } from "./format";
+import { fmtSI, fmtTicks, moreNote, nearestRows, placeBox, sortRows, TOOLTIP_ALL_KEY, TOOLTIP_ROWS, type TooltipSort } from "./format";
+import { shortRunNames } from "../runnames";
 import { logRange, logSplits } from "./logaxis";
 
 export type XKind = "step" | "relative" | "wall" | "value";
@@ -33,6 +34,8 @@ export interface Line {
   run?: string;
   /** Draw a marker at every point (a line of one point, or all at one place, always has them). */
   markers?: boolean;
+  /** Not drawn, nor in the tooltip (a run toggled off; see LineChart.setHidden). */
+  hidden?: boolean;
 }
 
 export interface ChartOptions {
@@ -55,6 +58,15 @@ export interface ChartOptions {
 }
 
 const FONT = "11px system-ui, sans-serif";
+
+/** The longest line name a tooltip or legend shows (see runnames.ts). */
+const NAME_CHARS = 40;
+
+/**
+ * Whether tooltips show every row (that fits) instead of the ones nearest
+ * the cursor: one setting for the page, switched by TOOLTIP_ALL_KEY.
+ */
+let allRows = false;
 let measurer: CanvasRenderingContext2D | null = null;
 
 /** The width of text in the axes' font, in CSS pixels. */
@@ -209,13 +221,28 @@ export class LineChart {
   };
   // A pinned tooltip is fixed in the window: the page scrolling leaves it.
   private onScroll = () => this.unpin(true);
+  /** The shown tooltip's key: every row, or the nearest again. */
+  private onAllKey = (e: KeyboardEvent) => {
+    if (this.tooltip.hidden || this.pinned || e.key.toLowerCase() !== TOOLTIP_ALL_KEY || e.ctrlKey || e.metaKey || e.altKey) return;
+    const t = e.target as HTMLElement | null;
+    if (t && (t.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(t.tagName))) return;
+    allRows = !allRows;
+    if (this.last) this.render(this.plot, this.last);
+  };
+  /** The y range asked for (ChartOptions.yRange, then setHidden's). */
+  private yRange?: [number, number];
+  /** Each line's label as shown (long run names cut where runs differ least). */
+  private names: Map<string, string>;
 
   constructor(
     readonly el: HTMLElement,
     opts: ChartOptions,
   ) {
     this.opts = opts;
+    this.yRange = opts.yRange;
     this.fmtX = xFormatter(opts.xKind);
+    this.names = shortRunNames(opts.lines.map((l) => l.label), NAME_CHARS);
+    document.addEventListener("keydown", this.onAllKey);
     this.tooltip = h("div.tooltip", { hidden: true });
     // Clicks and drags on the tooltip are not the chart's (zoom, pin).
     this.tooltip.addEventListener("mousedown", (e) => e.stopPropagation());
@@ -238,6 +265,7 @@ export class LineChart {
     lines.forEach((l, i) => {
       series.push({
         label: l.label,
+        show: !l.hidden,
         stroke: l.faint ? withAlpha(l.color, 0.28) : l.color,
         width: l.width ?? (l.faint ? 1 : 1.5),
         // Missing points (another line's x) are joined over; values that
@@ -282,7 +310,10 @@ export class LineChart {
         },
         y: {
           distr: this.opts.logy ? 3 : 1,
-          ...(this.opts.yRange ? { auto: false, range: this.opts.yRange } : this.opts.logy ? { range: (_u: uPlot, lo: number | null, hi: number | null) => logRange(lo, hi) } : {}),
+          // The range asked for (setHidden changes it), else a fit of the
+          // lines shown: uPlot's own padding, or the log axis's.
+          range: (_u: uPlot, lo: number | null, hi: number | null): uPlot.Range.MinMax =>
+            this.yRange ?? (this.opts.logy ? logRange(lo, hi) : lo === null || hi === null ? [lo, hi] : uPlot.rangeNum(lo, hi, 0.1, true)),
         },
       },
       axes: [
@@ -371,12 +402,12 @@ export class LineChart {
       }
     }
     if (this.opts.legend) {
-      const shown = lines.filter((l) => !l.faint);
+      const shown = lines.filter((l) => !l.faint && !l.hidden);
       this.extras.push(
         h(
           "div.legend",
           null,
-          shown.map((l) => h("span.legend-item", { title: l.label }, h("span.swatch", { style: { background: l.color } }), l.label)),
+          shown.map((l) => h("span.legend-item", { title: l.label }, h("span.swatch", { style: { background: l.color } }), this.names.get(l.label) ?? l.label)),
         ),
       );
     }
@@ -425,7 +456,7 @@ export class LineChart {
     const logy = !!this.opts.logy;
     const rows: { color: string; label: string; y: number; extra: string; dist: number; run?: string }[] = [];
     for (const l of this.opts.lines) {
-      if (l.noTooltip || l.faint || l.x.length === 0) continue;
+      if (l.noTooltip || l.faint || l.hidden || l.x.length === 0) continue;
       const i = nearest(l.x, at.x);
       const y = l.y[i];
       const drawn = Number.isFinite(y) && (!logy || y > 0);
@@ -439,7 +470,7 @@ export class LineChart {
     const sorted = sortRows(rows, this.opts.tooltipSort ?? "descending");
     // Rows of about 17 px, below a head and above a "more" row.
     const fit = Math.max(3, Math.floor((innerHeight - 60) / 17));
-    const shown = this.pinned ? sorted : sorted.slice(0, fit);
+    const shown = this.pinned ? sorted : allRows ? sorted.slice(0, fit) : nearestRows(sorted, TOOLTIP_ROWS);
     const only = this.pinned ? this.opts.onOnly : undefined;
     this.tooltip.replaceChildren(
       h("div.tt-head", null, fmtX(at.x), this.pinned ? null : h("span.tt-hint", null, " · click to pin")),
@@ -451,13 +482,13 @@ export class LineChart {
             "tr",
             null,
             h("td", null, h("span.swatch", { style: { background: r.color } })),
-            h("td.tt-run", { title: r.label }, r.label),
+            h("td.tt-run", { title: r.label }, this.names.get(r.label) ?? r.label),
             h("td.num", null, fmtSI(r.y) + (logy && r.y <= 0 ? " (not drawn)" : "")),
             h("td.tt-extra", null, r.extra),
             only && r.run ? h("td", null, h("button.tt-only", { title: `Show only ${r.run}`, onclick: () => only(r.run!) }, "only")) : null,
           ),
         ),
-        sorted.length > shown.length ? h("tr.tt-more", null, h("td", { colSpan: 4 }, `+${sorted.length - shown.length} more (click to pin and scroll)`)) : null,
+        sorted.length > shown.length ? h("tr.tt-more", null, h("td", { colSpan: 4 }, moreNote(sorted.length - shown.length, allRows))) : null,
       ),
     );
     this.tooltip.hidden = false;
@@ -471,6 +502,30 @@ export class LineChart {
     t.top = `${top}px`;
   }
 
+  /** The lines as drawn (hidden ones included). */
+  get lines(): readonly Line[] {
+    return this.opts.lines;
+  }
+
+  /**
+   * Shows and hides lines in place (a run toggled in the runs list): a
+   * redraw, not a new chart. yRange: the y range now (the chart's own fit
+   * of the lines shown when undefined).
+   */
+  setHidden(hidden: (l: Line) => boolean, yRange?: [number, number]) {
+    const lines = this.opts.lines;
+    this.yRange = yRange;
+    this.plot.batch(() => {
+      lines.forEach((l, i) => {
+        const hide = hidden(l);
+        if (!!l.hidden === hide) return;
+        l.hidden = hide;
+        this.plot.setSeries(i + 1, { show: !hide });
+      });
+    });
+    if (this.pinned && this.last) this.render(this.plot, this.last);
+  }
+
   /** The canvas uPlot draws on (for tests and benchmarks). */
   get canvas(): HTMLCanvasElement {
     return this.plot.ctx.canvas;
@@ -478,6 +533,7 @@ export class LineChart {
 
   destroy() {
     this.unpin(true);
+    document.removeEventListener("keydown", this.onAllKey);
     this.resize.disconnect();
     this.plot.destroy();
     for (const e of this.extras) e.remove();
