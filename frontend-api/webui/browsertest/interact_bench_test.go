@@ -1,11 +1,16 @@
 package browsertest
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/profiler"
 	cdruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
@@ -33,15 +38,28 @@ func BenchmarkScalarsInteract100Runs(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		ctx, cancel := chromedp.NewContext(env.browser)
 		var res interactResult
-		err := chromedp.Run(ctx,
-			navigate(env.origin+"/static/not-there"),
+		actions := []chromedp.Action{
+			navigate(env.origin + "/static/not-there"),
 			chromedp.Evaluate(fmt.Sprintf(`localStorage.setItem("tbhub.token", %q)`, env.token), nil),
 			navigate(experimentURL(interact.eid, nil)),
 			// Every card in view drawn with its 100 runs.
 			inPage(chromedp.Poll(`(`+interactPage+`) && window.__settled(100)`, nil,
 				chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute))),
-			chromedp.Evaluate(`window.__interact()`, &res, func(p *cdruntime.EvaluateParams) *cdruntime.EvaluateParams { return p.WithAwaitPromise(true) }),
-		)
+		}
+		for _, phase := range []string{"hover", "toggle", "allnone", "scroll"} {
+			if dir := os.Getenv("TBHUB_UI_PROFILE"); dir != "" {
+				actions = append(actions, profiled(filepath.Join(dir, fmt.Sprintf("%s-%d.cpuprofile", phase, i)), interactPhase(phase, &res)))
+			} else {
+				actions = append(actions, interactPhase(phase, &res))
+			}
+		}
+		var loaf any
+		actions = append(actions, chromedp.Evaluate(`window.__loaf`, &loaf))
+		err := chromedp.Run(ctx, actions...)
+		if f := os.Getenv("TBHUB_UI_LOAF"); f != "" {
+			j, _ := json.Marshal(loaf)
+			os.WriteFile(f, j, 0o644)
+		}
 		cancel()
 		if err != nil {
 			b.Fatal(err)
@@ -68,6 +86,40 @@ func BenchmarkScalarsInteract100Runs(b *testing.B) {
 	b.ReportMetric(med(func(r interactResult) float64 { return r.Scroll.Worst }), "scroll-load-worst-ms")
 	b.ReportMetric(med(func(r interactResult) float64 { return r.Rescroll.FPS }), "scroll-fps")
 	b.ReportMetric(med(func(r interactResult) float64 { return r.Rescroll.Worst }), "scroll-worst-ms")
+}
+
+// interactPhase runs one phase of __interact, its results merged into res.
+func interactPhase(phase string, res *interactResult) chromedp.Action {
+	return chromedp.Evaluate(fmt.Sprintf(`window.__interact(%q)`, phase), res, func(p *cdruntime.EvaluateParams) *cdruntime.EvaluateParams { return p.WithAwaitPromise(true) })
+}
+
+// profiled runs a under Chromium's JavaScript sampling profiler and writes
+// the profile to file (open it in Chromium's DevTools, Performance tab).
+// TBHUB_UI_PROFILE=DIR makes the benchmark profile each phase.
+func profiled(file string, a chromedp.Action) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		if err := profiler.Enable().Do(ctx); err != nil {
+			return err
+		}
+		if err := profiler.SetSamplingInterval(200).Do(ctx); err != nil {
+			return err
+		}
+		if err := profiler.Start().Do(ctx); err != nil {
+			return err
+		}
+		if err := a.Do(ctx); err != nil {
+			return err
+		}
+		prof, err := profiler.Stop().Do(ctx)
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(prof)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(file, b, 0o644)
+	})
 }
 
 var interact struct {
@@ -103,13 +155,23 @@ const interactPage = `window.__settled ??= (n) => {
 		return ch && ch.querySelector("canvas") && ch.dataset.runs === String(n);
 	});
 },
-window.__interact ??= async () => {
+window.__interact ??= async (phase) => {
 	const frame = () => new Promise(r => requestAnimationFrame(r));
 	const longTasks = () => {
 		const seen = [];
 		const po = new PerformanceObserver(l => seen.push(...l.getEntries()));
 		po.observe({ type: "longtask" });
-		return () => { seen.push(...po.takeRecords()); po.disconnect(); return Math.max(0, ...seen.map(e => e.duration)); };
+		const frames = [];
+		const lo = new PerformanceObserver(l => frames.push(...l.getEntries()));
+		lo.observe({ type: "long-animation-frame" });
+		return () => {
+			seen.push(...po.takeRecords()); po.disconnect();
+			frames.push(...lo.takeRecords()); lo.disconnect();
+			window.__loaf = (window.__loaf || []).concat(frames.map(f => ({ dur: Math.round(f.duration), work: Math.round(f.renderStart ? f.renderStart - f.startTime : f.duration),
+				style: Math.round(f.styleAndLayoutStart ? f.startTime + f.duration - f.styleAndLayoutStart : 0), render: Math.round(f.renderStart ? f.startTime + f.duration - f.renderStart : 0),
+				scripts: f.scripts.map(s => s.invoker + ":" + Math.round(s.duration) + "/forced " + Math.round(s.forcedStyleAndLayoutDuration)).join(", ") })));
+			return Math.max(0, ...seen.map(e => e.duration));
+		};
 	};
 	// action, then frames until every card in view shows n runs.
 	const timed = async (action, n) => {
@@ -123,7 +185,7 @@ window.__interact ??= async () => {
 	const box = (run) => document.querySelector('.runs li[data-run="' + run + '"] input[type=checkbox]');
 	const button = (text) => [...document.querySelectorAll(".run-buttons button")].find(b => b.textContent === text);
 	const res = {};
-
+	if (phase === "hover") {
 	// 60 mouse moves across the first chart, each to the next frame.
 	const over = document.querySelector(".scalar-card .u-over");
 	const r = over.getBoundingClientRect();
@@ -140,11 +202,16 @@ window.__interact ??= async () => {
 	const hoverLong = stop();
 	const sorted = [...hovers].sort((a, b) => a - b);
 	res.Hover = { Total: hovers.reduce((a, b) => a + b, 0), Median: sorted[30], Max: sorted[59], Long: hoverLong };
-
-	res.Off = await timed(() => box("run000").click(), 99);
-	res.On = await timed(() => box("run000").click(), 100);
-	res.None = await timed(() => button("None").click(), 0);
-	res.All = await timed(() => button("All").click(), 100);
+	}
+	if (phase === "toggle") {
+		res.Off = await timed(() => box("run000").click(), 99);
+		res.On = await timed(() => box("run000").click(), 100);
+	}
+	if (phase === "allnone") {
+		res.None = await timed(() => button("None").click(), 0);
+		res.All = await timed(() => button("All").click(), 100);
+	}
+	if (phase !== "scroll") return res;
 
 	// Scrolling: 40 px a frame to the bottom, then frames until every card
 	// is drawn (the first pass: cards read and drawn as they come in);

@@ -298,7 +298,10 @@ export class LineChart {
       height: this.opts.height ?? 220,
       legend: { show: false },
       cursor: {
-        points: { size: 5 },
+        // A point on the bold lines only: a faint raw line's point says
+        // nothing its smoothed line's does not, and 100 runs' raw points
+        // doubled the work of every mouse move.
+        points: { size: 5, show: ((_u: uPlot, si: number) => (lines[si - 1]?.faint ? undefined : document.createElement("div"))) as unknown as uPlot.Cursor.Points.Show },
         drag: { x: true, y: false, setScale: true },
       },
       bands,
@@ -372,7 +375,9 @@ export class LineChart {
     const plot = new uPlot(opts, data, this.el);
     plot.over.appendChild(this.tooltip);
     plot.over.addEventListener("mouseleave", () => {
-      if (!this.pinned) this.tooltip.hidden = true;
+      if (this.pinned) return;
+      cancelAnimationFrame(this.placing);
+      this.tooltip.hidden = true;
     });
     plot.over.addEventListener("dblclick", () => {
       this.unpin(true);
@@ -430,7 +435,10 @@ export class LineChart {
     document.removeEventListener("keydown", this.onDocKey);
     document.removeEventListener("mousedown", this.onDocDown);
     removeEventListener("scroll", this.onScroll);
-    if (hide) this.tooltip.hidden = true;
+    if (hide) {
+      cancelAnimationFrame(this.placing);
+      this.tooltip.hidden = true;
+    }
     else this.showTooltip(this.plot);
   }
 
@@ -438,6 +446,7 @@ export class LineChart {
     if (this.pinned) return;
     const left = u.cursor.left ?? -1;
     if (left < 0) {
+      cancelAnimationFrame(this.placing);
       this.tooltip.hidden = true;
       return;
     }
@@ -464,6 +473,7 @@ export class LineChart {
       rows.push({ color: l.color, label: l.label, y, extra: l.detail ? l.detail(i) : `x ${fmtX(l.x[i])}`, dist, run: l.run });
     }
     if (rows.length === 0) {
+      cancelAnimationFrame(this.placing);
       this.tooltip.hidden = true;
       return;
     }
@@ -491,15 +501,32 @@ export class LineChart {
         sorted.length > shown.length ? h("tr.tt-more", null, h("td", { colSpan: 4 }, moreNote(sorted.length - shown.length, allRows))) : null,
       ),
     );
-    this.tooltip.hidden = false;
     const t = this.tooltip.style;
     t.position = "fixed";
     t.maxHeight = `${innerHeight - 8}px`;
     t.overflowY = this.pinned ? "auto" : "hidden";
-    const over = u.over.getBoundingClientRect();
-    const { left, top } = placeBox(over.left + at.left, over.top + at.top, this.tooltip.offsetWidth, this.tooltip.offsetHeight, document.documentElement.clientWidth, innerHeight);
-    t.left = `${left}px`;
-    t.top = `${top}px`;
+    this.placeSoon(u, at);
+  }
+
+  private placing = 0;
+
+  /**
+   * Shows the tooltip beside the cursor in the next animation frame: its
+   * size is read there, with the layout the frame does anyway, not in the
+   * mouse move (reading it there laid the whole page out once more on
+   * every move). Several moves in a frame place it once.
+   */
+  private placeSoon(u: uPlot, at: { left: number; top: number }) {
+    cancelAnimationFrame(this.placing);
+    this.placing = requestAnimationFrame(() => {
+      if (this.last !== at) return; // a later move placed it
+      this.tooltip.hidden = false;
+      const over = u.over.getBoundingClientRect();
+      const t = this.tooltip.style;
+      const { left, top } = placeBox(over.left + at.left, over.top + at.top, this.tooltip.offsetWidth, this.tooltip.offsetHeight, document.documentElement.clientWidth, innerHeight);
+      t.left = `${left}px`;
+      t.top = `${top}px`;
+    });
   }
 
   /** The lines as drawn (hidden ones included). */
@@ -534,6 +561,7 @@ export class LineChart {
   destroy() {
     this.unpin(true);
     document.removeEventListener("keydown", this.onAllKey);
+    cancelAnimationFrame(this.placing);
     this.resize.disconnect();
     this.plot.destroy();
     for (const e of this.extras) e.remove();

@@ -261,7 +261,9 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
         if (c.inView && c.dirty) drawSoon(tag);
       }
     },
-    { rootMargin: "200px" },
+    // A card scrolling in is drawn just before it shows; one further off
+    // waits (a 100-run chart takes a frame or more to draw).
+    { rootMargin: "50px" },
   );
   let index: Map<string, string[]> | null = null;
   let stops: (() => void)[] = [];
@@ -566,7 +568,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     // takes a while to lay out and paint).
     for (const { el, load, card } of pending.splice(0)) {
       const r = el.getBoundingClientRect();
-      card.inView = r.bottom > -200 && r.top < innerHeight + 200 && r.width > 0;
+      card.inView = r.bottom > -50 && r.top < innerHeight + 50 && r.width > 0;
       if (r.bottom > 0 && r.top < innerHeight && r.width > 0) load();
     }
   }
