@@ -26,6 +26,12 @@ import (
 // the runs now shown); long tasks (PerformanceObserver "longtask") are
 // the longest seen during the action. Scrolling moves the page 40 px per
 // frame and reports frames per second and the longest frame.
+//
+// TBHUB_UI_PROFILE=DIR writes a CPU profile of each phase there
+// (hover-N.cpuprofile, ...; build the UI with `npx vite build --minify
+// false` for readable names); TBHUB_UI_LOAF=FILE writes the long
+// animation frames of the timed actions (script, style and layout, and
+// render time of each) as JSON.
 func BenchmarkScalarsInteract100Runs(b *testing.B) {
 	if env.setupErr != nil {
 		b.Fatal(env.setupErr)
@@ -213,16 +219,16 @@ window.__interact ??= async (phase) => {
 	}
 	if (phase !== "scroll") return res;
 
-	// Scrolling: 40 px a frame to the bottom, then frames until every card
-	// is drawn (the first pass: cards read and drawn as they come in);
-	// then back to the top with everything drawn.
+	// Scrolling: 40 px a frame to the bottom, then frames until the cards
+	// in view are drawn (the first pass: cards read and drawn as they come
+	// in); then back to the top (cards whose data came while they were
+	// out of view are drawn as they come in again).
 	const scroll = async (dir, untilDrawn) => {
 		const gaps = [];
 		let last = await frame();
 		const end = () => dir > 0 ? scrollY + innerHeight >= document.documentElement.scrollHeight - 1 : scrollY <= 0;
-		const drawn = () => [...document.querySelectorAll(".scalar-card .chart")].every(c => c.dataset.runs === "100");
 		let t0 = last;
-		while (!end() || (untilDrawn && !drawn())) {
+		while (!end() || (untilDrawn && !window.__settled(100))) {
 			if (!end()) scrollBy(0, 40 * dir);
 			const now = await frame();
 			gaps.push(now - last);
