@@ -635,9 +635,11 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       const cardsChanged = s.tagFilter !== prev.tagFilter || s.pin.join("\n") !== prev.pin.join("\n") || s.expand.join("\n") !== prev.expand.join("\n");
       if (cardsChanged || (runsChanged(s, prev) && !reshow(s))) {
         layout();
-      } else if (runsChanged(s, prev)) {
-        // reshow did it
-      } else if (s.ttsort !== prev.ttsort || s.tttime !== prev.tttime ||
+        return;
+      }
+      // Runs shown or hidden are drawn by reshow; a change of the view as
+      // well (a URL from history) builds the charts anew.
+      if (s.ttsort !== prev.ttsort || s.tttime !== prev.tttime ||
         s.smoothing !== prev.smoothing || s.x !== prev.x || s.logy !== prev.logy || s.logx !== prev.logx || s.group !== prev.group || s.band !== prev.band || s.ignoreOutliers !== prev.ignoreOutliers || String(s.zoom) !== String(prev.zoom)) {
         drawAll();
       }
