@@ -6,9 +6,11 @@ describe("slides in the URL", () => {
     const s = parseState("");
     s.slides = { [slideKey("images", "a/b", "run~1")]: { step: 30, sample: 2 }, [slideKey("pr_curves", "pr", "")]: { step: 5, sample: 0 } };
     s.ttsort = "nearest";
+    s.tttime = true;
     const back = parseState(formatState(s));
     expect(back.slides).toEqual(s.slides);
     expect(back.ttsort).toBe("nearest");
+    expect(back.tttime).toBe(true);
   });
   it("leaves defaults out and drops malformed values", () => {
     expect(formatState(parseState(""))).toBe("");

@@ -21,6 +21,8 @@
 //   band=std           ... with a ±1 standard deviation band instead
 //   ttsort=ascending|alphabetical|nearest|default  order of the scalar
 //                      tooltip's rows (default descending by value)
+//   tttime=1           the scalar tooltip shows each point's wall time and
+//                      relative time (since its run's first point)
 //   slide=JSON (repeated)  a media or PR curve card's sliders:
 //                      [PLUGIN, TAG, RUN, STEP, SAMPLE] (RUN "" for the
 //                      per-tag PR cards)
@@ -73,6 +75,8 @@ export interface ViewState {
   group: string;
   band: "minmax" | "std";
   ttsort: TooltipSort;
+  /** The scalar tooltip shows wall and relative time. */
+  tttime: boolean;
   /** Slider positions of cards, by slideKey: the step and sample shown. */
   slides: Record<string, Slide>;
   hmode: "offset" | "overlay";
@@ -163,6 +167,7 @@ export function parseState(search: string): ViewState {
     group: q.get("group") ?? "",
     band: q.get("band") === "std" ? "std" : "minmax",
     ttsort: TOOLTIP_SORTS.find((o) => o.value === q.get("ttsort"))?.value ?? "descending",
+    tttime: q.get("tttime") === "1",
     slides: parseSlides(q.getAll("slide")),
     hmode: q.get("hmode") === "overlay" ? "overlay" : "offset",
     hview: q.get("hview") === "parallel" || q.get("hview") === "scatter" ? (q.get("hview") as "parallel" | "scatter") : "table",
@@ -224,6 +229,7 @@ export function formatState(s: ViewState): string {
   if (s.group) q.set("group", s.group);
   if (s.band !== "minmax") q.set("band", s.band);
   if (s.ttsort !== "descending") q.set("ttsort", s.ttsort);
+  if (s.tttime) q.set("tttime", "1");
   for (const [k, v] of Object.entries(s.slides)) q.append("slide", JSON.stringify([...JSON.parse(k), v.step, v.sample]));
   if (s.hmode !== "offset") q.set("hmode", s.hmode);
   if (s.hview !== "table") q.set("hview", s.hview);

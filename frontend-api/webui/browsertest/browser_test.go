@@ -386,3 +386,14 @@ func paintedCanvases(selector string, minPixels int) string {
 		return n >= %d;
 	}).length`, selector, minPixels)
 }
+
+// moveOver sends a mousemove to the element at selector (a chart's
+// .u-over), at fx of its width and half its height, from the page itself.
+func moveOver(selector string, fx float64) chromedp.Action {
+	return chromedp.Evaluate(fmt.Sprintf(`(() => {
+		const over = document.querySelector(%q);
+		const r = over.getBoundingClientRect();
+		over.dispatchEvent(new MouseEvent("mousemove", {clientX: r.left + r.width * %g, clientY: r.top + r.height / 2, bubbles: true}));
+		return true;
+	})()`, selector, fx), nil)
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -87,8 +88,8 @@ func (r rect) inside() bool {
 	return r.Left >= 0 && r.Top >= 0 && r.Right <= r.VW && r.Bottom <= r.VH && r.Right > r.Left && r.Bottom > r.Top
 }
 
-// With 60 runs the tooltip stays in the window (the rows that fit, "+N
-// more"), its order is chosen and kept in the URL; a click pins it (all
+// With 60 runs the tooltip stays in the window (the 10 rows nearest the
+// cursor, "+50 more"; after the A key, the rows that fit), its order is chosen and kept in the URL; a click pins it (all
 // rows, scrolling, still in the window) and "only" shows just that run,
 // as does "only" in the runs list.
 func TestScalarsTooltipManyRuns(t *testing.T) {
@@ -126,8 +127,25 @@ func TestScalarsTooltipManyRuns(t *testing.T) {
 	if !box.inside() {
 		t.Errorf("tooltip at %+v: not inside the window", box)
 	}
-	if len(rows) == 0 || len(rows) >= 60 || !strings.HasPrefix(more, fmt.Sprintf("+%d more", 60-len(rows))) {
-		t.Errorf("tooltip shows %d rows and %q; want the rows that fit and +N more for the rest of 60", len(rows), more)
+	if len(rows) != 10 || more != "+50 more (press A for all)" {
+		t.Errorf("tooltip shows %d rows and %q; want the 10 nearest the cursor and +50 more (press A for all)", len(rows), more)
+	}
+
+	// A shows every row that fits the window, and +N more for the rest.
+	run(t, ctx,
+		// The key as the page gets it (a headless tab is not focused, so
+		// Input.dispatchKeyEvent reaches no document).
+		chromedp.Evaluate(`document.body.dispatchEvent(new KeyboardEvent("keydown", {key: "a", bubbles: true}))`, nil),
+		waitFor(`document.querySelectorAll('`+tooltip+` .tt-run').length > 10`),
+		chromedp.Evaluate(boxOf(tooltip), &box),
+		chromedp.Evaluate(`[...document.querySelectorAll('`+tooltip+` .tt-run')].map(e => e.textContent)`, &rows),
+		chromedp.Evaluate(`document.querySelector('`+tooltip+` .tt-more')?.textContent ?? ""`, &more),
+	)
+	if !box.inside() {
+		t.Errorf("tooltip with all rows at %+v: not inside the window", box)
+	}
+	if len(rows) >= 60 || more != fmt.Sprintf("+%d more (click to pin and scroll)", 60-len(rows)) {
+		t.Errorf("after A the tooltip shows %d rows and %q; want the rows that fit and +N more for the rest of 60", len(rows), more)
 	}
 
 	// Ordered by name: kept in the URL.
@@ -366,5 +384,49 @@ func TestCustomScalarsLegend(t *testing.T) {
 	screenshot(t, ctx, "custom-scalars-legend")
 	if len(legend) != 2 || legend[0].Label != "generated/custom_scalars: loss/a" || legend[1].Label != "generated/custom_scalars: loss/b" || legend[0].Color == legend[1].Color {
 		t.Errorf("legend of %s = %+v; want loss/a and loss/b of generated/custom_scalars in two colours", card, legend)
+	}
+}
+
+// Toggling a run in the runs list shows or hides its line in the charts
+// there are (the same canvas, not a chart built anew); a run that was off
+// when the page opened is read when it is turned on. The tooltip's time
+// setting adds each point's wall and relative time.
+func TestScalarsRunToggleKeepsChart(t *testing.T) {
+	eid := sixtyRunsExperiment(t)
+	ctx := tab(t, true)
+	card := `.scalar-card[data-tag="loss"]`
+	box := func(r string) string { return `.sidebar li[data-run="` + r + `"] input[type=checkbox]` }
+	runs := func(n int) chromedp.Action {
+		return waitFor(fmt.Sprintf(`document.querySelector('%s .chart')?.dataset.runs === "%d" && !!document.querySelector('%s canvas')`, card, n, card))
+	}
+	run(t, ctx,
+		navigate(experimentURL(eid, url.Values{"tagFilter": {"^loss$"}, "off": {"run07"}})),
+		runs(59),
+		// run07 was not read with the page: turned on, it is.
+		chromedp.Click(box("run07"), chromedp.ByQuery),
+		runs(60),
+		chromedp.Evaluate(`document.querySelector('`+card+` canvas').dataset.mark = "kept"`, nil),
+		chromedp.Click(box("run03"), chromedp.ByQuery),
+		urlParam("off", "run03"),
+		runs(59),
+	)
+	var mark string
+	run(t, ctx, chromedp.Evaluate(`document.querySelector('`+card+` canvas').dataset.mark ?? ""`, &mark))
+	if mark != "kept" {
+		t.Errorf("toggling run03 built the chart anew; want the same chart with its line hidden")
+	}
+
+	var extra string
+	run(t, ctx,
+		chromedp.Click(`.tttime`, chromedp.ByQuery),
+		urlParam("tttime", "1"),
+		waitFor(paintedCanvases(card+" canvas", 200)+" === 1"),
+		moveOver(card+" .u-over", 0.5),
+		waitFor(`!document.querySelector('`+card+` .tooltip').hidden`),
+		chromedp.Evaluate(`document.querySelector('`+card+` .tooltip .tt-extra').textContent`, &extra),
+	)
+	// Points one second apart from the run's first: step 19 or 20 is 19 or 20 s in.
+	if !regexp.MustCompile(`^raw \S+ · step (\d+) · .+ · (19|20)s$`).MatchString(extra) {
+		t.Errorf("tooltip detail with time = %q; want raw value, step, wall time and relative time", extra)
 	}
 }

@@ -62,12 +62,7 @@ func TestScalarsDrawAndViewStateSurvivesReload(t *testing.T) {
 	// Every tooltip row is one shown run: only train is left.
 	var tooltipRuns []string
 	run(t, ctx,
-		chromedp.Evaluate(`(() => {
-			const over = document.querySelector('.scalar-card[data-tag="loss"] .u-over');
-			const r = over.getBoundingClientRect();
-			over.dispatchEvent(new MouseEvent("mousemove", {clientX: r.left + r.width / 2, clientY: r.top + r.height / 2, bubbles: true}));
-			return true;
-		})()`, nil),
+		moveOver(`.scalar-card[data-tag="loss"] .u-over`, 0.5),
 		waitFor(`!document.querySelector('.scalar-card[data-tag="loss"] .tooltip').hidden`),
 		chromedp.Evaluate(`[...document.querySelectorAll('.scalar-card[data-tag="loss"] .tooltip .tt-run')].map(e => e.textContent)`, &tooltipRuns),
 	)
@@ -356,12 +351,7 @@ func TestScalarsGroupRunsIntoMeanAndBand(t *testing.T) {
 		chromedp.SendKeys(`.group-filter`, "^generated/scalars", chromedp.ByQuery),
 		waitFor(`new URLSearchParams(location.search).get("group") === "^generated/scalars"`),
 		waitFor(paintedCanvases(".scalar-card canvas", 200)+" === 1"),
-		chromedp.Evaluate(`(() => {
-			const over = document.querySelector('.scalar-card[data-tag="loss"] .u-over');
-			const r = over.getBoundingClientRect();
-			over.dispatchEvent(new MouseEvent("mousemove", {clientX: r.left + r.width / 3, clientY: r.top + r.height / 2, bubbles: true}));
-			return true;
-		})()`, nil),
+		moveOver(`.scalar-card[data-tag="loss"] .u-over`, 1.0/3),
 		waitFor(`!document.querySelector('.scalar-card[data-tag="loss"] .tooltip').hidden`),
 		chromedp.Evaluate(`[...document.querySelectorAll('.scalar-card[data-tag="loss"] .tooltip .tt-run')].map(e => e.textContent)`, &rows),
 	)

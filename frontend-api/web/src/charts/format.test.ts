@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { beside, fmtSI, fmtTicks, placeBox, sortRows } from "./format";
+import { beside, fmtSI, fmtTicks, moreNote, nearestRows, placeBox, sortRows, TOOLTIP_ROWS } from "./format";
 
 describe("fmtTicks", () => {
   it("writes large values with SI suffixes, not exponents", () => {
@@ -65,5 +65,24 @@ describe("beside", () => {
     expect(beside(700, 50, 14, 800)).toBe(714);
     expect(beside(760, 50, 14, 800)).toBe(696);
     expect(beside(20, 900, 14, 800)).toBe(4);
+  });
+});
+
+describe("tooltip cap", () => {
+  // 100 runs at values 0..99, the cursor at the height of value 42.5.
+  const rows = Array.from({ length: 100 }, (_, i) => ({ label: `run${i}`, y: i, dist: Math.abs(i - 42.5) }));
+  it("keeps the rows nearest the cursor's value, in the chosen order", () => {
+    const shown = nearestRows(sortRows(rows, "descending"), TOOLTIP_ROWS);
+    expect(shown.map((r) => r.y)).toEqual([47, 46, 45, 44, 43, 42, 41, 40, 39, 38]);
+    expect(nearestRows(sortRows(rows, "alphabetical"), 2).map((r) => r.label)).toEqual(["run42", "run43"]);
+  });
+  it("keeps every row when they are few", () => {
+    const few = rows.slice(0, 7);
+    expect(nearestRows(few, TOOLTIP_ROWS)).toEqual(few);
+  });
+  it("says how many are left out and the key that shows them", () => {
+    expect(moreNote(90, false)).toBe("+90 more (press A for all)");
+    expect(moreNote(40, true)).toBe("+40 more (click to pin and scroll)");
+    expect(moreNote(0, false)).toBe("");
   });
 });

@@ -86,6 +86,33 @@ export function sortRows<T extends TooltipRow>(rows: T[], sort: TooltipSort): T[
   }
 }
 
+/** Rows the tooltip shows until asked for all of them (the rest are said as "+K more"). */
+export const TOOLTIP_ROWS = 10;
+
+/**
+ * The n rows of sorted nearest the cursor's value (smallest dist), in the
+ * order of sorted: a 100-run tooltip shows the runs around the point
+ * looked at instead of covering the screen.
+ */
+export function nearestRows<T extends TooltipRow>(sorted: T[], n: number): T[] {
+  if (sorted.length <= n) return sorted;
+  const keep = new Set([...sorted].sort((a, b) => a.dist - b.dist).slice(0, n));
+  return sorted.filter((r) => keep.has(r));
+}
+
+/** The key that shows a tooltip's every row, or the nearest ones again. */
+export const TOOLTIP_ALL_KEY = "a";
+
+/**
+ * The note under a tooltip's rows for the hidden ones: how many, and how
+ * to see them (the key while the nearest are shown; when all are asked
+ * for, the rows that do not fit the window scroll once pinned).
+ */
+export function moreNote(hidden: number, all: boolean): string {
+  if (hidden <= 0) return "";
+  return all ? `+${hidden} more (click to pin and scroll)` : `+${hidden} more (press ${TOOLTIP_ALL_KEY.toUpperCase()} for all)`;
+}
+
 /** The margin boxes placed by beside and placeBox keep from the viewport's edges. */
 const MARGIN = 4;
 

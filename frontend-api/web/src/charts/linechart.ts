@@ -10,7 +10,8 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import { h, fmtDuration } from "../dom";
 import { themeColor, withAlpha } from "../colors";
-import { fmtSI, fmtTicks, placeBox, sortRows, type TooltipSort } from "./format";
+import { fmtSI, fmtTicks, moreNote, nearestRows, placeBox, sortRows, TOOLTIP_ALL_KEY, TOOLTIP_ROWS, type TooltipSort } from "./format";
+import { shortRunNames } from "../runnames";
 import { logRange, logSplits } from "./logaxis";
 
 export type XKind = "step" | "relative" | "wall" | "value";
@@ -33,6 +34,8 @@ export interface Line {
   run?: string;
   /** Draw a marker at every point (a line of one point, or all at one place, always has them). */
   markers?: boolean;
+  /** Not drawn, nor in the tooltip (a run toggled off; see LineChart.setHidden). */
+  hidden?: boolean;
 }
 
 export interface ChartOptions {
@@ -55,6 +58,18 @@ export interface ChartOptions {
 }
 
 const FONT = "11px system-ui, sans-serif";
+
+/** Above this many bold lines a chart draws them thin (see build). */
+const THIN_ABOVE = 20;
+
+/** The longest line name a tooltip or legend shows (see runnames.ts). */
+const NAME_CHARS = 40;
+
+/**
+ * Whether tooltips show every row (that fits) instead of the ones nearest
+ * the cursor: one setting for the page, switched by TOOLTIP_ALL_KEY.
+ */
+let allRows = false;
 let measurer: CanvasRenderingContext2D | null = null;
 
 /** The width of text in the axes' font, in CSS pixels. */
@@ -209,13 +224,28 @@ export class LineChart {
   };
   // A pinned tooltip is fixed in the window: the page scrolling leaves it.
   private onScroll = () => this.unpin(true);
+  /** The shown tooltip's key: every row, or the nearest again. */
+  private onAllKey = (e: KeyboardEvent) => {
+    if (this.tooltip.hidden || this.pinned || e.key.toLowerCase() !== TOOLTIP_ALL_KEY || e.ctrlKey || e.metaKey || e.altKey) return;
+    const t = e.target as HTMLElement | null;
+    if (t && (t.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(t.tagName))) return;
+    allRows = !allRows;
+    if (this.last) this.render(this.plot, this.last);
+  };
+  /** The y range asked for (ChartOptions.yRange, then setHidden's). */
+  private yRange?: [number, number];
+  /** Each line's label as shown (long run names cut where runs differ least). */
+  private names: Map<string, string>;
 
   constructor(
     readonly el: HTMLElement,
     opts: ChartOptions,
   ) {
     this.opts = opts;
+    this.yRange = opts.yRange;
     this.fmtX = xFormatter(opts.xKind);
+    this.names = shortRunNames(opts.lines.map((l) => l.label), NAME_CHARS);
+    document.addEventListener("keydown", this.onAllKey);
     this.tooltip = h("div.tooltip", { hidden: true });
     // Clicks and drags on the tooltip are not the chart's (zoom, pin).
     this.tooltip.addEventListener("mousedown", (e) => e.stopPropagation());
@@ -235,11 +265,16 @@ export class LineChart {
     const fmtX = this.fmtX;
     const series: uPlot.Series[] = [{}];
     const bands: uPlot.Band[] = [];
+    // Many bold lines are drawn 1 px wide: the canvas strokes those as
+    // hairlines, several times faster than 1.5 px lines (which are filled
+    // as outlines), and 100 runs read better thin.
+    const boldWidth = lines.filter((l) => !l.faint).length > THIN_ABOVE ? 1 : 1.5;
     lines.forEach((l, i) => {
       series.push({
         label: l.label,
+        show: !l.hidden,
         stroke: l.faint ? withAlpha(l.color, 0.28) : l.color,
-        width: l.width ?? (l.faint ? 1 : 1.5),
+        width: l.width ?? (l.faint ? 1 : boldWidth),
         // Missing points (another line's x) are joined over; values that
         // cannot be drawn leave a gap (see align).
         spanGaps: false,
@@ -270,7 +305,10 @@ export class LineChart {
       height: this.opts.height ?? 220,
       legend: { show: false },
       cursor: {
-        points: { size: 5 },
+        // A point on the bold lines only: a faint raw line's point says
+        // nothing its smoothed line's does not, and 100 runs' raw points
+        // doubled the work of every mouse move.
+        points: { size: 5, show: ((_u: uPlot, si: number) => (lines[si - 1]?.faint ? undefined : document.createElement("div"))) as unknown as uPlot.Cursor.Points.Show },
         drag: { x: true, y: false, setScale: true },
       },
       bands,
@@ -282,7 +320,10 @@ export class LineChart {
         },
         y: {
           distr: this.opts.logy ? 3 : 1,
-          ...(this.opts.yRange ? { auto: false, range: this.opts.yRange } : this.opts.logy ? { range: (_u: uPlot, lo: number | null, hi: number | null) => logRange(lo, hi) } : {}),
+          // The range asked for (setHidden changes it), else a fit of the
+          // lines shown: uPlot's own padding, or the log axis's.
+          range: (_u: uPlot, lo: number | null, hi: number | null): uPlot.Range.MinMax =>
+            this.yRange ?? (this.opts.logy ? logRange(lo, hi) : lo === null || hi === null ? [lo, hi] : uPlot.rangeNum(lo, hi, 0.1, true)),
         },
       },
       axes: [
@@ -341,7 +382,9 @@ export class LineChart {
     const plot = new uPlot(opts, data, this.el);
     plot.over.appendChild(this.tooltip);
     plot.over.addEventListener("mouseleave", () => {
-      if (!this.pinned) this.tooltip.hidden = true;
+      if (this.pinned) return;
+      cancelAnimationFrame(this.placing);
+      this.tooltip.hidden = true;
     });
     plot.over.addEventListener("dblclick", () => {
       this.unpin(true);
@@ -371,12 +414,12 @@ export class LineChart {
       }
     }
     if (this.opts.legend) {
-      const shown = lines.filter((l) => !l.faint);
+      const shown = lines.filter((l) => !l.faint && !l.hidden);
       this.extras.push(
         h(
           "div.legend",
           null,
-          shown.map((l) => h("span.legend-item", { title: l.label }, h("span.swatch", { style: { background: l.color } }), l.label)),
+          shown.map((l) => h("span.legend-item", { title: l.label }, h("span.swatch", { style: { background: l.color } }), this.names.get(l.label) ?? l.label)),
         ),
       );
     }
@@ -399,7 +442,10 @@ export class LineChart {
     document.removeEventListener("keydown", this.onDocKey);
     document.removeEventListener("mousedown", this.onDocDown);
     removeEventListener("scroll", this.onScroll);
-    if (hide) this.tooltip.hidden = true;
+    if (hide) {
+      cancelAnimationFrame(this.placing);
+      this.tooltip.hidden = true;
+    }
     else this.showTooltip(this.plot);
   }
 
@@ -407,6 +453,7 @@ export class LineChart {
     if (this.pinned) return;
     const left = u.cursor.left ?? -1;
     if (left < 0) {
+      cancelAnimationFrame(this.placing);
       this.tooltip.hidden = true;
       return;
     }
@@ -425,7 +472,7 @@ export class LineChart {
     const logy = !!this.opts.logy;
     const rows: { color: string; label: string; y: number; extra: string; dist: number; run?: string }[] = [];
     for (const l of this.opts.lines) {
-      if (l.noTooltip || l.faint || l.x.length === 0) continue;
+      if (l.noTooltip || l.faint || l.hidden || l.x.length === 0) continue;
       const i = nearest(l.x, at.x);
       const y = l.y[i];
       const drawn = Number.isFinite(y) && (!logy || y > 0);
@@ -433,13 +480,14 @@ export class LineChart {
       rows.push({ color: l.color, label: l.label, y, extra: l.detail ? l.detail(i) : `x ${fmtX(l.x[i])}`, dist, run: l.run });
     }
     if (rows.length === 0) {
+      cancelAnimationFrame(this.placing);
       this.tooltip.hidden = true;
       return;
     }
     const sorted = sortRows(rows, this.opts.tooltipSort ?? "descending");
     // Rows of about 17 px, below a head and above a "more" row.
     const fit = Math.max(3, Math.floor((innerHeight - 60) / 17));
-    const shown = this.pinned ? sorted : sorted.slice(0, fit);
+    const shown = this.pinned ? sorted : allRows ? sorted.slice(0, fit) : nearestRows(sorted, TOOLTIP_ROWS);
     const only = this.pinned ? this.opts.onOnly : undefined;
     this.tooltip.replaceChildren(
       h("div.tt-head", null, fmtX(at.x), this.pinned ? null : h("span.tt-hint", null, " · click to pin")),
@@ -451,24 +499,65 @@ export class LineChart {
             "tr",
             null,
             h("td", null, h("span.swatch", { style: { background: r.color } })),
-            h("td.tt-run", { title: r.label }, r.label),
+            h("td.tt-run", { title: r.label }, this.names.get(r.label) ?? r.label),
             h("td.num", null, fmtSI(r.y) + (logy && r.y <= 0 ? " (not drawn)" : "")),
             h("td.tt-extra", null, r.extra),
             only && r.run ? h("td", null, h("button.tt-only", { title: `Show only ${r.run}`, onclick: () => only(r.run!) }, "only")) : null,
           ),
         ),
-        sorted.length > shown.length ? h("tr.tt-more", null, h("td", { colSpan: 4 }, `+${sorted.length - shown.length} more (click to pin and scroll)`)) : null,
+        sorted.length > shown.length ? h("tr.tt-more", null, h("td", { colSpan: 4 }, moreNote(sorted.length - shown.length, allRows))) : null,
       ),
     );
-    this.tooltip.hidden = false;
     const t = this.tooltip.style;
     t.position = "fixed";
     t.maxHeight = `${innerHeight - 8}px`;
     t.overflowY = this.pinned ? "auto" : "hidden";
-    const over = u.over.getBoundingClientRect();
-    const { left, top } = placeBox(over.left + at.left, over.top + at.top, this.tooltip.offsetWidth, this.tooltip.offsetHeight, document.documentElement.clientWidth, innerHeight);
-    t.left = `${left}px`;
-    t.top = `${top}px`;
+    this.placeSoon(u, at);
+  }
+
+  private placing = 0;
+
+  /**
+   * Shows the tooltip beside the cursor in the next animation frame: its
+   * size is read there, with the layout the frame does anyway, not in the
+   * mouse move (reading it there laid the whole page out once more on
+   * every move). Several moves in a frame place it once.
+   */
+  private placeSoon(u: uPlot, at: { left: number; top: number }) {
+    cancelAnimationFrame(this.placing);
+    this.placing = requestAnimationFrame(() => {
+      if (this.last !== at) return; // a later move placed it
+      this.tooltip.hidden = false;
+      const over = u.over.getBoundingClientRect();
+      const t = this.tooltip.style;
+      const { left, top } = placeBox(over.left + at.left, over.top + at.top, this.tooltip.offsetWidth, this.tooltip.offsetHeight, document.documentElement.clientWidth, innerHeight);
+      t.left = `${left}px`;
+      t.top = `${top}px`;
+    });
+  }
+
+  /** The lines as drawn (hidden ones included). */
+  get lines(): readonly Line[] {
+    return this.opts.lines;
+  }
+
+  /**
+   * Shows and hides lines in place (a run toggled in the runs list): a
+   * redraw, not a new chart. yRange: the y range now (the chart's own fit
+   * of the lines shown when undefined).
+   */
+  setHidden(hidden: (l: Line) => boolean, yRange?: [number, number]) {
+    const lines = this.opts.lines;
+    this.yRange = yRange;
+    this.plot.batch(() => {
+      lines.forEach((l, i) => {
+        const hide = hidden(l);
+        if (!!l.hidden === hide) return;
+        l.hidden = hide;
+        this.plot.setSeries(i + 1, { show: !hide });
+      });
+    });
+    if (this.pinned && this.last) this.render(this.plot, this.last);
   }
 
   /** The canvas uPlot draws on (for tests and benchmarks). */
@@ -478,6 +567,8 @@ export class LineChart {
 
   destroy() {
     this.unpin(true);
+    document.removeEventListener("keydown", this.onAllKey);
+    cancelAnimationFrame(this.placing);
     this.resize.disconnect();
     this.plot.destroy();
     for (const e of this.extras) e.remove();

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { mergeColumns, type Held, type Points } from "./scalars";
+import { mergeColumns, pointDetail, scalarLines, type Held, type Points } from "./scalars";
+import { parseState } from "../state";
 
 const held = (): { had: Record<string, Points>; live: Record<string, Held> } => ({
   had: {
@@ -35,5 +36,21 @@ describe("mergeColumns", () => {
     const { had, live } = held();
     const { broken } = mergeColumns(had, live, { b: { after: 5, max_wall_time: 120, wall_time: [120], step: [10], value: [9] } });
     expect(broken).toBe(true);
+  });
+});
+
+describe("the scalar tooltip's time", () => {
+  it("adds wall time and relative time when asked", () => {
+    const wall = Date.UTC(2026, 10, 27, 10, 0, 0) / 1000;
+    const plain = pointDetail(0.5, 1200, wall + 3723, wall, { smoothing: 0.6, tttime: false });
+    expect(plain).toBe("raw 0.5 · step 1200");
+    const timed = pointDetail(0.5, 1200, wall + 3723, wall, { smoothing: 0, tttime: true });
+    expect(timed).toBe(`step 1200 · ${new Date((wall + 3723) * 1000).toLocaleString()} · 1h 2m`);
+  });
+  it("reads the relative time from the run's first point, not the chart's", () => {
+    const s = { ...parseState(""), smoothing: 0, tttime: true };
+    const data = { late: { step: [5, 6], wall: [1000, 1010], value: [1, 2] }, early: { step: [0, 1], wall: [10, 20], value: [3, 4] } };
+    const lines = scalarLines(data, ["late", "early"], () => "#000", s);
+    expect(lines.find((l) => l.run === "late")!.detail!(1)).toMatch(/ · 10s$/);
   });
 });

@@ -10,11 +10,11 @@
 import { download, getJSON, getOnce, limiter, num, postForm, saveBlob, type RunTagIndex, type ScalarDatum } from "../api";
 import { fmtSI, TOOLTIP_SORTS, type TooltipSort } from "../charts/format";
 import { LineChart, type Line } from "../charts/linechart";
-import { compileFilter, debounce, h, setChildren } from "../dom";
+import { compileFilter, debounce, fmtDuration, h, setChildren } from "../dom";
 import { toggled, type ViewState } from "../state";
 import { emaDebiased, groupStats, robustRange } from "../smoothing";
 import { cardDownload, type RunPoints } from "./carddownload";
-import { groupByPrefix, notice, showOnly, shownRuns, whenVisible, type Dashboard, type DashboardContext } from "./dashboard";
+import { groupByPrefix, notice, runsChanged, showOnly, shownRuns, whenVisible, type Dashboard, type DashboardContext } from "./dashboard";
 
 /** The chart height of an expanded card, in CSS pixels (others: the chart's default, 220). */
 const EXPANDED_HEIGHT = 440;
@@ -49,6 +49,28 @@ export interface ScalarColumns {
 export interface Held {
   maxWall: number;
   appended: number;
+}
+
+/** A scalar card as drawn. */
+interface Card {
+  chart?: LineChart;
+  /** The data the chart was built from (undefined: build it anew). */
+  built?: Record<string, Points>;
+  body: HTMLElement;
+  /** The runs shown (of those holding the tag). */
+  runs: string[];
+  /** Near the viewport: drawn when the view changes. */
+  inView: boolean;
+  /** Out of date: drawn when it comes near the viewport. */
+  dirty: boolean;
+}
+
+/**
+ * The y range of a card ignoring outliers (judged on the lines drawn
+ * bold: smoothed, or group means); undefined: the chart fits it.
+ */
+function yRangeOf(lines: Line[], s: ViewState): [number, number] | undefined {
+  return (s.ignoreOutliers && !s.logy ? robustRange(lines.filter((l) => !l.faint).map((l) => l.y)) : null) ?? undefined;
 }
 
 /** Numbers as they are; any "NaN"/"Infinity" string turned into a number. */
@@ -91,6 +113,18 @@ function sortedBy(xs: number[], ...cols: number[][]): [number[], ...number[][]] 
   return [order.map((i) => xs[i]), ...cols.map((c) => order.map((i) => c[i]))];
 }
 
+/**
+ * A point's tooltip text after its (smoothed) value: the raw value when
+ * smoothed, its step, and with tttime its wall time and its time since
+ * its run's first point (wall0), as TensorBoard's tooltip has them.
+ */
+export function pointDetail(value: number, step: number, wall: number, wall0: number, s: Pick<ViewState, "smoothing" | "tttime">): string {
+  const parts = s.smoothing > 0 ? [`raw ${fmtSI(value)}`] : [];
+  parts.push(`step ${step}`);
+  if (s.tttime) parts.push(new Date(wall * 1000).toLocaleString(), fmtDuration(wall - wall0));
+  return parts.join(" · ");
+}
+
 /** The lines of one card for the view state. */
 export function scalarLines(data: Record<string, ScalarDatum[] | Points>, runs: string[], colorOf: (r: string) => string, s: ViewState): Line[] {
   const lines: Line[] = [];
@@ -98,8 +132,8 @@ export function scalarLines(data: Record<string, ScalarDatum[] | Points>, runs: 
     .map((run) => ({ run, p: toPoints(data[run] ?? []) }))
     .filter(({ p }) => p.step.length)
     .map(({ run, p }) => {
-      const [x, value, step] = sortedBy(xValues(p, s.x), p.value, p.step);
-      return { run, x, value, step, smooth: emaDebiased(value, s.smoothing) };
+      const [x, value, step, wall] = sortedBy(xValues(p, s.x), p.value, p.step, p.wall);
+      return { run, x, value, step, wall, wall0: Math.min(...p.wall), smooth: emaDebiased(value, s.smoothing) };
     });
   if (s.group) {
     const re = compileFilter(s.group).error ? null : new RegExp(s.group);
@@ -126,14 +160,14 @@ export function scalarLines(data: Record<string, ScalarDatum[] | Points>, runs: 
   }
   for (const r of per) {
     const color = colorOf(r.run);
-    if (s.smoothing > 0) lines.push({ label: `${r.run} raw`, color, x: r.x, y: r.value, faint: true });
+    if (s.smoothing > 0) lines.push({ label: `${r.run} raw`, run: r.run, color, x: r.x, y: r.value, faint: true });
     lines.push({
       label: r.run,
       run: r.run,
       color,
       x: r.x,
       y: r.smooth,
-      detail: (i) => (s.smoothing > 0 ? `raw ${fmtSI(r.value[i])} · step ${r.step[i]}` : `step ${r.step[i]}`),
+      detail: (i) => pointDetail(r.value[i], r.step[i], r.wall[i], r.wall0, s),
     });
   }
   return lines;
@@ -166,6 +200,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     { "aria-label": "tooltip order", className: "ttsort-select", title: "The order of the runs in the tooltip" },
     TOOLTIP_SORTS.map((o) => h("option", { value: o.value }, o.label)),
   );
+  const tttime = h("input", { type: "checkbox", className: "tttime", title: "Show each point's wall time and relative time in the tooltip" });
   const filterError = h("span.error");
   const content = h("div.cards");
 
@@ -174,6 +209,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   group.addEventListener("input", debounce(() => store.set({ group: group.value }), 300));
   band.addEventListener("change", () => store.set({ band: band.value as ViewState["band"] }));
   ttsort.addEventListener("change", () => store.set({ ttsort: ttsort.value as TooltipSort }));
+  tttime.addEventListener("change", () => store.set({ tttime: tttime.checked }));
   smoothRange.addEventListener("input", () => {
     smoothNum.value = smoothRange.value;
     setSmoothing(Number(smoothRange.value));
@@ -199,6 +235,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       h("label", { title: "Fit the y axis to the 2nd–98th percentiles" }, outliers, " ignore outliers"),
       h("label", { title: "Runs whose names give the same first capture group (or whole match) are plotted as one mean line with a band: min–max, or ±1 sample standard deviation" }, "Group ", group, " ", band),
       h("label", null, "Tooltip ", ttsort),
+      h("label", null, tttime, " time"),
     ),
     content,
   );
@@ -211,17 +248,37 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   // card's alone, so that it has the server and the connection to itself.
   const heavy = limiter(2);
   let firstRead: Promise<unknown> | null = null;
-  const charts = new Map<string, { chart?: LineChart; body: HTMLElement; runs: string[] }>();
+  const charts = new Map<string, Card>();
+  // The runs each card's data was last asked for (a run shown later that
+  // was not is read then).
+  const asked = new Map<string, Set<string>>();
+  // Which cards are near the viewport: only those are drawn; the others
+  // are marked dirty and drawn when they scroll in.
+  const near = new IntersectionObserver(
+    (entries) => {
+      for (const e of entries) {
+        const tag = (e.target as HTMLElement).dataset.tag ?? "";
+        const c = charts.get(tag);
+        if (!c) continue;
+        c.inView = e.isIntersecting;
+        if (c.inView && c.dirty) drawSoon(tag);
+      }
+    },
+    // A card scrolling in is drawn just before it shows; one further off
+    // waits (a 100-run chart takes a frame or more to draw).
+    { rootMargin: "50px" },
+  );
   let index: Map<string, string[]> | null = null;
   let stops: (() => void)[] = [];
   // Cards made by the current layout that have not been checked for view.
-  const pending: { el: HTMLElement; load: () => void }[] = [];
+  const pending: { el: HTMLElement; load: () => void; card: Card }[] = [];
 
   function syncControls(s: ViewState) {
     if (document.activeElement !== tagFilter) tagFilter.value = s.tagFilter;
     if (document.activeElement !== group) group.value = s.group;
     band.value = s.band;
     ttsort.value = s.ttsort;
+    tttime.checked = s.tttime;
     band.disabled = !s.group;
     smoothRange.value = String(s.smoothing);
     if (document.activeElement !== smoothNum) smoothNum.value = String(s.smoothing);
@@ -232,16 +289,24 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     filterError.textContent = compileFilter(s.tagFilter).error ?? compileFilter(s.group).error ?? "";
   }
 
+  /**
+   * Draws a card from its data. A card whose chart holds that data, drawn
+   * for the same view but other runs, only shows and hides lines (a run
+   * toggled in the runs list); anything else builds the chart anew. A run
+   * shown now whose points were never asked for is read first.
+   */
   function draw(tag: string) {
     const c = charts.get(tag);
     const s = store.get();
     const d = shownData(tag, s);
     if (!c || !d) return;
-    c.chart?.destroy();
+    c.dirty = false;
+    const had = asked.get(tag);
+    if (had && c.runs.some((r) => !had.has(r))) {
+      void read(tag, c.runs, c.body).then((ok) => ok && drawSoon(tag));
+      return;
+    }
     c.body.dataset.zoomed = zoomed.get(tag)?.key === zoomReadKey(tag, s) ? (zoomKey(s) ?? "") : "";
-    const lines = scalarLines(d, c.runs, ctx.colorOf, s);
-    c.body.replaceChildren();
-    c.body.classList.remove("loading");
     // What the chart holds, for readers of the page (and its tests): the
     // last step of any shown run, and how many runs have points.
     c.body.dataset.lastStep = String(Math.max(...c.runs.map((r) => d[r]?.step.at(-1) ?? -Infinity)));
@@ -250,19 +315,35 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     // Zoomed, how many of them lie in the zoom's x range.
     const zoom = s.zoom;
     c.body.dataset.inview = zoom ? String(c.runs.reduce((n, r) => n + (d[r] ? xValues(d[r], s.x).filter((x) => x >= zoom[0] && x <= zoom[1]).length : 0), 0)) : "";
-    if (!lines.length) {
-      c.body.appendChild(notice("No data for the shown runs."));
-      c.chart = undefined;
+    const shown = new Set(c.runs);
+    // Groups are made of the shown runs; log y counts the hidden values
+    // of the lines drawn: both are built anew.
+    const toggleOnly = !s.group && !s.logy;
+    if (c.chart && c.built === d && toggleOnly && c.chart.lines.some((l) => l.run && shown.has(l.run))) {
+      c.chart.setHidden((l) => !!l.run && !shown.has(l.run), yRangeOf(c.chart.lines.filter((l) => !l.run || shown.has(l.run)), s));
       return;
     }
-    // Outliers are judged on the lines drawn bold (smoothed, or group means).
-    const yRange = s.ignoreOutliers && !s.logy ? robustRange(lines.filter((l) => !l.faint).map((l) => l.y)) : null;
+    c.chart?.destroy();
+    c.chart = undefined;
+    c.built = d;
+    // Every run read is a line (the hidden ones shown again by a toggle
+    // without building the chart), unless runs are grouped.
+    const order = index?.get(tag) ?? c.runs;
+    const lineRuns = toggleOnly ? order.filter((r) => shown.has(r) || d[r]) : c.runs;
+    const lines = scalarLines(d, lineRuns, ctx.colorOf, s).map((l) => (l.run && !shown.has(l.run) ? { ...l, hidden: true } : l));
+    c.body.replaceChildren();
+    c.body.classList.remove("loading");
+    if (!lines.some((l) => !l.hidden)) {
+      c.body.appendChild(notice("No data for the shown runs."));
+      c.built = undefined;
+      return;
+    }
     c.chart = new LineChart(c.body, {
       lines,
       xKind: s.x,
       logy: s.logy,
       logx: s.logx,
-      yRange: yRange ?? undefined,
+      yRange: yRangeOf(lines.filter((l) => !l.hidden), s),
       // One x zoom for every card, kept in the URL.
       xRange: s.zoom ?? undefined,
       onZoom: (zoom) => store.set({ zoom }),
@@ -272,8 +353,21 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     });
   }
 
+  /**
+   * The view changed: a card near the viewport is drawn now, the others
+   * when they scroll in. rebuild: the chart is built anew (not only lines
+   * shown or hidden).
+   */
+  function redraw(tag: string, rebuild: boolean) {
+    const c = charts.get(tag);
+    if (!c || !data.has(tag)) return;
+    if (rebuild) c.built = undefined;
+    if (c.inView) draw(tag);
+    else c.dirty = true;
+  }
+
   function drawAll() {
-    for (const tag of charts.keys()) draw(tag);
+    for (const tag of charts.keys()) redraw(tag, true);
   }
 
   // A zoomed card's points of the zoom's step range, read at screen
@@ -338,7 +432,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   function drawNext() {
     const tag = drawQueue.shift();
     if (drawQueue.length) requestAnimationFrame(drawNext);
-    if (tag !== undefined) draw(tag);
+    if (tag !== undefined) redraw(tag, false);
   }
 
   /**
@@ -362,6 +456,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     for (const r of runs) form.append("runs", r);
     const had = data.get(tag) ?? {};
     const hadLive = held.get(tag) ?? {};
+    asked.set(tag, new Set(runs));
     if (tail) {
       // A value JSON cannot hold (NaN, ±Inf) goes as null.
       const after: Record<string, { step: number; wall_time: number; value: number | null; max_wall_time: number }> = {};
@@ -395,7 +490,8 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
 
   function card(tag: string, runs: string[], pinned: boolean): HTMLElement {
     const body = h("div.chart.loading", null, "Loading…");
-    charts.set(tag, { body, runs });
+    const c: Card = { body, runs, inView: false, dirty: false };
+    charts.set(tag, c);
     // A button putting the tag in a list of the view state, or taking it out: [off, on] titles and glyphs.
     const listButton = (key: "pin" | "expand", on: boolean, titles: [string, string], glyphs: [string, string]) =>
       h(
@@ -415,7 +511,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       button.disabled = true;
       try {
         const four = limiter(4);
-        const parts = await Promise.all(runs.map((run) => four(() => getOnce<RunPoints>(api.scalarDownload(run, tag, "json")))));
+        const parts = await Promise.all(c.runs.map((run) => four(() => getOnce<RunPoints>(api.scalarDownload(run, tag, "json")))));
         const type = format === "csv" ? "text/csv" : "application/json";
         saveBlob(new Blob([cardDownload(tag, parts, format)], { type }), `${safeName("all_runs", tag)}.${format}`);
       } finally {
@@ -423,11 +519,13 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       }
     };
     dl.addEventListener("toggle", () => {
-      if (!dl.open || menu.childElementCount) return;
+      // Built anew on each opening: the shown runs may have changed.
+      if (!dl.open) return;
       const all = (format: "csv" | "json") => {
         const b: HTMLButtonElement = h("button", { onclick: () => void saveAll(format, b) }, format.toUpperCase());
         return b;
       };
+      const runs = c.runs;
       setChildren(
         menu,
         runs.length > 1 ? h("div.menu-row", { className: "menu-row menu-all" }, h("span.menu-run", null, `All ${runs.length} runs, one file`), all("csv"), all("json")) : null,
@@ -454,24 +552,47 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
         drawSoon(tag);
         if (!stale.has(tag)) return;
       }
-      if (await read(tag, runs, body, data.has(tag))) drawSoon(tag);
+      if (await read(tag, c.runs, body, data.has(tag))) drawSoon(tag);
     };
     stops.push(whenVisible(el, load));
-    pending.push({ el, load });
+    near.observe(el);
+    pending.push({ el, load, card: c });
     return el;
+  }
+
+  /** The cards the view state asks for: each tag shown with its shown runs, in page order. */
+  function cardsFor(s: ViewState): { tag: string; runs: string[] }[] {
+    if (!index) return [];
+    const shown = shownRuns(ctx, s);
+    const filter = compileFilter(s.tagFilter);
+    const tags = [...index.keys()].filter((t) => filter.test(t)).sort();
+    return tags.map((t) => ({ tag: t, runs: index!.get(t)!.filter((r) => shown.has(r)) })).filter((t) => t.runs.length);
+  }
+
+  /**
+   * Runs shown or hidden: when the same cards stay, each keeps its chart
+   * and shows the runs now shown (see draw); false when the cards change
+   * (a tag with no run left, or one with its first), which a layout does.
+   */
+  function reshow(s: ViewState): boolean {
+    const want = cardsFor(s);
+    if (want.length !== charts.size || want.some((w) => !charts.has(w.tag))) return false;
+    for (const w of want) {
+      charts.get(w.tag)!.runs = w.runs;
+      redraw(w.tag, false);
+    }
+    return true;
   }
 
   function layout() {
     for (const stop of stops) stop();
     stops = [];
+    near.disconnect();
     for (const c of charts.values()) c.chart?.destroy();
     charts.clear();
     if (!index) return;
     const s = store.get();
-    const shown = shownRuns(ctx, s);
-    const filter = compileFilter(s.tagFilter);
-    const tags = [...index.keys()].filter((t) => filter.test(t)).sort();
-    const withRuns = tags.map((t) => ({ tag: t, runs: index!.get(t)!.filter((r) => shown.has(r)) })).filter((t) => t.runs.length);
+    const withRuns = cardsFor(s);
     if (!withRuns.length) {
       setChildren(content, notice(index.size ? "No tag matches the filters and runs." : "No scalar data."));
       return;
@@ -502,8 +623,9 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     // Cards already in view load now, in page order, instead of after the
     // next frame when their observers report (which a page of many cards
     // takes a while to lay out and paint).
-    for (const { el, load } of pending.splice(0)) {
+    for (const { el, load, card } of pending.splice(0)) {
       const r = el.getBoundingClientRect();
+      card.inView = r.bottom > -50 && r.top < innerHeight + 50 && r.width > 0;
       if (r.bottom > 0 && r.top < innerHeight && r.width > 0) load();
     }
   }
@@ -570,9 +692,14 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   return {
     update(s, prev) {
       syncControls(s);
-      if (s.tagFilter !== prev.tagFilter || s.runFilter !== prev.runFilter || s.off.join("\n") !== prev.off.join("\n") || s.pin.join("\n") !== prev.pin.join("\n") || s.expand.join("\n") !== prev.expand.join("\n")) {
+      const cardsChanged = s.tagFilter !== prev.tagFilter || s.pin.join("\n") !== prev.pin.join("\n") || s.expand.join("\n") !== prev.expand.join("\n");
+      if (cardsChanged || (runsChanged(s, prev) && !reshow(s))) {
         layout();
-      } else if (s.ttsort !== prev.ttsort ||
+        return;
+      }
+      // Runs shown or hidden are drawn by reshow; a change of the view as
+      // well (a URL from history) builds the charts anew.
+      if (s.ttsort !== prev.ttsort || s.tttime !== prev.tttime ||
         s.smoothing !== prev.smoothing || s.x !== prev.x || s.logy !== prev.logy || s.logx !== prev.logx || s.group !== prev.group || s.band !== prev.band || s.ignoreOutliers !== prev.ignoreOutliers || String(s.zoom) !== String(prev.zoom)) {
         drawAll();
       }
@@ -582,6 +709,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     },
     destroy() {
       for (const stop of stops) stop();
+      near.disconnect();
       for (const c of charts.values()) c.chart?.destroy();
     },
   };

@@ -22,6 +22,10 @@ import { timeSeriesDashboard } from "../dashboards/timeseries";
 import { runsTableDashboard } from "../dashboards/runstable-view";
 import { copyLinkButton, shareDialog } from "./experiments";
 import { renderSignIn } from "./signin";
+import { shortRunNames } from "../runnames";
+
+/** The longest run name the runs list shows whole (about its default width). */
+const SIDEBAR_NAME_CHARS = 30;
 
 interface Tab {
   id: string;
@@ -340,9 +344,10 @@ function ownerControls(meta: Experiment): HTMLElement {
 
 /**
  * The runs list: colour (a picker, kept in the URL), toggle, the run
- * regex. Runs are in natural order (run-2 before run-10); a long name is
- * cut in the middle, where runs differ least (prefixes and trial hashes
- * tell them apart), and shown whole on hover. The sidebar can be
+ * regex. Runs are in natural order (run-2 before run-10); a long name
+ * loses the folders all runs share and then its middle, where runs differ
+ * least (trial numbers, seeds and hashes at the end tell them apart), and
+ * is shown whole on hover. The sidebar can be
  * resized by its edge.
  */
 function runsSidebar(ctx: DashboardContext): {
@@ -378,18 +383,23 @@ function runsSidebar(ctx: DashboardContext): {
   const toggle = () => heading.setAttribute("aria-expanded", String(el.classList.toggle("open")));
   heading.addEventListener("click", toggle);
   heading.addEventListener("keydown", (e) => (e.key === "Enter" || e.key === " ") && toggle());
+  let short = new Map<string, string>();
   const add = (r: Run) => {
     const box = h("input", { type: "checkbox", onchange: () => setRunShown(ctx, r.name, box.checked) });
     const picker = runColorPicker(ctx, r.name, r.color);
-    // Middle truncation: the head shrinks with an ellipsis, the tail stays.
-    const cut = Math.max(r.name.length - Math.max(8, Math.ceil(r.name.length * 0.4)), 0);
+    // The name without what every run shares, cut in its middle if long
+    // (runnames.ts); a narrower list shrinks its head with an ellipsis,
+    // the tail stays.
+    if (!short.has(r.name)) short = shortRunNames(ctx.runs.map((x) => x.name), SIDEBAR_NAME_CHARS);
+    const label = short.get(r.name) ?? r.name;
+    const cut = Math.max(label.length - Math.max(8, Math.ceil(label.length * 0.4)), 0);
     // "only": the run filter matching just this run (as the scalar tooltip's).
     const only = h("button.run-only", { title: `Show only ${r.name}`, "aria-label": `show only ${r.name}`, onclick: () => showOnly(store, r.name) }, "only");
     const li = h(
       "li",
       { "data-run": r.name, title: r.name },
       picker,
-      h("label", null, box, h("span.run-name", null, h("span.run-head", null, r.name.slice(0, cut)), h("span.run-tail", null, r.name.slice(cut)))),
+      h("label", null, box, h("span.run-name", null, h("span.run-head", null, label.slice(0, cut)), h("span.run-tail", null, label.slice(cut)))),
       only,
     );
     rows.set(r.name, { li, box, picker, run: r });
