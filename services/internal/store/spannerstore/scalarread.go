@@ -263,10 +263,14 @@ func readWindowChunks(ctx context.Context, tx txReader, q *store.Query, plans []
 	return got, decoded, err
 }
 
-// chunkPoints appends to dst the in-window points of chunk.
+// chunkPoints appends to dst the in-window points of chunk. [p.lo, p.hi]
+// is q's step window, so only a wall-time bound leaves points to drop.
 func (p *chunkPlan) chunkPoints(q *store.Query, dst []store.ScalarPoint, chunk []byte) ([]store.ScalarPoint, error) {
 	n := len(dst)
 	dst, err := scalarchunk.AppendRange(dst, chunk, p.lo, p.hi)
+	if q.MaxWallTime == nil {
+		return dst, err
+	}
 	kept := dst[:n]
 	for _, pt := range dst[n:] {
 		if q.InWindow(pt.Step, pt.WallTime) {
