@@ -1,9 +1,15 @@
 package e2e_test
 
 import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -26,7 +32,8 @@ func envInt(name string, def int) int {
 // uploader's CPU time and peak memory. The issue's size is RUNS=100 TAGS=20
 // STEPS=10000 IMAGES=1000 (scripts/bench-upload.sh); the defaults are smaller.
 // STORE=spanner serves a database of the Spanner emulator instead (issue 21's
-// measure: RUNS=100 TAGS=2 STEPS=2500 IMAGES=0), blobs in a folder.
+// measure: RUNS=100 TAGS=2 STEPS=2500 IMAGES=0), blobs in a folder. CARDS=n then
+// reads a scalars card of every run n times (benchCard; SAMPLES per run, 500).
 func BenchmarkUpload(b *testing.B) {
 	spec := eventgen.Spec{
 		Runs: envInt("RUNS", 10), Tags: envInt("TAGS", 20), Steps: envInt("STEPS", 10_000),
@@ -67,7 +74,10 @@ func BenchmarkUpload(b *testing.B) {
 		b.ReportMetric(float64(ru.Maxrss)/1024, "uploader-MiB")
 		b.ReportMetric(cpu.Seconds(), "uploader-cpu-s")
 		b.ReportMetric(wall.Seconds(), "wall-s")
-		verifyBenchUpload(b, s.st, int64(points), int64(spec.Images), int64(spec.Images*spec.ImageBytes))
+		eid := verifyBenchUpload(b, s.st, int64(points), int64(spec.Images), int64(spec.Images*spec.ImageBytes))
+		if cards := envInt("CARDS", 0); cards > 0 {
+			benchCard(b, s, eid, cards, envInt("SAMPLES", 500))
+		}
 		s.stop()
 		b.StartTimer()
 	}
@@ -76,7 +86,7 @@ func BenchmarkUpload(b *testing.B) {
 // verifyBenchUpload checks that the server holds every point and image of the
 // benchmark's logdir, so the rate counts only data that arrived. An image is a blob
 // sequence of three blobs (width, height, encoded image).
-func verifyBenchUpload(b *testing.B, st store.Reader, points, images, imageBytes int64) {
+func verifyBenchUpload(b *testing.B, st store.Reader, points, images, imageBytes int64) string {
 	b.Helper()
 	var got []store.Experiment
 	if err := st.ListExperiments(b.Context(), store.ExperimentFilter{}, func(e store.Experiment) error {
@@ -89,4 +99,69 @@ func verifyBenchUpload(b *testing.B, st store.Reader, points, images, imageBytes
 		got[0].NumBlobs != 3*images || got[0].TotalBlobBytes < imageBytes {
 		b.Fatalf("server holds %+v, want one experiment with %d scalars and %d images of %d bytes in all", got, points, images, imageBytes)
 	}
+	return got[0].ID
+}
+
+// benchCard reads the scalars card of tag metrics/tag_00 over every run
+// of experiment eid as the web UI asks for it (one scalars_multirun POST,
+// format=columns, samples points per run) n times and reports the median
+// answer time and the CPU per card of the benchmark's process (server and
+// HTTP client, the answer's gzip included; the Spanner emulator, if any, is
+// another process).
+func benchCard(b *testing.B, s *server, eid string, n, samples int) {
+	runs, err := s.st.ListRuns(b.Context(), eid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	form := url.Values{"tag": {"metrics/tag_00"}, "samples": {strconv.Itoa(samples)}, "format": {"columns"}}
+	for _, r := range runs {
+		form.Add("runs", r.Name)
+	}
+	body := form.Encode()
+	var took []time.Duration
+	var cpu time.Duration
+	for range n {
+		req, err := http.NewRequestWithContext(b.Context(), http.MethodPost, s.url+"/experiment/"+eid+"/data/plugin/scalars/scalars_multirun", strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Authorization", "Bearer "+s.token)
+		cpuStart, start := processCPU(), time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		answer, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		took, cpu = append(took, time.Since(start)), cpu+processCPU()-cpuStart
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("scalars_multirun: status %d, err %v", resp.StatusCode, err)
+		}
+		// Checked off the clock: a browser parses JSON faster than Go.
+		var columns map[string]struct {
+			Step []int64 `json:"step"`
+		}
+		if err := json.Unmarshal(answer, &columns); err != nil || len(columns) != len(runs) {
+			b.Fatalf("scalars_multirun: %d runs, err %v; want %d runs", len(columns), err, len(runs))
+		}
+		for run, c := range columns {
+			if len(c.Step) != samples {
+				b.Fatalf("scalars_multirun: run %s has %d points, want %d", run, len(c.Step), samples)
+			}
+		}
+	}
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n), "card-cpu-ms")
+	slices.Sort(took)
+	b.ReportMetric(float64(took[n/2].Microseconds())/1000, "card-p50-ms")
+	b.Logf("card of %d runs, samples=%d, %d reads: fastest %v, p50 %v, slowest %v", len(runs), samples, n, took[0], took[n/2], took[n-1])
+}
+
+// processCPU is the CPU time this process has used (user and system).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -143,6 +143,18 @@ func (c *numCodec) write(w *bitWriter, v uint64) {
 
 func (c *numCodec) read(r *bitReader) (uint64, bool) {
 	k := c.riceK()
+	// The usual residual, its ones, zero and k low bits within the 57 bits
+	// one peek holds: one peek instead of two.
+	w := r.peek()
+	if q := bits.LeadingZeros64(^w); q < escapeOnes {
+		if n := uint64(q) + 1 + uint64(k); n <= 57 && n <= r.left() {
+			r.pos += n
+			z := uint64(q)<<k | w<<(q+1)>>(64-uint64(k))
+			v := c.prediction() + uint64(unzigzag(z))
+			c.update(v, z)
+			return v, true
+		}
+	}
 	q, ok := r.readUnary(escapeOnes)
 	if !ok {
 		return 0, false

@@ -2,6 +2,7 @@ package scalarchunk
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tbhub/tbhub/services/internal/store"
 )
@@ -132,6 +133,25 @@ func Visit(chunk []byte, lo, hi int64, fn func([]store.ScalarPoint) error) error
 		return fn(buf)
 	}
 	return nil
+}
+
+// AppendRange appends to dst the points of chunk whose steps are in [lo,
+// hi], in step order, growing dst once by what the header says is left. A
+// chunk whose header shows no step in [lo, hi] is not decoded. A corrupt
+// chunk gives ErrCorrupt, possibly after its first points were appended.
+func AppendRange(dst []store.ScalarPoint, chunk []byte, lo, hi int64) ([]store.ScalarPoint, error) {
+	it, err := NewIterator(chunk)
+	if err != nil {
+		return dst, err
+	}
+	if it.h.Count == 0 || it.h.FirstStep > hi || !it.SkipTo(lo) {
+		return dst, it.Err()
+	}
+	dst = slices.Grow(dst, it.h.Count-it.n+1)
+	for ok := true; ok && it.at.Step <= hi; ok = it.Next() {
+		dst = append(dst, it.at)
+	}
+	return dst, it.Err()
 }
 
 // Decode appends chunk's points to dst.

@@ -112,22 +112,25 @@ func (h *Header) add(p store.ScalarPoint) {
 	}
 	h.Count++
 	h.LastStep, h.Last = p.Step, p.Value
+	// Every point of a chunk is counted as it is decoded: the finite
+	// value, the usual one, takes one test to tell apart (v-v is 0 for a
+	// finite v, NaN for NaN and ±Inf).
 	switch v := p.Value; {
-	case v != v:
-		h.NaN++
-	case math.IsInf(v, 1):
-		h.PosInf++
-	case math.IsInf(v, -1):
-		h.NegInf++
+	case v-v != 0:
+		switch {
+		case v != v:
+			h.NaN++
+		case v > 0:
+			h.PosInf++
+		default:
+			h.NegInf++
+		}
 	case h.Finite() == 1:
 		h.Min, h.Max = v, v
-	default:
-		if v < h.Min {
-			h.Min = v
-		}
-		if v > h.Max {
-			h.Max = v
-		}
+	case v < h.Min:
+		h.Min = v
+	case v > h.Max:
+		h.Max = v
 	}
 }
 

@@ -334,6 +334,10 @@ func TestVisitAndSkipTo(t *testing.T) {
 		if !sameBits(got, want) {
 			t.Errorf("Visit(%v): %d points, want %d", w, len(got), len(want))
 		}
+		appended, err := AppendRange([]store.ScalarPoint{all[3]}, chunk, w[0], w[1])
+		if err != nil || !sameBits(appended[1:], want) || !sameBits(appended[:1], all[3:4]) {
+			t.Errorf("AppendRange(%v): %d points after the first, err %v; want %d", w, len(appended)-1, err, len(want))
+		}
 	}
 	stop := errors.New("stop")
 	if err := Visit(chunk, 0, math.MaxInt64, func([]store.ScalarPoint) error { return stop }); err != stop {

@@ -2,6 +2,7 @@ package scalarchunk
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/tbhub/tbhub/services/internal/downsample"
@@ -227,36 +228,60 @@ func mergeRuns(points []store.ScalarPoint, runs []int) []store.ScalarPoint {
 }
 
 // LowestKeys returns the want points of points (at most all of them)
-// with the smallest sample keys, in no particular order. Points below the
-// highest level by which want points are seen cannot be among them, so it
-// sorts only the others: about 2·want points, whatever len(points) is.
-// points is reordered.
+// with the smallest sample keys, in their order in points (step order
+// when points are). A point's level (downsample.Level) orders it before
+// every point of a lower level, so each key is computed once, the levels
+// counted, and only the keys of the one level cut by want are sorted: a
+// few hundred of a window of thousands. points is reordered.
 func LowestKeys(points []store.ScalarPoint, want int) []store.ScalarPoint {
 	if want <= 0 {
 		return nil
 	}
-	if len(points) > 2*want {
-		var perLevel [64]int
-		for _, p := range points {
-			perLevel[downsample.Level(p.Step)]++
+	if want >= len(points) {
+		return points
+	}
+	keys := make([]int64, len(points))
+	var perLevel [64]int
+	for i, p := range points {
+		k := downsample.SampleKey(p.Step)
+		keys[i] = k
+		perLevel[levelOfKey(k)]++
+	}
+	// cut is the highest level by which want points are seen; above are
+	// the points of the levels over it, all in.
+	cut, above := 0, 0
+	for l := len(perLevel) - 1; l >= 0; l-- {
+		if above+perLevel[l] >= want {
+			cut = l
+			break
 		}
-		cut, seen := 0, 0
-		for l := len(perLevel) - 1; l >= 0; l-- {
-			if seen += perLevel[l]; seen >= want {
-				cut = l
-				break
+		above += perLevel[l]
+	}
+	need := want - above // of level cut
+	var ranked []int64
+	if need < perLevel[cut] {
+		ranked = make([]int64, 0, perLevel[cut])
+		for _, k := range keys {
+			if levelOfKey(k) == cut {
+				ranked = append(ranked, k)
 			}
 		}
-		kept := points[:0]
-		for _, p := range points {
-			if downsample.Level(p.Step) >= cut {
+		slices.Sort(ranked)
+	}
+	kept := points[:0]
+	if ranked == nil { // the whole of level cut is in
+		for i, p := range points {
+			if levelOfKey(keys[i]) >= cut {
 				kept = append(kept, p)
 			}
 		}
-		points = kept
+		return kept
 	}
-	return SmallestKeyPoints(points, min(want, len(points)))
+	return keepSmallest(points, keys, ranked, need)
 }
+
+// levelOfKey is downsample.Level of a step whose SampleKey is key.
+func levelOfKey(key int64) int { return bits.LeadingZeros64(uint64(key)) - 1 }
 
 // SmallestKeyPoints returns the n points of points with the smallest keys
 // in downsample.Less order (smallest sample key, then smallest step), in
@@ -275,9 +300,17 @@ func SmallestKeyPoints(points []store.ScalarPoint, n int) []store.ScalarPoint {
 	}
 	sorted := slices.Clone(keys)
 	slices.Sort(sorted)
-	cutoff := sorted[n-1]
-	below, _ := slices.BinarySearch(sorted, cutoff)
-	// Points of key cutoff: the n-below smallest steps of them are in.
+	return keepSmallest(points, keys, sorted, n)
+}
+
+// keepSmallest keeps, in order, the points (keys[i] the key of points[i])
+// of key below ranked[n-1], and of those of key ranked[n-1] (two steps may
+// share a key) the smallest steps, as many as make n from ranked: ranked
+// is the sorted keys of the points in contention, every other point's key
+// being below ranked[0] or above ranked[n-1]. It reuses points.
+func keepSmallest(points []store.ScalarPoint, keys, ranked []int64, n int) []store.ScalarPoint {
+	cutoff := ranked[n-1]
+	below, _ := slices.BinarySearch(ranked, cutoff)
 	var ties []int64
 	for i, p := range points {
 		if keys[i] == cutoff {
@@ -285,10 +318,10 @@ func SmallestKeyPoints(points []store.ScalarPoint, n int) []store.ScalarPoint {
 		}
 	}
 	slices.Sort(ties)
-	ties = ties[:n-below]
+	lastTie := ties[n-below-1]
 	kept := points[:0]
 	for i, p := range points {
-		if keys[i] < cutoff || (keys[i] == cutoff && p.Step <= ties[len(ties)-1]) {
+		if k := keys[i]; k < cutoff || (k == cutoff && p.Step <= lastTie) {
 			kept = append(kept, p)
 		}
 	}

@@ -33,7 +33,7 @@ func TestMergeNewerWins(t *testing.T) {
 // k-1 others of smallest sample key.
 func TestSamplerMatchesSelect(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{50, 1_000, 20_000} {
+	for _, n := range []int{50, 1_000, 2_500, 20_000} {
 		var all []store.ScalarPoint
 		step := int64(0)
 		for range n {
@@ -45,7 +45,7 @@ func TestSamplerMatchesSelect(t *testing.T) {
 			steps[i] = p.Step
 		}
 		levels := SampleLevels(all)
-		for _, k := range []int{2, 10, 100} {
+		for _, k := range []int{2, 10, 100, 1_000} {
 			want := downsample.Select(steps, k)
 			latest := all[n-1]
 			q := &store.Query{MaxPoints: int64(k)}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"math"
 	"math/bits"
+	"runtime"
 	"slices"
+	"sync"
 
 	"cloud.google.com/go/spanner"
 
@@ -179,6 +181,12 @@ func (p *chunkPlan) keys(eid string) []spanner.KeySet {
 // readChunks reads the chunks of keys in one read, by series and level,
 // each level's in step order.
 func readChunks(ctx context.Context, tx txReader, keys []spanner.KeySet) (map[levelKey][]storedChunk, error) {
+	return readChunkRows(ctx, tx, keys, nil)
+}
+
+// readChunkRows is readChunks calling each, if not nil, with every chunk
+// as the read streams it.
+func readChunkRows(ctx context.Context, tx txReader, keys []spanner.KeySet, each func(levelKey, storedChunk)) (map[levelKey][]storedChunk, error) {
 	out := map[levelKey][]storedChunk{}
 	if len(keys) == 0 {
 		return out, nil
@@ -192,6 +200,9 @@ func readChunks(ctx context.Context, tx txReader, keys []spanner.KeySet) (map[le
 		}
 		k.level = int(level)
 		out[k] = append(out[k], c)
+		if each != nil {
+			each(k, c)
+		}
 		return nil
 	})
 	for _, cs := range out {
@@ -200,21 +211,104 @@ func readChunks(ctx context.Context, tx txReader, keys []spanner.KeySet) (map[le
 	return out, err
 }
 
-// windowPoints decodes the in-window points of chunks.
-func (p *chunkPlan) windowPoints(q *store.Query, chunks []storedChunk) ([]store.ScalarPoint, error) {
-	var out []store.ScalarPoint
-	for _, c := range chunks {
-		err := scalarchunk.Visit(c.chunk, p.lo, p.hi, func(ps []store.ScalarPoint) error {
-			for _, pt := range ps {
-				if q.InWindow(pt.Step, pt.WallTime) {
-					out = append(out, pt)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
+// chunkRef names a chunk of all points of a series.
+type chunkRef struct{ id, first int64 }
+
+// decodedChunk is the in-window points of one chunk, once decoded.
+type decodedChunk struct {
+	points []store.ScalarPoint
+	err    error
+}
+
+// readWindowChunks is readChunks for plans: the chunks of all points of
+// the plans that rank their whole window (chunksWindow) are decoded as
+// the read streams them, on as many goroutines as Go runs at once, so
+// that decoding overlaps the network and uses every core. It returns
+// them decoded too, by chunk.
+func readWindowChunks(ctx context.Context, tx txReader, q *store.Query, plans []chunkPlan, keys []spanner.KeySet) (map[levelKey][]storedChunk, map[chunkRef]*decodedChunk, error) {
+	window := map[int64]*chunkPlan{}
+	for i := range plans {
+		if plans[i].mode == chunksWindow {
+			window[plans[i].s.id.Int64] = &plans[i]
 		}
+	}
+	decoded := map[chunkRef]*decodedChunk{}
+	if len(window) == 0 {
+		got, err := readChunks(ctx, tx, keys)
+		return got, decoded, err
+	}
+	type job struct {
+		d     *decodedChunk
+		p     *chunkPlan
+		chunk []byte
+	}
+	jobs := make(chan job, 64)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for j := range jobs {
+				j.d.points, j.d.err = j.p.chunkPoints(q, nil, j.chunk)
+			}
+		})
+	}
+	got, err := readChunkRows(ctx, tx, keys, func(k levelKey, c storedChunk) {
+		if p := window[k.id]; p != nil && k.level == scalarchunk.AllLevels {
+			d := &decodedChunk{}
+			decoded[chunkRef{k.id, c.first}] = d
+			jobs <- job{d, p, c.chunk}
+		}
+	})
+	close(jobs)
+	wg.Wait()
+	return got, decoded, err
+}
+
+// chunkPoints appends to dst the in-window points of chunk. [p.lo, p.hi]
+// is q's step window, so only a wall-time bound leaves points to drop.
+func (p *chunkPlan) chunkPoints(q *store.Query, dst []store.ScalarPoint, chunk []byte) ([]store.ScalarPoint, error) {
+	n := len(dst)
+	dst, err := scalarchunk.AppendRange(dst, chunk, p.lo, p.hi)
+	if q.MaxWallTime == nil {
+		return dst, err
+	}
+	kept := dst[:n]
+	for _, pt := range dst[n:] {
+		if q.InWindow(pt.Step, pt.WallTime) {
+			kept = append(kept, pt)
+		}
+	}
+	return kept, err
+}
+
+// windowPoints is the in-window points of chunks (those of p's series at
+// level AllLevels, in step order), decoded here or taken from decoded.
+func (p *chunkPlan) windowPoints(q *store.Query, chunks []storedChunk, decoded map[chunkRef]*decodedChunk) ([]store.ScalarPoint, error) {
+	id := p.s.id.Int64
+	if len(chunks) == 1 {
+		if d := decoded[chunkRef{id, chunks[0].first}]; d != nil {
+			return d.points, d.err
+		}
+	}
+	n := 0
+	for _, c := range chunks {
+		if d := decoded[chunkRef{id, c.first}]; d != nil {
+			n += len(d.points)
+		}
+	}
+	out := make([]store.ScalarPoint, 0, n)
+	for _, c := range chunks {
+		d := decoded[chunkRef{id, c.first}]
+		if d == nil {
+			var err error
+			if out, err = p.chunkPoints(q, out, c.chunk); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
+		out = append(out, d.points...)
 	}
 	return out, nil
 }
@@ -232,18 +326,18 @@ func sampleWindow(points []store.ScalarPoint, k int64) []store.ScalarPoint {
 
 // resolve computes the answer of a plan from its first read: false if it
 // needs the window's points at level -1 (chunksWindow) instead.
-func (p *chunkPlan) resolve(q *store.Query, got map[levelKey][]storedChunk) (bool, error) {
+func (p *chunkPlan) resolve(q *store.Query, got map[levelKey][]storedChunk, decoded map[chunkRef]*decodedChunk) (bool, error) {
 	id := p.s.id.Int64
 	switch p.mode {
 	case chunksWhole:
 		p.chunks = got[levelKey{id, scalarchunk.AllLevels}]
 		return true, nil
 	case chunksWindow:
-		all, err := p.windowPoints(q, got[levelKey{id, scalarchunk.AllLevels}])
+		all, err := p.windowPoints(q, got[levelKey{id, scalarchunk.AllLevels}], decoded)
 		p.points = sampleWindow(all, q.MaxPoints)
 		return true, err
 	case chunksSampled:
-		last, err := p.windowPoints(q, got[levelKey{id, scalarchunk.AllLevels}])
+		last, err := p.windowPoints(q, got[levelKey{id, scalarchunk.AllLevels}], decoded)
 		if err != nil || len(last) == 0 {
 			return false, err // the latest point is further back
 		}
@@ -303,14 +397,14 @@ func readChunkedScalars(ctx context.Context, tx txReader, eid string, series []s
 			plans[i] = planChunks(&batch[i], q)
 			keys = append(keys, plans[i].keys(eid)...)
 		}
-		got, err := readChunks(ctx, tx, keys)
+		got, decoded, err := readWindowChunks(ctx, tx, q, plans, keys)
 		if err != nil {
 			return err
 		}
 		var again []int
 		keys = keys[:0]
 		for i := range plans {
-			ok, err := plans[i].resolve(q, got)
+			ok, err := plans[i].resolve(q, got, decoded)
 			if err != nil {
 				return err
 			}
@@ -321,12 +415,12 @@ func readChunkedScalars(ctx context.Context, tx txReader, eid string, series []s
 			}
 		}
 		if len(again) > 0 {
-			got, err := readChunks(ctx, tx, keys)
+			got, decoded, err := readWindowChunks(ctx, tx, q, plans, keys)
 			if err != nil {
 				return err
 			}
 			for _, i := range again {
-				if _, err := plans[i].resolve(q, got); err != nil {
+				if _, err := plans[i].resolve(q, got, decoded); err != nil {
 					return err
 				}
 			}
@@ -350,15 +444,8 @@ func (p *chunkPlan) emit(q *store.Query, fn store.ScalarVisitor) error {
 	var page []store.ScalarPoint
 	sent := false
 	for _, c := range p.chunks {
-		err := scalarchunk.Visit(c.chunk, p.lo, p.hi, func(ps []store.ScalarPoint) error {
-			for _, pt := range ps {
-				if q.InWindow(pt.Step, pt.WallTime) {
-					page = append(page, pt)
-				}
-			}
-			return nil
-		})
-		if err != nil {
+		var err error
+		if page, err = p.chunkPoints(q, page, c.chunk); err != nil {
 			return err
 		}
 		if len(page) >= scalarSpec.pageSize {
