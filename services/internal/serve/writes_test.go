@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -444,5 +445,49 @@ func TestMetadataLimitOnEveryPath(t *testing.T) {
 		if err := write(name+"-within", metadata("p", limit/2)); err != nil {
 			t.Errorf("%s with %d bytes of metadata: %v", name, limit/2, err)
 		}
+	}
+}
+
+// TestPointsQuotaHoldsAcrossInstances: two instances on one store, each
+// with its own cached usage, both frozen (Config.Now never advances, so
+// neither refreshes its cache): the store counts the points and checks
+// the quota in the write's own transaction, so the instance whose cache
+// is stale is refused by the store, with the numbers, and nothing past
+// the quota is stored.
+func TestPointsQuotaHoldsAcrossInstances(t *testing.T) {
+	st, blobs := embedded(t)
+	frozen := time.Now()
+	configure := func(c *serve.Config) {
+		c.Limits.MaxPointsPerUser = 20
+		c.Now = func() time.Time { return frozen }
+	}
+	a, b := newHarness(t, st, blobs, configure), newHarness(t, st, blobs, configure)
+	ctx := newUserContext(t, a, "ada")
+	ce, err := a.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eid := ce.GetExperimentId()
+	// b reads ada's usage (0) and keeps it: 1 point.
+	if _, err := b.writer.WriteScalar(ctx, scalarRequest(eid, 100)); err != nil {
+		t.Fatal(err)
+	}
+	// a stores 16 more: 17 in all, which b's cache does not know.
+	for _, steps := range [][]int64{{0, 1, 2, 3, 4, 5, 6, 7}, {8, 9, 10, 11, 12, 13, 14, 15}} {
+		if _, err := a.writer.WriteScalar(ctx, scalarRequest(eid, steps...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// b believes ada has 1 point and admits 8; the store has 17.
+	_, err = b.writer.WriteScalar(ctx, scalarRequest(eid, 20, 21, 22, 23, 24, 25, 26, 27))
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "points per user is 20: the user has 17 and this request adds 8") {
+		t.Errorf("8 points at 17 of 20 through the other instance: %v, want RESOURCE_EXHAUSTED with the numbers", err)
+	}
+	if n := len(exportAll(t, a, ctx, eid).scalars[[2]string{"train", "loss"}]); n != 17 {
+		t.Errorf("stored %d points, want 17", n)
+	}
+	// What fits still passes through either.
+	if _, err := b.writer.WriteScalar(ctx, scalarRequest(eid, 20, 21, 22)); err != nil {
+		t.Errorf("3 points at 17 of 20: %v", err)
 	}
 }

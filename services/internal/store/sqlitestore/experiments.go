@@ -338,6 +338,13 @@ func (s *Store) DeleteExperiment(ctx context.Context, eid string) error {
 		if err := liveExperiment(ctx, tx, eid); err != nil {
 			return err
 		}
+		// Its points leave the owner's usage now: the sweep removes what
+		// no one can read any more.
+		if _, err := tx.ExecContext(ctx, `UPDATE user_usage SET points = points - (SELECT COALESCE(SUM(point_count), 0)
+			FROM series WHERE experiment_id = ?1 AND data_class IN (1, 2))
+			WHERE user_id = (SELECT owner FROM experiments WHERE id = ?1)`, eid); err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, "UPDATE experiments SET deleted = 1, update_time = ? WHERE id = ?", nanos(s.now()), eid)
 		return err
 	})

@@ -275,6 +275,21 @@ CREATE TABLE IF NOT EXISTS scalar_chunks (
 	UNIQUE (series_id, sample_level, first_step)
 );
 `,
+	`
+-- Per-user usage every writer agrees on: the scalar and tensor points of
+-- the user's live experiments, kept in the same transaction as the points
+-- (WriteScalars, WriteTensors add what is new; DeleteExperiment takes the
+-- experiment's away), so the points quota is checked against it exactly,
+-- inside the write, and UserUsage reads it by key. Filled here from the
+-- series' running totals.
+CREATE TABLE user_usage (
+	user_id TEXT PRIMARY KEY,
+	points  INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+INSERT INTO user_usage (user_id, points)
+	SELECT e.owner, SUM(s.point_count) FROM experiments e JOIN series s ON s.experiment_id = e.id
+	WHERE e.deleted = 0 AND s.data_class IN (1, 2) GROUP BY e.owner;
+`,
 }
 
 // dataMigrations are Go steps that run, in the same transaction, after the
