@@ -547,7 +547,13 @@ func runMigrate(ctx context.Context, args []string, env config.Env, stdout, stde
 	if !converted {
 		fmt.Fprintf(stderr, "%s: no scalar series left to convert to chunks\n", db)
 	}
-	return nil
+	// Per-user usage rows counted from the series (0012_user_usage.sql),
+	// one user per transaction; a rerun resumes with the users left.
+	return spannerstore.New(client, spannerstore.Options{}).BackfillUserUsage(ctx, func(done, total int64) {
+		if done == total || done%1000 == 0 {
+			fmt.Fprintf(stderr, "user usage: %d/%d users counted\n", done, total)
+		}
+	})
 }
 
 // Main is the body of a tbhub binary's main: it cancels the context on

@@ -307,8 +307,29 @@ func (s *Store) DeleteExperiment(ctx context.Context, eid string) error {
 		if err := checkLive(ctx, tx, eid); err != nil {
 			return err
 		}
-		return tx.BufferWrite([]*spanner.Mutation{spanner.Update("Experiments",
-			[]string{"ExperimentId", "State", "DeleteTime"}, []any{eid, stateDeleted, spanner.CommitTimestamp})})
+		// Its points leave the owner's usage now: the sweep removes what
+		// no one can read any more.
+		row, err := singleRow(tx.Query(ctx, spanner.Statement{SQL: `SELECT e.OwnerId,
+				(SELECT COALESCE(SUM(ts.PointCount), 0) FROM TimeSeries ts WHERE ts.ExperimentId = e.ExperimentId AND ts.DataClass IN (1, 2))
+			FROM Experiments e WHERE e.ExperimentId = @eid`, Params: map[string]any{"eid": eid}}))
+		if err != nil {
+			return err
+		}
+		var owner string
+		var points int64
+		if err := row.Columns(&owner, &points); err != nil {
+			return err
+		}
+		ms := []*spanner.Mutation{spanner.Update("Experiments",
+			[]string{"ExperimentId", "State", "DeleteTime"}, []any{eid, stateDeleted, spanner.CommitTimestamp})}
+		if points > 0 {
+			used, err := usedPoints(ctx, tx, owner)
+			if err != nil {
+				return err
+			}
+			ms = append(ms, spanner.InsertOrUpdate("UserUsage", []string{"UserId", "Points"}, []any{owner, used - points}))
+		}
+		return tx.BufferWrite(ms)
 	})
 	return fail("DeleteExperiment", err)
 }

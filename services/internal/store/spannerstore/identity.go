@@ -435,9 +435,12 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 	if err != nil {
 		return store.Usage{}, fail("UserUsage", err)
 	}
+	// Points by key: the row the writes keep.
+	if u.Points, err = usedPoints(ctx, tx, userID); err != nil {
+		return store.Usage{}, fail("UserUsage", err)
+	}
 	row, err = singleRow(tx.Query(ctx, spanner.Statement{
 		SQL: `SELECT
-				COALESCE(SUM(CASE WHEN ts.DataClass IN (1, 2) THEN ts.PointCount ELSE 0 END), 0),
 				COALESCE(SUM(ts.BlobBytes), 0),
 				COALESCE(SUM(BYTE_LENGTH(ts.SummaryMetadata)), 0)
 			FROM Experiments e JOIN TimeSeries ts ON ts.ExperimentId = e.ExperimentId
@@ -445,7 +448,7 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 		Params: map[string]any{"user": userID, "live": stateLive},
 	}))
 	if err == nil {
-		err = row.Columns(&u.Points, &u.BlobBytes, &u.MetadataBytes)
+		err = row.Columns(&u.BlobBytes, &u.MetadataBytes)
 	}
 	if err != nil {
 		return store.Usage{}, fail("UserUsage", err)
