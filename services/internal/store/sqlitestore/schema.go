@@ -275,6 +275,8 @@ CREATE TABLE IF NOT EXISTS scalar_chunks (
 	UNIQUE (series_id, sample_level, first_step)
 );
 `,
+	// Version 13: per-user usage (chargePoints in write.go), filled from
+	// the series' totals.
 	`
 -- Per-user usage every writer agrees on: the scalar and tensor points of
 -- the user's live experiments, kept in the same transaction as the points
