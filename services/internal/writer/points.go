@@ -185,6 +185,11 @@ func (s *Server) writePoints(ctx context.Context, n int64, collect func(*violati
 			return err
 		}
 		if err := write(store.WithPointsQuota(ctx, s.limits.Limits().MaxPointsPerUser)); err != nil {
+			if errors.Is(err, store.ErrQuotaExceeded) {
+				// The cache counted points the store refused, and
+				// was behind the store: read it again.
+				s.limits.UsageChanged(p.UserID)
+			}
 			return err
 		}
 	}
