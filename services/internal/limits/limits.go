@@ -65,9 +65,10 @@ type Limits struct {
 	MaxTokensPerUser int64
 	// UsageRefresh is how long an instance trusts its cached copy of a
 	// user's usage before reading it again. The cache is a pre-check:
-	// the points quota is checked exactly by the store, in the write's
-	// transaction (store.WithPointsQuota), so a longer refresh costs
-	// nothing in exactness there, only in the other quotas' overshoot.
+	// the points and experiments quotas are checked exactly by the store,
+	// in the write's transaction (store.WithQuotas), so a longer refresh
+	// costs nothing in exactness there, only in the other quotas'
+	// overshoot.
 	UsageRefresh time.Duration
 
 	// MaxRunsPerExperiment bounds the runs of one experiment, however
@@ -185,8 +186,8 @@ type UsageSource interface {
 // of existing points (counted as new) and deletions. Quota checks are as
 // exact as one process can make them: with several server processes each
 // may admit up to one refresh interval's work beyond a quota. For points
-// the enforcer is only a pre-check: the store refuses, exactly, what
-// passes the quota (store.WithPointsQuota).
+// and experiments the enforcer is only a pre-check: the store refuses, exactly, what
+// passes the quota (store.WithQuotas).
 type Enforcer struct {
 	l     Limits
 	usage UsageSource

@@ -9,7 +9,7 @@ import (
 // pass a per-user quota: the user had Used, the write adds Adding, the
 // quota is Limit. It wraps ErrQuotaExceeded.
 type QuotaError struct {
-	Quota  string // what is counted, e.g. "points per user"
+	Quota  string // what is counted: PointsQuotaName, ExperimentsQuotaName
 	Limit  int64
 	Used   int64
 	Adding int64
@@ -22,35 +22,46 @@ func (e *QuotaError) Error() string {
 
 func (e *QuotaError) Unwrap() error { return ErrQuotaExceeded }
 
-// PointsQuotaName names the points quota in QuotaError.
-const PointsQuotaName = "points per user"
+// The quotas a store checks, by their names in QuotaError.
+const (
+	PointsQuotaName      = "points per user"
+	ExperimentsQuotaName = "experiments per user"
+)
 
-type pointsQuotaKey struct{}
-
-// WithPointsQuota returns ctx carrying the points quota of the caller's
-// writes: WriteScalars and WriteTensors under it refuse, with a
-// *QuotaError and nothing written, a commit that would take the
-// experiment owner's stored points (UserUsage.Points, counted in the
-// same transaction as the points) past limit. limit <= 0: unlimited. The
-// quota travels with the request, as its deadline does, because it is
-// the caller's policy, not the store's.
-func WithPointsQuota(ctx context.Context, limit int64) context.Context {
-	return context.WithValue(ctx, pointsQuotaKey{}, limit)
+// Quotas are the per-user quotas a store checks inside the transactions
+// that change what they count, against the usage row those transactions
+// keep (Usage.Points, Usage.Experiments): exact whatever the number of
+// writers. 0 (or less): unlimited.
+type Quotas struct {
+	Points      int64 // WriteScalars, WriteTensors
+	Experiments int64 // CreateExperiment, CreateExperimentOnce
 }
 
-// PointsQuota returns the points quota WithPointsQuota put in ctx; 0
-// (unlimited) if none.
-func PointsQuota(ctx context.Context) int64 {
-	limit, _ := ctx.Value(pointsQuotaKey{}).(int64)
-	return max(limit, 0)
+type quotasKey struct{}
+
+// WithQuotas returns ctx carrying the quotas of the caller's writes: a
+// write under it that would take the owner past one is refused, with a
+// *QuotaError and nothing of it written (on a backend that splits a batch
+// into commits, nothing of that commit). The quotas travel with the
+// request, as its deadline does, because they are the caller's policy,
+// not the store's.
+func WithQuotas(ctx context.Context, q Quotas) context.Context {
+	return context.WithValue(ctx, quotasKey{}, q)
 }
 
-// CheckPointsQuota returns the *QuotaError of a commit adding added
-// points to a user who had used, under the quota of ctx; nil if it fits.
-// Rewrites of stored steps add nothing.
-func CheckPointsQuota(ctx context.Context, used, added int64) error {
-	if limit := PointsQuota(ctx); limit > 0 && added > 0 && used+added > limit {
-		return &QuotaError{Quota: PointsQuotaName, Limit: limit, Used: used, Adding: added}
+// QuotasOf returns the quotas WithQuotas put in ctx; none (unlimited) if
+// it put none.
+func QuotasOf(ctx context.Context) Quotas {
+	q, _ := ctx.Value(quotasKey{}).(Quotas)
+	return q
+}
+
+// CheckQuota returns the *QuotaError of a write adding added to a user who
+// had used, under quota name's limit; nil if it fits or limit <= 0.
+// Rewrites of what is stored add nothing.
+func CheckQuota(name string, limit, used, added int64) error {
+	if limit > 0 && added > 0 && used+added > limit {
+		return &QuotaError{Quota: name, Limit: limit, Used: used, Adding: added}
 	}
 	return nil
 }

@@ -152,6 +152,23 @@ func countPoints[P any, T pointTag[P], R pointRun[P, T]](runs []R) int64 {
 	return n
 }
 
+// withQuotas returns ctx carrying the quotas the store checks, exactly,
+// inside the transactions that change what they count (store.WithQuotas).
+func (s *Server) withQuotas(ctx context.Context) context.Context {
+	l := s.limits.Limits()
+	return store.WithQuotas(ctx, store.Quotas{Points: l.MaxPointsPerUser, Experiments: l.MaxExperimentsPerUser})
+}
+
+// storeRefused returns err, the result of a store write under withQuotas.
+// If the store refused it over a quota, the enforcer's cached usage, which
+// counted the refused write and was behind the store, is read again.
+func (s *Server) storeRefused(userID string, err error) error {
+	if errors.Is(err, store.ErrQuotaExceeded) {
+		s.limits.UsageChanged(userID)
+	}
+	return err
+}
+
 // writePoints admits a request of n points (rate and per-request limits),
 // lets collect validate it into a batch, admits the accepted points under
 // the points quota and their series' metadata under the byte quota, and
@@ -184,12 +201,7 @@ func (s *Server) writePoints(ctx context.Context, n int64, collect func(*violati
 		if err := s.limits.ReservePointWrite(ctx, p.UserID, accepted.points, accepted.metadataBytes+runBytes); err != nil {
 			return err
 		}
-		if err := write(store.WithPointsQuota(ctx, s.limits.Limits().MaxPointsPerUser)); err != nil {
-			if errors.Is(err, store.ErrQuotaExceeded) {
-				// The cache counted points the store refused, and
-				// was behind the store: read it again.
-				s.limits.UsageChanged(p.UserID)
-			}
+		if err := s.storeRefused(p.UserID, write(s.withQuotas(ctx))); err != nil {
 			return err
 		}
 	}

@@ -108,6 +108,9 @@ func insertExperiment(ctx context.Context, tx *spanner.ReadWriteTransaction, e s
 		}
 		return err
 	}
+	if err := charge(ctx, tx, e.Owner, usage{experiments: 1}); err != nil {
+		return err
+	}
 	return tx.BufferWrite([]*spanner.Mutation{spanner.Insert("Experiments",
 		[]string{"ExperimentId", "Name", "Description", "OwnerId", "Visibility", "State", "CreateTime", "UpdateTime"},
 		[]any{e.ID, e.Name, e.Description, e.Owner, string(e.Visibility), stateLive, spanner.CommitTimestamp, spanner.CommitTimestamp})})
@@ -307,8 +310,8 @@ func (s *Store) DeleteExperiment(ctx context.Context, eid string) error {
 		if err := checkLive(ctx, tx, eid); err != nil {
 			return err
 		}
-		// Its points leave the owner's usage now: the sweep removes what
-		// no one can read any more.
+		// It and its points leave the owner's usage now: the sweep
+		// removes what no one can read any more.
 		row, err := singleRow(tx.Query(ctx, spanner.Statement{SQL: `SELECT e.OwnerId,
 				(SELECT COALESCE(SUM(ts.PointCount), 0) FROM TimeSeries ts WHERE ts.ExperimentId = e.ExperimentId AND ts.DataClass IN (1, 2))
 			FROM Experiments e WHERE e.ExperimentId = @eid`, Params: map[string]any{"eid": eid}}))
@@ -320,16 +323,11 @@ func (s *Store) DeleteExperiment(ctx context.Context, eid string) error {
 		if err := row.Columns(&owner, &points); err != nil {
 			return err
 		}
-		ms := []*spanner.Mutation{spanner.Update("Experiments",
-			[]string{"ExperimentId", "State", "DeleteTime"}, []any{eid, stateDeleted, spanner.CommitTimestamp})}
-		if points > 0 {
-			used, err := usedPoints(ctx, tx, owner)
-			if err != nil {
-				return err
-			}
-			ms = append(ms, spanner.InsertOrUpdate("UserUsage", []string{"UserId", "Points"}, []any{owner, used - points}))
+		if err := charge(ctx, tx, owner, usage{points: -points, experiments: -1}); err != nil {
+			return err
 		}
-		return tx.BufferWrite(ms)
+		return tx.BufferWrite([]*spanner.Mutation{spanner.Update("Experiments",
+			[]string{"ExperimentId", "State", "DeleteTime"}, []any{eid, stateDeleted, spanner.CommitTimestamp})})
 	})
 	return fail("DeleteExperiment", err)
 }

@@ -424,22 +424,13 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 	defer release()
 	tx := s.client.ReadOnlyTransaction()
 	defer tx.Close()
-	var u store.Usage
-	row, err := singleRow(tx.Query(ctx, spanner.Statement{
-		SQL:    `SELECT COUNT(*) FROM Experiments WHERE OwnerId = @user AND State = @live`,
-		Params: map[string]any{"user": userID, "live": stateLive},
-	}))
-	if err == nil {
-		err = row.Columns(&u.Experiments)
-	}
+	// Experiments and points by key: the row the writes keep.
+	kept, err := readUsage(ctx, tx, userID)
 	if err != nil {
 		return store.Usage{}, fail("UserUsage", err)
 	}
-	// Points by key: the row the writes keep.
-	if u.Points, err = usedPoints(ctx, tx, userID); err != nil {
-		return store.Usage{}, fail("UserUsage", err)
-	}
-	row, err = singleRow(tx.Query(ctx, spanner.Statement{
+	u := store.Usage{Experiments: kept.experiments, Points: kept.points}
+	row, err := singleRow(tx.Query(ctx, spanner.Statement{
 		SQL: `SELECT
 				COALESCE(SUM(ts.BlobBytes), 0),
 				COALESCE(SUM(BYTE_LENGTH(ts.SummaryMetadata)), 0)

@@ -10,26 +10,52 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
-// usedPoints reads the user's UserUsage.Points in tx; 0 if the user has
-// no row yet.
-func usedPoints(ctx context.Context, tx txReader, userID string) (int64, error) {
-	row, err := tx.ReadRow(ctx, "UserUsage", spanner.Key{userID}, []string{"Points"})
+// usage is a user's UserUsage row.
+type usage struct{ points, experiments int64 }
+
+var usageColumns = []string{"UserId", "Points", "Experiments"}
+
+// readUsage reads the user's UserUsage row in tx; zero if the user has
+// none yet. In a read-write transaction the read locks the row until the
+// commit, so two commits of one user, from any instances, serialize on it
+// and each sees the other's counts.
+func readUsage(ctx context.Context, tx txReader, userID string) (usage, error) {
+	row, err := tx.ReadRow(ctx, "UserUsage", spanner.Key{userID}, []string{"Points", "Experiments"})
 	if spanner.ErrCode(err) == codes.NotFound {
-		return 0, nil
+		return usage{}, nil
 	}
 	if err != nil {
-		return 0, err
+		return usage{}, err
 	}
-	var n int64
-	return n, row.Columns(&n)
+	var u usage
+	return u, row.Columns(&u.points, &u.experiments)
 }
 
-// chargePoints adds n points to the usage of eid's owner in tx, refusing
-// (a *store.QuotaError, nothing buffered) if that passes the points quota
-// of ctx. The read of the usage row locks it until the commit, so two
-// commits of one user, from any instances, serialize on it and each sees
-// the other's points: the check is exact. Two reads and one mutation per
-// commit, whatever its points.
+func (u usage) mutation(userID string) *spanner.Mutation {
+	return spanner.InsertOrUpdate("UserUsage", usageColumns, []any{userID, u.points, u.experiments})
+}
+
+// charge adds add to the user's usage in tx, refusing (a
+// *store.QuotaError, nothing buffered) if that passes a quota of ctx.
+func charge(ctx context.Context, tx *spanner.ReadWriteTransaction, userID string, add usage) error {
+	u, err := readUsage(ctx, tx, userID)
+	if err != nil {
+		return err
+	}
+	q := store.QuotasOf(ctx)
+	if err := store.CheckQuota(store.PointsQuotaName, q.Points, u.points, add.points); err != nil {
+		return err
+	}
+	if err := store.CheckQuota(store.ExperimentsQuotaName, q.Experiments, u.experiments, add.experiments); err != nil {
+		return err
+	}
+	u.points += add.points
+	u.experiments += add.experiments
+	return tx.BufferWrite([]*spanner.Mutation{u.mutation(userID)})
+}
+
+// chargePoints charges n new points to eid's owner: two reads and one
+// mutation per commit, whatever its points.
 func chargePoints(ctx context.Context, tx *spanner.ReadWriteTransaction, eid string, n int64) error {
 	if n == 0 {
 		return nil
@@ -42,25 +68,19 @@ func chargePoints(ctx context.Context, tx *spanner.ReadWriteTransaction, eid str
 	if err := row.Columns(&owner); err != nil {
 		return err
 	}
-	used, err := usedPoints(ctx, tx, owner)
-	if err != nil {
-		return err
-	}
-	if err := store.CheckPointsQuota(ctx, used, n); err != nil {
-		return err
-	}
-	return tx.BufferWrite([]*spanner.Mutation{spanner.InsertOrUpdate("UserUsage",
-		[]string{"UserId", "Points"}, []any{owner, used + n})})
+	return charge(ctx, tx, owner, usage{points: n})
 }
 
-// livePointsSQL counts the points of eid's series from their totals, as
-// UserUsage.Points counts them: scalars and tensors.
-const livePointsSQL = `SELECT COALESCE(SUM(ts.PointCount), 0)
-	FROM Experiments e JOIN TimeSeries ts ON ts.ExperimentId = e.ExperimentId
-	WHERE e.OwnerId = @user AND e.State = @live AND ts.DataClass IN (1, 2)`
+// liveUsageSQL counts a user's live experiments and their points (from
+// the series' totals; scalars and tensors), as UserUsage counts them.
+const liveUsageSQL = `SELECT
+	(SELECT COALESCE(SUM(ts.PointCount), 0)
+		FROM Experiments e JOIN TimeSeries ts ON ts.ExperimentId = e.ExperimentId
+		WHERE e.OwnerId = @user AND e.State = @live AND ts.DataClass IN (1, 2)),
+	(SELECT COUNT(*) FROM Experiments e WHERE e.OwnerId = @user AND e.State = @live)`
 
-// BackfillUserUsage sets each user's UserUsage.Points from the totals of
-// the series of the user's live experiments (the databases made before
+// BackfillUserUsage sets each user's UserUsage row from the user's live
+// experiments and the totals of their series (the databases made before
 // the row existed), one user per read-write transaction, which reads the
 // series it sums and so serializes with the user's writes: the count is
 // exact however many servers write meanwhile. It is resumable: users
@@ -84,17 +104,17 @@ func (s *Store) BackfillUserUsage(ctx context.Context, progress func(done, total
 	}
 	for i, id := range users {
 		_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
-			row, err := singleRow(tx.Query(ctx, spanner.Statement{SQL: livePointsSQL,
+			row, err := singleRow(tx.Query(ctx, spanner.Statement{SQL: liveUsageSQL,
 				Params: map[string]any{"user": id, "live": stateLive}}))
 			if err != nil {
 				return err
 			}
-			var points int64
-			if err := row.Columns(&points); err != nil {
+			var u usage
+			if err := row.Columns(&u.points, &u.experiments); err != nil {
 				return err
 			}
-			return tx.BufferWrite([]*spanner.Mutation{spanner.InsertOrUpdate("UserUsage",
-				[]string{"UserId", "Points", "Backfilled"}, []any{id, points, true})})
+			return tx.BufferWrite([]*spanner.Mutation{u.mutation(id),
+				spanner.Update("UserUsage", []string{"UserId", "Backfilled"}, []any{id, true})})
 		})
 		if err != nil {
 			return fail("BackfillUserUsage", fmt.Errorf("user %q: %w", id, err))

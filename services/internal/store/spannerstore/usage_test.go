@@ -10,7 +10,7 @@ import (
 )
 
 // A database made before UserUsage existed (its rows removed here) gets
-// each user's points counted by BackfillUserUsage, deleted experiments
+// each user's experiments and points counted by BackfillUserUsage, deleted experiments
 // left out; a rerun skips the users done, and writes after it add to the
 // backfilled count.
 func TestBackfillUserUsage(t *testing.T) {
@@ -52,14 +52,16 @@ func TestBackfillUserUsage(t *testing.T) {
 	if _, err := db.Client.Apply(ctx, []*spanner.Mutation{spanner.Delete("UserUsage", spanner.AllKeys())}); err != nil {
 		t.Fatal(err)
 	}
-	points := func(user string) int64 {
+	usage := func(user string) store.Usage {
 		t.Helper()
 		u, err := s.UserUsage(ctx, user)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return u.Points
+		return u
 	}
+	points := func(user string) int64 { return usage(user).Points }
+	experiments := func(user string) int64 { return usage(user).Experiments }
 	if got := points("u-ada"); got != 0 {
 		t.Fatalf("before the backfill ada has %d points, want 0 (no row)", got)
 	}
@@ -78,6 +80,11 @@ func TestBackfillUserUsage(t *testing.T) {
 			t.Errorf("%s after the backfill: %d points, want %d", user, got, want)
 		}
 	}
+	for user, want := range map[string]int64{"u-ada": 3, "u-bob": 1, "u-cy": 0} {
+		if got := experiments(user); got != want {
+			t.Errorf("%s after the backfill: %d experiments, want %d", user, got, want)
+		}
+	}
 	calls = nil
 	if err := s.BackfillUserUsage(ctx, func(done, total int64) { calls = append(calls, total) }); err != nil {
 		t.Fatal(err)
@@ -86,7 +93,7 @@ func TestBackfillUserUsage(t *testing.T) {
 		t.Errorf("a rerun counted %d users again, want none", len(calls))
 	}
 	write("u-cy", 9)
-	if got := points("u-cy"); got != 10 {
-		t.Errorf("cy after a write: %d points, want 10", got)
+	if got, n := points("u-cy"), experiments("u-cy"); got != 10 || n != 1 {
+		t.Errorf("cy after a write: %d points in %d experiments, want 10 in 1", got, n)
 	}
 }

@@ -359,12 +359,8 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 	var u store.Usage
 	var pendingBytes int64
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM experiments WHERE owner = ? AND deleted = 0", userID).
-			Scan(&u.Experiments); err != nil {
-			return err
-		}
-		// Points by key: the row the writes keep.
-		err := tx.QueryRowContext(ctx, "SELECT points FROM user_usage WHERE user_id = ?", userID).Scan(&u.Points)
+		// Experiments and points by key: the row the writes keep.
+		err := tx.QueryRowContext(ctx, "SELECT experiments, points FROM user_usage WHERE user_id = ?", userID).Scan(&u.Experiments, &u.Points)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}

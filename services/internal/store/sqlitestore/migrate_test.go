@@ -338,8 +338,8 @@ func sameScalarBits(a, b []store.ScalarPoint) bool {
 }
 
 // TestMigrateFillsUserUsage: a database of the version before user_usage
-// (the table dropped from one written now) gets each user's points of
-// live experiments counted from the series when it is opened.
+// (the table dropped from one written now) gets each user's live
+// experiments and their points counted from the series when it is opened.
 func TestMigrateFillsUserUsage(t *testing.T) {
 	t.Parallel()
 	c := t.Context()
@@ -393,13 +393,13 @@ func TestMigrateFillsUserUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	for user, want := range map[string]int64{"ada": 42, "bob": 3} {
+	for user, want := range map[string][2]int64{"ada": {42, 2}, "bob": {3, 1}} {
 		u, err := s.UserUsage(c, user)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if u.Points != want {
-			t.Errorf("%s after the migration: %d points, want %d", user, u.Points, want)
+		if u.Points != want[0] || u.Experiments != want[1] {
+			t.Errorf("%s after the migration: %d points in %d experiments, want %d in %d", user, u.Points, u.Experiments, want[0], want[1])
 		}
 	}
 }

@@ -278,19 +278,23 @@ CREATE TABLE IF NOT EXISTS scalar_chunks (
 	// Version 13: per-user usage (chargePoints in write.go), filled from
 	// the series' totals.
 	`
--- Per-user usage every writer agrees on: the scalar and tensor points of
--- the user's live experiments, kept in the same transaction as the points
--- (WriteScalars, WriteTensors add what is new; DeleteExperiment takes the
--- experiment's away), so the points quota is checked against it exactly,
--- inside the write, and UserUsage reads it by key. Filled here from the
--- series' running totals.
+-- Per-user usage every writer agrees on: the user's live experiments and
+-- their scalar and tensor points, kept in the same transactions that
+-- change them (CreateExperiment adds one; WriteScalars, WriteTensors add
+-- the points that are new; DeleteExperiment takes the experiment and its
+-- points away), so the quotas on them are checked exactly, inside those
+-- transactions, and UserUsage reads them by key. Filled here from the
+-- experiments and the series' running totals.
 CREATE TABLE user_usage (
-	user_id TEXT PRIMARY KEY,
-	points  INTEGER NOT NULL DEFAULT 0
+	user_id     TEXT PRIMARY KEY,
+	points      INTEGER NOT NULL DEFAULT 0,
+	experiments INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
-INSERT INTO user_usage (user_id, points)
-	SELECT e.owner, SUM(s.point_count) FROM experiments e JOIN series s ON s.experiment_id = e.id
-	WHERE e.deleted = 0 AND s.data_class IN (1, 2) GROUP BY e.owner;
+INSERT INTO user_usage (user_id, points, experiments)
+	SELECT e.owner,
+		COALESCE(SUM((SELECT SUM(s.point_count) FROM series s WHERE s.experiment_id = e.id AND s.data_class IN (1, 2))), 0),
+		COUNT(*)
+	FROM experiments e WHERE e.deleted = 0 GROUP BY e.owner;
 `,
 }
 

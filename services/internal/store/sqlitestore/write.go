@@ -244,23 +244,33 @@ func writeBatch[B any](ctx context.Context, s *Store, eid string, c store.DataCl
 
 // chargePoints adds n points to the usage of eid's owner, refusing (a
 // *store.QuotaError; the caller rolls back) if that passes the points
-// quota of ctx. The write transaction holds the database's only writer,
-// so the check is exact.
+// quota of ctx.
 func chargePoints(ctx context.Context, tx *sql.Tx, eid string, n int64) error {
 	if n == 0 {
 		return nil
 	}
 	var owner string
+	if err := tx.QueryRowContext(ctx, "SELECT owner FROM experiments WHERE id = ?", eid).Scan(&owner); err != nil {
+		return err
+	}
+	return chargeUsage(ctx, tx, owner, "points", store.PointsQuotaName, store.QuotasOf(ctx).Points, n)
+}
+
+// chargeUsage adds n to column of user's usage row, refusing (a
+// *store.QuotaError; the caller rolls back) if that passes limit (0:
+// none). The write transaction holds the database's only writer, so the
+// check is exact.
+func chargeUsage(ctx context.Context, tx *sql.Tx, user, column, quota string, limit, n int64) error {
 	var used int64
-	if err := tx.QueryRowContext(ctx, `SELECT e.owner, COALESCE(u.points, 0)
-		FROM experiments e LEFT JOIN user_usage u ON u.user_id = e.owner WHERE e.id = ?`, eid).Scan(&owner, &used); err != nil {
+	err := tx.QueryRowContext(ctx, "SELECT "+column+" FROM user_usage WHERE user_id = ?", user).Scan(&used)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
-	if err := store.CheckPointsQuota(ctx, used, n); err != nil {
+	if err := store.CheckQuota(quota, limit, used, n); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO user_usage (user_id, points) VALUES (?1, ?2)
-		ON CONFLICT (user_id) DO UPDATE SET points = points + ?2`, owner, n)
+	_, err = tx.ExecContext(ctx, "INSERT INTO user_usage (user_id, "+column+") VALUES (?1, ?2) "+
+		"ON CONFLICT (user_id) DO UPDATE SET "+column+" = "+column+" + ?2", user, n)
 	return err
 }
 

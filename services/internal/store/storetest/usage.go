@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
 // The tests in this file check the per-user usage the writes keep
 // (UserUsage.Points) and the points quota checked against it inside the
-// write (store.WithPointsQuota).
+// write (store.WithQuotas).
 
 // testUsageCounts: usage after writes of scalars and tensors; rewrites of
 // stored steps do not count twice; deleting an experiment takes its
@@ -40,8 +41,14 @@ func testUsageCounts(t *testing.T, s store.Store) {
 	points(125, "after rewrites and 10 new steps")
 	must(t, "WriteScalars other", s.WriteScalars(ctx(t), other, []store.ScalarSeries{scalarSeries("r", "t", 0, stepRange(0, 7)...)}))
 	points(132, "with a second experiment")
+	if u := usageOf(t, s, owner); u != nil && u.Experiments != 2 {
+		t.Errorf("UserUsage.Experiments = %d, want 2", u.Experiments)
+	}
 	must(t, "DeleteExperiment", s.DeleteExperiment(ctx(t), eid))
 	points(7, "after deleting the first experiment")
+	if u := usageOf(t, s, owner); u != nil && u.Experiments != 1 {
+		t.Errorf("UserUsage.Experiments after a delete = %d, want 1", u.Experiments)
+	}
 	_, err := store.Sweep(ctx(t), s, func(context.Context, string) error { return nil }, 10)
 	must(t, "Sweep", err)
 	points(7, "after the sweep")
@@ -52,7 +59,7 @@ func testUsageCounts(t *testing.T, s store.Store) {
 // the quota; a write that fits exactly passes.
 func testPointsQuota(t *testing.T, s store.Store) {
 	eid, owner := ownedExperiment(t, s)
-	c := store.WithPointsQuota(ctx(t), 100)
+	c := store.WithQuotas(ctx(t), store.Quotas{Points: 100})
 	must(t, "WriteScalars 90", s.WriteScalars(c, eid, []store.ScalarSeries{scalarSeries("train", "loss", 0, stepRange(0, 90)...)}))
 	err := s.WriteScalars(c, eid, []store.ScalarSeries{
 		scalarSeries("train", "acc", 0, stepRange(0, 5)...), scalarSeries("train", "loss", 0, stepRange(90, 100)...)})
@@ -93,7 +100,7 @@ func testPointsQuotaRace(t *testing.T, s store.Store) {
 	const quota, each, perRequest = 200_000, 150_000, 10_000
 	owner := newUser(t, s, "racer-"+store.NewExperimentID())
 	eids := ownedExperiments(t, s, owner, 2)
-	c := store.WithPointsQuota(ctx(t), quota)
+	c := store.WithQuotas(ctx(t), store.Quotas{Points: quota})
 	upload := func(eid string) error {
 		for lo := int64(0); lo < each; lo += perRequest {
 			if err := s.WriteScalars(c, eid, []store.ScalarSeries{scalarSeries("train", "loss", 0, stepRange(lo, lo+perRequest)...)}); err != nil {
@@ -129,4 +136,54 @@ func testPointsQuotaRace(t *testing.T, s store.Store) {
 		t.Errorf("UserUsage.Points = %d, want the %d stored", u.Points, stored)
 	}
 	t.Logf("stored %d of %d points under a quota of %d", stored, 2*each, quota)
+}
+
+// testExperimentsQuota: creates past the experiments quota are refused
+// with the numbers, both ways of creating; a delete frees a place; many
+// creates at once make exactly the quota's experiments.
+func testExperimentsQuota(t *testing.T, s store.Store) {
+	owner := newUser(t, s, "creator-"+store.NewExperimentID())
+	c := store.WithQuotas(ctx(t), store.Quotas{Experiments: 2})
+	create := func() (string, error) {
+		eid := store.NewExperimentID()
+		return eid, s.CreateExperiment(c, store.Experiment{ID: eid, Owner: owner, Visibility: store.VisibilityPrivate})
+	}
+	first, err := create()
+	must(t, "first CreateExperiment", err)
+	_, err = create()
+	must(t, "second CreateExperiment", err)
+	var q *store.QuotaError
+	if _, err := create(); !errors.As(err, &q) || *q != (store.QuotaError{Quota: store.ExperimentsQuotaName, Limit: 2, Used: 2, Adding: 1}) {
+		t.Errorf("third CreateExperiment: got error %v, want a QuotaError of experiments per user 2, used 2, adding 1", err)
+	}
+	now := time.Now()
+	_, err = s.CreateExperimentOnce(c, store.Experiment{ID: store.NewExperimentID(), Owner: owner, Visibility: store.VisibilityPrivate},
+		store.CreateRequest{ID: "req-1", Now: now, Expire: now.Add(time.Hour)})
+	if !errors.Is(err, store.ErrQuotaExceeded) {
+		t.Errorf("CreateExperimentOnce past the quota: got error %v, want a quota error", err)
+	}
+	must(t, "DeleteExperiment", s.DeleteExperiment(ctx(t), first))
+	_, err = create()
+	must(t, "CreateExperiment after a delete", err)
+
+	racer := newUser(t, s, "racer-"+store.NewExperimentID())
+	c = store.WithQuotas(ctx(t), store.Quotas{Experiments: 5})
+	var fns []func() error
+	for range 12 {
+		fns = append(fns, func() error {
+			return s.CreateExperiment(c, store.Experiment{ID: store.NewExperimentID(), Owner: racer, Visibility: store.VisibilityPrivate})
+		})
+	}
+	created := 0
+	for _, err := range runAll(fns...) {
+		switch {
+		case err == nil:
+			created++
+		case !errors.Is(err, store.ErrQuotaExceeded):
+			t.Errorf("CreateExperiment at once: %v", err)
+		}
+	}
+	if u := usageOf(t, s, racer); created != 5 || (u != nil && u.Experiments != 5) {
+		t.Errorf("12 creates at once under a quota of 5 made %d (usage says %+v), want 5", created, u)
+	}
 }
