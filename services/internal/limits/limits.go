@@ -63,6 +63,13 @@ type Limits struct {
 	// included (neither revoked nor expired; store.Usage.Tokens); 0 =
 	// unlimited. Token records count toward MaxBlobBytesPerUser too.
 	MaxTokensPerUser int64
+	// UsageRefresh is how long an instance trusts its cached copy of a
+	// user's usage before reading it again. The cache is a pre-check:
+	// the points and experiments quotas are checked exactly by the store,
+	// in the write's transaction (store.WithQuotas), so a longer refresh
+	// costs nothing in exactness there, only in the other quotas'
+	// overshoot.
+	UsageRefresh time.Duration
 
 	// MaxRunsPerExperiment bounds the runs of one experiment, however
 	// they are created (PutRuns, points, blob sequences); 0 = unlimited.
@@ -120,6 +127,7 @@ func Default() Limits {
 		// A user's laptops, CI jobs and browsers, with room to spare;
 		// revoked and expired tokens free their place.
 		MaxTokensPerUser: 100,
+		UsageRefresh:     10 * time.Second,
 		// Sharing with a class or a team by email before they sign in;
 		// each pending grant is a row no sign-in has claimed yet.
 		MaxPendingGrantsPerUser: 1_000,
@@ -162,6 +170,8 @@ func (l Limits) Validate() error {
 		return fmt.Errorf("limits: a rate limit needs a burst of at least 1")
 	case l.MaxBlobStreamsPerUser <= 0 || l.MaxBlobStreamsPerConn <= 0:
 		return fmt.Errorf("limits: blob streams per user and per connection must be positive")
+	case l.UsageRefresh <= 0:
+		return fmt.Errorf("limits: the usage refresh must be positive")
 	case l.BlobStreamIdleTimeout <= 0 || l.BlobStreamTimeout < l.BlobStreamIdleTimeout:
 		return fmt.Errorf("limits: the blob stream idle timeout must be positive and the total timeout at least as long")
 	}
@@ -173,15 +183,14 @@ type UsageSource interface {
 	UserUsage(ctx context.Context, userID string) (store.Usage, error)
 }
 
-// usageRefresh is how long a user's cached usage is trusted. In between,
-// admitted work is added to it; a refresh corrects rewrites of existing
-// points (counted as new) and deletions.
-const usageRefresh = 10 * time.Second
-
 // Enforcer enforces the per-user rate limits and quotas. It is safe for
-// concurrent use. Quota checks are as exact as one process can make them:
-// with several server processes each may admit up to one refresh
-// interval's work beyond a quota.
+// concurrent use. A user's usage is cached for Limits.UsageRefresh; in
+// between, admitted work is added to it, and a refresh corrects rewrites
+// of existing points (counted as new) and deletions. Quota checks are as
+// exact as one process can make them: with several server processes each
+// may admit up to one refresh interval's work beyond a quota. For points
+// and experiments the enforcer is only a pre-check: the store refuses, exactly, what
+// passes the quota (store.WithQuotas).
 type Enforcer struct {
 	l     Limits
 	usage UsageSource
@@ -253,7 +262,7 @@ func (e *Enforcer) Usage(ctx context.Context, userID string) (store.Usage, error
 
 func (e *Enforcer) refresh(ctx context.Context, u *userState, userID string, force bool) error {
 	now := e.now()
-	if !force && !u.loaded.IsZero() && now.Sub(u.loaded) < usageRefresh {
+	if !force && !u.loaded.IsZero() && now.Sub(u.loaded) < e.l.UsageRefresh {
 		return nil
 	}
 	usage, err := e.usage.UserUsage(ctx, userID)

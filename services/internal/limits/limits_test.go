@@ -66,7 +66,7 @@ func TestQuotas(t *testing.T) {
 	}
 	// After the refresh interval the store's figures count again.
 	src.u.Points = 0
-	now = now.Add(usageRefresh + time.Second)
+	now = now.Add(Default().UsageRefresh + time.Second)
 	if err := e.ReservePoints(ctx, "u", 100); err != nil {
 		t.Errorf("after refresh: %v", err)
 	}
@@ -132,7 +132,7 @@ func TestBlobReservationHeldUntilSettled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now = now.Add(usageRefresh + time.Second) // the store still says 0
+	now = now.Add(Default().UsageRefresh + time.Second) // the store still says 0
 	_, err = e.ReserveBlobBytes(ctx, "u", 600)
 	wantExhausted(t, err, "blob bytes per user", "1000")
 	settleA(1) // aborted after one byte
@@ -219,7 +219,7 @@ func TestMetadataSharesTheByteQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A refresh replaces what was admitted by what the store holds.
-	now = now.Add(usageRefresh + time.Second)
+	now = now.Add(Default().UsageRefresh + time.Second)
 	if err := e.ReserveStoredBytes(ctx, "u", 500); err != nil {
 		t.Errorf("after a refresh to 500 bytes stored: %v", err)
 	}

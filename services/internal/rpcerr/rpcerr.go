@@ -86,6 +86,11 @@ func ToStatus(err error) (error, bool) {
 		}
 		return s.Err(), false
 	}
+	// A refused quota says which and by how much: its text is numbers
+	// the caller gave or owns, nothing internal.
+	if q := (*store.QuotaError)(nil); errors.As(err, &q) {
+		return status.Error(codes.ResourceExhausted, q.Error()), false
+	}
 	switch {
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, "call canceled"), false
@@ -104,6 +109,8 @@ func ToStatus(err error) (error, bool) {
 		return status.Error(codes.Aborted, "changed by another writer; read it again and retry"), false
 	case errors.Is(err, blob.ErrBusy):
 		return status.Error(codes.ResourceExhausted, "the server is receiving as many blob uploads as its memory allows; retry shortly"), false
+	case errors.Is(err, store.ErrQuotaExceeded):
+		return status.Error(codes.ResourceExhausted, "quota exceeded"), false
 	case errors.Is(err, store.ErrUnavailable):
 		return status.Error(codes.Unavailable, "temporarily unavailable; retry"), false
 	case errors.Is(err, store.ErrDiskFull): // also blob.ErrDiskFull

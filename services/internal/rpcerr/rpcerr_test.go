@@ -28,6 +28,8 @@ func TestToStatus(t *testing.T) {
 		{fmt.Errorf("%s: %w", secret, store.ErrInvalidArgument), codes.InvalidArgument, false},
 		{fmt.Errorf("%s: %w", secret, store.ErrFailedPrecondition), codes.FailedPrecondition, false},
 		{fmt.Errorf("%s: %w", secret, store.ErrUnavailable), codes.Unavailable, false},
+		{fmt.Errorf("%s: %w", secret, &store.QuotaError{Quota: store.PointsQuotaName, Limit: 10, Used: 8, Adding: 5}), codes.ResourceExhausted, false},
+		{fmt.Errorf("%s: %w", secret, store.ErrQuotaExceeded), codes.ResourceExhausted, false},
 		{fmt.Errorf("%s: %w", secret, context.Canceled), codes.Canceled, false},
 		{fmt.Errorf("%s: %w", secret, context.DeadlineExceeded), codes.DeadlineExceeded, false},
 		{fmt.Errorf("%s: %w", secret, blob.ErrChecksum), codes.DataLoss, true},

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -17,6 +18,7 @@ import (
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+	"github.com/tbhub/tbhub/services/internal/limits"
 	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
@@ -444,5 +446,79 @@ func TestMetadataLimitOnEveryPath(t *testing.T) {
 		if err := write(name+"-within", metadata("p", limit/2)); err != nil {
 			t.Errorf("%s with %d bytes of metadata: %v", name, limit/2, err)
 		}
+	}
+}
+
+// frozenInstances starts two instances on one embedded store with the
+// limits set sets, their clocks stopped (Config.Now), so that neither ever
+// refreshes its cached usage: the deterministic way to make one stale. It
+// returns the store, both, and the context of a user ada.
+func frozenInstances(t *testing.T, set func(*limits.Limits)) (store.Store, *harness, *harness, context.Context) {
+	t.Helper()
+	st, blobs := embedded(t)
+	frozen := time.Now()
+	configure := func(c *serve.Config) {
+		set(&c.Limits)
+		c.Now = func() time.Time { return frozen }
+	}
+	a, b := newHarness(t, st, blobs, configure), newHarness(t, st, blobs, configure)
+	return st, a, b, newUserContext(t, a, "ada")
+}
+
+// TestPointsQuotaHoldsAcrossInstances: two instances on one store, each
+// with its own cached usage, both frozen (Config.Now never advances, so
+// neither refreshes its cache): the store counts the points and checks
+// the quota in the write's own transaction, so the instance whose cache
+// is stale is refused by the store, with the numbers, and nothing past
+// the quota is stored.
+func TestPointsQuotaHoldsAcrossInstances(t *testing.T) {
+	_, a, b, ctx := frozenInstances(t, func(l *limits.Limits) { l.MaxPointsPerUser = 20 })
+	ce, err := a.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eid := ce.GetExperimentId()
+	// b reads ada's usage (0) and keeps it: 10 points.
+	if _, err := b.writer.WriteScalar(ctx, scalarRequest(eid, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109)); err != nil {
+		t.Fatal(err)
+	}
+	// a stores 7 more: 17 in all, which b's cache does not know.
+	if _, err := a.writer.WriteScalar(ctx, scalarRequest(eid, 0, 1, 2, 3, 4, 5, 6)); err != nil {
+		t.Fatal(err)
+	}
+	// b believes ada has 10 points and admits 8; the store has 17.
+	_, err = b.writer.WriteScalar(ctx, scalarRequest(eid, 20, 21, 22, 23, 24, 25, 26, 27))
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "points per user is 20: the user has 17 and this request adds 8") {
+		t.Errorf("8 points at 17 of 20 through the other instance: %v, want RESOURCE_EXHAUSTED with the numbers", err)
+	}
+	if n := len(exportAll(t, a, ctx, eid).scalars[[2]string{"train", "loss"}]); n != 17 {
+		t.Errorf("stored %d points, want 17", n)
+	}
+	// What fits still passes through either: b's cache, which counted
+	// the 8 refused points (18), is read again after the refusal.
+	if _, err := b.writer.WriteScalar(ctx, scalarRequest(eid, 20, 21, 22)); err != nil {
+		t.Errorf("3 points at 17 of 20: %v", err)
+	}
+}
+
+// TestExperimentsQuotaHoldsAcrossInstances: the same for experiments: the
+// instance whose cached count is stale is refused by the store.
+func TestExperimentsQuotaHoldsAcrossInstances(t *testing.T) {
+	st, a, b, ctx := frozenInstances(t, func(l *limits.Limits) { l.MaxExperimentsPerUser = 2 })
+	for i, h := range []*harness{b, a} { // b counts 1, the store 2
+		if _, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{}); err != nil {
+			t.Fatalf("experiment %d: %v", i+1, err)
+		}
+	}
+	_, err := b.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "experiments per user is 2: the user has 2 and this request adds 1") {
+		t.Errorf("third experiment through the other instance: %v, want RESOURCE_EXHAUSTED with the numbers", err)
+	}
+	who, err := a.account.WhoAmI(ctx, &authv1.WhoAmIRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, err := st.UserUsage(t.Context(), who.GetUserId()); err != nil || u.Experiments != 2 {
+		t.Errorf("usage after the refusal: %+v, %v; want 2 experiments", u, err)
 	}
 }

@@ -69,6 +69,10 @@ var (
 	// server keeps in reserve. Nothing was written; the caller may retry
 	// once space is freed. Package blob's ErrDiskFull is this same error.
 	ErrDiskFull = errors.New("the server's disk is full")
+	// ErrQuotaExceeded: the write would pass a per-user quota; nothing of
+	// it was written. Backends return it as a *QuotaError, which says
+	// which quota and by how much. Permanent until usage drops.
+	ErrQuotaExceeded = errors.New("quota exceeded")
 )
 
 // Visibility says who may read an experiment besides its owner and the users

@@ -10,9 +10,11 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
+	"cloud.google.com/go/spanner"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
@@ -22,6 +24,7 @@ import (
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/testenv/fakegcs"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 )
@@ -196,4 +199,58 @@ func readBanner(t *testing.T, r io.Reader) (origin, token string) {
 	}
 	go io.Copy(io.Discard, r)
 	return origin, token
+}
+
+// tbhub migrate on Spanner counts each user's points into UserUsage (a
+// database whose rows predate 0014_user_usage.sql, made here by removing
+// them), and a rerun has no user left to count.
+func TestMigrateBackfillsUserUsageOnSpanner(t *testing.T) {
+	spanneremu.SkipIfShort(t)
+	emu, err := spanneremu.Start(context.Background())
+	if err != nil {
+		t.Fatalf("Spanner emulator: %v", err)
+	}
+	t.Cleanup(emu.Stop)
+	t.Setenv("SPANNER_EMULATOR_HOST", emu.Host)
+	db, err := emu.NewDatabase(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Drop(context.Background()) })
+	ctx := t.Context()
+	st := spannerstore.New(db.Client, spannerstore.Options{})
+	if err := st.CreateUser(ctx, store.User{ID: "u-ada", Name: "ada"}); err != nil {
+		t.Fatal(err)
+	}
+	eid := store.NewExperimentID()
+	if err := st.CreateExperiment(ctx, store.Experiment{ID: eid, Owner: "u-ada", Visibility: store.VisibilityPrivate}); err != nil {
+		t.Fatal(err)
+	}
+	b := store.ScalarSeries{Series: store.TimeSeries{Run: "r", Tag: "t", PluginName: "scalars", DataClass: store.DataClassScalar}}
+	for step := range int64(25) {
+		b.Points = append(b.Points, store.ScalarPoint{Step: step, WallTime: 1, Value: 1})
+	}
+	if err := st.WriteScalars(ctx, eid, []store.ScalarSeries{b}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Client.Apply(ctx, []*spanner.Mutation{spanner.Delete("UserUsage", spanner.AllKeys())}); err != nil {
+		t.Fatal(err)
+	}
+	migrate := func() string {
+		t.Helper()
+		var errOut strings.Builder
+		if err := Run(ctx, []string{"migrate", "--store", "spanner://" + db.Name}, os.LookupEnv, io.Discard, &errOut); err != nil {
+			t.Fatalf("tbhub migrate: %v\n%s", err, errOut.String())
+		}
+		return errOut.String()
+	}
+	if out := migrate(); !strings.Contains(out, "user usage: 1/1 users counted") {
+		t.Errorf("tbhub migrate said %q, want it to count the user's usage", out)
+	}
+	if u, err := st.UserUsage(ctx, "u-ada"); err != nil || u.Points != 25 {
+		t.Errorf("UserUsage after tbhub migrate = %+v, %v; want 25 points", u, err)
+	}
+	if out := migrate(); strings.Contains(out, "users counted") {
+		t.Errorf("a second tbhub migrate counted users again: %q", out)
+	}
 }

@@ -37,7 +37,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 	compareFlags := []string{"compare-max-experiments", "compare-max-parallel"}
 	credentialFlags := []string{"bad-credentials-burst", "bad-credentials-per-second", "forwarding-secret", "trusted-proxy-hops"}
 	diskFlags := []string{"min-free-disk-bytes", "min-free-disk-percent"}
-	instanceFlags := []string{"create-request-ttl", "sweep-lease-ttl"}
+	instanceFlags := []string{"create-request-ttl", "sweep-lease-ttl", "usage-refresh"}
 	binaries := []struct {
 		name  string
 		flags func(fs *flag.FlagSet)

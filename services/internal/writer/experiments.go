@@ -84,11 +84,11 @@ func (w *writerService) CreateExperiment(ctx context.Context, req *servicepb.Cre
 	}
 	eid := e.ID
 	if requestID == "" {
-		err = w.s.st.CreateExperiment(ctx, e)
+		err = w.s.st.CreateExperiment(w.s.withQuotas(ctx), e)
 	} else {
-		eid, err = w.s.st.CreateExperimentOnce(ctx, e, store.CreateRequest{ID: requestID, Now: now, Expire: now.Add(w.s.cfg.CreateRequestTTL)})
+		eid, err = w.s.st.CreateExperimentOnce(w.s.withQuotas(ctx), e, store.CreateRequest{ID: requestID, Now: now, Expire: now.Add(w.s.cfg.CreateRequestTTL)})
 	}
-	if err != nil {
+	if err := w.s.storeRefused(p.UserID, err); err != nil {
 		return nil, err
 	}
 	return w.created(ctx, eid, p.UserID, "experiment created")

@@ -152,11 +152,28 @@ func countPoints[P any, T pointTag[P], R pointRun[P, T]](runs []R) int64 {
 	return n
 }
 
+// withQuotas returns ctx carrying the quotas the store checks, exactly,
+// inside the transactions that change what they count (store.WithQuotas).
+func (s *Server) withQuotas(ctx context.Context) context.Context {
+	l := s.limits.Limits()
+	return store.WithQuotas(ctx, store.Quotas{Points: l.MaxPointsPerUser, Experiments: l.MaxExperimentsPerUser})
+}
+
+// storeRefused returns err, the result of a store write under withQuotas.
+// If the store refused it over a quota, the enforcer's cached usage, which
+// counted the refused write and was behind the store, is read again.
+func (s *Server) storeRefused(userID string, err error) error {
+	if errors.Is(err, store.ErrQuotaExceeded) {
+		s.limits.UsageChanged(userID)
+	}
+	return err
+}
+
 // writePoints admits a request of n points (rate and per-request limits),
 // lets collect validate it into a batch, admits the accepted points under
 // the points quota and their series' metadata under the byte quota, and
 // writes them. Bad points are reported after the good ones are stored.
-func (s *Server) writePoints(ctx context.Context, n int64, collect func(*violations) (admission, func() error)) error {
+func (s *Server) writePoints(ctx context.Context, n int64, collect func(*violations) (admission, func(context.Context) error)) error {
 	p, err := tenancy.Caller(ctx)
 	if err != nil {
 		return err
@@ -178,10 +195,13 @@ func (s *Server) writePoints(ctx context.Context, n int64, collect func(*violati
 		if err != nil {
 			return err
 		}
+		// The enforcer's cached usage is a fast pre-check; the authority is
+		// the store, which counts the points and checks the quota in the
+		// transaction that writes them, exactly across instances.
 		if err := s.limits.ReservePointWrite(ctx, p.UserID, accepted.points, accepted.metadataBytes+runBytes); err != nil {
 			return err
 		}
-		if err := write(); err != nil {
+		if err := s.storeRefused(p.UserID, write(s.withQuotas(ctx))); err != nil {
 			return err
 		}
 	}
@@ -199,7 +219,7 @@ func (w *writerService) WriteScalar(ctx context.Context, req *servicepb.WriteSca
 	if err := requestBudget("WriteScalar", req, w.s.limits.Limits().MaxScalarRequestBytes); err != nil {
 		return nil, err
 	}
-	err = w.s.writePoints(ctx, countPoints(req.GetRuns()), func(bad *violations) (admission, func() error) {
+	err = w.s.writePoints(ctx, countPoints(req.GetRuns()), func(bad *violations) (admission, func(context.Context) error) {
 		batch, accepted := pointBatch(req.GetRuns(), store.DataClassScalar, w.s.limits.Limits().MaxMetadataBytes, bad,
 			func(pt *servicepb.ScalarPoint) (store.ScalarPoint, int64, string) {
 				wall, reason := walltime.Seconds(pt.GetWallTime())
@@ -208,7 +228,7 @@ func (w *writerService) WriteScalar(ctx context.Context, req *servicepb.WriteSca
 			func(ts store.TimeSeries, points []store.ScalarPoint) store.ScalarSeries {
 				return store.ScalarSeries{Series: ts, Points: points}
 			})
-		return accepted, func() error {
+		return accepted, func(ctx context.Context) error {
 			return writeAvoidingConflicts(ctx, w.s.st, e.ID, store.DataClassScalar, batch,
 				func(b *store.ScalarSeries) *store.TimeSeries { return &b.Series },
 				func(b []store.ScalarSeries) error { return w.s.st.WriteScalars(ctx, e.ID, b) }, bad)
@@ -229,7 +249,7 @@ func (w *writerService) WriteTensor(ctx context.Context, req *servicepb.WriteTen
 		return nil, err
 	}
 	maxPoint := w.s.limits.Limits().MaxTensorPointBytes
-	err = w.s.writePoints(ctx, countPoints(req.GetRuns()), func(bad *violations) (admission, func() error) {
+	err = w.s.writePoints(ctx, countPoints(req.GetRuns()), func(bad *violations) (admission, func(context.Context) error) {
 		batch, accepted := pointBatch(req.GetRuns(), store.DataClassTensor, w.s.limits.Limits().MaxMetadataBytes, bad,
 			func(pt *servicepb.TensorPoint) (store.TensorPoint, int64, string) {
 				wall, reason := walltime.Seconds(pt.GetWallTime())
@@ -243,7 +263,7 @@ func (w *writerService) WriteTensor(ctx context.Context, req *servicepb.WriteTen
 			func(ts store.TimeSeries, points []store.TensorPoint) store.TensorSeries {
 				return store.TensorSeries{Series: ts, Points: points}
 			})
-		return accepted, func() error {
+		return accepted, func(ctx context.Context) error {
 			return writeAvoidingConflicts(ctx, w.s.st, e.ID, store.DataClassTensor, batch,
 				func(b *store.TensorSeries) *store.TimeSeries { return &b.Series },
 				func(b []store.TensorSeries) error { return w.s.st.WriteTensors(ctx, e.ID, b) }, bad)

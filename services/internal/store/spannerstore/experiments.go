@@ -108,6 +108,9 @@ func insertExperiment(ctx context.Context, tx *spanner.ReadWriteTransaction, e s
 		}
 		return err
 	}
+	if err := charge(ctx, tx, e.Owner, usage{experiments: 1}); err != nil {
+		return err
+	}
 	return tx.BufferWrite([]*spanner.Mutation{spanner.Insert("Experiments",
 		[]string{"ExperimentId", "Name", "Description", "OwnerId", "Visibility", "State", "CreateTime", "UpdateTime"},
 		[]any{e.ID, e.Name, e.Description, e.Owner, string(e.Visibility), stateLive, spanner.CommitTimestamp, spanner.CommitTimestamp})})
@@ -314,6 +317,22 @@ func (s *Store) DeleteExperiment(ctx context.Context, eid string) error {
 	defer release()
 	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
 		if err := checkLive(ctx, tx, eid); err != nil {
+			return err
+		}
+		// It and its points leave the owner's usage now: the sweep
+		// removes what no one can read any more.
+		row, err := singleRow(tx.Query(ctx, spanner.Statement{SQL: `SELECT e.OwnerId,
+				(SELECT COALESCE(SUM(ts.PointCount), 0) FROM TimeSeries ts WHERE ts.ExperimentId = e.ExperimentId AND ts.DataClass IN (1, 2))
+			FROM Experiments e WHERE e.ExperimentId = @eid`, Params: map[string]any{"eid": eid}}))
+		if err != nil {
+			return err
+		}
+		var owner string
+		var points int64
+		if err := row.Columns(&owner, &points); err != nil {
+			return err
+		}
+		if err := charge(ctx, tx, owner, usage{points: -points, experiments: -1}); err != nil {
 			return err
 		}
 		return tx.BufferWrite([]*spanner.Mutation{spanner.Update("Experiments",

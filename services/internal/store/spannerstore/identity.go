@@ -424,20 +424,14 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 	defer release()
 	tx := s.client.ReadOnlyTransaction()
 	defer tx.Close()
-	var u store.Usage
-	row, err := singleRow(tx.Query(ctx, spanner.Statement{
-		SQL:    `SELECT COUNT(*) FROM Experiments WHERE OwnerId = @user AND State = @live`,
-		Params: map[string]any{"user": userID, "live": stateLive},
-	}))
-	if err == nil {
-		err = row.Columns(&u.Experiments)
-	}
+	// Experiments and points by key: the row the writes keep.
+	kept, err := readUsage(ctx, tx, userID)
 	if err != nil {
 		return store.Usage{}, fail("UserUsage", err)
 	}
-	row, err = singleRow(tx.Query(ctx, spanner.Statement{
+	u := store.Usage{Experiments: kept.experiments, Points: kept.points}
+	row, err := singleRow(tx.Query(ctx, spanner.Statement{
 		SQL: `SELECT
-				COALESCE(SUM(CASE WHEN ts.DataClass IN (1, 2) THEN ts.PointCount ELSE 0 END), 0),
 				COALESCE(SUM(ts.BlobBytes), 0),
 				COALESCE(SUM(BYTE_LENGTH(ts.SummaryMetadata)), 0)
 			FROM Experiments e JOIN TimeSeries ts ON ts.ExperimentId = e.ExperimentId
@@ -445,7 +439,7 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 		Params: map[string]any{"user": userID, "live": stateLive},
 	}))
 	if err == nil {
-		err = row.Columns(&u.Points, &u.BlobBytes, &u.MetadataBytes)
+		err = row.Columns(&u.BlobBytes, &u.MetadataBytes)
 	}
 	if err != nil {
 		return store.Usage{}, fail("UserUsage", err)

@@ -330,6 +330,7 @@ func applyScalarChunks(ctx context.Context, tx *spanner.ReadWriteTransaction, ei
 	// only for readability; ScalarChunks' parent is the experiment.
 	starts := runStarts{}
 	var seriesMs []*spanner.Mutation
+	var newPoints int64 // steps the series did not hold: what the usage counts
 	cw := &chunkWriter{eid: eid}
 	for i, w := range chunk {
 		st := states[refs[i]]
@@ -368,6 +369,7 @@ func applyScalarChunks(ctx context.Context, tx *spanner.ReadWriteTransaction, ei
 			st.headSteps = setHeadStep(st.headSteps, level, newHead)
 			if level == scalarchunk.AllLevels {
 				st.pointCount += added
+				newPoints += added
 			}
 		}
 		for _, p := range w.points {
@@ -379,6 +381,11 @@ func applyScalarChunks(ctx context.Context, tx *spanner.ReadWriteTransaction, ei
 	runMs, err := starts.mutations(ctx, tx, eid)
 	if err != nil {
 		return err
+	}
+	if !convert { // a conversion moves points the usage counts already
+		if err := chargePoints(ctx, tx, eid, newPoints); err != nil {
+			return err
+		}
 	}
 	ms = append(append(append(ms, runMs...), seriesMs...), cw.ms...)
 	return tx.BufferWrite(ms)

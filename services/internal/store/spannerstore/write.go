@@ -423,6 +423,7 @@ func applyChunk(ctx context.Context, tx *spanner.ReadWriteTransaction, eid strin
 	// in mutation order.
 	starts := runStarts{}
 	var seriesMs, pointMs []*spanner.Mutation
+	var newPoints int64
 	for i, w := range chunk {
 		st := states[refs[i]]
 		for _, p := range w.points {
@@ -430,6 +431,7 @@ func applyChunk(ctx context.Context, tx *spanner.ReadWriteTransaction, eid strin
 			st.see(p.step, p.wall)
 			if !found {
 				st.pointCount++
+				newPoints++
 			}
 			st.tensorBytes += p.bytes - old
 			starts.see(w.ts.Run, p.wall)
@@ -439,6 +441,9 @@ func applyChunk(ctx context.Context, tx *spanner.ReadWriteTransaction, eid strin
 	}
 	ms, err := starts.mutations(ctx, tx, eid)
 	if err != nil {
+		return err
+	}
+	if err := chargePoints(ctx, tx, eid, newPoints); err != nil {
 		return err
 	}
 	ms = append(ms, seriesMs...)

@@ -104,6 +104,9 @@ func (s *Store) insertExperiment(ctx context.Context, tx *sql.Tx, e store.Experi
 	if n > 0 {
 		return fmt.Errorf("experiment %q: %w", e.ID, store.ErrAlreadyExists)
 	}
+	if err := chargeUsage(ctx, tx, e.Owner, "experiments", store.ExperimentsQuotaName, store.QuotasOf(ctx).Experiments, 1); err != nil {
+		return err
+	}
 	now := nanos(s.now())
 	_, err := tx.ExecContext(ctx, `INSERT INTO experiments
 		(id, name, description, owner, visibility, create_time, update_time) VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -350,6 +353,13 @@ func (s *Store) UpdateExperiment(ctx context.Context, eid string, u store.Experi
 func (s *Store) DeleteExperiment(ctx context.Context, eid string) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		if err := liveExperiment(ctx, tx, eid); err != nil {
+			return err
+		}
+		// It and its points leave the owner's usage now: the sweep
+		// removes what no one can read any more.
+		if _, err := tx.ExecContext(ctx, `UPDATE user_usage SET experiments = experiments - 1,
+			points = points - (SELECT COALESCE(SUM(point_count), 0) FROM series WHERE experiment_id = ?1 AND data_class IN (1, 2))
+			WHERE user_id = (SELECT owner FROM experiments WHERE id = ?1)`, eid); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, "UPDATE experiments SET deleted = 1, update_time = ? WHERE id = ?", nanos(s.now()), eid)

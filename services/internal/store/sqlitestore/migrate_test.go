@@ -336,3 +336,70 @@ func sameScalarBits(a, b []store.ScalarPoint) bool {
 			math.Float64bits(p.Value) == math.Float64bits(q.Value)
 	})
 }
+
+// TestMigrateFillsUserUsage: a database of the version before user_usage
+// (the table dropped from one written now) gets each user's live
+// experiments and their points counted from the series when it is opened.
+func TestMigrateFillsUserUsage(t *testing.T) {
+	t.Parallel()
+	c := t.Context()
+	path := filepath.Join(t.TempDir(), DefaultFile)
+	s, err := Open(c, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"ada", "bob"} {
+		if err := s.CreateUser(c, store.User{ID: id, Name: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(owner string, points int) string {
+		eid := store.NewExperimentID()
+		if err := s.CreateExperiment(c, store.Experiment{ID: eid, Owner: owner, Visibility: store.VisibilityPrivate}); err != nil {
+			t.Fatal(err)
+		}
+		b := store.ScalarSeries{Series: store.TimeSeries{Run: "r", Tag: "t", PluginName: "scalars", DataClass: store.DataClassScalar}}
+		for i := range points {
+			b.Points = append(b.Points, store.ScalarPoint{Step: int64(i), WallTime: 1, Value: 1})
+		}
+		if err := s.WriteScalars(c, eid, []store.ScalarSeries{b}); err != nil {
+			t.Fatal(err)
+		}
+		return eid
+	}
+	write("ada", 30)
+	write("ada", 12)
+	if err := s.DeleteExperiment(c, write("bob", 8)); err != nil {
+		t.Fatal(err)
+	}
+	write("bob", 3)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"DROP TABLE user_usage", fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion-1)} {
+		if _, err := db.ExecContext(c, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(c, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for user, want := range map[string][2]int64{"ada": {42, 2}, "bob": {3, 1}} {
+		u, err := s.UserUsage(c, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Points != want[0] || u.Experiments != want[1] {
+			t.Errorf("%s after the migration: %d points in %d experiments, want %d in %d", user, u.Points, u.Experiments, want[0], want[1])
+		}
+	}
+}

@@ -301,6 +301,28 @@ ALTER TABLE experiments ADD COLUMN damaged_files TEXT NOT NULL DEFAULT '[]';
 -- highest and first NaN point, up to 64 segments per row.
 SELECT 1;
 `,
+	// Version 16: per-user usage (chargePoints in write.go), filled from
+	// the series' totals.
+	`
+-- Per-user usage every writer agrees on: the user's live experiments and
+-- their scalar and tensor points, kept in the same transactions that
+-- change them (CreateExperiment adds one; WriteScalars, WriteTensors add
+-- the points that are new; DeleteExperiment takes the experiment and its
+-- points away), so the quotas on them are checked exactly, inside those
+-- transactions, and UserUsage reads them by key. Filled here from the
+-- experiments and the series' running totals; idempotent, so that
+-- running it again (a test migrating from an earlier version) counts anew.
+CREATE TABLE IF NOT EXISTS user_usage (
+	user_id     TEXT PRIMARY KEY,
+	points      INTEGER NOT NULL DEFAULT 0,
+	experiments INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+INSERT OR REPLACE INTO user_usage (user_id, points, experiments)
+	SELECT e.owner,
+		COALESCE(SUM((SELECT SUM(s.point_count) FROM series s WHERE s.experiment_id = e.id AND s.data_class IN (1, 2))), 0),
+		COUNT(*)
+	FROM experiments e WHERE e.deleted = 0 GROUP BY e.owner;
+`,
 }
 
 // dataMigrations are Go steps that run, in the same transaction, after the

@@ -177,7 +177,8 @@ func existingSize(ctx context.Context, tx *sql.Tx, table, sizeExpr string, serie
 func (s *Store) WriteScalars(ctx context.Context, eid string, batch []store.ScalarSeries) error {
 	// After the commit (or failure): cached reads of eid are stale.
 	defer s.scalars.wrote(eid)
-	err := writeBatch(ctx, s, eid, store.DataClassScalar, batch, scalarBatchSeries, func(tx *sql.Tx) error {
+	err := writeBatch(ctx, s, eid, store.DataClassScalar, batch, scalarBatchSeries, func(tx *sql.Tx) (int64, error) {
+		var added int64
 		for _, b := range batch {
 			points := lastPerStep(b.Points, func(p *store.ScalarPoint) int64 { return p.Step })
 			if len(points) == 0 {
@@ -185,20 +186,21 @@ func (s *Store) WriteScalars(ctx context.Context, eid string, batch []store.Scal
 			}
 			r, err := ensureSeries(ctx, tx, eid, &b.Series)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			f := newFacts()
 			for _, p := range points {
 				f.see(p.Step, p.WallTime)
 			}
 			if f.added, err = writeScalarPoints(ctx, tx, r.id, points); err != nil {
-				return err
+				return 0, err
 			}
 			if err := s.record(ctx, tx, eid, b.Series.Run, r, f); err != nil {
-				return err
+				return 0, err
 			}
+			added += f.added
 		}
-		return nil
+		return added, nil
 	})
 	if err != nil {
 		return fmt.Errorf("sqlitestore.WriteScalars: %w", err)
@@ -210,9 +212,11 @@ func (s *Store) WriteScalars(ctx context.Context, eid string, batch []store.Scal
 // transaction, after creating every series of the batch that has points:
 // a data-class conflict anywhere fails the whole batch before any point is
 // written. Bodies read each series row again when they reach it, because
-// the same series may appear twice in a batch.
+// the same series may appear twice in a batch. body returns the points it
+// added (rewrites of stored steps add none), which are charged to the
+// owner's usage in the same transaction, under the points quota of ctx.
 func writeBatch[B any](ctx context.Context, s *Store, eid string, c store.DataClass, batch []B,
-	series func(*B) (*store.TimeSeries, int), body func(*sql.Tx) error) error {
+	series func(*B) (*store.TimeSeries, int), body func(*sql.Tx) (int64, error)) error {
 	for i := range batch {
 		ts, _ := series(&batch[i])
 		if err := store.CheckSeries(ts, c); err != nil {
@@ -230,8 +234,44 @@ func writeBatch[B any](ctx context.Context, s *Store, eid string, c store.DataCl
 				}
 			}
 		}
-		return body(tx)
+		added, err := body(tx)
+		if err != nil {
+			return err
+		}
+		return chargePoints(ctx, tx, eid, added)
 	})
+}
+
+// chargePoints adds n points to the usage of eid's owner, refusing (a
+// *store.QuotaError; the caller rolls back) if that passes the points
+// quota of ctx.
+func chargePoints(ctx context.Context, tx *sql.Tx, eid string, n int64) error {
+	if n == 0 {
+		return nil
+	}
+	var owner string
+	if err := tx.QueryRowContext(ctx, "SELECT owner FROM experiments WHERE id = ?", eid).Scan(&owner); err != nil {
+		return err
+	}
+	return chargeUsage(ctx, tx, owner, "points", store.PointsQuotaName, store.QuotasOf(ctx).Points, n)
+}
+
+// chargeUsage adds n to column of user's usage row, refusing (a
+// *store.QuotaError; the caller rolls back) if that passes limit (0:
+// none). The write transaction holds the database's only writer, so the
+// check is exact.
+func chargeUsage(ctx context.Context, tx *sql.Tx, user, column, quota string, limit, n int64) error {
+	var used int64
+	err := tx.QueryRowContext(ctx, "SELECT "+column+" FROM user_usage WHERE user_id = ?", user).Scan(&used)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if err := store.CheckQuota(quota, limit, used, n); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, "INSERT INTO user_usage (user_id, "+column+") VALUES (?1, ?2) "+
+		"ON CONFLICT (user_id) DO UPDATE SET "+column+" = "+column+" + ?2", user, n)
+	return err
 }
 
 func scalarBatchSeries(b *store.ScalarSeries) (*store.TimeSeries, int) {
@@ -260,13 +300,13 @@ func decodeShape(b []byte) []int64 {
 
 // WriteTensors implements store.Writer. The whole batch is one transaction.
 func (s *Store) WriteTensors(ctx context.Context, eid string, batch []store.TensorSeries) error {
-	err := writeBatch(ctx, s, eid, store.DataClassTensor, batch, tensorBatchSeries, func(tx *sql.Tx) error {
+	err := writeBatch(ctx, s, eid, store.DataClassTensor, batch, tensorBatchSeries, func(tx *sql.Tx) (added int64, err error) {
 		insert, err := tx.PrepareContext(ctx, `INSERT INTO tensor_points
 			(series_id, step, sample_level, wall_time, dtype, shape, tensor) VALUES (?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (series_id, step) DO UPDATE SET wall_time = excluded.wall_time,
 			dtype = excluded.dtype, shape = excluded.shape, tensor = excluded.tensor`)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		defer insert.Close()
 		for _, b := range batch {
@@ -276,7 +316,7 @@ func (s *Store) WriteTensors(ctx context.Context, eid string, batch []store.Tens
 			}
 			r, err := ensureSeries(ctx, tx, eid, &b.Series)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			f := newFacts()
 			for _, p := range points {
@@ -286,7 +326,7 @@ func (s *Store) WriteTensors(ctx context.Context, eid string, batch []store.Tens
 				if r.hasStepAtOrAfter(p.Step) {
 					found, old, err := existingSize(ctx, tx, "tensor_points", "length(tensor)", r.id, p.Step)
 					if err != nil {
-						return err
+						return 0, err
 					}
 					if found {
 						f.added--
@@ -299,14 +339,15 @@ func (s *Store) WriteTensors(ctx context.Context, eid string, batch []store.Tens
 				}
 				if _, err := insert.ExecContext(ctx, r.id, p.Step, downsample.Level(p.Step), wallTimeArg(p.WallTime),
 					p.DType, encodeShape(p.Shape), tensor); err != nil {
-					return err
+					return 0, err
 				}
 			}
 			if err := s.record(ctx, tx, eid, b.Series.Run, r, f); err != nil {
-				return err
+				return 0, err
 			}
+			added += f.added
 		}
-		return nil
+		return added, nil
 	})
 	if err != nil {
 		return fmt.Errorf("sqlitestore.WriteTensors: %w", err)

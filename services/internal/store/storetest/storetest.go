@@ -65,6 +65,10 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"SameLogdirUploaders", testSameLogdirUploaders},
 		{"SeriesCounters", testSeriesCounters},
 		{"AppendsDuringDelete", testAppendsDuringDelete},
+		{"UsageCounts", testUsageCounts},
+		{"PointsQuota", testPointsQuota},
+		{"PointsQuotaRace", testPointsQuotaRace},
+		{"ExperimentsQuota", testExperimentsQuota},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
