@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/store/storetest"
 )
 
 // fillSeries writes n points (steps 0..n-1) to run "r", tag "loss" of a new
@@ -321,5 +322,15 @@ func BenchmarkBytesPerScalarPoint(b *testing.B) {
 		size, points := issueDatabase(b)
 		b.ReportMetric(float64(size)/float64(points), "B/point")
 		b.ReportMetric(float64(size), "file-bytes")
+	}
+}
+
+// BenchmarkExperimentLists reads a gallery page and one user's list (20
+// experiments) out of n experiments: the time should not grow with n.
+func BenchmarkExperimentLists(b *testing.B) {
+	for _, n := range []int{100, 10_000} {
+		s := newTestStore(b)
+		storetest.FillExperimentLists(b, s, n)
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) { storetest.BenchmarkExperimentLists(b, s) })
 	}
 }
