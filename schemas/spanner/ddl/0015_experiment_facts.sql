@@ -19,3 +19,7 @@ ALTER TABLE Experiments ADD COLUMN DataTime TIMESTAMP OPTIONS (allow_commit_time
 -- live experiments, latest update first, with what the search reads.
 CREATE INDEX ExperimentsPublicByUpdate ON Experiments (Visibility, State, UpdateTime DESC, ExperimentId)
   STORING (Name, Description, OwnerId);
+
+-- ExperimentsByVisibility (0005) is no longer read by this release; the
+-- previous one forces it in its gallery query while a rolling deploy runs
+-- both, so it is dropped by a later file, not here.
