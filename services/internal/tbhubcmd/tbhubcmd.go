@@ -542,8 +542,15 @@ func runMigrate(ctx context.Context, args []string, env config.Env, stdout, stde
 		return err
 	}
 	defer client.Close()
+	st := spannerstore.New(client, spannerstore.Options{})
+	// Experiments last written before the gallery sorted by a column.
+	n, err := st.BackfillExperimentTimes(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%s: update times of %d experiments taken from their series\n", db, n)
 	converted := false
-	err = spannerstore.New(client, spannerstore.Options{}).MigrateScalarChunks(ctx, func(p spannerstore.ConversionProgress) {
+	err = st.MigrateScalarChunks(ctx, func(p spannerstore.ConversionProgress) {
 		converted = true
 		fmt.Fprintf(stderr, "scalar chunks: %d/%d series, %d/%d points converted\n", p.Series, p.TotalSeries, p.Points, p.TotalPoints)
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
+	"github.com/tbhub/tbhub/services/internal/store/storetest"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 )
 
@@ -176,4 +177,17 @@ func BenchmarkScalarIngest(b *testing.B) {
 	b.ReportMetric(float64(chunkBytes+rows*int64(len(eid)+24))/float64(points), "stored-B/pt")
 	b.ReportMetric(float64(points*b.N)/took.Seconds(), "points/s")
 	b.Logf("last iteration: %d points in %d requests, %d commits, %d mutations, %d bytes", points, len(batches), n, muts, bytes)
+}
+
+// BenchmarkExperimentLists reads a gallery page and one user's list (20
+// experiments) out of n experiments on the emulator, at a smaller scale
+// than sqlitestore's (each experiment costs the emulator two commits).
+func BenchmarkExperimentLists(b *testing.B) {
+	for _, n := range []int{50, 1_000} {
+		s := spanneremu.NewDatabase(b).Store(b)
+		start := time.Now()
+		storetest.FillExperimentLists(b, s, n)
+		b.Logf("wrote %d experiments in %v", n, time.Since(start))
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) { storetest.BenchmarkExperimentLists(b, s) })
+	}
 }

@@ -116,33 +116,42 @@ func insertExperiment(ctx context.Context, tx *spanner.ReadWriteTransaction, e s
 		[]any{e.ID, e.Name, e.Description, e.Owner, string(e.Visibility), stateLive, spanner.CommitTimestamp, spanner.CommitTimestamp})})
 }
 
-// updateTimeSQL is experiment e's update time: the latest write to its
-// row or any of its series.
-const updateTimeSQL = `GREATEST(e.UpdateTime, IFNULL((SELECT MAX(s.UpdateTime) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId), e.UpdateTime))`
-
 // experimentSQL selects live experiments with their readers and the counts
-// summed over their series rows (one row per series, never points).
-const experimentSQL = `SELECT e.ExperimentId, e.Name, e.Description, e.OwnerId, e.Visibility, e.CreateTime,
-  ` + updateTimeSQL + `,
+// summed over their series rows (one row per series, never points), in one
+// pass over them (seriesFacts) rather than one per count.
+const experimentSQL = `SELECT e.ExperimentId, e.Name, e.Description, e.OwnerId, e.Visibility, e.CreateTime, e.UpdateTime,
   ARRAY(SELECT g.UserId FROM ReadGrants g WHERE g.ExperimentId = e.ExperimentId ORDER BY g.UserId),
   (SELECT COUNT(*) FROM Runs r WHERE r.ExperimentId = e.ExperimentId),
-  (SELECT COUNT(DISTINCT s.Tag) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
-  (SELECT IFNULL(SUM(IF(s.DataClass = 1, s.PointCount, 0)), 0) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
-  (SELECT IFNULL(SUM(IF(s.DataClass = 2, s.PointCount, 0)), 0) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
-  (SELECT IFNULL(SUM(IF(s.DataClass = 3, s.PointCount, 0)), 0) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
-  (SELECT IFNULL(SUM(s.BlobCount), 0) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
-  (SELECT IFNULL(SUM(s.TensorBytes), 0) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
-  (SELECT IFNULL(SUM(s.BlobBytes), 0) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
+  ARRAY(SELECT AS STRUCT COUNT(DISTINCT s.Tag) AS Tags,
+      IFNULL(SUM(IF(s.DataClass = 1, s.PointCount, 0)), 0) AS Scalars,
+      IFNULL(SUM(IF(s.DataClass = 2, s.PointCount, 0)), 0) AS Tensors,
+      IFNULL(SUM(IF(s.DataClass = 3, s.PointCount, 0)), 0) AS BlobSequences,
+      IFNULL(SUM(s.BlobCount), 0) AS Blobs,
+      IFNULL(SUM(s.TensorBytes), 0) AS TensorBytes,
+      IFNULL(SUM(s.BlobBytes), 0) AS BlobBytes
+    FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
   IFNULL(e.DamagedRecords, 0), IFNULL(e.DamagedNumFiles, 0), IFNULL(e.DamagedFiles, [])
 FROM Experiments e
 WHERE e.State = 'LIVE'`
 
+// seriesFacts is experimentSQL's struct of counts over series rows, which
+// comes as an array of one (Spanner returns no bare struct columns).
+type seriesFacts struct {
+	Tags, Scalars, Tensors, BlobSequences, Blobs, TensorBytes, BlobBytes int64
+}
+
 func experimentFromRow(row *spanner.Row) (store.Experiment, error) {
 	var e store.Experiment
 	var vis string
+	var facts []*seriesFacts
 	err := row.Columns(&e.ID, &e.Name, &e.Description, &e.Owner, &vis, &e.CreateTime, &e.UpdateTime, &e.Readers,
-		&e.NumRuns, &e.NumTags, &e.NumScalars, &e.NumTensors, &e.NumBlobSequences, &e.NumBlobs, &e.TotalTensorBytes, &e.TotalBlobBytes,
-		&e.Damaged.Records, &e.Damaged.NumFiles, &e.Damaged.Files)
+		&e.NumRuns, &facts, &e.Damaged.Records, &e.Damaged.NumFiles, &e.Damaged.Files)
+	var f seriesFacts
+	if len(facts) == 1 {
+		f = *facts[0]
+	}
+	e.NumTags, e.NumScalars, e.NumTensors, e.NumBlobSequences = f.Tags, f.Scalars, f.Tensors, f.BlobSequences
+	e.NumBlobs, e.TotalTensorBytes, e.TotalBlobBytes = f.Blobs, f.TensorBytes, f.BlobBytes
 	e.Visibility = store.Visibility(vis)
 	if len(e.Damaged.Files) == 0 {
 		e.Damaged.Files = nil
@@ -209,22 +218,21 @@ func (s *Store) ListExperiments(ctx context.Context, f store.ExperimentFilter, f
 	return fail("ListExperiments", err)
 }
 
-// publicSQL finds one page of the public gallery: public live experiments
-// (index ExperimentsByVisibility) ordered by their update time
-// (updateTimeSQL, as experimentSQL reports it). The owner is matched by
-// public name (store.User.PublicName, with store.Handle's rule), never by
-// user name: an OIDC user's is their email.
-const publicSQL = `SELECT p.ExperimentId, p.Updated FROM (
-  SELECT e.ExperimentId,
-    ` + updateTimeSQL + ` AS Updated
-  FROM Experiments@{FORCE_INDEX=ExperimentsByVisibility} e
-  WHERE e.Visibility = 'public' AND e.State = 'LIVE' AND (@search = ''
+// publicSQL finds one page of the public gallery: a walk of the index
+// ExperimentsPublicByUpdate (public live experiments by UpdateTime, which
+// data writes move too: checkLiveForData) from the cursor on, each row
+// tested against the search, until the page is full. The owner is matched
+// by public name (store.User.PublicName, with store.Handle's rule), never
+// by user name: an OIDC user's is their email.
+const publicSQL = `SELECT e.ExperimentId
+FROM Experiments@{FORCE_INDEX=ExperimentsPublicByUpdate} e
+WHERE e.Visibility = 'public' AND e.State = 'LIVE'
+  AND (@afterId = '' OR e.UpdateTime < @afterTime OR (e.UpdateTime = @afterTime AND e.ExperimentId > @afterId))
+  AND (@search = ''
     OR STRPOS(LOWER(e.Name), @search) > 0 OR STRPOS(LOWER(e.Description), @search) > 0
     OR STRPOS(LOWER(COALESCE((SELECT u.DisplayName FROM Users u WHERE u.UserId = e.OwnerId),
       CONCAT('user-', SUBSTR(e.OwnerId, 2, 8)))), @search) > 0)
-) p
-WHERE @afterId = '' OR p.Updated < @afterTime OR (p.Updated = @afterTime AND p.ExperimentId > @afterId)
-ORDER BY p.Updated DESC, p.ExperimentId
+ORDER BY e.UpdateTime DESC, e.ExperimentId
 LIMIT @limit`
 
 // ListPublicExperiments implements store.Reader: one query for the page's
@@ -516,11 +524,13 @@ func (s *Store) DeleteAbandonedBlob(ctx context.Context, eid string, ref store.B
 			return nil
 		}
 		deleted = true
-		// The experiment's UpdateTime is its series' latest.
 		return tx.BufferWrite([]*spanner.Mutation{
 			spanner.Delete("Blobs", key),
 			spanner.Update("TimeSeries", []string{"ExperimentId", "RunName", "Tag", "UpdateTime"},
 				[]any{eid, ref.Run, ref.Tag, spanner.CommitTimestamp}),
+			// Rare (its upload stopped long ago): no need to bound it as
+			// checkLiveForData does.
+			spanner.Update("Experiments", []string{"ExperimentId", "UpdateTime"}, []any{eid, spanner.CommitTimestamp}),
 		})
 	})
 	if errors.Is(err, store.ErrNotFound) {

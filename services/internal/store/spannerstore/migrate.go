@@ -92,3 +92,55 @@ func appliedVersions(ctx context.Context, client *spanner.Client) (map[int64]boo
 		applied[v] = true
 	}
 }
+
+// backfillTimesSQL moves UpdateTime and DataTime of each experiment of
+// @ids whose series were written after its row by a release before DDL
+// 0015 (which left the data writes' time on the series only) to the latest
+// of those writes. Idempotent: the rows it sets have a DataTime, and so do
+// those a write since 0015 moved. Not partitioned DML, which cannot read
+// another table.
+const backfillTimesSQL = `UPDATE Experiments e
+SET UpdateTime = (SELECT MAX(s.UpdateTime) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId),
+  DataTime = (SELECT MAX(s.UpdateTime) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId)
+WHERE e.ExperimentId IN UNNEST(@ids) AND e.DataTime IS NULL
+  AND (SELECT MAX(s.UpdateTime) FROM TimeSeries s WHERE s.ExperimentId = e.ExperimentId) > e.UpdateTime`
+
+// backfillBatch is how many experiments one backfill transaction updates.
+const backfillBatch = 100
+
+// BackfillExperimentTimes gives experiments written before DDL 0015 the
+// update time of their latest data write (backfillTimesSQL), which the
+// public gallery sorts by, and returns how many rows it changed. `tbhub
+// migrate` runs it after the DDL; a rerun changes nothing.
+func (s *Store) BackfillExperimentTimes(ctx context.Context) (int64, error) {
+	s, release := s.acquire()
+	defer release()
+	var ids []string
+	err := s.client.Single().Query(ctx, spanner.Statement{SQL: "SELECT ExperimentId FROM Experiments WHERE DataTime IS NULL"}).Do(func(row *spanner.Row) error {
+		var id string
+		if err := row.Column(0, &id); err != nil {
+			return err
+		}
+		ids = append(ids, id)
+		return nil
+	})
+	if err != nil {
+		return 0, fail("BackfillExperimentTimes", err)
+	}
+	var total int64
+	for len(ids) > 0 {
+		batch := ids[:min(backfillBatch, len(ids))]
+		ids = ids[len(batch):]
+		var n int64
+		_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+			var err error
+			n, err = tx.Update(ctx, spanner.Statement{SQL: backfillTimesSQL, Params: map[string]any{"ids": batch}})
+			return err
+		})
+		if err != nil {
+			return total, fail("BackfillExperimentTimes", err)
+		}
+		total += n
+	}
+	return total, nil
+}

@@ -252,8 +252,8 @@ func (st *seriesState) scalarMutation(eid string, ts *store.TimeSeries, newID, c
 //
 // With convert, chunk names series without points, to convert from the
 // legacy layout if they still are in it (MigrateScalarChunks).
-func applyScalarChunks(ctx context.Context, tx *spanner.ReadWriteTransaction, eid string, chunk []seriesWrite, convert bool) error {
-	refs, states, err := readChunkStates(ctx, tx, eid, chunk)
+func (s *Store) applyScalarChunks(ctx context.Context, tx *spanner.ReadWriteTransaction, eid string, chunk []seriesWrite, convert bool) error {
+	refs, states, err := s.readChunkStates(ctx, tx, eid, chunk, !convert)
 	if err != nil {
 		return err
 	}
@@ -437,7 +437,7 @@ func (s *Store) MigrateScalarChunks(ctx context.Context, progress func(Conversio
 			return fail("MigrateScalarChunks", err) // stopped between two series
 		}
 		_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
-			err := applyScalarChunks(ctx, tx, l.eid, []seriesWrite{{ts: l.ts}}, true)
+			err := s.applyScalarChunks(ctx, tx, l.eid, []seriesWrite{{ts: l.ts}}, true)
 			if errors.Is(err, store.ErrNotFound) {
 				return nil // the experiment was deleted meanwhile
 			}

@@ -157,9 +157,9 @@ func (s *Store) writePoints(ctx context.Context, eid string, kind pointKind, wri
 	for _, chunk := range s.chunks(kind, writes) {
 		_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
 			if kind.class == store.DataClassScalar {
-				return applyScalarChunks(ctx, tx, eid, chunk, false)
+				return s.applyScalarChunks(ctx, tx, eid, chunk, false)
 			}
-			return applyChunk(ctx, tx, eid, kind, chunk)
+			return s.applyChunk(ctx, tx, eid, kind, chunk)
 		})
 		if err != nil {
 			return err
@@ -350,9 +350,17 @@ func readSeriesStates(ctx context.Context, tx txReader, eid string, refs []store
 }
 
 // readChunkStates checks in tx that the experiment is live and reads the
-// series rows of a commit's series, whose refs it returns in order.
-func readChunkStates(ctx context.Context, tx *spanner.ReadWriteTransaction, eid string, chunk []seriesWrite) ([]store.SeriesRef, map[store.SeriesRef]*seriesState, error) {
-	if err := checkLive(ctx, tx, eid); err != nil {
+// series rows of a commit's series, whose refs it returns in order. With
+// newData the commit adds data, which moves the experiment's update time
+// (Store.checkLiveForData); a conversion of stored points does not.
+func (s *Store) readChunkStates(ctx context.Context, tx *spanner.ReadWriteTransaction, eid string, chunk []seriesWrite, newData bool) ([]store.SeriesRef, map[store.SeriesRef]*seriesState, error) {
+	check := s.checkLiveForData
+	if !newData {
+		check = func(ctx context.Context, tx *spanner.ReadWriteTransaction, eid string) error {
+			return checkLive(ctx, tx, eid)
+		}
+	}
+	if err := check(ctx, tx, eid); err != nil {
 		return nil, nil, err
 	}
 	refs := make([]store.SeriesRef, len(chunk))
@@ -366,8 +374,8 @@ func readChunkStates(ctx context.Context, tx *spanner.ReadWriteTransaction, eid 
 // applyChunk writes one commit's worth of points. It may run more than once
 // (Spanner retries aborted transactions); it derives everything from what
 // it reads in tx.
-func applyChunk(ctx context.Context, tx *spanner.ReadWriteTransaction, eid string, kind pointKind, chunk []seriesWrite) error {
-	refs, states, err := readChunkStates(ctx, tx, eid, chunk)
+func (s *Store) applyChunk(ctx context.Context, tx *spanner.ReadWriteTransaction, eid string, kind pointKind, chunk []seriesWrite) error {
+	refs, states, err := s.readChunkStates(ctx, tx, eid, chunk, true)
 	if err != nil {
 		return err
 	}
@@ -510,7 +518,7 @@ func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, series 
 	var replaced []store.Blob
 	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
 		replaced = nil
-		if err := checkLive(ctx, tx, eid); err != nil {
+		if err := s.checkLiveForData(ctx, tx, eid); err != nil {
 			return err
 		}
 		ref := store.SeriesRef{Run: series.Run, Tag: series.Tag}
@@ -601,7 +609,7 @@ func (s *Store) putBlob(ctx context.Context, eid string, ref store.BlobRef, b st
 		return fail("PutBlob", fmt.Errorf("blob index %d: %w", ref.Index, store.ErrInvalidArgument))
 	}
 	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
-		if err := checkLive(ctx, tx, eid); err != nil {
+		if err := s.checkLiveForData(ctx, tx, eid); err != nil {
 			return err
 		}
 		row, err := tx.ReadRow(ctx, "BlobSequences", spanner.Key{eid, ref.Run, ref.Tag, ref.Step}, []string{"Length"})

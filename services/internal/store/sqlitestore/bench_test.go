@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/store/storetest"
 )
 
 // fillSeries writes n points (steps 0..n-1) to run "r", tag "loss" of a new
@@ -367,3 +368,13 @@ func BenchmarkReadScalarsBuckets(b *testing.B) {
 var bucketBenchSizes = []int{10_000, 1_000_000, 10_000_000}
 
 func ptrTo[T any](v T) *T { return &v }
+
+// BenchmarkExperimentLists reads a gallery page and one user's list (20
+// experiments) out of n experiments: the time should not grow with n.
+func BenchmarkExperimentLists(b *testing.B) {
+	for _, n := range []int{100, 10_000} {
+		s := newTestStore(b)
+		storetest.FillExperimentLists(b, s, n)
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) { storetest.BenchmarkExperimentLists(b, s) })
+	}
+}

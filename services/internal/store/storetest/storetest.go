@@ -33,6 +33,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"CreateRequests", testCreateRequests},
 		{"ListExperiments", testListExperiments},
 		{"ListPublicExperiments", testListPublicExperiments},
+		{"ExperimentFacts", testExperimentFacts},
 		{"ReadGrants", testReadGrants},
 		{"ScalarsRoundTrip", testScalarsRoundTrip},
 		{"IdempotentRewrites", testIdempotentRewrites},
