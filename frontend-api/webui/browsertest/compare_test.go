@@ -238,6 +238,8 @@ func TestEveryDashboardOfAComparison(t *testing.T) {
 		"hparams":        `document.querySelectorAll("table.hparams-table tbody tr").length > 0`,
 		"graphs":         `document.querySelectorAll(".graph-canvas .node").length > 0`,
 		"mesh":           paintedCanvases(".mesh-card canvas", 500) + " >= 1",
+		"timeseries":     paintedCanvases(`.ts-card[data-kind="scalars"] canvas`, 200) + " >= 1",
+		"runs":           `document.querySelectorAll("table.runs-table tbody tr[data-run]").length > 0`,
 	}
 	var tabs []string
 	run(t, ctx,
