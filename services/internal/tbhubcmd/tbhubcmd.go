@@ -129,7 +129,7 @@ func storageFlags(fs *flag.FlagSet) *backend.Spec {
 	fs.StringVar(&spec.DataDir, "data", "", "data directory of the embedded store (default: a per-user data directory)")
 	fs.StringVar(&spec.Store, "store", "", "Cloud Spanner database: spanner://projects/P/instances/I/databases/D")
 	fs.StringVar(&spec.Blobs, "blobs", "", "blob bucket for --store: gs://BUCKET[/PREFIX]")
-	fs.Int64Var(&spec.MaxBucketedPoints, "max-bucketed-points", spannerstore.DefaultMaxBucketedPoints, "points a bucketed scalar read may read on --store (Spanner reads the window's points)")
+	fs.Int64Var(&spec.MaxBucketedPoints, "max-bucketed-points", spannerstore.DefaultMaxBucketedPoints, "points of one series a bucketed scalar read may read on --store (Spanner reads the window's points; past it, a sampled read of 4 per bucket)")
 	return spec
 }
 
