@@ -302,3 +302,13 @@ func BucketsFromSegments(head []store.ScalarPoint, segs []Segment, tail []store.
 	}
 	return b.Points()
 }
+
+// AddSegment adds a segment of a finer level, after those added before:
+// a level is built from the one below it (summaries compose), a new
+// segment starting once the current one holds Cap points.
+func (s *Segmenter) AddSegment(g Segment) {
+	if s.Open && s.cur.Count >= s.Cap {
+		s.Flush()
+	}
+	s.cur.AddSummary(g.Points, g.Count)
+}

@@ -33,6 +33,7 @@ type bucketAnswer struct {
 	ts       store.TimeSeries
 	points   []store.ScalarPoint
 	overflow bool // more points than the bound: to be sampled
+	reduced  bool // points is the answer already
 }
 
 // windowEstimate is the number of points of s in the window [lo, hi] if
@@ -59,38 +60,61 @@ func (s *Store) readScalarBuckets(ctx context.Context, eid string, q store.Query
 	if err != nil {
 		return fail("ReadScalars", err)
 	}
+	ready, err := readSummarizedBuckets(ctx, tx, eid, series, &q)
+	if err != nil {
+		return fail("ReadScalars", err)
+	}
 	exact, sampled := q, q
 	exact.Buckets, exact.MaxPoints = 0, store.AllPoints
 	sampled.Buckets, sampled.MaxPoints = 0, sampledBucketPoints(q.Buckets)
-	past := func(sc *scalarSeries) bool {
+	// How series i is read: from its summaries (answered above), exactly,
+	// or sampled.
+	const fromSummaries, whole, sample = 0, 1, 2
+	mode := func(i int) int {
+		if _, ok := ready[i]; ok {
+			return fromSummaries
+		}
+		sc := &series[i]
 		lo, hi := stepWindow(&q, sc.sum.MaxStep)
-		return windowEstimate(&sc.sum, &q, lo, hi) > float64(s.maxBucketed)
+		if windowEstimate(&sc.sum, &q, lo, hi) > float64(s.maxBucketed) {
+			return sample
+		}
+		return whole
 	}
-	for len(series) > 0 {
-		n := 1
-		for n < len(series) && past(&series[n]) == past(&series[0]) {
+	for i := 0; i < len(series); {
+		m, n := mode(i), i+1
+		for n < len(series) && mode(n) == m {
 			n++
 		}
-		run := series[:n]
-		series = series[n:]
-		rq := &exact
-		if past(&run[0]) {
-			rq = &sampled
+		run := series[i:n]
+		var answers []bucketAnswer
+		switch m {
+		case fromSummaries:
+			for j := range run {
+				answers = append(answers, bucketAnswer{ts: run[j].sum.TimeSeries, points: ready[i+j], reduced: true})
+			}
+		case whole:
+			answers, err = s.collectBuckets(ctx, tx, eid, run, &exact)
+		case sample:
+			answers, err = s.collectBuckets(ctx, tx, eid, run, &sampled)
 		}
-		answers, err := s.collectBuckets(ctx, tx, eid, run, rq)
 		if err != nil {
 			return fail("ReadScalars", err)
 		}
-		for i := range answers {
-			a := &answers[i]
+		i = n
+		for j := range answers {
+			a := &answers[j]
 			if a.overflow {
-				again, err := s.collectBuckets(ctx, tx, eid, run[i:i+1], &sampled)
+				again, err := s.collectBuckets(ctx, tx, eid, run[j:j+1], &sampled)
 				if err != nil {
 					return fail("ReadScalars", err)
 				}
 				a.points = again[0].points
 			}
-			if err := fn(&a.ts, downsample.BucketPoints(a.points, q.Buckets)); err != nil {
+			if !a.reduced {
+				a.points = downsample.BucketPoints(a.points, q.Buckets)
+			}
+			if err := fn(&a.ts, a.points); err != nil {
 				return err
 			}
 		}
