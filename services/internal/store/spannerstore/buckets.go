@@ -17,8 +17,10 @@ const DefaultMaxBucketedPoints = 2_000_000
 // than the store's bound: four per bucket.
 func sampledBucketPoints(buckets int) int64 { return 4 * int64(buckets) }
 
-// A bucketed read on Spanner (no summaries yet) reads a series' window
-// exactly when it holds at most s.maxBucketed points, and reduces them
+// A bucketed read on Spanner answers a series that keeps summaries, and
+// whose window holds more than store.MaxExactBucketPoints per bucket,
+// from them (readSummarizedBuckets). Another series' window is read
+// exactly when it holds at most s.maxBucketed points, and reduced
 // (downsample.BucketPoints): the exact answer. A window holding more is
 // answered from a sampled read of sampledBucketPoints points reduced the
 // same way: real points, the window's latest among them, but a spike
@@ -47,7 +49,8 @@ func windowEstimate(s *store.SeriesSummary, q *store.Query, lo, hi int64) float6
 }
 
 // readScalarBuckets answers a bucketed read (q.Buckets > 0) in one
-// read-only transaction: one query selecting the series, then per run of
+// read-only transaction: one query selecting the series, one read and
+// one query for those answered from summaries, then per run of
 // consecutive series read the same way (exactly or sampled) the reads of
 // readSelectedScalars, and for series found denser than estimated one
 // more sampled read.

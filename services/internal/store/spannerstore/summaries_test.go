@@ -11,6 +11,7 @@ import (
 
 	"github.com/tbhub/tbhub/services/internal/downsample"
 	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
 )
 
@@ -128,4 +129,85 @@ func show(p *int64) any {
 		return "-"
 	}
 	return *p
+}
+
+// A series whose summaries a rewrite dropped gets them back from
+// SummarizeScalars, one series per transaction with progress, as the
+// embedded store builds them for the same points written at once; a
+// rerun finds nothing left.
+func TestSummarizeScalars(t *testing.T) {
+	sp, _, commits, eid := countingStore(t)
+	ctx := t.Context()
+	ts := store.TimeSeries{Run: "r", Tag: "x", PluginName: "scalars"}
+	var points []store.ScalarPoint
+	for i := range int64(40_000) {
+		points = append(points, store.ScalarPoint{Step: i, WallTime: float64(i), Value: math.Cos(float64(i) / 300)})
+	}
+	points[12_345].Value = -1e6
+	for from := 0; from < len(points); from += 5000 {
+		if err := sp.WriteScalars(ctx, eid, []store.ScalarSeries{{Series: ts, Points: points[from : from+5000]}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rewrite := store.ScalarPoint{Step: 100, WallTime: 9, Value: 1e6}
+	if err := sp.WriteScalars(ctx, eid, []store.ScalarSeries{{Series: ts, Points: []store.ScalarPoint{rewrite}}}); err != nil {
+		t.Fatal(err)
+	}
+	points[100] = rewrite
+	summaryRows := func() int64 {
+		var n int64
+		err := commits.client.Single().Query(ctx, spanner.Statement{
+			SQL:    "SELECT COUNT(*) FROM ScalarChunks WHERE ExperimentId = @eid AND SampleLevel < -1",
+			Params: map[string]any{"eid": eid},
+		}).Do(func(r *spanner.Row) error { return r.Columns(&n) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := summaryRows(); n != 0 {
+		t.Fatalf("%d summary rows after a rewrite, want them dropped", n)
+	}
+	var seen []spannerstore.ConversionProgress
+	if err := sp.SummarizeScalars(ctx, func(p spannerstore.ConversionProgress) { seen = append(seen, p) }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []spannerstore.ConversionProgress{{Series: 1, TotalSeries: 1, Points: 40_000, TotalPoints: 40_000}}; !slices.Equal(seen, want) {
+		t.Errorf("progress %v, want %v", seen, want)
+	}
+	if summaryRows() == 0 {
+		t.Fatal("no summary rows after SummarizeScalars")
+	}
+	seen = nil
+	if err := sp.SummarizeScalars(ctx, func(p spannerstore.ConversionProgress) { seen = append(seen, p) }); err != nil || len(seen) != 0 {
+		t.Errorf("a rerun: %v, progress %v; want nothing left", err, seen)
+	}
+	lite, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	leid := newExperiment(t, lite)
+	if err := lite.WriteScalars(ctx, leid, []store.ScalarSeries{{Series: ts, Points: points}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []int{1, 10, 100} {
+		var got, want []store.ScalarPoint
+		for _, r := range []struct {
+			s   store.Store
+			eid string
+			out *[]store.ScalarPoint
+		}{{sp, eid, &got}, {lite, leid, &want}} {
+			err := r.s.ReadScalars(ctx, r.eid, store.Query{Buckets: b}, func(_ *store.TimeSeries, ps []store.ScalarPoint) error {
+				*r.out = append(*r.out, ps...)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.EqualFunc(got, want, bitsEqual) {
+			t.Errorf("%d buckets: Spanner %v, the embedded store %v", b, got, want)
+		}
+	}
 }
