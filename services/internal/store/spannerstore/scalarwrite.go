@@ -316,9 +316,7 @@ func applyScalarChunks(ctx context.Context, tx *spanner.ReadWriteTransaction, ei
 				keys = append(keys, spanner.Key{eid, id, int64(level), head})
 			}
 		}
-		if appending {
-			keys = append(keys, summaryKeys(eid, id, st, len(ps))...)
-		}
+		keys = append(keys, summaryKeys(eid, id, st, ps, appending)...)
 	}
 	stored, err := readChunks(ctx, tx, keys)
 	if err != nil {
@@ -374,7 +372,7 @@ func applyScalarChunks(ctx context.Context, tx *spanner.ReadWriteTransaction, ei
 				st.pointCount += added
 			}
 		}
-		if err := cw.summaries(id, st, all[i], appending, stored); err != nil {
+		if err := cw.summaries(ctx, tx, id, st, all[i], appending, stored); err != nil {
 			return err
 		}
 		for _, p := range w.points {

@@ -1,6 +1,9 @@
 package spannerstore
 
 import (
+	"context"
+	"math"
+
 	"cloud.google.com/go/spanner"
 
 	"github.com/tbhub/tbhub/services/internal/scalarchunk"
@@ -18,9 +21,14 @@ import (
 // A level is built in the write where the series reaches its size
 // (scalarchunk.KeepsLevel): the base level from the chunks of all points
 // (16,384 and a batch), each coarser one from all rows of the level
-// below it (eight rows). A write of earlier steps (not an append) drops
-// the series' summaries (one range delete), and so does a write to a
-// series that has none while long enough to: such a series is read
+// below it (eight rows). A write of earlier steps (not an append) reads
+// each level's rows up to its last step in the same read and recomputes
+// the segments it touches from the chunks of all points, as the embedded
+// store does (rewriteSummaries; one more read when those segments reach
+// past the chunks the write read). Where that can not be done (a write
+// before a level's first row, a level the write makes the series reach)
+// and for a write to a series that has none while long enough to, the
+// series' summaries are dropped (one range delete): such a series is read
 // exactly (readScalarBuckets), and `tbhub migrate` (SummarizeScalars)
 // builds them again.
 
@@ -47,20 +55,30 @@ func summaryLevels(eid string, id int64) spanner.KeyRange {
 	return spanner.KeyRange{Start: spanner.Key{eid, id, int64(scalarchunk.TopSummaryLevel)}, End: spanner.Key{eid, id, int64(scalarchunk.BaseSummaryLevel)}, Kind: spanner.ClosedClosed}
 }
 
-// summaryKeys is what an append of n points to a series with state st
-// must read to keep its summaries: the last row of each level kept, and
-// for a level the append makes the series reach, the rows (or, for the
-// base level, the chunks of all points) it is built from.
-func summaryKeys(eid string, id int64, st *seriesState, n int) []spanner.KeySet {
-	before, total := st.pointCount, st.pointCount+int64(n)
+// summaryKeys is what a write of points (sorted, one per step) to a
+// series with state st must read to keep its summaries. For an append:
+// the last row of each level kept, and for a level the append makes the
+// series reach, the rows (or, for the base level, the chunks of all
+// points) it is built from. For a write of earlier steps: each level's
+// rows up to the points' last step.
+func summaryKeys(eid string, id int64, st *seriesState, points []store.ScalarPoint, appending bool) []spanner.KeySet {
+	if len(points) == 0 {
+		return nil
+	}
+	before, total := st.pointCount, st.pointCount+int64(len(points))
 	if !scalarchunk.KeepsLevel(scalarchunk.BaseSummaryLevel, total) || (before > 0 && !hasSummaries(st.headSteps) && scalarchunk.KeepsLevel(scalarchunk.BaseSummaryLevel, before)) {
 		return nil
 	}
 	var keys []spanner.KeySet
 	for level := scalarchunk.BaseSummaryLevel; scalarchunk.KeepsLevel(level, total); level-- {
-		if head, ok := headStep(st.headSteps, level); ok {
+		head, ok := headStep(st.headSteps, level)
+		switch {
+		case !appending && ok:
+			hi := points[len(points)-1].Step
+			keys = append(keys, spanner.KeyRange{Start: spanner.Key{eid, id, int64(level)}, End: spanner.Key{eid, id, int64(level), hi}, Kind: spanner.ClosedClosed})
+		case ok:
 			keys = append(keys, spanner.Key{eid, id, int64(level), head})
-		} else if before > 0 {
+		case appending && before > 0:
 			from := spanner.Key{eid, id, int64(level + 1)}
 			keys = append(keys, spanner.KeyRange{Start: from, End: from, Kind: spanner.ClosedClosed})
 		}
@@ -73,12 +91,19 @@ func summaryKeys(eid string, id int64, st *seriesState, n int) []spanner.KeySet 
 // last before it) brought it to st, stored being the rows and chunks the
 // write read (summaryKeys among them), merged the points of its chunk of
 // all points the write rewrote, when it rewrote it whole.
-func (w *chunkWriter) summaries(id int64, st *seriesState, batch []store.ScalarPoint, appending bool, stored map[levelKey][]storedChunk) error {
+func (w *chunkWriter) summaries(ctx context.Context, tx txReader, id int64, st *seriesState, batch []store.ScalarPoint, appending bool, stored map[levelKey][]storedChunk) error {
 	if len(batch) == 0 || len(st.headSteps) <= summaryHeadsFrom && !scalarchunk.KeepsLevel(scalarchunk.BaseSummaryLevel, st.pointCount) {
 		return nil
 	}
+	if !appending {
+		ok, err := w.rewriteSummaries(ctx, tx, id, st, batch, stored)
+		if err == nil && !ok {
+			w.dropSummaries(id, st)
+		}
+		return err
+	}
 	before := st.pointCount - int64(len(batch))
-	if !appending || (before > 0 && !hasSummaries(st.headSteps) && scalarchunk.KeepsLevel(scalarchunk.BaseSummaryLevel, before)) {
+	if before > 0 && !hasSummaries(st.headSteps) && scalarchunk.KeepsLevel(scalarchunk.BaseSummaryLevel, before) {
 		w.dropSummaries(id, st)
 		return nil
 	}
@@ -151,4 +176,119 @@ func (w *chunkWriter) dropSummaries(id int64, st *seriesState) {
 		w.ms = append(w.ms, spanner.Delete("ScalarChunks", summaryLevels(w.eid, id)))
 		st.headSteps = st.headSteps[:summaryHeadsFrom]
 	}
+}
+
+// rewriteSummaries updates the summaries of a series after a write of
+// earlier steps (batch) as the embedded store does: at each level, the
+// segments owning the batch's steps are recomputed from the chunks of all
+// points (read again past the batch's last step where they reach beyond
+// it: one more read), the rows holding them rewritten. False (nothing
+// written) when the series' rows are not as a rewrite can update: a
+// level without rows, one the write makes the series reach, or a batch
+// wholly before a level's first row; the caller then drops them.
+func (w *chunkWriter) rewriteSummaries(ctx context.Context, tx txReader, id int64, st *seriesState, batch []store.ScalarPoint, stored map[levelKey][]storedChunk) (bool, error) {
+	lo, hi := batch[0].Step, batch[len(batch)-1].Step
+	type levelPlan struct {
+		level int
+		rows  []storedChunk // the rows from the one owning lo to the last starting at or before hi
+		segs  []scalarchunk.Segment
+		t     scalarchunk.Touched
+	}
+	var plans []levelPlan
+	to := hi
+	for level := scalarchunk.BaseSummaryLevel; scalarchunk.KeepsLevel(level, st.pointCount); level-- {
+		head, ok := headStep(st.headSteps, level)
+		rows := stored[levelKey{id, level}]
+		if !ok || len(rows) == 0 {
+			return false, nil
+		}
+		start := 0 // the row that may own lo: the last starting at or before it
+		for i, r := range rows {
+			if r.first <= lo {
+				start = i
+			}
+		}
+		rows = rows[start:]
+		var segs []scalarchunk.Segment
+		for _, r := range rows {
+			var err error
+			if segs, err = scalarchunk.DecodeSegments(r.chunk, segs); err != nil {
+				return false, err
+			}
+		}
+		// The last segment read owns up to the next row's first step;
+		// it holds no stored step past its last point's, so its points
+		// are all at or before max(its last, hi).
+		end := max(segs[len(segs)-1].Last(), hi)
+		t := scalarchunk.TouchedSegments(level, segs, end, rows[len(rows)-1].first == head, lo, hi)
+		to = max(to, t.To)
+		plans = append(plans, levelPlan{level: level, rows: rows, segs: segs, t: t})
+	}
+	if len(plans) == 0 {
+		return false, nil
+	}
+	// The points of all levels' touched segments: the chunks of all
+	// points the write read (from the level's start up to hi), the ones
+	// after hi up to the farthest segment end, and the batch.
+	chunks := stored[levelKey{id, scalarchunk.AllLevels}]
+	if to > hi {
+		more, err := readChunks(ctx, tx, []spanner.KeySet{spanner.KeyRange{
+			Start: spanner.Key{w.eid, id, int64(scalarchunk.AllLevels), hi + 1}, End: spanner.Key{w.eid, id, int64(scalarchunk.AllLevels), to}, Kind: spanner.ClosedClosed}})
+		if err != nil {
+			return false, err
+		}
+		chunks = append(chunks[:len(chunks):len(chunks)], more[levelKey{id, scalarchunk.AllLevels}]...)
+	}
+	from := int64(math.MaxInt64)
+	for _, p := range plans {
+		from = min(from, p.t.From)
+	}
+	var old []store.ScalarPoint
+	for _, c := range chunks {
+		err := scalarchunk.Visit(c.chunk, from, to, func(ps []store.ScalarPoint) error {
+			for _, p := range ps {
+				if p.Step >= from && p.Step <= to {
+					old = append(old, p)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return false, err
+		}
+	}
+	points := scalarchunk.Merge(old, batch)
+	for _, p := range plans {
+		for _, pt := range points {
+			if pt.Step >= p.t.From && pt.Step <= p.t.To {
+				p.t.Add(pt)
+			}
+		}
+		p.t.Flush()
+		segs := p.t.Replace(p.segs)
+		written := map[int64]bool{}
+		head, _ := headStep(st.headSteps, p.level)
+		last := head
+		err := scalarchunk.PackRows(p.level, segs, func(row []scalarchunk.Segment, _ bool) error {
+			first := row[0].First()
+			w.put(id, p.level, first, scalarchunk.AppendSegments(nil, row))
+			written[first], last = true, first
+			return nil
+		})
+		if err != nil {
+			return false, err
+		}
+		headGone := false
+		for _, r := range p.rows {
+			if !written[r.first] {
+				w.ms = append(w.ms, spanner.Delete("ScalarChunks", spanner.Key{w.eid, id, int64(p.level), r.first}))
+				headGone = headGone || r.first == head
+			}
+		}
+		if headGone || last > head || p.rows[len(p.rows)-1].first == head {
+			head = last
+		}
+		st.headSteps = setHeadStep(st.headSteps, p.level, head)
+	}
+	return true, nil
 }

@@ -9,7 +9,6 @@ import (
 
 	"cloud.google.com/go/spanner"
 
-	"github.com/tbhub/tbhub/services/internal/downsample"
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
@@ -104,23 +103,29 @@ func TestSummaryBuckets(t *testing.T) {
 			}
 		}
 	}
-	// A rewrite of earlier steps: exact answers.
-	rewrite := []store.ScalarPoint{{Step: 101, WallTime: 5, Value: -3}, {Step: 5000, WallTime: 5, Value: 7}}
-	if err := sp.WriteScalars(ctx, eid, []store.ScalarSeries{{Series: store.TimeSeries{Run: "r", Tag: "x"}, Points: rewrite}}); err != nil {
-		t.Fatal(err)
-	}
-	model := map[int64]store.ScalarPoint{}
-	for _, p := range append(slices.Clone(all["x"]), rewrite...) {
-		model[p.Step] = p
-	}
-	var points []store.ScalarPoint
-	for _, p := range model {
-		points = append(points, p)
-	}
-	slices.SortFunc(points, func(a, b store.ScalarPoint) int { return int(a.Step - b.Step) })
-	got := read(sp, eid, store.Query{Buckets: 10, Filter: store.Filter{Tags: []string{"x"}}})
-	if want := downsample.BucketPoints(points, 10); !slices.EqualFunc(got["x"], want, bitsEqual) {
-		t.Errorf("after a rewrite: %v, want %v", got["x"], want)
+	// Writes of earlier steps (a rewrite, new steps between stored ones,
+	// a spike far from the end) update the summaries as the embedded
+	// store's.
+	for _, rewrite := range [][]store.ScalarPoint{
+		{{Step: 101, WallTime: 5, Value: -3}, {Step: 5000, WallTime: 5, Value: 7}},
+		{{Step: 33_333, WallTime: 6, Value: 2e9}, {Step: 60_000, WallTime: 6, Value: math.Inf(1)}},
+		{{Step: 99_990, WallTime: 7, Value: -2e9}, {Step: 99_999, WallTime: 7, Value: 0}},
+	} {
+		batch := []store.ScalarSeries{{Series: store.TimeSeries{Run: "r", Tag: "x"}, Points: rewrite}}
+		if err := sp.WriteScalars(ctx, eid, batch); err != nil {
+			t.Fatal(err)
+		}
+		if err := lite.WriteScalars(ctx, leid, batch); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range windows {
+			for _, b := range []int{1, 7, 40} {
+				q := store.Query{MinStep: w.min, MaxStep: w.max, Buckets: b, Filter: store.Filter{Tags: []string{"x"}}}
+				if got, want := read(sp, eid, q)["x"], read(lite, leid, q)["x"]; !slices.EqualFunc(got, want, bitsEqual) {
+					t.Errorf("after writing %v, window [%v, %v], %d buckets: Spanner %v, the embedded store %v", rewrite, show(w.min), show(w.max), b, got, want)
+				}
+			}
+		}
 	}
 }
 
@@ -131,7 +136,7 @@ func show(p *int64) any {
 	return *p
 }
 
-// A series whose summaries a rewrite dropped gets them back from
+// A series whose summaries a write dropped gets them back from
 // SummarizeScalars, one series per transaction with progress, as the
 // embedded store builds them for the same points written at once; a
 // rerun finds nothing left.
@@ -149,11 +154,12 @@ func TestSummarizeScalars(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rewrite := store.ScalarPoint{Step: 100, WallTime: 9, Value: 1e6}
-	if err := sp.WriteScalars(ctx, eid, []store.ScalarSeries{{Series: ts, Points: []store.ScalarPoint{rewrite}}}); err != nil {
+	// A step before the first: the write drops the summaries.
+	early := store.ScalarPoint{Step: -5, WallTime: 9, Value: 1e6}
+	if err := sp.WriteScalars(ctx, eid, []store.ScalarSeries{{Series: ts, Points: []store.ScalarPoint{early}}}); err != nil {
 		t.Fatal(err)
 	}
-	points[100] = rewrite
+	points = append([]store.ScalarPoint{early}, points...)
 	summaryRows := func() int64 {
 		var n int64
 		err := commits.client.Single().Query(ctx, spanner.Statement{
@@ -172,7 +178,7 @@ func TestSummarizeScalars(t *testing.T) {
 	if err := sp.SummarizeScalars(ctx, func(p spannerstore.ConversionProgress) { seen = append(seen, p) }); err != nil {
 		t.Fatal(err)
 	}
-	if want := []spannerstore.ConversionProgress{{Series: 1, TotalSeries: 1, Points: 40_000, TotalPoints: 40_000}}; !slices.Equal(seen, want) {
+	if want := []spannerstore.ConversionProgress{{Series: 1, TotalSeries: 1, Points: 40_001, TotalPoints: 40_001}}; !slices.Equal(seen, want) {
 		t.Errorf("progress %v, want %v", seen, want)
 	}
 	if summaryRows() == 0 {

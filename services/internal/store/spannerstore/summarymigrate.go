@@ -104,7 +104,7 @@ func summarizeSeries(ctx context.Context, tx *spanner.ReadWriteTransaction, eid,
 	st.pointCount = int64(len(points))
 	w := &chunkWriter{eid: eid}
 	w.dropSummaries(id, st)
-	if err := w.summaries(id, st, points, true, map[levelKey][]storedChunk{}); err != nil {
+	if err := w.summaries(ctx, tx, id, st, points, true, map[levelKey][]storedChunk{}); err != nil {
 		return err
 	}
 	w.ms = append(w.ms, spanner.Update("TimeSeries", []string{"ExperimentId", "RunName", "Tag", "HeadSteps"}, []any{eid, run, tag, st.headSteps}))
