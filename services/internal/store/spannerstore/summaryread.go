@@ -3,6 +3,7 @@ package spannerstore
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 
 	"cloud.google.com/go/spanner"
@@ -39,6 +40,24 @@ func summaryLevel(s *scalarSeries, q *store.Query, lo, hi int64) int {
 		}
 	}
 	return 0
+}
+
+// stepsBack is a guess of the steps n points span before a step of s,
+// twice their span if its steps are dense, for a read that starts that
+// far before the step to find the row or chunk holding it.
+func stepsBack(s *store.SeriesSummary, n int64, step int64) int64 {
+	span := 2*float64(n)*(float64(s.MaxStep)+1)/float64(max(s.PointCount, 1)) + 1
+	from := step - int64(min(span, float64(1<<62)))
+	if from > step {
+		return math.MinInt64 // wrapped
+	}
+	return from
+}
+
+// rowsFrom is the first step of the plan's read of its level's rows,
+// stepsBack from lo by the points of a row.
+func (p *summaryPlan) rowsFrom() int64 {
+	return stepsBack(&p.s.sum, scalarchunk.SegmentsPerRow*scalarchunk.SegmentCap(p.level), p.lo)
 }
 
 // edgeRange is a range of steps of a series to read from its chunks of
@@ -78,9 +97,10 @@ func readSummarizedBuckets(ctx context.Context, tx txReader, eid string, series 
 			continue
 		}
 		if level := summaryLevel(s, q, lo, hi); level != 0 {
-			plans[i] = &summaryPlan{s: s, lo: lo, hi: hi, level: level}
+			p := &summaryPlan{s: s, lo: lo, hi: hi, level: level}
+			plans[i] = p
 			id := s.id.Int64
-			keys = append(keys, spanner.KeyRange{Start: spanner.Key{eid, id, int64(level)}, End: spanner.Key{eid, id, int64(level), hi}, Kind: spanner.ClosedClosed})
+			keys = append(keys, spanner.KeyRange{Start: spanner.Key{eid, id, int64(level), p.rowsFrom()}, End: spanner.Key{eid, id, int64(level), hi}, Kind: spanner.ClosedClosed})
 		}
 	}
 	out := map[int][]store.ScalarPoint{}
@@ -90,6 +110,28 @@ func readSummarizedBuckets(ctx context.Context, tx txReader, eid string, series 
 	rows, err := readChunks(ctx, tx, keys)
 	if err != nil {
 		return nil, err
+	}
+	// A level whose range read missed the row owning lo (sparse steps
+	// before the window, or a window starting before the series): read
+	// again from the level's first row.
+	keys = keys[:0]
+	for _, p := range plans {
+		if from := p.rowsFrom(); from > math.MinInt64 {
+			got := rows[levelKey{p.s.id.Int64, p.level}]
+			if len(got) == 0 || got[0].first > p.lo {
+				id := p.s.id.Int64
+				keys = append(keys, spanner.KeyRange{Start: spanner.Key{eid, id, int64(p.level)}, End: spanner.Key{eid, id, int64(p.level), p.hi}, Kind: spanner.ClosedClosed})
+			}
+		}
+	}
+	if len(keys) > 0 {
+		more, err := readChunks(ctx, tx, keys)
+		if err != nil {
+			return nil, err
+		}
+		for k, cs := range more {
+			rows[k] = cs
+		}
 	}
 	var edges []edgeRange
 	for i, p := range plans {
@@ -116,38 +158,20 @@ func readSummarizedBuckets(ctx context.Context, tx txReader, eid string, series 
 		for _, p := range plans {
 			byID[p.s.id.Int64] = p
 		}
-		type edgeChunk struct {
-			lo int64
-			c  storedChunk
-		}
-		got := map[int64][]edgeChunk{}
-		err := tx.Query(ctx, spanner.Statement{SQL: edgeChunksSQL, Params: map[string]any{"eid": eid, "edges": edges}}).Do(func(row *spanner.Row) error {
-			var id int64
-			var e edgeChunk
-			if err := row.Columns(&id, &e.lo, &e.c.first, &e.c.chunk); err != nil {
-				return err
-			}
-			got[id] = append(got[id], e)
-			return nil
-		})
+		got, err := readEdgeChunks(ctx, tx, eid, edges, byID)
 		if err != nil {
 			return nil, err
 		}
-		for id, cs := range got {
-			slices.SortFunc(cs, func(a, b edgeChunk) int { return cmp.Or(cmp.Compare(a.lo, b.lo), cmp.Compare(a.c.first, b.c.first)) })
-			p := byID[id]
+		for _, e := range edges {
+			p := byID[e.ID]
 			for j, g := range []*scalarchunk.Segment{p.head, p.tail} {
-				if g == nil {
+				if g == nil || max(p.lo, g.First()) != e.Lo {
 					continue
 				}
-				from, to := max(p.lo, g.First()), min(p.hi, g.Last())
-				for _, e := range cs {
-					if e.lo != from {
-						continue
-					}
-					err := scalarchunk.Visit(e.c.chunk, from, to, func(ps []store.ScalarPoint) error {
+				for _, c := range got[e] {
+					err := scalarchunk.Visit(c.chunk, e.Lo, e.Hi, func(ps []store.ScalarPoint) error {
 						for _, pt := range ps {
-							if pt.Step >= from && pt.Step <= to {
+							if pt.Step >= e.Lo && pt.Step <= e.Hi {
 								p.edges[j] = append(p.edges[j], pt)
 							}
 						}
@@ -167,4 +191,66 @@ func readSummarizedBuckets(ctx context.Context, tx txReader, eid string, series 
 		out[i] = scalarchunk.BucketsFromSegments(p.edges[0], p.segs, p.edges[1], q.Buckets)
 	}
 	return out, nil
+}
+
+// readEdgeChunks reads the chunks of all points that may hold the steps of
+// each edge range, in step order: first in one read of each range
+// widened below by twice the steps a full chunk spans if the series'
+// steps are dense, which holds the chunk the range starts in unless
+// steps are sparse there; for the ranges it misses, edgeChunksSQL.
+func readEdgeChunks(ctx context.Context, tx txReader, eid string, edges []edgeRange, byID map[int64]*summaryPlan) (map[edgeRange][]storedChunk, error) {
+	keys := make([]spanner.KeySet, len(edges))
+	for i, e := range edges {
+		from := stepsBack(&byID[e.ID].s.sum, scalarchunk.MaxChunkPoints, e.Lo)
+		keys[i] = spanner.KeyRange{Start: spanner.Key{eid, e.ID, int64(scalarchunk.AllLevels), from}, End: spanner.Key{eid, e.ID, int64(scalarchunk.AllLevels), e.Hi}, Kind: spanner.ClosedClosed}
+	}
+	read, err := readChunks(ctx, tx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := map[edgeRange][]storedChunk{}
+	var missed []edgeRange
+	for i, e := range edges {
+		cs := read[levelKey{e.ID, scalarchunk.AllLevels}]
+		start := -1 // the last chunk starting at or before Lo, read in this range
+		kr := keys[i].(spanner.KeyRange)
+		for j, c := range cs {
+			if c.first <= e.Lo && c.first >= kr.Start[3].(int64) {
+				start = j
+			}
+		}
+		if start < 0 {
+			missed = append(missed, e)
+			continue
+		}
+		for _, c := range cs[start:] {
+			if c.first <= e.Hi {
+				out[e] = append(out[e], c)
+			}
+		}
+	}
+	if len(missed) == 0 {
+		return out, nil
+	}
+	type edgeChunk struct {
+		lo int64
+		c  storedChunk
+	}
+	err = tx.Query(ctx, spanner.Statement{SQL: edgeChunksSQL, Params: map[string]any{"eid": eid, "edges": missed}}).Do(func(row *spanner.Row) error {
+		var id, lo int64
+		var c storedChunk
+		if err := row.Columns(&id, &lo, &c.first, &c.chunk); err != nil {
+			return err
+		}
+		for _, e := range missed {
+			if e.ID == id && e.Lo == lo {
+				out[e] = append(out[e], c)
+			}
+		}
+		return nil
+	})
+	for _, e := range missed {
+		slices.SortFunc(out[e], func(a, b storedChunk) int { return cmp.Compare(a.first, b.first) })
+	}
+	return out, err
 }
