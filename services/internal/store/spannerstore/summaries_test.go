@@ -25,12 +25,7 @@ func bitsEqual(a, b store.ScalarPoint) bool {
 func TestSummaryBuckets(t *testing.T) {
 	sp, calls, commits, eid := countingStore(t)
 	ctx := t.Context()
-	lite, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lite.Close()
-	leid := newExperiment(t, lite)
+	lite, leid := embeddedStore(t)
 
 	const n = 50_000
 	all := map[string][]store.ScalarPoint{}
@@ -74,7 +69,7 @@ func TestSummaryBuckets(t *testing.T) {
 		return got
 	}
 	var rows int64
-	err = commits.client.Single().Query(ctx, spanner.Statement{
+	err := commits.client.Single().Query(ctx, spanner.Statement{
 		SQL:    "SELECT COUNT(*) FROM ScalarChunks WHERE ExperimentId = @eid AND SampleLevel < -1",
 		Params: map[string]any{"eid": eid},
 	}).Do(func(r *spanner.Row) error { return r.Columns(&rows) })
@@ -188,12 +183,7 @@ func TestSummarizeScalars(t *testing.T) {
 	if err := sp.SummarizeScalars(ctx, func(p spannerstore.ConversionProgress) { seen = append(seen, p) }); err != nil || len(seen) != 0 {
 		t.Errorf("a rerun: %v, progress %v; want nothing left", err, seen)
 	}
-	lite, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lite.Close()
-	leid := newExperiment(t, lite)
+	lite, leid := embeddedStore(t)
 	if err := lite.WriteScalars(ctx, leid, []store.ScalarSeries{{Series: ts, Points: points}}); err != nil {
 		t.Fatal(err)
 	}
@@ -216,4 +206,72 @@ func TestSummarizeScalars(t *testing.T) {
 			t.Errorf("%d buckets: Spanner %v, the embedded store %v", b, got, want)
 		}
 	}
+}
+
+// Where steps are sparse before a zoomed window (or it starts before the
+// series), the reads started near the window miss the rows and chunks it
+// starts in and read again: the answer is still the embedded store's.
+func TestSummaryBucketsSparse(t *testing.T) {
+	sp, calls, _, eid := countingStore(t)
+	ctx := t.Context()
+	lite, leid := embeddedStore(t)
+	var points []store.ScalarPoint
+	add := func(step int64) {
+		points = append(points, store.ScalarPoint{Step: step, WallTime: float64(len(points)), Value: math.Sin(float64(step) / 77)})
+	}
+	for st := range int64(10_000) {
+		add(st)
+	}
+	for st := int64(10_000); st < 30_000; st += 2000 {
+		add(st)
+	}
+	for st := int64(30_000); st < 70_000; st++ {
+		add(st)
+	}
+	ts := store.TimeSeries{Run: "r", Tag: "x", PluginName: "scalars"}
+	for from := 0; from < len(points); from += 4000 {
+		batch := []store.ScalarSeries{{Series: ts, Points: points[from:min(len(points), from+4000)]}}
+		if err := sp.WriteScalars(ctx, eid, batch); err != nil {
+			t.Fatal(err)
+		}
+		if err := lite.WriteScalars(ctx, leid, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range []struct{ min, max int64 }{{30_100, 60_000}, {-100, 50_000}, {12_345, 69_000}} {
+		for _, b := range []int{1, 7, 40} {
+			q := store.Query{MinStep: ptr(w.min), MaxStep: ptr(w.max), Buckets: b}
+			var got, want []store.ScalarPoint
+			calls.take()
+			for _, r := range []struct {
+				s   store.Store
+				eid string
+				out *[]store.ScalarPoint
+			}{{sp, eid, &got}, {lite, leid, &want}} {
+				err := r.s.ReadScalars(ctx, r.eid, q, func(_ *store.TimeSeries, ps []store.ScalarPoint) error {
+					*r.out = append(*r.out, ps...)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !slices.EqualFunc(got, want, bitsEqual) {
+				t.Errorf("window [%d, %d], %d buckets: Spanner %v, the embedded store %v", w.min, w.max, b, got, want)
+			}
+			t.Logf("window [%d, %d], %d buckets: %s", w.min, w.max, b, calls)
+		}
+	}
+}
+
+// embeddedStore is an embedded store in a temporary folder, closed at the
+// test's end, and an experiment in it: the reference a Spanner answer is
+// compared with.
+func embeddedStore(t *testing.T) (*sqlitestore.Store, string) {
+	lite, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lite.Close() })
+	return lite, newExperiment(t, lite)
 }
