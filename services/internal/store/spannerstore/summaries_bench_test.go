@@ -62,3 +62,27 @@ func BenchmarkReadScalarsBucketed(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLongSeriesIngest appends batches of 1,000 points to one series
+// growing to 200,000 points, past two summary levels' thresholds (16,384
+// and 131,072 points), and reports mutations and logical bytes written
+// per point: each batch also rewrites the last summary row of each level.
+func BenchmarkLongSeriesIngest(b *testing.B) {
+	s, _, commits, _ := countingStore(b)
+	const batch, batches = 1000, 200
+	for b.Loop() {
+		eid := store.NewExperimentID()
+		if err := s.CreateExperiment(b.Context(), store.Experiment{ID: eid, Owner: "u", Visibility: store.VisibilityPrivate}); err != nil {
+			b.Fatal(err)
+		}
+		commits.take()
+		for i := range int64(batches) {
+			if err := s.WriteScalars(b.Context(), eid, scalarBatch(i*batch, (i+1)*batch)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	_, muts, bytes := commits.take()
+	b.ReportMetric(float64(muts)/float64(batch*batches*b.N), "mutations/pt")
+	b.ReportMetric(float64(bytes)/float64(batch*batches*b.N), "B/pt")
+}
