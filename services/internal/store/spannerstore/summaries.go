@@ -74,8 +74,7 @@ func summaryKeys(eid string, id int64, st *seriesState, points []store.ScalarPoi
 		head, ok := headStep(st.headSteps, level)
 		switch {
 		case !appending && ok:
-			hi := points[len(points)-1].Step
-			keys = append(keys, spanner.KeyRange{Start: spanner.Key{eid, id, int64(level)}, End: spanner.Key{eid, id, int64(level), hi}, Kind: spanner.ClosedClosed})
+			keys = append(keys, rewriteRows(eid, id, st, level, points, true))
 		case ok:
 			keys = append(keys, spanner.Key{eid, id, int64(level), head})
 		case appending && before > 0:
@@ -84,6 +83,19 @@ func summaryKeys(eid string, id int64, st *seriesState, points []store.ScalarPoi
 		}
 	}
 	return keys
+}
+
+// rewriteRows is the key range of the summary rows at level a write of
+// earlier steps (points) reads: up to the points' last step, from twice
+// a row's step span (if steps are dense) before their first (near) or
+// from the level's first row.
+func rewriteRows(eid string, id int64, st *seriesState, level int, points []store.ScalarPoint, near bool) spanner.KeySet {
+	start := spanner.Key{eid, id, int64(level)}
+	if near {
+		sum := store.SeriesSummary{PointCount: st.pointCount, MaxStep: st.maxStep}
+		start = append(start, stepsBack(&sum, scalarchunk.SegmentsPerRow*scalarchunk.SegmentCap(level), points[0].Step))
+	}
+	return spanner.KeyRange{Start: start, End: spanner.Key{eid, id, int64(level), points[len(points)-1].Step}, Kind: spanner.ClosedClosed}
 }
 
 // summaries writes the summary rows of the series id after the write of
@@ -198,9 +210,19 @@ func (w *chunkWriter) rewriteSummaries(ctx context.Context, tx txReader, id int6
 	to := hi
 	for level := scalarchunk.BaseSummaryLevel; scalarchunk.KeepsLevel(level, st.pointCount); level-- {
 		head, ok := headStep(st.headSteps, level)
-		rows := stored[levelKey{id, level}]
-		if !ok || len(rows) == 0 {
+		if !ok {
 			return false, nil
+		}
+		rows := stored[levelKey{id, level}]
+		if len(rows) == 0 || rows[0].first > lo {
+			// The read near lo missed the row owning it: from the first.
+			more, err := readChunks(ctx, tx, []spanner.KeySet{rewriteRows(w.eid, id, st, level, batch, false)})
+			if err != nil {
+				return false, err
+			}
+			if rows = more[levelKey{id, level}]; len(rows) == 0 {
+				return false, nil
+			}
 		}
 		start := 0 // the row that may own lo: the last starting at or before it
 		for i, r := range rows {
