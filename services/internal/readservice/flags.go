@@ -32,7 +32,7 @@ func NewFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.cfg.Backend.DataDir, "data", "", "data directory of an embedded store")
 	fs.StringVar(&f.cfg.Backend.Store, "store", "", "Cloud Spanner database: spanner://projects/P/instances/I/databases/D")
 	fs.StringVar(&f.cfg.Backend.Blobs, "blobs", "", "blob bucket: gs://BUCKET[/PREFIX]")
-	fs.Int64Var(&f.cfg.Backend.MaxBucketedPoints, "max-bucketed-points", spannerstore.DefaultMaxBucketedPoints, "points a bucketed scalar read may read on --store (Spanner reads the window's points)")
+	fs.Int64Var(&f.cfg.Backend.MaxBucketedPoints, "max-bucketed-points", spannerstore.DefaultMaxBucketedPoints, "points of one series a bucketed scalar read may read on --store when Spanner reads its window whole (no summaries); past it, a sampled read of 4 per bucket")
 	fs.StringVar(&f.secret, "blob-key-secret", "", "base64 secret authenticating blob keys, shared by every replica (>= 16 bytes)")
 	fs.StringVar(&f.origin, "public-origin", "", "origin experiments are viewed at, for data_location")
 	fs.StringVar(&f.issuer, "oidc-issuer", "https://accounts.google.com", "OpenID Connect issuer")

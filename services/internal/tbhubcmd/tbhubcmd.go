@@ -129,7 +129,7 @@ func storageFlags(fs *flag.FlagSet) *backend.Spec {
 	fs.StringVar(&spec.DataDir, "data", "", "data directory of the embedded store (default: a per-user data directory)")
 	fs.StringVar(&spec.Store, "store", "", "Cloud Spanner database: spanner://projects/P/instances/I/databases/D")
 	fs.StringVar(&spec.Blobs, "blobs", "", "blob bucket for --store: gs://BUCKET[/PREFIX]")
-	fs.Int64Var(&spec.MaxBucketedPoints, "max-bucketed-points", spannerstore.DefaultMaxBucketedPoints, "points a bucketed scalar read may read on --store (Spanner reads the window's points)")
+	fs.Int64Var(&spec.MaxBucketedPoints, "max-bucketed-points", spannerstore.DefaultMaxBucketedPoints, "points of one series a bucketed scalar read may read on --store when Spanner reads its window whole (no summaries); past it, a sampled read of 4 per bucket")
 	return spec
 }
 
@@ -560,9 +560,21 @@ func runMigrate(ctx context.Context, args []string, env config.Env, stdout, stde
 	if !converted {
 		fmt.Fprintf(stderr, "%s: no scalar series left to convert to chunks\n", db)
 	}
+	// Then the summaries bucketed reads use, for long series without them.
+	summarized := false
+	err = st.SummarizeScalars(ctx, func(p spannerstore.ConversionProgress) {
+		summarized = true
+		fmt.Fprintf(stderr, "scalar summaries: %d/%d series, %d/%d points summarized\n", p.Series, p.TotalSeries, p.Points, p.TotalPoints)
+	})
+	if err != nil {
+		return err
+	}
+	if !summarized {
+		fmt.Fprintf(stderr, "%s: no scalar series left to summarize\n", db)
+	}
 	// Per-user usage rows counted from the series (0014_user_usage.sql),
 	// one user per transaction; a rerun resumes with the users left.
-	return spannerstore.New(client, spannerstore.Options{}).BackfillUserUsage(ctx, func(done, total int64) {
+	return st.BackfillUserUsage(ctx, func(done, total int64) {
 		if done == total || done%1000 == 0 {
 			fmt.Fprintf(stderr, "user usage: %d/%d users counted\n", done, total)
 		}

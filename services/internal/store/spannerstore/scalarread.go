@@ -470,6 +470,11 @@ func readScalars(ctx context.Context, tx txReader, eid string, q *store.Query, f
 	if err != nil {
 		return err
 	}
+	return readSelectedScalars(ctx, tx, eid, series, q, fn)
+}
+
+// readSelectedScalars is readScalars of series already selected.
+func readSelectedScalars(ctx context.Context, tx txReader, eid string, series []scalarSeries, q *store.Query, fn store.ScalarVisitor) error {
 	legacy := func(s *scalarSeries) bool { return !s.id.Valid && s.sum.PointCount > 0 }
 	for len(series) > 0 {
 		n := 1

@@ -48,7 +48,7 @@ type levelKey struct {
 
 // headStep returns the first step of the series' last chunk at level.
 func headStep(heads []spanner.NullInt64, level int) (int64, bool) {
-	if i := level + 1; i >= 0 && i < len(heads) && heads[i].Valid {
+	if i := headIndex(level); i >= 0 && i < len(heads) && heads[i].Valid {
 		return heads[i].Int64, true
 	}
 	return 0, false
@@ -56,7 +56,7 @@ func headStep(heads []spanner.NullInt64, level int) (int64, bool) {
 
 // setHeadStep records first as the first step of the last chunk at level.
 func setHeadStep(heads []spanner.NullInt64, level int, first int64) []spanner.NullInt64 {
-	i := level + 1
+	i := headIndex(level)
 	for len(heads) <= i {
 		heads = append(heads, spanner.NullInt64{})
 	}
@@ -316,6 +316,7 @@ func (s *Store) applyScalarChunks(ctx context.Context, tx *spanner.ReadWriteTran
 				keys = append(keys, spanner.Key{eid, id, int64(level), head})
 			}
 		}
+		keys = append(keys, summaryKeys(eid, id, st, ps, appending)...)
 	}
 	stored, err := readChunks(ctx, tx, keys)
 	if err != nil {
@@ -339,6 +340,7 @@ func (s *Store) applyScalarChunks(ctx context.Context, tx *spanner.ReadWriteTran
 		}
 		id := st.seriesID.Int64
 		isLegacy := slices.Contains(legacy, refs[i])
+		appending := !isLegacy && (st.pointCount == 0 || len(all[i]) == 0 || all[i][0].Step > st.maxStep)
 		var oldLevels [64][]store.ScalarPoint
 		if isLegacy {
 			// Converted in this commit: its rows go, its points join the
@@ -371,6 +373,9 @@ func (s *Store) applyScalarChunks(ctx context.Context, tx *spanner.ReadWriteTran
 				st.pointCount += added
 				newPoints += added
 			}
+		}
+		if err := cw.summaries(ctx, tx, id, st, all[i], appending, stored); err != nil {
+			return err
 		}
 		for _, p := range w.points {
 			st.see(p.step, p.wall)

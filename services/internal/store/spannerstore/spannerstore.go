@@ -77,8 +77,9 @@ const (
 // Options tunes a Store; the zero value is right for production Spanner.
 type Options struct {
 	// MaxBucketedPoints bounds the points a bucketed read
-	// (store.Query.Buckets) may read; past it the read fails with
-	// store.ErrFailedPrecondition. Zero means DefaultMaxBucketedPoints.
+	// (store.Query.Buckets) reads of one series' window; past it the
+	// series is answered from a sampled read (readScalarBuckets). Zero
+	// means DefaultMaxBucketedPoints.
 	MaxBucketedPoints int64
 	// MaxMutationsPerCommit caps the mutations one write transaction
 	// buffers. Zero means 60,000, leaving room under Spanner's 80,000 for

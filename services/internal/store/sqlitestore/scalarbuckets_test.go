@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/tbhub/tbhub/services/internal/scalarchunk"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
@@ -75,7 +76,7 @@ func TestMigrateSummaries(t *testing.T) {
 		t.Errorf("bucketed reads after the migration differ from those before")
 	}
 	var withSummaries int
-	if err := s.r.QueryRowContext(c, "SELECT COUNT(DISTINCT series_id) FROM scalar_chunks WHERE sample_level = ?", baseSummaryLevel).Scan(&withSummaries); err != nil {
+	if err := s.r.QueryRowContext(c, "SELECT COUNT(DISTINCT series_id) FROM scalar_chunks WHERE sample_level = ?", scalarchunk.BaseSummaryLevel).Scan(&withSummaries); err != nil {
 		t.Fatal(err)
 	}
 	if withSummaries != series {
