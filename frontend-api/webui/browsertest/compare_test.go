@@ -226,37 +226,7 @@ func TestEveryDashboardOfAComparison(t *testing.T) {
 	ctx := tab(t, true)
 	thrown, logged := pageErrors(ctx), consoleErrors(ctx)
 	cmp := env.origin + "/compare/" + env.eid + "+" + env.publicEID + "/"
-	draws := map[string]string{
-		"scalars":        paintedCanvases(".scalar-card canvas", 200) + " >= 1",
-		"images":         `[...document.querySelectorAll(".image-card img")].some(i => i.complete && i.naturalWidth > 0)`,
-		"audio":          `[...document.querySelectorAll(".audio-card audio")].some(a => a.readyState >= 1 && a.duration > 0)`,
-		"histograms":     paintedCanvases(".histogram-card canvas", 200) + " >= 1",
-		"distributions":  paintedCanvases(".distribution-card canvas", 200) + " >= 1",
-		"text":           `document.querySelector(".text-card .markdown") !== null`,
-		"pr_curves":      paintedCanvases(".pr-card canvas", 200) + " >= 1",
-		"custom_scalars": `document.querySelector(".custom-card canvas") !== null`,
-		"hparams":        `document.querySelectorAll("table.hparams-table tbody tr").length > 0`,
-		"graphs":         `document.querySelectorAll(".graph-canvas .node").length > 0`,
-		"mesh":           paintedCanvases(".mesh-card canvas", 500) + " >= 1",
-		"timeseries":     paintedCanvases(`.ts-card[data-kind="scalars"] canvas`, 200) + " >= 1",
-		"runs":           `document.querySelectorAll("table.runs-table tbody tr[data-run]").length > 0`,
-	}
-	var tabs []string
-	run(t, ctx,
-		navigate(cmp),
-		waitFor(`document.querySelectorAll("nav.tabs .tab").length > 0`),
-		chromedp.Evaluate(`[...document.querySelectorAll("nav.tabs .tab")].map(t => t.dataset.tab)`, &tabs),
-	)
-	if len(tabs) != len(draws) {
-		t.Errorf("tabs of the comparison = %q, want all %d dashboards", tabs, len(draws))
-	}
-	for _, id := range tabs {
-		want, ok := draws[id]
-		if !ok {
-			t.Errorf("tab %q: no check", id)
-			continue
-		}
-		run(t, ctx, navigate(cmp+"?tab="+id), waitFor(want))
+	tabs := openEveryTab(t, ctx, cmp, "compare-tab-", func(id string) {
 		// Runs are named experiment/run on every tab that lists them.
 		var names []string
 		run(t, ctx, chromedp.Evaluate(`[...document.querySelectorAll("aside.sidebar li[data-run]:not([hidden])")].map(li => li.dataset.run)`, &names))
@@ -265,14 +235,11 @@ func TestEveryDashboardOfAComparison(t *testing.T) {
 				t.Errorf("tab %s: run %q is not named experiment/run", id, n)
 			}
 		}
-		screenshot(t, ctx, "compare-tab-"+id)
+	})
+	if len(tabs) != len(tabDraws) {
+		t.Errorf("tabs of the comparison = %q, want all %d dashboards", tabs, len(tabDraws))
 	}
-	for _, e := range thrown() {
-		t.Errorf("page error: %s", e)
-	}
-	for _, e := range logged() {
-		t.Errorf("console error: %s", e)
-	}
+	noPageErrors(t, thrown, logged)
 }
 
 // A signed-out visitor starts a comparison from the public gallery: two

@@ -307,3 +307,117 @@ func TestHParamsParallelCoordinatesMissingValues(t *testing.T) {
 		t.Errorf("hbrush=%s, want [accuracy, LO, HI, missing]", brush)
 	}
 }
+
+// The scatter view is TensorBoard's scatter plot matrix: a plot per pair
+// of a hyperparameter or metric (columns) against a metric (rows), one cell
+// per pair; a pair no session group has both values of says so instead of
+// drawing an empty plot. Hovering a point highlights its group in every
+// plot, clicking keeps it, clicking a cell draws that pair large.
+func TestHParamsScatterPlotMatrix(t *testing.T) {
+	ctx := tab(t, true)
+	thrown, logged := pageErrors(ctx), consoleErrors(ctx)
+	run(t, ctx,
+		navigate(experimentURL(env.eid, url.Values{"tab": {"hparams"}, "hview": {"scatter"}})),
+		waitFor(`document.querySelectorAll(".hparams-matrix .mx-cell").length > 0`),
+	)
+	var m struct {
+		Xs, Ys []string
+		Diag   int
+		Cells  []struct {
+			X, Y   string
+			Points int
+			Note   string
+		}
+	}
+	run(t, ctx, chromedp.Evaluate(`(() => {
+		const g = document.querySelector(".hparams-matrix");
+		return {
+			xs: [...g.querySelectorAll(".mx-head")].map(e => e.title),
+			ys: [...g.querySelectorAll(".mx-rowhead")].map(e => e.title),
+			diag: g.querySelectorAll(".mx-diag").length,
+			cells: [...g.querySelectorAll(".mx-cell")].map(c => ({x: c.dataset.x, y: c.dataset.y,
+				points: c.querySelectorAll("circle.mx-point").length, note: c.querySelector(".mx-empty")?.textContent ?? ""})),
+		};
+	})()`, &m))
+	t.Logf("matrix: columns %q, rows %q", m.Xs, m.Ys)
+	screenshot(t, ctx, "hparams-matrix")
+	// The corpus's hparams: generated/hparams's trials (learning_rate,
+	// optimizer, units, use_bn; accuracy) and study_tb's groups, which record
+	// no accuracy.
+	if !slices.Contains(m.Xs, "learning_rate") || !slices.Contains(m.Ys, "accuracy") || !slices.Contains(m.Xs, "accuracy") {
+		t.Fatalf("matrix columns %q, rows %q: want learning_rate and accuracy", m.Xs, m.Ys)
+	}
+	diag := 0
+	for _, y := range m.Ys {
+		if slices.Contains(m.Xs, y) {
+			diag++
+		}
+	}
+	if want := len(m.Xs)*len(m.Ys) - diag; len(m.Cells) != want || m.Diag != diag {
+		t.Errorf("%d cells and %d diagonal labels for %d columns × %d rows, want %d and %d", len(m.Cells), m.Diag, len(m.Xs), len(m.Ys), want, diag)
+	}
+	seen := map[[2]string]bool{}
+	empty := 0
+	for _, c := range m.Cells {
+		p := [2]string{c.X, c.Y}
+		if seen[p] || c.X == c.Y || !slices.Contains(m.Xs, c.X) || !slices.Contains(m.Ys, c.Y) {
+			t.Errorf("cell %q against %q: repeated, diagonal or off the matrix", c.Y, c.X)
+		}
+		seen[p] = true
+		switch {
+		case c.Note != "":
+			empty++
+			if c.Points != 0 || c.Note != fmt.Sprintf("No session group has both %s and %s.", c.X, c.Y) {
+				t.Errorf("cell %q against %q: %d points and note %q", c.Y, c.X, c.Points, c.Note)
+			}
+		case c.Points == 0:
+			t.Errorf("cell %q against %q: an empty plot without a note", c.Y, c.X)
+		}
+		if c.X == "learning_rate" && c.Y == "accuracy" && c.Points != 4 {
+			t.Errorf("accuracy against learning_rate: %d points, want the 4 trials", c.Points)
+		}
+	}
+	if empty == 0 {
+		t.Error("no cell says its pair shares no session group: the corpus's study_tb groups (no accuracy) should give one")
+	}
+
+	// Hovering a point highlights its group in every plot holding it. (The
+	// pointer's events are sent to the point: a resize may still redraw the
+	// matrix, moving the point from under a real pointer.)
+	const pt = `document.querySelector('.mx-cell[data-x="learning_rate"][data-y="accuracy"] circle.mx-point')`
+	send := func(event string) chromedp.Action {
+		return chromedp.Evaluate(pt+`.dispatchEvent(new (window.PointerEvent ?? MouseEvent)(`+strconv.Quote(event)+`, {bubbles: true}))`, nil)
+	}
+	var group string
+	run(t, ctx, chromedp.Evaluate(pt+`.dataset.group`, &group), send("pointerover"))
+	sel := fmt.Sprintf(`circle.mx-point[data-group=%q]`, group)
+	const countHL = `document.querySelectorAll(".hparams-matrix circle.mx-point.hl").length`
+	var holding int
+	run(t, ctx, chromedp.Evaluate(`document.querySelectorAll('.hparams-matrix `+sel+`').length`, &holding))
+	run(t, ctx,
+		waitFor(fmt.Sprintf(`%s === %d && document.querySelectorAll('.hparams-matrix %s.hl').length === %d`, countHL, holding, sel, holding)),
+	)
+	if holding < 2 {
+		t.Errorf("group %s has %d points in the matrix, want one in several plots", group, holding)
+	}
+	screenshot(t, ctx, "hparams-matrix-hover")
+	// Leaving it lets go; clicking keeps it highlighted after the pointer leaves.
+	run(t, ctx,
+		send("pointerout"),
+		waitFor(countHL+` === 0`),
+		send("pointerover"), send("click"), send("pointerout"),
+		waitFor(fmt.Sprintf(`%s === %d`, countHL, holding)),
+	)
+
+	// Clicking a cell draws its pair large, in the URL.
+	run(t, ctx,
+		chromedp.Evaluate(`document.querySelector('.mx-cell[data-x="units"][data-y="accuracy"] .sc-frame').dispatchEvent(new MouseEvent("click", {bubbles: true}))`, nil),
+		urlParam("hx", "units"),
+		urlParam("hy", "accuracy"),
+		waitFor(`document.querySelectorAll("svg.hparams-scatter circle.sc-point").length === 4`),
+		waitFor(`document.querySelector('.mx-cell.current')?.dataset.x === "units"`),
+		// The pinned group stays highlighted in the redrawn plots, the large one too.
+		waitFor(fmt.Sprintf(`%s === %d && document.querySelectorAll("svg.hparams-scatter circle.sc-point.hl").length === 1`, countHL, holding)),
+	)
+	noPageErrors(t, thrown, logged)
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { linePoints, makeAxis, MISSING, niceTicks, parallelScale, rampColor, type Row } from "./hparams-plots";
+import { linePoints, makeAxis, matrixCellSize, matrixLayout, MISSING, niceTicks, parallelScale, rampColor, sharedRows, type Column, type Row } from "./hparams-plots";
 
 describe("niceTicks", () => {
   it("steps by 1, 2 or 5 times a power of ten, inside the range", () => {
@@ -85,5 +85,48 @@ describe("missing values in parallel coordinates", () => {
     const s = parallelScale(40, 300, false);
     expect(s.band).toBeNull();
     expect(s.t(1000)).toBe(0);
+  });
+});
+
+describe("the scatter plot matrix", () => {
+  // Two hyperparameters and two metrics; the trials record accuracy, the
+  // study groups loss and no units, so units never meets loss.
+  const columns: Column[] = [
+    { label: "Session group", kind: "name" },
+    { label: "lr", kind: "hparam" },
+    { label: "units", kind: "hparam" },
+    { label: "accuracy", kind: "metric" },
+    { label: "loss", kind: "metric" },
+  ];
+  const rows: Row[] = [
+    { name: "trial-0", cells: ["trial-0", 0.1, 16, 0.8, undefined] },
+    { name: "trial-1", cells: ["trial-1", 0.01, 32, 0.9, undefined] },
+    { name: "study-0", cells: ["study-0", 0.5, undefined, undefined, 1.5] },
+    { name: "study-1", cells: ["study-1", 0.2, undefined, NaN, 1.2] },
+  ];
+  it("has a row per metric and a column per hyperparameter and metric, a cell per pair of different columns", () => {
+    const m = matrixLayout(columns, rows, [3, 4, 1, 2]);
+    expect(m.xs).toEqual([1, 2, 3, 4]);
+    expect(m.ys).toEqual([3, 4]);
+    expect(m.cells.map((c) => [c.x, c.y])).toEqual([
+      [1, 3], [2, 3], [4, 3],
+      [1, 4], [2, 4], [3, 4],
+    ]);
+  });
+  it("counts the groups each pair shares (a NaN is not drawn), none where no group has both", () => {
+    const shared = Object.fromEntries(matrixLayout(columns, rows, [1, 2, 3, 4]).cells.map((c) => [`${columns[c.x].label}/${columns[c.y].label}`, c.shared]));
+    expect(shared).toEqual({ "lr/accuracy": 2, "units/accuracy": 2, "loss/accuracy": 0, "lr/loss": 2, "units/loss": 0, "accuracy/loss": 0 });
+    expect(sharedRows(rows, 2, 4)).toBe(0);
+    expect(sharedRows(rows, 1, 2)).toBe(2);
+  });
+  it("pairs every column when there is no metric", () => {
+    const m = matrixLayout(columns, rows, [1, 2]);
+    expect(m.ys).toEqual([1, 2]);
+    expect(m.cells.map((c) => [c.x, c.y])).toEqual([[2, 1], [1, 2]]);
+  });
+  it("sizes cells to fill the width within bounds", () => {
+    expect(matrixCellSize(1200, 5)).toBe(220);
+    expect(matrixCellSize(1200, 8)).toBe(144);
+    expect(matrixCellSize(400, 10)).toBe(110);
   });
 });

@@ -318,3 +318,136 @@ export function scatterPlot(columns: Column[], rows: Row[], x: number, y: number
   }
   return svg("svg", { class: "hparams-scatter", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": `${columns[y].label} against ${columns[x].label}` }, frame, grid, points);
 }
+
+/** A cell of the scatter plot matrix: column x against column y (indices into the columns), and how many rows have a value in both. */
+export interface MatrixCell {
+  x: number;
+  y: number;
+  shared: number;
+}
+
+/** How many rows a scatter plot of column y against column x draws: those with a plottable value in both. */
+export function sharedRows(rows: Row[], x: number, y: number): number {
+  const xa = makeAxis(rows.map((r) => r.cells[x]));
+  const ya = makeAxis(rows.map((r) => r.cells[y]));
+  return rows.filter((r) => xa.pos(r.cells[x]) !== undefined && ya.pos(r.cells[y]) !== undefined).length;
+}
+
+/** The scatter plot matrix's layout: its columns (x), its rows (y), and a cell per pair of different columns, row by row. */
+export interface MatrixLayout {
+  xs: number[];
+  ys: number[];
+  cells: MatrixCell[];
+}
+
+/**
+ * The scatter plot matrix of TensorBoard's HParams dashboard over columns
+ * cols (indices, no name column): a column per hyperparameter and metric,
+ * a row per metric (per column when there is no metric), a cell per pair
+ * of different columns. A cell whose pair no row has both values of
+ * (shared 0) is drawn as a note, not an empty plot.
+ */
+export function matrixLayout(columns: Column[], rows: Row[], cols: number[]): MatrixLayout {
+  const xs = [...cols.filter((i) => columns[i].kind === "hparam"), ...cols.filter((i) => columns[i].kind === "metric")];
+  const metrics = cols.filter((i) => columns[i].kind === "metric");
+  const ys = metrics.length ? metrics : xs;
+  const cells: MatrixCell[] = [];
+  for (const y of ys) {
+    for (const x of xs) {
+      if (x !== y) cells.push({ x, y, shared: sharedRows(rows, x, y) });
+    }
+  }
+  return { xs, ys, cells };
+}
+
+/** The side of a matrix cell, in pixels: the xs columns fill width, each between 110 and 220. */
+export function matrixCellSize(width: number, columns: number): number {
+  return Math.round(Math.min(220, Math.max(110, width / Math.max(columns, 1) - 6)));
+}
+
+/** What parts of the scatter plot matrix say when hovered or clicked. */
+export interface MatrixOptions {
+  colorBy: number;
+  /** The side of a cell, in pixels. */
+  size: number;
+  /** The cell shown enlarged below the matrix (marked), if any. */
+  current?: { x: number; y: number };
+  /** A cell (not a point) was clicked. */
+  onCell: (x: number, y: number) => void;
+}
+
+/**
+ * The scatter plot matrix as a grid: column labels above, row labels on
+ * the left, a small scatter plot per cell (class mx-cell, data-x, data-y)
+ * whose points carry their group (data-group, for highlighting), or a
+ * note when the pair shares no session group.
+ */
+export function scatterMatrix(columns: Column[], rows: Row[], layout: MatrixLayout, o: MatrixOptions): HTMLElement {
+  const { size } = o;
+  const colorAxis = o.colorBy >= 0 ? makeAxis(rows.map((r) => r.cells[o.colorBy])) : null;
+  const axes = new Map([...new Set([...layout.xs, ...layout.ys])].map((i) => [i, makeAxis(rows.map((r) => r.cells[i]))]));
+  const grid = document.createElement("div");
+  grid.className = "hparams-matrix";
+  grid.setAttribute("role", "group");
+  grid.setAttribute("aria-label", "scatter plot matrix");
+  grid.style.gridTemplateColumns = `7em repeat(${layout.xs.length}, ${size}px)`;
+  const div = (cls: string, text = "", title = text) => {
+    const d = document.createElement("div");
+    d.className = cls;
+    d.textContent = text;
+    if (title) d.title = title;
+    return d;
+  };
+  grid.append(div("mx-corner"));
+  for (const x of layout.xs) grid.append(div(`mx-head ${columns[x].kind}`, label(columns[x].label, 24), columns[x].label));
+  const byPair = new Map(layout.cells.map((c) => [`${c.x},${c.y}`, c]));
+  const inset = 8;
+  const at = (t: number) => inset + t * (size - 2 * inset);
+  for (const y of layout.ys) {
+    grid.append(div(`mx-rowhead ${columns[y].kind}`, label(columns[y].label, 24), columns[y].label));
+    for (const x of layout.xs) {
+      const c = byPair.get(`${x},${y}`);
+      if (!c) {
+        grid.append(div("mx-diag", label(columns[x].label, 24), columns[x].label));
+        continue;
+      }
+      const cell = div("mx-cell", "", `${columns[y].label} against ${columns[x].label}`);
+      cell.dataset.x = columns[x].label;
+      cell.dataset.y = columns[y].label;
+      if (o.current && o.current.x === x && o.current.y === y) cell.classList.add("current");
+      cell.style.height = `${size}px`;
+      if (!c.shared) {
+        cell.classList.add("empty");
+        cell.append(div("mx-empty", `No session group has both ${columns[x].label} and ${columns[y].label}.`, ""));
+      } else {
+        const plot = svg("svg", { class: "mx-plot", width: size, height: size, viewBox: `0 0 ${size} ${size}` }, svg("rect", { class: "sc-frame", x: 0.5, y: 0.5, width: size - 1, height: size - 1 }));
+        const xa = axes.get(x)!;
+        const ya = axes.get(y)!;
+        for (const r of rows) {
+          const tx = xa.pos(r.cells[x]);
+          const ty = ya.pos(r.cells[y]);
+          if (tx === undefined || ty === undefined) continue;
+          const tip = `${r.name}\n${columns[x].label}: ${show(r.cells[x])}\n${columns[y].label}: ${show(r.cells[y])}`;
+          plot.append(svg("circle", { class: "mx-point", cx: at(tx).toFixed(1), cy: (size - at(ty)).toFixed(1), r: 3.5, fill: rampColor(colorAxis?.pos(r.cells[o.colorBy])), "data-group": r.name }, svg("title", {}, tip)));
+        }
+        cell.append(plot);
+      }
+      cell.addEventListener("click", (e) => {
+        if (!(e.target as Element).closest?.(".mx-point")) o.onCell(x, y);
+      });
+      grid.append(cell);
+    }
+  }
+  return grid;
+}
+
+/**
+ * Highlights group's points in every plot under root (class hl; root gets
+ * class highlighting, which fades the others), or none when group is null.
+ */
+export function highlightGroup(root: Element, group: string | null): void {
+  root.classList.toggle("highlighting", group !== null);
+  for (const p of root.querySelectorAll("[data-group].hl")) p.classList.remove("hl");
+  if (group === null) return;
+  for (const p of root.querySelectorAll(`[data-group="${CSS.escape(group)}"]`)) p.classList.add("hl");
+}

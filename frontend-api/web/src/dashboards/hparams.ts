@@ -1,8 +1,10 @@
 // HParams: the session groups as a table (one column per hyperparameter
 // and per metric; click a header to sort, filter rows by a regex over their
 // cells), as parallel coordinates (a line per group across every column),
-// or as a scatter plot of one column against another; plots are coloured
-// by a column.
+// or as a scatter plot matrix (TensorBoard's: a small plot per pair of a
+// hyperparameter or metric against a metric) above the chosen pair drawn
+// large; plots are coloured by a column. Hovering a session group's point
+// highlights the group in every plot; clicking it keeps it highlighted.
 // Dragging along an axis of the parallel coordinates brushes a range: the
 // table and scatter plot keep the groups inside every brush, the parallel
 // coordinates draw the others faint. The view, sort, filter, brushes, axes
@@ -13,7 +15,7 @@ import { getJSON } from "../api";
 import { compileFilter, debounce, fmtNum, h, setChildren } from "../dom";
 import type { ViewState } from "../state";
 import { notice, type Dashboard, type DashboardContext } from "./dashboard";
-import { makeAxis, MISSING, parallelCoordinates, scatterPlot, type Axis, type Cell, type Column, type Row } from "./hparams-plots";
+import { highlightGroup, makeAxis, matrixCellSize, matrixLayout, MISSING, parallelCoordinates, scatterMatrix, scatterPlot, sharedRows, type Axis, type Cell, type Column, type Row } from "./hparams-plots";
 
 interface MetricName {
   group?: string;
@@ -156,7 +158,7 @@ export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     { "aria-label": "view", onchange: () => store.set({ hview: view.value as ViewState["hview"] }) },
     h("option", { value: "table" }, "Table"),
     h("option", { value: "parallel" }, "Parallel coordinates"),
-    h("option", { value: "scatter" }, "Scatter plot"),
+    h("option", { value: "scatter" }, "Scatter plot matrix"),
   );
   const filter = h("input", { type: "search", placeholder: "Filter rows (regex)", "aria-label": "row filter", className: "row-filter" });
   filter.addEventListener("input", debounce(() => store.set({ hfilter: filter.value }), 200));
@@ -172,6 +174,32 @@ export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   setChildren(el, h("div.toolbar", null, h("label", null, "View ", view), h("label", null, "Rows ", filter), filterError, clearBrushes, colorLabel, xLabel, yLabel), content);
 
   let table: { columns: Column[]; rows: Row[] } | null = null;
+  // The session group clicked in the scatter plots: highlighted in each
+  // until clicked again (a hovered one is highlighted meanwhile).
+  // Both survive a redraw (a resize redraws the plots under a still pointer).
+  let pinned: string | null = null;
+  let hovered: string | null = null;
+  const highlight = () => {
+    for (const plot of content.querySelectorAll(".hparams-matrix, svg.hparams-scatter")) highlightGroup(plot, hovered ?? pinned);
+  };
+  const groupAt = (e: Event) => ((e.target as Element).closest?.(".mx-point, .sc-point") as SVGElement | null)?.dataset.group ?? null;
+  content.addEventListener("pointerover", (e) => {
+    const g = groupAt(e);
+    if (g === null) return;
+    hovered = g;
+    highlight();
+  });
+  content.addEventListener("pointerout", (e) => {
+    if (groupAt(e) === null) return;
+    hovered = null;
+    highlight();
+  });
+  content.addEventListener("click", (e) => {
+    const g = groupAt(e);
+    if (g === null) return;
+    pinned = pinned === g ? null : g;
+    highlight();
+  });
 
   function fillSelect(sel: HTMLSelectElement, cols: Column[], value: string) {
     setChildren(
@@ -282,8 +310,11 @@ export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     const present = columns.map((_, i) => i).filter((i) => columns[i].kind !== "name" && matching.some((r) => r.cells[i] !== undefined));
     const plotCols = present.map((i) => columns[i]);
     const color = pick(columns, present, s.hcolor, "metric", "hparam");
-    const x = pick(columns, present, s.hx, "hparam", "metric");
-    const y = pick(columns, present, s.hy, "metric", "hparam");
+    const matrix = s.hview === "scatter" ? matrixLayout(columns, rows, present) : null;
+    // Unless the URL names an axis, the large plot is the matrix's first pair sharing a group.
+    const first = !s.hx && !s.hy ? matrix?.cells.find((c) => c.shared > 0) : undefined;
+    const x = first ? first.x : pick(columns, present, s.hx, "hparam", "metric");
+    const y = first ? first.y : pick(columns, present, s.hy, "metric", "hparam");
     fillSelect(colorBy, plotCols, columns[color]?.label ?? "");
     fillSelect(xSel, plotCols, columns[x]?.label ?? "");
     fillSelect(ySel, plotCols, columns[y]?.label ?? "");
@@ -313,7 +344,15 @@ export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       setChildren(content, h("div.plot", null, plot), h("p.hint", null, "Drag along an axis to keep the groups in a range; click it to let go."), count);
     }
     else if (s.hview === "scatter") {
-      setChildren(content, x < 0 || y < 0 ? notice("Nothing to plot: no hyperparameters or metrics.") : h("div.plot", null, scatterPlot(columns, rows, x, y, color, Math.min(width, 900))), count);
+      if (x < 0 || y < 0 || !matrix) setChildren(content, notice("Nothing to plot: no hyperparameters or metrics."), count);
+      else {
+        const grid = scatterMatrix(columns, rows, matrix, { colorBy: color, size: matrixCellSize(width - 100, matrix.xs.length), current: { x, y }, onCell: (cx, cy) => store.set({ hx: columns[cx].label, hy: columns[cy].label }) });
+        const large = rows.length > 0 && sharedRows(rows, x, y) === 0 ? notice(`No session group has both ${columns[x].label} and ${columns[y].label}.`) : h("div.plot", null, scatterPlot(columns, rows, x, y, color, Math.min(width, 900)));
+        setChildren(content, h("div.plot", null, grid), h("p.hint", null, "Hover a point to find its session group in every plot; click it to keep it highlighted; click a plot to draw it large below."), large, count);
+        if (pinned !== null && !rows.some((r) => r.name === pinned)) pinned = null;
+        if (hovered !== null && !rows.some((r) => r.name === hovered)) hovered = null;
+        highlight();
+      }
     } else setChildren(content, renderTable(s, columns, rows), count);
     // Drawn for this width: the resize observer's next (debounced) call must
     // not draw it again, which would replace a plot the user is dragging on
