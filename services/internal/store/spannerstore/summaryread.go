@@ -232,10 +232,6 @@ func readEdgeChunks(ctx context.Context, tx txReader, eid string, edges []edgeRa
 	if len(missed) == 0 {
 		return out, nil
 	}
-	type edgeChunk struct {
-		lo int64
-		c  storedChunk
-	}
 	err = tx.Query(ctx, spanner.Statement{SQL: edgeChunksSQL, Params: map[string]any{"eid": eid, "edges": missed}}).Do(func(row *spanner.Row) error {
 		var id, lo int64
 		var c storedChunk
