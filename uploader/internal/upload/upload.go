@@ -154,6 +154,7 @@ func (u *Uploader) Run(ctx context.Context) error {
 	defer u.send.fail(nil)
 	u.blobs.send = u.send
 	u.restore()
+	changes := u.watch(ctx)
 	var err error
 	for {
 		u.prog.setActivity("reading")
@@ -170,6 +171,10 @@ func (u *Uploader) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-time.After(u.cfg.Poll):
+		case _, ok := <-changes:
+			if !ok {
+				changes = nil // the watch ended: polling alone from now on
+			}
 		}
 		if ctx.Err() != nil {
 			break
@@ -193,6 +198,25 @@ func (u *Uploader) Run(ctx context.Context) error {
 		u.prog.finish()
 	}
 	return nil
+}
+
+// watch starts the logdir's change notifications for a continuous upload
+// of a Source that has them (a local logdir), so that new data is read at
+// once rather than at the next poll. It returns nil (a channel that never
+// receives: polling alone) for a one-shot upload, a gs:// logdir, or when
+// the watch cannot start, e.g. past the system's limit on inotify watches.
+// Started before the first pass, it misses no change made during it.
+func (u *Uploader) watch(ctx context.Context) <-chan struct{} {
+	w, ok := u.cfg.Source.(logdir.Watcher)
+	if !ok || u.cfg.OneShot {
+		return nil
+	}
+	changes, err := w.Watch(ctx)
+	if err != nil {
+		u.prog.warn("not notified of changes (%v): looking for new data every %s instead", err, u.cfg.Poll)
+		return nil
+	}
+	return changes
 }
 
 // unsent describes what the state does not yet cover.
