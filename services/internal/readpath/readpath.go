@@ -52,7 +52,9 @@ type Config struct {
 	Compare httpapi.CompareLimits
 	// RunsTable is httpapi.Config.RunsTable.
 	RunsTable httpapi.RunsTableLimits
-	Logger    *slog.Logger
+	// Live is httpapi.Config.Live.
+	Live   httpapi.LiveLimits
+	Logger *slog.Logger
 }
 
 // Routes are the mux patterns the HTTP API is mounted under. The UI may
@@ -95,6 +97,7 @@ func Mount(grpcServer grpc.ServiceRegistrar, mux *http.ServeMux, conn grpc.Clien
 		Graphs:           cfg.Graphs,
 		Compare:          cfg.Compare,
 		RunsTable:        cfg.RunsTable,
+		Live:             cfg.Live,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("readpath: %w", err)

@@ -244,6 +244,7 @@ type serveFlags struct {
 	graphs                           httpapi.GraphLimits
 	compare                          httpapi.CompareLimits
 	runsTable                        httpapi.RunsTableLimits
+	live                             httpapi.LiveLimits
 	tcfg                             telemetry.Config
 	aliases                          []config.Alias
 }
@@ -303,6 +304,8 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 		f.compare.RegisterFlags(fs)
 		f.runsTable = httpapi.DefaultRunsTableLimits()
 		f.runsTable.RegisterFlags(fs)
+		f.live = httpapi.DefaultLiveLimits()
+		f.live.RegisterFlags(fs)
 	}
 	f.tcfg = telemetry.Config{Service: proc.service}
 	f.aliases = append([]config.Alias{config.Port("addr")}, f.tcfg.RegisterFlags(fs)...)
@@ -413,6 +416,7 @@ func (f *serveFlags) readPath(o auth.OIDCConfig, origin string, logger *slog.Log
 		SignIn: webSignIn(o, *f.webClient, *f.webSecret), PublicOrigin: origin,
 		Reader: reader.Config{BlobKeySecret: reader.RandomSecret(), MaxListedRuns: maxRuns}, Logger: logger,
 		SamplesPerPlugin: f.samples, Markdown: f.markdown, Graphs: f.graphs, Compare: f.compare, RunsTable: f.runsTable,
+		Live: f.live,
 	}
 }
 
