@@ -19,7 +19,7 @@ import (
 // client holds (docs/operations.md). RegisterFlags defines their flags.
 type LiveLimits = live.Limits
 
-// DefaultLiveLimits: a check every 500 ms, 25 s per poll, 16 per client.
+// DefaultLiveLimits: a check every second, 25 s per poll, 128 per client.
 func DefaultLiveLimits() LiveLimits { return live.DefaultLimits() }
 
 // waitParam asks a metadata route to answer once the update time differs

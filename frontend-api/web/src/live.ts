@@ -2,7 +2,7 @@
 // long-polls the experiment's metadata (GET /api/experiments/{eid}, or a
 // comparison's own route, with ?waitPast= the update time it last saw).
 // The server holds the request until the update time moves (one shared
-// check per experiment for all its viewers, every 500 ms by default) or
+// check per experiment for all its viewers, every second by default) or
 // 25 s pass, and the page asks again at once; when the update time moved
 // it tells the page to read what is new. A server that answers at once
 // (it does not hold, or refuses with 429 past its per-client cap) is

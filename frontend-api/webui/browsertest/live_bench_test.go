@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -151,15 +152,25 @@ func liveLoad(b *testing.B, l *liveUpload, n int, cred func(int) string, whole b
 				return
 			case <-first.C:
 			}
-			p := viewer{eid: l.eid, cred: cred(i), whole: whole, requests: &requests, seriesBytes: &seriesBytes, wholeReads: &wholeReads}
-			tick := time.NewTicker(poll)
-			defer tick.Stop()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() { <-stop; cancel() }()
+			p := viewer{ctx: ctx, eid: l.eid, cred: cred(i), whole: whole, requests: &requests, seriesBytes: &seriesBytes, wholeReads: &wholeReads}
 			for {
-				p.poll()
+				asked := time.Now()
+				moved := p.poll()
+				// As src/live.ts: at once after a held or moved answer,
+				// after poll when the server answered at once (no hold, 429).
+				var next <-chan time.Time
+				if !moved && time.Since(asked) < time.Second {
+					next = time.After(poll)
+				} else {
+					next = time.After(0)
+				}
 				select {
 				case <-stop:
 					return
-				case <-tick.C:
+				case <-next:
 				}
 			}
 		}()
@@ -200,6 +211,7 @@ func liveLoad(b *testing.B, l *liveUpload, n int, cred func(int) string, whole b
 
 // viewer is one emulated open page (src/live.ts and pages/experiment.ts).
 type viewer struct {
+	ctx         context.Context // ends with the page
 	eid, cred   string
 	seen        string
 	fresh       bool // reads past the server's response cache (after a change, as src/api.ts)
@@ -221,19 +233,25 @@ type heldTail struct {
 	appended int
 }
 
-func (v *viewer) poll() {
+// poll long-polls the experiment (?waitPast=, as src/live.ts) and reads
+// what changed; it says whether the experiment moved.
+func (v *viewer) poll() bool {
 	var meta struct {
 		UpdateTime string `json:"updateTime"`
 	}
-	if v.get("/api/experiments/"+v.eid, &meta) != nil || meta.UpdateTime == v.seen {
-		return
+	path := "/api/experiments/" + v.eid
+	if v.seen != "" {
+		path += "?waitPast=" + url.QueryEscape(v.seen)
+	}
+	if v.get(path, &meta) != nil || meta.UpdateTime == v.seen {
+		return false
 	}
 	if v.seen == "" { // the page has just read everything
 		v.seen = meta.UpdateTime
 		if !v.whole {
 			v.readSeries() // what it holds
 		}
-		return
+		return true
 	}
 	v.seen = meta.UpdateTime
 	v.fresh = true
@@ -243,6 +261,7 @@ func (v *viewer) poll() {
 	v.get(base+"runs?format=list", nil)
 	v.get(base+"plugin/scalars/tags", nil)
 	v.readSeries()
+	return true
 }
 
 // readSeries reads the card's series: what is new past what the page
@@ -284,7 +303,7 @@ func (v *viewer) get(path string, out any) error {
 
 func (v *viewer) do(method, path string, body io.Reader, out any) error {
 	v.requests.Add(1)
-	req, err := http.NewRequest(method, env.origin+path, body)
+	req, err := http.NewRequestWithContext(v.ctx, method, env.origin+path, body)
 	if err != nil {
 		return err
 	}

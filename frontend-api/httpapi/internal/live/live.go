@@ -30,9 +30,11 @@ type Limits struct {
 	PerClient int
 }
 
-// DefaultLimits: a check every 500 ms, a poll held 25 s at most, 16 per client.
+// DefaultLimits: a check every second (so a page rereads at most once a
+// second however fast data arrives), a poll held 25 s at most, 128 per
+// client (viewers behind one NAT share an address).
 func DefaultLimits() Limits {
-	return Limits{Check: 500 * time.Millisecond, Wait: 25 * time.Second, PerClient: 16}
+	return Limits{Check: time.Second, Wait: 25 * time.Second, PerClient: 128}
 }
 
 // OrDefaults is l with DefaultLimits' value for each field that is zero.
