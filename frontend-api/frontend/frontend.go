@@ -248,6 +248,7 @@ func Run(ctx context.Context, lis net.Listener, cfg Config, obs Observers) error
 			return err
 		}
 	}
+	life.OnStop(api.StopLive) // held long polls answered, not waited for by the drain
 	life.Probes(mux)
 	life.HTTP(lis, cfg.TrustedProxyHops.Middleware(obs.Tracing.HTTP(obs.Metrics.HTTP(mux))))
 	obs.Logger.InfoContext(ctx, "frontend listening", "addr", lis.Addr().String(), "read_service", cfg.ReadService)

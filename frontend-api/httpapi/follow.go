@@ -73,6 +73,10 @@ func (h *Handler) followable(fn route.Func) route.Func {
 	}
 }
 
+// StopLive answers every held long poll and holds no more, for a process
+// that is stopping: its drain does not wait for them (lifecycle OnStop).
+func (h *Handler) StopLive() { h.live.Close() }
+
 // liveClient names the caller for LiveLimits.PerClient: its credential, or
 // signed out its address.
 func (h *Handler) liveClient(r *route.Request) string {

@@ -155,3 +155,25 @@ func TestLivePollsPerClientAreCapped(t *testing.T) {
 	}()
 	waitCond(t, "bob's poll held beside alice's", func() bool { return httpapi.LiveWaiting(h, "/api/experiments/e1") == 3 })
 }
+
+// TestStopLiveAnswersHeldPolls: a stopping process answers the long polls
+// it holds (the page asks again, at another instance) rather than its
+// drain waiting for them, and holds no new one.
+func TestStopLiveAnswersHeldPolls(t *testing.T) {
+	exp := &liveExperiment{updated: time.Date(2026, 11, 27, 20, 0, 0, 0, time.UTC), reads: map[string]int{}}
+	_, h, srv := startHandler(t, httpapi.Config{Experiments: exp, Live: httpapi.LiveLimits{Check: time.Hour, Wait: time.Hour}})
+	url := srv.URL + "/api/experiments/e1?waitPast=" + exp.move(0)
+	done := make(chan int, 1)
+	go func() {
+		resp, _ := get(t, url)
+		done <- resp.StatusCode
+	}()
+	waitCond(t, "the poll held", func() bool { return httpapi.LiveWaiting(h, "/api/experiments/e1") == 1 })
+	h.StopLive()
+	if code := <-done; code != http.StatusOK {
+		t.Errorf("the held poll was answered %d, want 200", code)
+	}
+	if resp, _ := get(t, url); resp.StatusCode != http.StatusOK {
+		t.Errorf("a poll after StopLive: %d, want 200 at once", resp.StatusCode)
+	}
+}

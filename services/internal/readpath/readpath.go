@@ -67,7 +67,7 @@ var Routes = httpapi.Routes
 // and auth services, which the management routes call); a client made
 // with grpc.NewClient connects lazily, so it may be made before the
 // server serves. grpcServer's interceptors must include tenancy.Guard.
-func Mount(grpcServer grpc.ServiceRegistrar, mux *http.ServeMux, conn grpc.ClientConnInterface, st store.Reader, blobs blob.Store, cfg Config) (*reader.Server, http.Handler, error) {
+func Mount(grpcServer grpc.ServiceRegistrar, mux *http.ServeMux, conn grpc.ClientConnInterface, st store.Reader, blobs blob.Store, cfg Config) (*reader.Server, *httpapi.Handler, error) {
 	if cfg.Reader.Logger == nil {
 		cfg.Reader.Logger = cfg.Logger
 	}

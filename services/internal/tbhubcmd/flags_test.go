@@ -128,13 +128,13 @@ func TestServeMarkdownAndGraphLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := h.(*httpapi.Handler).Markdown.Limits(); got != want {
+		if got := h.Markdown.Limits(); got != want {
 			t.Errorf("%s: the renderer's limits are %+v, want %+v", name, got, want)
 		}
-		if got := h.(*httpapi.Handler).GraphLimits(); got != wantGraphs {
+		if got := h.GraphLimits(); got != wantGraphs {
 			t.Errorf("%s: the graphs plugin's limits are %+v, want %+v", name, got, wantGraphs)
 		}
-		if got := h.(*httpapi.Handler).CompareLimits(); got != wantCompare {
+		if got := h.CompareLimits(); got != wantCompare {
 			t.Errorf("%s: the comparisons' limits are %+v, want %+v", name, got, wantCompare)
 		}
 	}

@@ -385,9 +385,11 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 			return err
 		}
 		defer conn.Close()
-		if _, _, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), conn, st, b.Blobs, f.readPath(cfg.OIDC, srv.Origin(), logger)); err != nil {
+		_, api, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), conn, st, b.Blobs, f.readPath(cfg.OIDC, srv.Origin(), logger))
+		if err != nil {
 			return err
 		}
+		srv.OnStop(api.StopLive) // held long polls answered, not waited for by the drain
 		ui, err := webui.New()
 		if err != nil {
 			return err

@@ -86,6 +86,7 @@ type Hub struct {
 	ticks func(d time.Duration) (<-chan time.Time, func())
 
 	mu      sync.Mutex
+	closed  bool // Close was called: nothing is held
 	topics  map[string]*topic
 	clients map[string]int // long polls held, by client
 }
@@ -123,6 +124,10 @@ func NewHub(l Limits) *Hub {
 func (h *Hub) Wait(ctx context.Context, key, client, current string, read Version) (bool, error) {
 	w := &waiter{read: read, woke: make(chan struct{})}
 	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return false, nil
+	}
 	if h.clients[client] >= h.limits.PerClient {
 		h.mu.Unlock()
 		return false, ErrTooMany
@@ -155,6 +160,21 @@ func (h *Hub) Wait(ctx context.Context, key, client, current string, read Versio
 	}
 	h.mu.Unlock()
 	return moved, nil
+}
+
+// Close wakes every waiter and holds no new one (Wait answers at once):
+// a stopping process's drain then waits for no long poll, and its pages,
+// answered, ask again (at another instance).
+func (h *Hub) Close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for _, t := range h.topics {
+		for _, w := range t.waiters {
+			close(w.woke)
+		}
+		t.waiters = nil
+	}
 }
 
 // Waiting is how many callers wait on key.
