@@ -158,6 +158,7 @@ func (u *Uploader) Run(ctx context.Context) error {
 	var err error
 	for {
 		u.prog.setActivity("reading")
+		passed := time.Now()
 		err = u.pass(ctx)
 		u.flush()
 		u.prog.setActivity("sending")
@@ -174,6 +175,13 @@ func (u *Uploader) Run(ctx context.Context) error {
 		case _, ok := <-changes:
 			if !ok {
 				changes = nil // the watch ended: polling alone from now on
+				break
+			}
+			// A job writing all the time notifies all the time: one pass
+			// (a scan of the logdir) per notifiedPassEvery at most.
+			select {
+			case <-ctx.Done():
+			case <-time.After(notifiedPassEvery - time.Since(passed)):
 			}
 		}
 		if ctx.Err() != nil {
@@ -199,6 +207,11 @@ func (u *Uploader) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// notifiedPassEvery is the least time between the starts of two passes
+// started by change notifications: the changes of a burst are read
+// together, for at most this much delay.
+const notifiedPassEvery = 200 * time.Millisecond
 
 // watch starts the logdir's change notifications for a continuous upload
 // of a Source that has them (a local logdir), so that new data is read at
