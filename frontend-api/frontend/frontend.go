@@ -75,6 +75,9 @@ type Config struct {
 	// RunsTable bounds the runs table route
 	// (httpapi.DefaultRunsTableLimits if zero).
 	RunsTable httpapi.RunsTableLimits
+	// Live bounds the long polls of live pages
+	// (httpapi.DefaultLiveLimits if zero).
+	Live httpapi.LiveLimits
 	// TrustedProxyHops is how many proxies in front of the frontend are
 	// trusted to name the browser in X-Forwarded-For (Cloud Run: 1).
 	TrustedProxyHops clientaddr.Hops
@@ -111,6 +114,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) []config.Alias {
 	c.Compare.RegisterFlags(fs)
 	c.RunsTable = httpapi.DefaultRunsTableLimits()
 	c.RunsTable.RegisterFlags(fs)
+	c.Live = httpapi.DefaultLiveLimits()
+	c.Live.RegisterFlags(fs)
 	c.TrustedProxyHops.RegisterFlag(fs)
 	clientaddr.SecretFlag(fs, &c.ForwardingSecret)
 	config.PortFlag(fs, "addr")
@@ -148,6 +153,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.RunsTable.Validate(); err != nil {
+		return err
+	}
+	if err := c.Live.Validate(); err != nil {
 		return err
 	}
 	return c.Graphs.Validate()
@@ -240,6 +248,7 @@ func Run(ctx context.Context, lis net.Listener, cfg Config, obs Observers) error
 			return err
 		}
 	}
+	life.OnStop(api.StopLive) // held long polls answered, not waited for by the drain
 	life.Probes(mux)
 	life.HTTP(lis, cfg.TrustedProxyHops.Middleware(obs.Tracing.HTTP(obs.Metrics.HTTP(mux))))
 	obs.Logger.InfoContext(ctx, "frontend listening", "addr", lis.Addr().String(), "read_service", cfg.ReadService)
@@ -249,7 +258,7 @@ func Run(ctx context.Context, lis net.Listener, cfg Config, obs Observers) error
 // api is the HTTP API's configuration: the read service data, and the
 // settings of c that are the API's.
 func (c *Config) api(data datapb.TensorBoardDataProviderClient, logger *slog.Logger) httpapi.Config {
-	return httpapi.Config{Data: data, Logger: logger, SamplesPerPlugin: c.SamplesPerPlugin, Markdown: c.Markdown, Graphs: c.Graphs, Compare: c.Compare, RunsTable: c.RunsTable}
+	return httpapi.Config{Data: data, Logger: logger, SamplesPerPlugin: c.SamplesPerPlugin, Markdown: c.Markdown, Graphs: c.Graphs, Compare: c.Compare, RunsTable: c.RunsTable, Live: c.Live}
 }
 
 // retryPolicy retries calls that found no server (UNAVAILABLE) with

@@ -9,3 +9,6 @@ func Waiting(h *Handler) int {
 	defer h.cache.mu.Unlock()
 	return h.cache.waiting
 }
+
+// LiveWaiting is how many long polls wait on path.
+func LiveWaiting(h *Handler, path string) int { return h.live.Waiting(path) }

@@ -41,6 +41,7 @@ import (
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/compare"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/graphs"
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/live"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/markdown"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/runstable"
@@ -106,7 +107,10 @@ type Config struct {
 	// RunsTable bounds the runs table route; DefaultRunsTableLimits for
 	// each field that is zero.
 	RunsTable RunsTableLimits
-	Logger    *slog.Logger
+	// Live bounds the long polls of live pages; DefaultLiveLimits for
+	// each field that is zero.
+	Live   LiveLimits
+	Logger *slog.Logger
 }
 
 // GraphLimits bound the graphs plugin's answers (graphs/graph,
@@ -155,6 +159,8 @@ type Handler struct {
 	mux    *http.ServeMux
 	logger *slog.Logger
 
+	live *live.Hub // the long polls of live pages (followable)
+
 	// compare is Env.Data: the read service, and comparisons over it.
 	compare *compare.Client
 }
@@ -195,8 +201,12 @@ func New(cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpapi.New: %w", err)
 	}
+	cfg.Live = cfg.Live.OrDefaults()
+	if err := cfg.Live.Validate(); err != nil {
+		return nil, fmt.Errorf("httpapi.New: %w", err)
+	}
 	cmp := compare.New(cfg.Data, cfg.Compare)
-	h := &Handler{cfg: cfg, exps: cfg.Experiments, creds: cfg.Credentials, mux: http.NewServeMux(), logger: cfg.Logger, compare: cmp,
+	h := &Handler{cfg: cfg, exps: cfg.Experiments, creds: cfg.Credentials, mux: http.NewServeMux(), logger: cfg.Logger, compare: cmp, live: live.NewHub(cfg.Live),
 		Env: &route.Env{Data: cmp, SamplesPerPlugin: cfg.SamplesPerPlugin, Markdown: renderer,
 			CallOpts: []grpc.CallOption{grpc.MaxCallRecvMsgSize(cfg.MaxResponseBytes)}}}
 	if h.creds == nil {
@@ -265,7 +275,8 @@ func (h *Handler) serve(fn route.Func) http.HandlerFunc {
 			return
 		}
 		var key string
-		if h.cache != nil && r.Method == http.MethodGet {
+		// A long poll (followable) is never answered from the cache.
+		if h.cache != nil && r.Method == http.MethodGet && !r.URL.Query().Has(waitParam) {
 			key = cred + "\x00" + r.URL.RequestURI()
 			// A client that knows the data changed (a live page) asks
 			// past the cache with Cache-Control: no-cache; the answer it

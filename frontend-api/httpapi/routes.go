@@ -111,12 +111,12 @@ func (h *Handler) routes() {
 
 	// A comparison: which of its experiments the caller sees (handle
 	// serves every route above under /compare/{eid}/data/ too).
-	h.handle("GET /compare/{eid}/data/comparison", compare.Routes{Env: env, Client: h.compare, Experiments: h.exps}.Comparison)
+	h.handle("GET /compare/{eid}/data/comparison", h.followable(compare.Routes{Env: env, Client: h.compare, Experiments: h.exps}.Comparison))
 
 	// tbhub's own.
 	h.handle("GET "+e+"runs_table", runstable.Plugin{Env: env, Limits: h.cfg.RunsTable}.RunsTable)
 	h.handle("GET /api/experiments", api.ListExperiments)
-	h.handle("GET /api/experiments/{eid}", api.GetExperiment)
+	h.handle("GET /api/experiments/{eid}", h.followable(api.GetExperiment))
 	h.handle("GET /api/experiments/{eid}/scalars", api.DownloadScalars)
 	h.handle("GET /api/experiments/{eid}/tensors", api.DownloadTensors)
 

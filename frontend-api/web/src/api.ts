@@ -108,8 +108,8 @@ export async function send<T>(method: string, path: string, body?: unknown): Pro
  * JSON, with the server's clock from the Date header (ms since the epoch;
  * NaN without one): what a live page polls.
  */
-export async function getFresh<T>(path: string): Promise<{ body: T; serverNow: number }> {
-  const r = await check(await fetch(path, { headers: headers(), cache: "no-store" }), path);
+export async function getFresh<T>(path: string, signal?: AbortSignal): Promise<{ body: T; serverNow: number }> {
+  const r = await check(await fetch(path, { headers: headers(), cache: "no-store", signal }), path);
   return { body: (await r.json()) as T, serverNow: Date.parse(r.headers.get("Date") ?? "") };
 }
 

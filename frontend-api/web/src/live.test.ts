@@ -3,8 +3,15 @@ import type { Experiment } from "./api";
 
 // follow() polls with api.getFresh; the answers are given here.
 const answers: Experiment[] = [];
+// The paths asked, and how long the server holds each answer (0: at once).
+const asked: string[] = [];
+let holdMs = 0;
 vi.mock("./api", () => ({
-  getFresh: async () => ({ body: answers.shift(), serverNow: Date.parse("2026-01-01T00:10:00Z") }),
+  getFresh: async (path: string) => {
+    asked.push(path);
+    if (holdMs > 0) await new Promise((r) => setTimeout(r, holdMs));
+    return { body: answers.shift(), serverNow: Date.parse("2026-01-01T00:10:00Z") };
+  },
 }));
 const { follow, freshnessLabel, POLL_MS } = await import("./live");
 
@@ -16,6 +23,9 @@ describe("follow", () => {
   afterEach(() => {
     vi.useRealTimers();
     vi.unstubAllGlobals();
+    asked.length = 0;
+    answers.length = 0;
+    holdMs = 0;
   });
 
   const exp = (updateTime: string, points: number, name = "a"): Experiment => ({
@@ -42,6 +52,50 @@ describe("follow", () => {
     // The rename is read (the page shows the new name) but is not data.
     expect(changed).toEqual(["2026-01-01T00:05:00Z", "2026-01-01T00:06:00Z"]);
     expect(seen).toEqual([Date.parse("2026-01-01T00:00:00Z"), Date.parse("2026-01-01T00:06:00Z")]);
+  });
+});
+
+describe("follow, long-polling", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+    vi.stubGlobal("document", { visibilityState: "visible", addEventListener() {}, removeEventListener() {} });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+    vi.unstubAllGlobals();
+    asked.length = 0;
+    answers.length = 0;
+    holdMs = 0;
+  });
+
+  it("asks to be held past the update time it saw, and asks again at once when it was held", async () => {
+    const t0 = "2026-01-01T00:00:00Z";
+    const t1 = "2026-01-01T00:00:01.5Z";
+    const e = (updateTime: string, points: number): Experiment => ({ experimentId: "e", updateTime, counts: { numScalarPoints: String(points) } });
+    answers.push(e(t0, 1), e(t1, 2), e(t1, 2));
+    holdMs = 25_000; // the server holds every answer (the first unchanged, the second moved)
+    const changed: string[] = [];
+    const stop = follow("e", e(t0, 1), async (x) => void changed.push(x.updateTime!), () => {}, "/compare/E1%2BE3/data/comparison");
+    await vi.advanceTimersByTimeAsync(25_000); // the first answer: unchanged after 25 s
+    await vi.advanceTimersByTimeAsync(25_000); // the second: moved
+    await vi.advanceTimersByTimeAsync(100); // the third asked at once (held)
+    stop();
+    expect(asked).toEqual([
+      `/compare/E1%2BE3/data/comparison?waitPast=${encodeURIComponent(t0)}`,
+      `/compare/E1%2BE3/data/comparison?waitPast=${encodeURIComponent(t0)}`,
+      `/compare/E1%2BE3/data/comparison?waitPast=${encodeURIComponent(t1)}`,
+    ]);
+    expect(changed).toEqual([t1]);
+  });
+
+  it("polls every POLL_MS where the server answers at once", async () => {
+    const t0 = "2026-01-01T00:00:00Z";
+    const e: Experiment = { experimentId: "e", updateTime: t0 };
+    answers.push(e, e, e, e);
+    const stop = follow("e", e, async () => {}, () => {});
+    await vi.advanceTimersByTimeAsync(2 * POLL_MS + 1);
+    stop();
+    expect(asked.length).toBe(3); // at 0, POLL_MS and 2 × POLL_MS: not a busy loop
   });
 });
 

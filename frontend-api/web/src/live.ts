@@ -1,14 +1,29 @@
-// Following an experiment that is still receiving data: the page polls the
-// experiment's metadata (one small read, GET /api/experiments/{eid}) and,
-// when its update time moves, tells the page to read what is new. A page
-// in a hidden tab does not poll. The server keeps each answer for its
-// cache TTL (httpapi.Config.CacheTTL, 2 s) per credential, and a public
-// experiment read signed out shares one answer between all its viewers.
+// Following an experiment that is still receiving data: the page
+// long-polls the experiment's metadata (GET /api/experiments/{eid}, or a
+// comparison's own route, with ?waitPast= the update time it last saw).
+// The server holds the request until the update time moves (one shared
+// check per experiment for all its viewers, every second by default) or
+// 25 s pass, and the page asks again at once; when the update time moved
+// it tells the page to read what is new. A server that answers at once
+// (it does not hold, or refuses with 429 past its per-client cap) is
+// asked every POLL_MS instead. A page in a hidden tab does not poll.
 
 import { getFresh, type Experiment } from "./api";
 
-/** How often a visible page asks whether the experiment changed. */
+/**
+ * How often a visible page asks whether the experiment changed when the
+ * server does not hold its long poll.
+ */
 export const POLL_MS = 2500;
+
+/** A long poll answered sooner than this, unchanged, was not held. */
+const HELD_MS = 1000;
+
+/** path asking to be held while the update time is since (none: answered at once). */
+export function waitPath(path: string, since: string | undefined): string {
+  if (!since) return path;
+  return `${path}${path.includes("?") ? "&" : "?"}waitPast=${encodeURIComponent(since)}`;
+}
 
 /**
  * Data that arrived within this long counts as an upload being active
@@ -45,10 +60,11 @@ function countsKey(e: Experiment): string {
 }
 
 /**
- * Polls the experiment every POLL_MS while the page is visible. changed
- * is called (and awaited before the next poll) when its update time moves
+ * Follows the experiment while the page is visible: long-polls it (or
+ * polls it every POLL_MS where the server does not hold). changed is
+ * called (and awaited before the next poll) when its update time moves
  * past the one seen first (data or metadata: the page reads both again);
- * tick after every poll, with when data last arrived. path is what is
+ * tick after every answer, with when data last arrived. path is what is
  * polled (a comparison's own route). Returns a function that stops
  * following.
  */
@@ -60,47 +76,59 @@ export function follow(
   path = `/api/experiments/${encodeURIComponent(eid)}`,
 ): () => void {
   let last = Date.parse(first.updateTime ?? "") || 0;
+  let since = first.updateTime;
   let dataUpdated = last;
   let dataSeen = false;
   let counts = countsKey(first);
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let busy = false;
+  let inFlight: AbortController | undefined;
 
   async function poll() {
     timer = undefined;
     if (stopped || busy) return;
     if (document.visibilityState === "hidden") return; // visibilitychange resumes
     busy = true;
+    let next = POLL_MS;
     try {
-      const { body, serverNow } = await getFresh<Experiment>(path);
+      const asked = Date.now();
+      inFlight = new AbortController();
+      const { body, serverNow } = await getFresh<Experiment>(waitPath(path, since), inFlight.signal);
       const updated = Date.parse(body.updateTime ?? "") || 0;
       const moved = updated > last;
       if (moved && countsKey(body) !== counts) [dataUpdated, dataSeen] = [updated, true];
       counts = countsKey(body);
+      since = body.updateTime ?? since;
       const now = Date.now();
       tick({ updated: dataUpdated, dataSeen, latest: updated, serverNow: Number.isFinite(serverNow) ? serverNow : now, polledAt: now });
       if (moved) {
         last = updated;
         await changed(body);
       }
+      // Held until now (the server long-polls), or moved: ask again at once.
+      if (moved || Date.now() - asked >= HELD_MS) next = 0;
     } catch {
-      // Offline for a moment, or signed out: try again at the next poll.
+      // Offline for a moment, signed out, too many live pages (429), or
+      // hidden (aborted): try again after POLL_MS.
     }
+    inFlight = undefined;
     busy = false;
-    schedule();
+    schedule(next);
   }
-  function schedule() {
-    if (!stopped && timer === undefined) timer = setTimeout(poll, POLL_MS);
+  function schedule(ms: number) {
+    if (!stopped && timer === undefined) timer = setTimeout(poll, ms);
   }
   const onVisible = () => {
-    if (document.visibilityState === "visible" && timer === undefined && !busy) poll();
+    if (document.visibilityState === "hidden") inFlight?.abort(); // a hidden tab holds nothing
+    else if (timer === undefined && !busy) poll();
   };
   document.addEventListener("visibilitychange", onVisible);
-  schedule();
+  schedule(0);
   return () => {
     stopped = true;
     clearTimeout(timer);
+    inFlight?.abort();
     document.removeEventListener("visibilitychange", onVisible);
   };
 }

@@ -101,7 +101,10 @@ func setup(dir string) (func(), error) {
 	stops = append(stops, env.issuer.Close)
 	env.tbup, env.dir = tbup, dir
 	serve := exec.Command(tbhub, "serve", "--data", filepath.Join(dir, "data"), "--addr", "127.0.0.1:0",
-		"--oidc-issuer", env.issuer.URL, "--oidc-client-ids", oidcClient)
+		"--oidc-issuer", env.issuer.URL, "--oidc-client-ids", oidcClient,
+		// BenchmarkLiveManyViewers gives each of its 100 viewers a token of
+		// the owner's, beside the owner's own: past the default quota (100).
+		"--max-tokens-per-user", "1000")
 	stderr, err := serve.StderrPipe()
 	if err != nil {
 		return nil, err

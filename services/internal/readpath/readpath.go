@@ -52,7 +52,9 @@ type Config struct {
 	Compare httpapi.CompareLimits
 	// RunsTable is httpapi.Config.RunsTable.
 	RunsTable httpapi.RunsTableLimits
-	Logger    *slog.Logger
+	// Live is httpapi.Config.Live.
+	Live   httpapi.LiveLimits
+	Logger *slog.Logger
 }
 
 // Routes are the mux patterns the HTTP API is mounted under. The UI may
@@ -65,7 +67,7 @@ var Routes = httpapi.Routes
 // and auth services, which the management routes call); a client made
 // with grpc.NewClient connects lazily, so it may be made before the
 // server serves. grpcServer's interceptors must include tenancy.Guard.
-func Mount(grpcServer grpc.ServiceRegistrar, mux *http.ServeMux, conn grpc.ClientConnInterface, st store.Reader, blobs blob.Store, cfg Config) (*reader.Server, http.Handler, error) {
+func Mount(grpcServer grpc.ServiceRegistrar, mux *http.ServeMux, conn grpc.ClientConnInterface, st store.Reader, blobs blob.Store, cfg Config) (*reader.Server, *httpapi.Handler, error) {
 	if cfg.Reader.Logger == nil {
 		cfg.Reader.Logger = cfg.Logger
 	}
@@ -95,6 +97,7 @@ func Mount(grpcServer grpc.ServiceRegistrar, mux *http.ServeMux, conn grpc.Clien
 		Graphs:           cfg.Graphs,
 		Compare:          cfg.Compare,
 		RunsTable:        cfg.RunsTable,
+		Live:             cfg.Live,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("readpath: %w", err)

@@ -277,6 +277,10 @@ func (s *Server) build(grpcAddr string) error {
 // Mux is the HTTP mux; mount further handlers on it before Serve.
 func (s *Server) Mux() *http.ServeMux { return s.mux }
 
+// OnStop has f called when the server starts to stop, before it drains
+// (lifecycle.Process.OnStop).
+func (s *Server) OnStop(f func()) { s.life.OnStop(f) }
+
 // GRPCServer is the gRPC server; register further services before Serve.
 // Their methods need rules in tenancy.Methods, or the guard refuses them.
 func (s *Server) GRPCServer() *grpc.Server { return s.grpc }

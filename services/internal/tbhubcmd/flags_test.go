@@ -38,6 +38,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 	credentialFlags := []string{"bad-credentials-burst", "bad-credentials-per-second", "forwarding-secret", "trusted-proxy-hops"}
 	diskFlags := []string{"min-free-disk-bytes", "min-free-disk-percent"}
 	instanceFlags := []string{"create-request-ttl", "sweep-lease-ttl", "usage-refresh"}
+	liveFlags := []string{"live-check-interval", "live-max-wait", "live-max-waits-per-client"}
 	binaries := []struct {
 		name  string
 		flags func(fs *flag.FlagSet)
@@ -48,7 +49,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 			"max-blob-bytes", "max-blob-bytes-per-user", "max-bucketed-points", "max-experiments-per-user", "max-points-per-user", "max-tokens-per-user",
 			"oidc-client-ids", "oidc-device-client-id", "oidc-device-client-secret", "oidc-issuer",
 			"oidc-web-client-id", "oidc-web-client-secret", "public-origin", "requests-per-second", "runs-table-max-series", "samples_per_plugin", "store",
-		}, telemetryFlags, httpLimitFlags, blobStreamFlags, markdownFlags, graphFlags, compareFlags, credentialFlags, diskFlags, instanceFlags)},
+		}, telemetryFlags, httpLimitFlags, blobStreamFlags, markdownFlags, graphFlags, compareFlags, credentialFlags, diskFlags, instanceFlags, liveFlags)},
 		{"write-service", func(fs *flag.FlagSet) { newServeFlags(fs, writeServiceCommand) }, slices.Concat([]string{
 			"addr", "api-endpoint", "blobs", "data", "enable-test-rpcs", "grpc-addr",
 			"max-blob-bytes", "max-blob-bytes-per-user", "max-bucketed-points", "max-experiments-per-user", "max-points-per-user", "max-tokens-per-user",
@@ -64,7 +65,7 @@ func TestEveryFlagAndItsVariable(t *testing.T) {
 		{"frontend", func(fs *flag.FlagSet) { new(frontend.Config).RegisterFlags(fs) }, slices.Concat([]string{
 			"addr", "experiment-service", "grpc-insecure", "oidc-issuer", "oidc-web-client-id",
 			"oidc-web-client-secret", "port", "public-origin", "read-service", "runs-table-max-series", "samples_per_plugin",
-		}, telemetryFlags, httpLimitFlags, markdownFlags, graphFlags, compareFlags, []string{"forwarding-secret", "trusted-proxy-hops"})},
+		}, telemetryFlags, httpLimitFlags, markdownFlags, graphFlags, compareFlags, liveFlags, []string{"forwarding-secret", "trusted-proxy-hops"})},
 	}
 	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "operations.md"))
 	if err != nil {
@@ -127,13 +128,13 @@ func TestServeMarkdownAndGraphLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := h.(*httpapi.Handler).Markdown.Limits(); got != want {
+		if got := h.Markdown.Limits(); got != want {
 			t.Errorf("%s: the renderer's limits are %+v, want %+v", name, got, want)
 		}
-		if got := h.(*httpapi.Handler).GraphLimits(); got != wantGraphs {
+		if got := h.GraphLimits(); got != wantGraphs {
 			t.Errorf("%s: the graphs plugin's limits are %+v, want %+v", name, got, wantGraphs)
 		}
-		if got := h.(*httpapi.Handler).CompareLimits(); got != wantCompare {
+		if got := h.CompareLimits(); got != wantCompare {
 			t.Errorf("%s: the comparisons' limits are %+v, want %+v", name, got, wantCompare)
 		}
 	}

@@ -245,6 +245,7 @@ type serveFlags struct {
 	graphs                           httpapi.GraphLimits
 	compare                          httpapi.CompareLimits
 	runsTable                        httpapi.RunsTableLimits
+	live                             httpapi.LiveLimits
 	tcfg                             telemetry.Config
 	aliases                          []config.Alias
 }
@@ -305,6 +306,8 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 		f.compare.RegisterFlags(fs)
 		f.runsTable = httpapi.DefaultRunsTableLimits()
 		f.runsTable.RegisterFlags(fs)
+		f.live = httpapi.DefaultLiveLimits()
+		f.live.RegisterFlags(fs)
 	}
 	f.tcfg = telemetry.Config{Service: proc.service}
 	f.aliases = append([]config.Alias{config.Port("addr")}, f.tcfg.RegisterFlags(fs)...)
@@ -384,9 +387,11 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 			return err
 		}
 		defer conn.Close()
-		if _, _, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), conn, st, b.Blobs, f.readPath(cfg.OIDC, srv.Origin(), logger)); err != nil {
+		_, api, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), conn, st, b.Blobs, f.readPath(cfg.OIDC, srv.Origin(), logger))
+		if err != nil {
 			return err
 		}
+		srv.OnStop(api.StopLive) // held long polls answered, not waited for by the drain
 		ui, err := webui.New()
 		if err != nil {
 			return err
@@ -415,6 +420,7 @@ func (f *serveFlags) readPath(o auth.OIDCConfig, origin string, logger *slog.Log
 		SignIn: webSignIn(o, *f.webClient, *f.webSecret), PublicOrigin: origin,
 		Reader: reader.Config{BlobKeySecret: reader.RandomSecret(), MaxListedRuns: maxRuns}, Logger: logger,
 		SamplesPerPlugin: f.samples, Markdown: f.markdown, Graphs: f.graphs, Compare: f.compare, RunsTable: f.runsTable,
+		Live: f.live,
 	}
 }
 

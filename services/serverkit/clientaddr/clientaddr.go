@@ -146,6 +146,12 @@ func (h Hops) Middleware(next http.Handler) http.Handler {
 	})
 }
 
+// FromContext is the client address Middleware put in ctx.
+func FromContext(ctx context.Context) (netip.Addr, bool) {
+	a, ok := ctx.Value(addrKey{}).(netip.Addr)
+	return a, ok
+}
+
 // Internal marks the calls tbhub makes to its own gRPC servers on behalf
 // of an HTTP client, with a secret, so that the server trusts the client
 // address they forward. Its methods accept a nil *Internal (no such

@@ -57,6 +57,7 @@ type Process struct {
 	https        []httpServer
 	grpcs        []grpcServer
 	inHTTP       []*grpc.Server
+	onStop       []func() // called as stopping starts (OnStop)
 }
 
 type httpServer struct {
@@ -181,11 +182,19 @@ func (p *Process) Run(ctx context.Context) error {
 	return failed
 }
 
+// OnStop has f called when the process starts to stop, before the drain:
+// for requests held open on purpose (long polls), which the drain would
+// otherwise wait for.
+func (p *Process) OnStop(f func()) { p.onStop = append(p.onStop, f) }
+
 // stop turns not ready, then drains every server at once within the drain
 // timeout.
 func (p *Process) stop(ctx context.Context) {
 	p.ready.Store(false)
 	p.health.Shutdown() // every status NOT_SERVING, watchers told
+	for _, f := range p.onStop {
+		f()
+	}
 	dctx, cancel := context.WithTimeout(ctx, p.drainTimeout)
 	defer cancel()
 	var wg sync.WaitGroup

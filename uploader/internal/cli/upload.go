@@ -160,7 +160,7 @@ func runUpload(ctx context.Context, env Env, args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON object at the end: experiment_id, url, scalars, tensors, blobs, blob_bytes")
 	verbose := fs.Bool("verbose", false, "report every skipped series")
 	quiet := fs.Bool("quiet", false, "print warnings and the experiment URL only")
-	poll := fs.Duration("poll", 5*time.Second, "how often a continuous upload looks for new data")
+	poll := fs.Duration("poll", 5*time.Second, "how often a continuous upload looks for new data (a local logdir is also read at once when its files change)")
 	inFlight := fs.Int("parallel", 4, "requests in flight at once")
 	allowEmpty := fs.Bool("allow-empty", false, "create the experiment even if the logdir holds no event files yet")
 	verifyAfter := fs.Bool("verify", false, "with --one-shot: then compare the logdir with the experiment as 'tbup verify' does, and exit non-zero on a difference")

@@ -154,9 +154,11 @@ func (u *Uploader) Run(ctx context.Context) error {
 	defer u.send.fail(nil)
 	u.blobs.send = u.send
 	u.restore()
+	changes := u.watch(ctx)
 	var err error
 	for {
 		u.prog.setActivity("reading")
+		passed := time.Now()
 		err = u.pass(ctx)
 		u.flush()
 		u.prog.setActivity("sending")
@@ -170,6 +172,17 @@ func (u *Uploader) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-time.After(u.cfg.Poll):
+		case _, ok := <-changes:
+			if !ok {
+				changes = nil // the watch ended: polling alone from now on
+				break
+			}
+			// A job writing all the time notifies all the time: one pass
+			// (a scan of the logdir) per notifiedPassEvery at most.
+			select {
+			case <-ctx.Done():
+			case <-time.After(notifiedPassEvery - time.Since(passed)):
+			}
 		}
 		if ctx.Err() != nil {
 			break
@@ -193,6 +206,30 @@ func (u *Uploader) Run(ctx context.Context) error {
 		u.prog.finish()
 	}
 	return nil
+}
+
+// notifiedPassEvery is the least time between the starts of two passes
+// started by change notifications: the changes of a burst are read
+// together, for at most this much delay.
+const notifiedPassEvery = 200 * time.Millisecond
+
+// watch starts the logdir's change notifications for a continuous upload
+// of a Source that has them (a local logdir), so that new data is read at
+// once rather than at the next poll. It returns nil (a channel that never
+// receives: polling alone) for a one-shot upload, a gs:// logdir, or when
+// the watch cannot start, e.g. past the system's limit on inotify watches.
+// Started before the first pass, it misses no change made during it.
+func (u *Uploader) watch(ctx context.Context) <-chan struct{} {
+	w, ok := u.cfg.Source.(logdir.Watcher)
+	if !ok || u.cfg.OneShot {
+		return nil
+	}
+	changes, err := w.Watch(ctx)
+	if err != nil {
+		u.prog.warn("not notified of changes (%v): looking for new data every %s instead", err, u.cfg.Poll)
+		return nil
+	}
+	return changes
 }
 
 // unsent describes what the state does not yet cover.

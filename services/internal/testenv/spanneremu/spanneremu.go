@@ -48,8 +48,11 @@ import (
 const (
 	project    = "tbhub-test"
 	instanceID = "test"
-	// startTimeout bounds how long the emulator may take to answer.
-	startTimeout = 90 * time.Second
+	// startTimeout bounds how long the emulator may take to answer while
+	// its process lives (an exit fails at once). Generous: on a busy
+	// 2-core machine (CI beside other jobs) it was seen taking over 90 s
+	// to listen, and a slow start is not what any test checks.
+	startTimeout = 5 * time.Minute
 )
 
 // Emulator is a running (or borrowed) emulator with one test instance.
