@@ -273,7 +273,10 @@ func TestHParamsParallelCoordinatesMissingValues(t *testing.T) {
 
 	// Dragging along the band alone keeps the groups without accuracy.
 	var rect []float64
-	run(t, ctx, chromedp.Evaluate(`(() => { const r = document.querySelector('.pc-missing[data-col="accuracy"]').getBoundingClientRect(); return [r.left + r.width / 2, r.top, r.bottom, document.querySelector('.pc-axis[data-col="accuracy"] line').getBoundingClientRect().top]; })()`, &rect))
+	// In view first: the page above the plot (the damaged-records note of
+	// the corpus) may put the band below the window, where the mouse
+	// cannot reach it.
+	run(t, ctx, chromedp.Evaluate(`(() => { document.querySelector('.pc-missing[data-col="accuracy"]').scrollIntoView({block: "center"}); const r = document.querySelector('.pc-missing[data-col="accuracy"]').getBoundingClientRect(); return [r.left + r.width / 2, r.top, r.bottom, document.querySelector('.pc-axis[data-col="accuracy"] line').getBoundingClientRect().top]; })()`, &rect))
 	x, top, bottom, axisTop := rect[0], rect[1], rect[2], rect[3]
 	run(t, ctx,
 		dragDown(x, top+1, bottom-1),

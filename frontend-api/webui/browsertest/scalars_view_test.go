@@ -84,6 +84,13 @@ func boxOf(selector string) string {
 		return {Left: r.left, Top: r.top, Right: r.right, Bottom: r.bottom, VW: document.documentElement.clientWidth, VH: innerHeight}; })()`, selector)
 }
 
+// insideWindow is a page expression: the element selector finds lies
+// inside the window (rect.inside).
+func insideWindow(selector string) string {
+	return fmt.Sprintf(`(() => { const r = document.querySelector(%q).getBoundingClientRect();
+		return r.left >= 0 && r.top >= 0 && r.right <= document.documentElement.clientWidth && r.bottom <= innerHeight && r.right > r.left && r.bottom > r.top; })()`, selector)
+}
+
 func (r rect) inside() bool {
 	return r.Left >= 0 && r.Top >= 0 && r.Right <= r.VW && r.Bottom <= r.VH && r.Right > r.Left && r.Bottom > r.Top
 }
@@ -136,7 +143,9 @@ func TestScalarsTooltipManyRuns(t *testing.T) {
 		// The key as the page gets it (a headless tab is not focused, so
 		// Input.dispatchKeyEvent reaches no document).
 		chromedp.Evaluate(`document.body.dispatchEvent(new KeyboardEvent("keydown", {key: "a", bubbles: true}))`, nil),
-		waitFor(`document.querySelectorAll('`+tooltip+` .tt-run').length > 10`),
+		// The tooltip is placed in the frame after its rows change: wait
+		// for both.
+		waitFor(`document.querySelectorAll('`+tooltip+` .tt-run').length > 10 && `+insideWindow(tooltip)),
 		chromedp.Evaluate(boxOf(tooltip), &box),
 		chromedp.Evaluate(`[...document.querySelectorAll('`+tooltip+` .tt-run')].map(e => e.textContent)`, &rows),
 		chromedp.Evaluate(`document.querySelector('`+tooltip+` .tt-more')?.textContent ?? ""`, &more),
