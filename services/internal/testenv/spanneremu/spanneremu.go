@@ -49,9 +49,8 @@ const (
 	project    = "tbhub-test"
 	instanceID = "test"
 	// startTimeout bounds how long the emulator may take to answer while
-	// its process lives (an exit fails at once). Generous: on a busy
-	// 2-core machine (CI beside other jobs) it was seen taking over 90 s
-	// to listen, and a slow start is not what any test checks.
+	// its process lives (an exit fails at once). Generous: a slow start
+	// on a busy 2-core machine is not what any test checks.
 	startTimeout = 5 * time.Minute
 )
 
@@ -274,7 +273,7 @@ func (e *Emulator) waitAndCreateInstance(ctx context.Context) error {
 }
 
 // Stop closes the admin client and, if Start launched the emulator, kills
-// its process group.
+// its process group and takes it out of SPANNER_EMULATOR_HOST.
 func (e *Emulator) Stop() {
 	if e.admin != nil {
 		e.admin.Close()
@@ -284,6 +283,11 @@ func (e *Emulator) Stop() {
 		<-e.exited
 		e.lifeline.Close()
 		os.Remove(e.logPath)
+		// Start named this emulator in the environment; a later Start in
+		// the same process must launch its own, not borrow a dead one.
+		if os.Getenv("SPANNER_EMULATOR_HOST") == e.Host {
+			os.Unsetenv("SPANNER_EMULATOR_HOST")
+		}
 	}
 }
 
