@@ -29,12 +29,11 @@ import (
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 )
 
-// TestServeOnSpannerAndGCS runs `tbhub serve --store spanner://... --blobs
-// gs://...` against the Spanner emulator and fake-gcs-server, reads its
-// banner, and uploads through it: an experiment, scalars, and a blob whose
-// first stream breaks, so the resume reads the partial object back from
-// GCS.
-func TestServeOnSpannerAndGCS(t *testing.T) {
+// emulatorDatabase starts a Spanner emulator of the test's own, names it
+// in SPANNER_EMULATOR_HOST for the test (the commands under test read it),
+// and returns a fresh database on it with the schema applied.
+func emulatorDatabase(t *testing.T) *spanneremu.Database {
+	t.Helper()
 	spanneremu.SkipIfShort(t)
 	emu, err := spanneremu.Start(context.Background())
 	if err != nil {
@@ -47,6 +46,16 @@ func TestServeOnSpannerAndGCS(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Drop(context.Background()) })
+	return db
+}
+
+// TestServeOnSpannerAndGCS runs `tbhub serve --store spanner://... --blobs
+// gs://...` against the Spanner emulator and fake-gcs-server, reads its
+// banner, and uploads through it: an experiment, scalars, and a blob whose
+// first stream breaks, so the resume reads the partial object back from
+// GCS.
+func TestServeOnSpannerAndGCS(t *testing.T) {
+	db := emulatorDatabase(t)
 	fakegcs.Start(t, "tbhub-test")
 
 	origin, token := startServe(t, "--store", "spanner://"+db.Name, "--blobs", "gs://tbhub-test/deploy", "--addr", "127.0.0.1:0")
@@ -205,18 +214,7 @@ func readBanner(t *testing.T, r io.Reader) (origin, token string) {
 // database whose rows predate 0014_user_usage.sql, made here by removing
 // them), and a rerun has no user left to count.
 func TestMigrateBackfillsUserUsageOnSpanner(t *testing.T) {
-	spanneremu.SkipIfShort(t)
-	emu, err := spanneremu.Start(context.Background())
-	if err != nil {
-		t.Fatalf("Spanner emulator: %v", err)
-	}
-	t.Cleanup(emu.Stop)
-	t.Setenv("SPANNER_EMULATOR_HOST", emu.Host)
-	db, err := emu.NewDatabase(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Drop(context.Background()) })
+	db := emulatorDatabase(t)
 	ctx := t.Context()
 	st := spannerstore.New(db.Client, spannerstore.Options{})
 	if err := st.CreateUser(ctx, store.User{ID: "u-ada", Name: "ada"}); err != nil {

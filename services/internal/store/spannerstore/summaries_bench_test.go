@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/store/storetest"
 )
 
 // BenchmarkReadScalarsBucketed reads one series of n points bucketed (B =
@@ -26,7 +27,7 @@ func BenchmarkReadScalarsBucketed(b *testing.B) {
 		for from := int64(0); from < n; from += load {
 			batch := scalarBatch(from, min(from+load, n))
 			if from <= n/2+7 && n/2+7 < from+load {
-				batch[0].Points[n/2+7-from].Value = 1e9
+				batch[0].Points[n/2+7-from].Value = storetest.SpikeValue
 			}
 			if err := s.WriteScalars(b.Context(), eid, batch); err != nil {
 				b.Fatal(err)
@@ -42,18 +43,7 @@ func BenchmarkReadScalarsBucketed(b *testing.B) {
 				calls.take()
 				reads := 0
 				for b.Loop() {
-					got, sawSpike := 0, false
-					err := s.ReadScalars(b.Context(), eid, q, func(_ *store.TimeSeries, ps []store.ScalarPoint) error {
-						got += len(ps)
-						for _, p := range ps {
-							sawSpike = sawSpike || p.Value == 1e9
-						}
-						return nil
-					})
-					if err != nil || got == 0 || !sawSpike {
-						b.Fatalf("read %d points, spike %v, %v", got, sawSpike, err)
-					}
-					b.ReportMetric(float64(got), "points/read")
+					b.ReportMetric(float64(storetest.ReadBuckets(b, s, eid, q)), "points/read")
 					reads++
 				}
 				_, total := calls.take()

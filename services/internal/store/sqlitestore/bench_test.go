@@ -335,7 +335,7 @@ func BenchmarkReadScalarsBuckets(b *testing.B) {
 		s := newTestStore(b)
 		eid := fillSeries(b, s, n)
 		spike := scalarBatch(int64(n/2+7), 1)
-		spike.Points[0].Value = 1e9
+		spike.Points[0].Value = storetest.SpikeValue
 		if err := s.WriteScalars(b.Context(), eid, []store.ScalarSeries{spike}); err != nil {
 			b.Fatal(err)
 		}
@@ -347,18 +347,7 @@ func BenchmarkReadScalarsBuckets(b *testing.B) {
 				q := store.Query{MinStep: w.min, MaxStep: w.max, Buckets: 1000}
 				defer reportCPU(b, cpuTime())
 				for b.Loop() {
-					got, sawSpike := 0, false
-					err := s.ReadScalars(b.Context(), eid, q, func(_ *store.TimeSeries, ps []store.ScalarPoint) error {
-						got += len(ps)
-						for _, p := range ps {
-							sawSpike = sawSpike || p.Value == 1e9
-						}
-						return nil
-					})
-					if err != nil || got == 0 || !sawSpike {
-						b.Fatalf("read %d points, spike %v, %v", got, sawSpike, err)
-					}
-					b.ReportMetric(float64(got), "points/read")
+					b.ReportMetric(float64(storetest.ReadBuckets(b, s, eid, q)), "points/read")
 				}
 			})
 		}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -77,4 +78,27 @@ func BenchmarkExperimentLists(b *testing.B, s store.Store) {
 			}
 		}
 	})
+}
+
+// SpikeValue is the value of the one spike the bucketed-read benchmarks
+// put in their series.
+const SpikeValue = 1e9
+
+// ReadBuckets runs one bucketed read q of experiment eid in s and returns
+// how many points it answered; tb fails if the read fails, answers
+// nothing, or misses the spike (SpikeValue) the series holds.
+func ReadBuckets(tb testing.TB, s store.Reader, eid string, q store.Query) int {
+	tb.Helper()
+	got, sawSpike := 0, false
+	err := s.ReadScalars(context.Background(), eid, q, func(_ *store.TimeSeries, ps []store.ScalarPoint) error {
+		got += len(ps)
+		for _, p := range ps {
+			sawSpike = sawSpike || p.Value == SpikeValue
+		}
+		return nil
+	})
+	if err != nil || got == 0 || !sawSpike {
+		tb.Fatalf("read %d points, spike %v, %v", got, sawSpike, err)
+	}
+	return got
 }
