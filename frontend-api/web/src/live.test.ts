@@ -15,7 +15,9 @@ vi.mock("./api", () => ({
 }));
 const { follow, freshnessLabel, POLL_MS } = await import("./live");
 
-describe("follow", () => {
+// withFakePage gives each test of the describe block calling it fake
+// timers and a visible document, and forgets the answers and paths after.
+function withFakePage() {
   beforeEach(() => {
     vi.useFakeTimers();
     vi.stubGlobal("document", { visibilityState: "visible", addEventListener() {}, removeEventListener() {} });
@@ -27,6 +29,10 @@ describe("follow", () => {
     answers.length = 0;
     holdMs = 0;
   });
+}
+
+describe("follow", () => {
+  withFakePage();
 
   const exp = (updateTime: string, points: number, name = "a"): Experiment => ({
     experimentId: "e",
@@ -56,17 +62,7 @@ describe("follow", () => {
 });
 
 describe("follow, long-polling", () => {
-  beforeEach(() => {
-    vi.useFakeTimers();
-    vi.stubGlobal("document", { visibilityState: "visible", addEventListener() {}, removeEventListener() {} });
-  });
-  afterEach(() => {
-    vi.useRealTimers();
-    vi.unstubAllGlobals();
-    asked.length = 0;
-    answers.length = 0;
-    holdMs = 0;
-  });
+  withFakePage();
 
   it("asks to be held past the update time it saw, and asks again at once when it was held", async () => {
     const t0 = "2026-01-01T00:00:00Z";
