@@ -33,6 +33,17 @@ func dragDown(x, y0, y1 float64) chromedp.Action {
 	}
 }
 
+// settled scrolls the element the page expression el finds into view and
+// waits until it is the same element at the same place at two polls in a
+// row, inside the window: a plot drawn again (the page's width changed
+// when a scroll bar came or went) or still moving would lose a drag.
+func settled(el string) chromedp.Action {
+	return chromedp.Tasks{
+		chromedp.Evaluate(el+`.scrollIntoView({block: "center"})`, nil),
+		waitFor(`(() => { const e = ` + el + `; const r = e.getBoundingClientRect(); const k = [r.left, r.top, r.bottom].join(); const same = window.settledEl === e && window.settledAt === k; window.settledEl = e; window.settledAt = k; return same && r.top >= 0 && r.bottom <= innerHeight; })()`),
+	}
+}
+
 func urlParam(name, want string) chromedp.Action {
 	return waitFor(fmt.Sprintf(`new URLSearchParams(location.search).get(%q) === %q`, name, want))
 }
@@ -96,6 +107,7 @@ func TestHParamsParallelCoordinatesAndScatterInURL(t *testing.T) {
 	// Brushing the top quarter of the accuracy axis keeps the best trial
 	// (0.9356; the next is 0.8999 of a 0.8636–0.9356 axis).
 	var line []float64
+	run(t, ctx, settled(`document.querySelector('.pc-axis[data-col="accuracy"] line')`))
 	run(t, ctx, chromedp.Evaluate(`(() => { const r = document.querySelector('.pc-axis[data-col="accuracy"] line').getBoundingClientRect(); return [r.left, r.top, r.height]; })()`, &line))
 	x, top, h := line[0], line[1], line[2]
 	run(t, ctx,
@@ -276,7 +288,9 @@ func TestHParamsParallelCoordinatesMissingValues(t *testing.T) {
 	// In view first: the page above the plot (the damaged-records note of
 	// the corpus) may put the band below the window, where the mouse
 	// cannot reach it.
-	run(t, ctx, chromedp.Evaluate(`(() => { document.querySelector('.pc-missing[data-col="accuracy"]').scrollIntoView({block: "center"}); const r = document.querySelector('.pc-missing[data-col="accuracy"]').getBoundingClientRect(); return [r.left + r.width / 2, r.top, r.bottom, document.querySelector('.pc-axis[data-col="accuracy"] line').getBoundingClientRect().top]; })()`, &rect))
+	bandEl := `document.querySelector('.pc-missing[data-col="accuracy"]')`
+	run(t, ctx, settled(bandEl))
+	run(t, ctx, chromedp.Evaluate(`(() => { const r = `+bandEl+`.getBoundingClientRect(); return [r.left + r.width / 2, r.top, r.bottom, document.querySelector('.pc-axis[data-col="accuracy"] line').getBoundingClientRect().top]; })()`, &rect))
 	x, top, bottom, axisTop := rect[0], rect[1], rect[2], rect[3]
 	run(t, ctx,
 		dragDown(x, top+1, bottom-1),
