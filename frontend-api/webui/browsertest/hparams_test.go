@@ -34,13 +34,13 @@ func dragDown(x, y0, y1 float64) chromedp.Action {
 }
 
 // settled scrolls the element the page expression el finds into view and
-// waits until it is the same element at the same place at two polls in a
-// row, inside the window: a plot drawn again (the page's width changed
-// when a scroll bar came or went) or still moving would lose a drag.
+// waits until the plots are drawn for the content's width (a scroll bar
+// coming or going redraws them, moving the axes) and el is the same
+// element at the same place at two polls in a row, inside the window.
 func settled(el string) chromedp.Action {
 	return chromedp.Tasks{
 		chromedp.Evaluate(el+`.scrollIntoView({block: "center"})`, nil),
-		waitFor(`(() => { const e = ` + el + `; const r = e.getBoundingClientRect(); const k = [r.left, r.top, r.bottom].join(); const same = window.settledEl === e && window.settledAt === k; window.settledEl = e; window.settledAt = k; return same && r.top >= 0 && r.bottom <= innerHeight; })()`),
+		waitFor(`(() => { const c = document.querySelector(".cards.hparams"); const e = ` + el + `; const r = e.getBoundingClientRect(); const k = [r.left, r.top, r.bottom].join(); const same = window.settledEl === e && window.settledAt === k; window.settledEl = e; window.settledAt = k; return same && String(c.clientWidth) === c.dataset.drawnWidth && r.top >= 0 && r.bottom <= innerHeight; })()`),
 	}
 }
 
@@ -289,8 +289,9 @@ func TestHParamsParallelCoordinatesMissingValues(t *testing.T) {
 	// the corpus) may put the band below the window, where the mouse
 	// cannot reach it.
 	bandEl := `document.querySelector('.pc-missing[data-col="accuracy"]')`
+	measure := `(() => { const r = ` + bandEl + `.getBoundingClientRect(); return [r.left + r.width / 2, r.top, r.bottom, document.querySelector('.pc-axis[data-col="accuracy"] line').getBoundingClientRect().top]; })()`
 	run(t, ctx, settled(bandEl))
-	run(t, ctx, chromedp.Evaluate(`(() => { const r = `+bandEl+`.getBoundingClientRect(); return [r.left + r.width / 2, r.top, r.bottom, document.querySelector('.pc-axis[data-col="accuracy"] line').getBoundingClientRect().top]; })()`, &rect))
+	run(t, ctx, chromedp.Evaluate(measure, &rect))
 	x, top, bottom, axisTop := rect[0], rect[1], rect[2], rect[3]
 	run(t, ctx,
 		dragDown(x, top+1, bottom-1),
@@ -312,7 +313,11 @@ func TestHParamsParallelCoordinatesMissingValues(t *testing.T) {
 		waitFor(`document.querySelector("svg.hparams-parallel") !== null`),
 	)
 
-	// From the top of the axis down into the band: every group.
+	// From the top of the axis down into the band: every group (measured
+	// again: the table in between may have scrolled the page).
+	run(t, ctx, settled(bandEl))
+	run(t, ctx, chromedp.Evaluate(measure, &rect))
+	x, bottom, axisTop = rect[0], rect[2], rect[3]
 	var brush string
 	run(t, ctx,
 		dragDown(x, axisTop-2, bottom-1),
@@ -437,4 +442,41 @@ func TestHParamsScatterPlotMatrix(t *testing.T) {
 		waitFor(fmt.Sprintf(`%s === %d && document.querySelectorAll("svg.hparams-scatter circle.sc-point.hl").length === 1`, countHL, holding)),
 	)
 	noPageErrors(t, thrown, logged)
+}
+
+// A plot drawn again in the middle of a drag (its width changed: a scroll
+// bar came) lost the drag: the press went to the old plot, the release to
+// the new one, and nothing was brushed. The redraw now waits for the
+// release.
+func TestHParamsResizeDuringDragKeepsTheBrush(t *testing.T) {
+	ctx := tab(t, true)
+	line := `document.querySelector('.pc-axis[data-col="accuracy"] line')`
+	var r []float64
+	run(t, ctx,
+		navigate(experimentURL(env.eid, url.Values{"tab": {"hparams"}, "hview": {"parallel"}, "hfilter": {"^trial-"}})),
+		waitFor(`document.querySelectorAll("svg.hparams-parallel path.pc-line").length === 4`),
+		settled(line),
+		chromedp.Evaluate(`(() => { const r = `+line+`.getBoundingClientRect(); window.plotBefore = document.querySelector("svg.hparams-parallel"); return [r.left, r.top, r.height]; })()`, &r),
+	)
+	x, top, h := r[0], r[1], r[2]
+	run(t, ctx,
+		chromedp.MouseEvent(input.MouseMoved, x, top-2),
+		chromedp.MouseEvent(input.MousePressed, x, top-2, chromedp.ButtonLeft),
+		waitFor(`document.querySelector("svg.hparams-parallel").dataset.dragging === "1"`),
+		// The content narrows while the button is down.
+		chromedp.Evaluate(`document.querySelector(".cards.hparams").style.width = "900px"`, nil),
+		waitFor(`document.querySelector(".cards.hparams").dataset.redrawWaits === "drag"`),
+	)
+	var same bool
+	run(t, ctx, chromedp.Evaluate(`document.querySelector("svg.hparams-parallel") === window.plotBefore`, &same))
+	if !same {
+		t.Fatal("the plot was drawn again while its brush was being dragged")
+	}
+	run(t, ctx,
+		chromedp.MouseEvent(input.MouseMoved, x, top+h*0.25, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.MouseReleased, x, top+h*0.25, chromedp.ButtonLeft),
+		waitFor(`new URLSearchParams(location.search).get("hbrush") !== null`),
+		// Once released, the plot is drawn for its new width.
+		waitFor(`(() => { const c = document.querySelector(".cards.hparams"); return c.dataset.drawnWidth === String(c.clientWidth) && c.dataset.redrawWaits === undefined; })()`),
+	)
 }

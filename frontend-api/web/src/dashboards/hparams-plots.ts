@@ -247,9 +247,16 @@ export function parallelCoordinates(columns: Column[], rows: Row[], o: ParallelO
     const hit = svg("rect", { class: "pc-hit", x: x - 12, width: 24, y: top - 6, height: hitBottom - (top - 6) });
     const tOf = (y: number) => (band ? scale.t(y) : Math.max(scale.t(y), 0));
     let from: number | null = null;
+    // data-dragging on the plot says a drag is in flight (the dashboard
+    // holds a redraw until it ends).
+    const end = () => {
+      from = null;
+      delete root.dataset.dragging;
+    };
     hit.addEventListener("pointerdown", (e) => {
       const pe = e as PointerEvent;
       from = yIn(pe);
+      root.dataset.dragging = "1";
       try {
         (hit as Element).setPointerCapture(pe.pointerId); // keep the drag when the pointer leaves the strip
       } catch {
@@ -267,9 +274,10 @@ export function parallelCoordinates(columns: Column[], rows: Row[], o: ParallelO
       const y = yIn(e as PointerEvent);
       const [a, b] = [tOf(from), tOf(y)];
       const click = Math.abs(y - from) < 3;
-      from = null;
+      end();
       o.onBrush(i, click ? null : [Math.min(a, b), Math.max(a, b)]);
     });
+    hit.addEventListener("pointercancel", end);
     g.append(brush, hit);
     root.append(g);
   });

@@ -358,15 +358,24 @@ export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     // not draw it again, which would replace a plot the user is dragging on
     // (switching from the table to a plot changes the content's width).
     lastWidth = content.clientWidth;
+    content.dataset.drawnWidth = String(lastWidth);
+    delete content.dataset.redrawWaits;
   }
 
-  const resized = new ResizeObserver(
-    debounce(() => {
-      if (content.clientWidth === lastWidth) return;
-      lastWidth = content.clientWidth;
-      if (store.get().hview !== "table") render();
-    }, 150),
-  );
+  // A brush being dragged keeps its plot: the redraw for a new width (a
+  // scroll bar coming or going is enough) waits until the pointer is up,
+  // or the drag would end on a plot that never saw it begin.
+  const redraw = debounce(() => {
+    if (content.clientWidth === lastWidth) return;
+    if (content.querySelector("svg[data-dragging]")) {
+      content.dataset.redrawWaits = "drag";
+      redraw();
+      return;
+    }
+    lastWidth = content.clientWidth;
+    if (store.get().hview !== "table") render();
+  }, 150);
+  const resized = new ResizeObserver(() => redraw());
   resized.observe(content);
 
   content.appendChild(notice("Loading…"));
@@ -389,6 +398,7 @@ export function hparamsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     },
     destroy() {
       resized.disconnect();
+      redraw.cancel();
     },
   };
 }
