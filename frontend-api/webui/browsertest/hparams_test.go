@@ -292,7 +292,7 @@ func TestHParamsParallelCoordinatesMissingValues(t *testing.T) {
 	measure := `(() => { const r = ` + bandEl + `.getBoundingClientRect(); return [r.left + r.width / 2, r.top, r.bottom, document.querySelector('.pc-axis[data-col="accuracy"] line').getBoundingClientRect().top]; })()`
 	run(t, ctx, settled(bandEl))
 	run(t, ctx, chromedp.Evaluate(measure, &rect))
-	x, top, bottom, axisTop := rect[0], rect[1], rect[2], rect[3]
+	x, top, bottom := rect[0], rect[1], rect[2]
 	run(t, ctx,
 		dragDown(x, top+1, bottom-1),
 		urlParam("hbrush", `["accuracy","missing"]`),
@@ -317,7 +317,7 @@ func TestHParamsParallelCoordinatesMissingValues(t *testing.T) {
 	// again: the table in between may have scrolled the page).
 	run(t, ctx, settled(bandEl))
 	run(t, ctx, chromedp.Evaluate(measure, &rect))
-	x, bottom, axisTop = rect[0], rect[2], rect[3]
+	x, bottom, axisTop := rect[0], rect[2], rect[3]
 	var brush string
 	run(t, ctx,
 		dragDown(x, axisTop-2, bottom-1),
