@@ -50,6 +50,7 @@ type cachedResponse struct {
 	expires     time.Time
 	contentType string
 	cacheCtl    string
+	readAt      string // readAtHeader of the answer kept
 	body        []byte
 	gzipped     []byte // body compressed once, for clients that accept gzip; nil if not worth it
 }
@@ -192,7 +193,7 @@ func (r *recorder) entry(eid string, expires time.Time) *cachedResponse {
 	if h.Get("Content-Disposition") != "" {
 		return nil // downloads are large and rare
 	}
-	e := &cachedResponse{eid: eid, expires: expires, contentType: h.Get("Content-Type"), cacheCtl: h.Get("Cache-Control"), body: bytes.Clone(r.buf.Bytes())}
+	e := &cachedResponse{eid: eid, expires: expires, contentType: h.Get("Content-Type"), cacheCtl: h.Get("Cache-Control"), readAt: h.Get(readAtHeader), body: bytes.Clone(r.buf.Bytes())}
 	e.gzipped = route.Compressed(e.contentType, e.body)
 	return e
 }
@@ -201,6 +202,7 @@ func (e *cachedResponse) write(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", e.contentType)
 	h.Set("Cache-Control", e.cacheCtl)
+	h.Set(readAtHeader, e.readAt)
 	h.Set("X-Content-Type-Options", "nosniff")
 	if e.gzipped != nil && route.WriteGzipped(w, e.gzipped) {
 		return

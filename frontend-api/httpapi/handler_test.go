@@ -287,6 +287,39 @@ func TestResponseCacheNoCache(t *testing.T) {
 	}
 }
 
+// Every answer says when the reads behind it began, on the server's clock;
+// an answer served from the cache says when the answer it reuses was read
+// (a live page that got it compares the experiment's update time with
+// that, not with when it asked).
+func TestAnswersSayWhenTheirReadsBegan(t *testing.T) {
+	_, srv := startWith(t, httpapi.Config{CacheTTL: time.Hour})
+	readAt := func(resp *http.Response) time.Time {
+		t.Helper()
+		at, err := time.Parse(time.RFC3339Nano, resp.Header.Get("X-Tbhub-Read-At"))
+		if err != nil {
+			t.Fatalf("X-Tbhub-Read-At %q: %v", resp.Header.Get("X-Tbhub-Read-At"), err)
+		}
+		return at
+	}
+	before := time.Now().Truncate(time.Millisecond)
+	first, _ := get(t, srv.URL+scalarsPath, "Authorization", "Bearer a")
+	at := readAt(first)
+	if at.Before(before) || at.After(time.Now()) {
+		t.Errorf("read at %v, want between %v and now", at, before)
+	}
+	for !time.Now().Truncate(time.Millisecond).After(at) {
+		runtime.Gosched() // the next answer is asked for a millisecond later at least
+	}
+	cached, _ := get(t, srv.URL+scalarsPath, "Authorization", "Bearer a")
+	if got := readAt(cached); !got.Equal(at) {
+		t.Errorf("cached answer: read at %v, want the first read's %v", got, at)
+	}
+	fresh, _ := get(t, srv.URL+scalarsPath, "Authorization", "Bearer a", "Cache-Control", "no-cache")
+	if got := readAt(fresh); !got.After(at) {
+		t.Errorf("answer read past the cache: read at %v, want after %v", got, at)
+	}
+}
+
 // Identical GETs with the same credential within the TTL cost one call;
 // another credential, an error, or a POST is never answered from it.
 func TestResponseCache(t *testing.T) {

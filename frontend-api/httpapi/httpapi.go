@@ -297,6 +297,10 @@ func (h *Handler) serve(fn route.Func) http.HandlerFunc {
 				return
 			}
 		}
+		// When this answer's reads began: a live page compares the
+		// experiment's update time with it (an answer kept in the cache
+		// keeps the time of the reads that made it).
+		w.Header().Set(readAtHeader, formatReadAt(time.Now()))
 		ctx, cancel := context.WithTimeout(r.Context(), h.cfg.CallTimeout)
 		defer cancel()
 		if cred != "" {
@@ -314,6 +318,15 @@ func (h *Handler) serve(fn route.Func) http.HandlerFunc {
 		}
 	}
 }
+
+// readAtHeader names the time, on the server's clock, at which the reads
+// behind an answer began (RFC 3339, milliseconds, rounded down). A page
+// that holds answers read before an experiment's update time may lack the
+// update; live.ts reads again then (an answer taken from the cache, or
+// read beside the experiment's metadata, can be older than it).
+const readAtHeader = "X-Tbhub-Read-At"
+
+func formatReadAt(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
 // noCache says whether a request asks not to be answered from a cache
 // (Cache-Control: no-cache or max-age=0, or Pragma: no-cache).

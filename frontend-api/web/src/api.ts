@@ -76,8 +76,24 @@ function headers(extra?: Record<string, string>): Record<string, string> {
   return h;
 }
 
-async function check(resp: Response, path: string): Promise<Response> {
-  if (resp.ok) return resp;
+// The oldest read time (X-Tbhub-Read-At: when the server began the reads
+// behind an answer, ms since the epoch) of the answers received since the
+// last refresh(); Infinity when none. The page may lack an update made
+// after it: an answer can come from the server's cache, or be read beside
+// the experiment's metadata and before it (live.ts compares).
+let oldestRead = Infinity;
+
+/** The oldest read time of the answers received since the last refresh() (Infinity: none). */
+export function readsAsOf(): number {
+  return oldestRead;
+}
+
+async function check(resp: Response, path: string, noteRead = true): Promise<Response> {
+  if (resp.ok) {
+    const at = Date.parse(resp.headers.get("X-Tbhub-Read-At") ?? "");
+    if (noteRead && at < oldestRead) oldestRead = at;
+    return resp;
+  }
   let text = "";
   try {
     text = (await resp.text()).trim();
@@ -109,7 +125,7 @@ export async function send<T>(method: string, path: string, body?: unknown): Pro
  * NaN without one): what a live page polls.
  */
 export async function getFresh<T>(path: string, signal?: AbortSignal): Promise<{ body: T; serverNow: number }> {
-  const r = await check(await fetch(path, { headers: headers(), cache: "no-store", signal }), path);
+  const r = await check(await fetch(path, { headers: headers(), cache: "no-store", signal }), path, false);
   return { body: (await r.json()) as T, serverNow: Date.parse(r.headers.get("Date") ?? "") };
 }
 
@@ -126,6 +142,7 @@ let freshUntil = 0;
  */
 export function refresh() {
   cache.clear();
+  oldestRead = Infinity;
   freshUntil = Date.now() + 3000;
 }
 

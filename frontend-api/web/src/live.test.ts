@@ -84,6 +84,36 @@ describe("follow, long-polling", () => {
     expect(changed).toEqual([t1]);
   });
 
+  it("is not held while the page's answers were read before the update time it holds, and has them read again", async () => {
+    // The page's metadata says t1, but its data answers were read at t0
+    // (beside the metadata, or kept in the server's cache): the update of
+    // t1 may be missing from them.
+    const t0 = Date.parse("2026-01-01T00:00:00Z");
+    const t1 = "2026-01-01T00:00:01.500Z";
+    const e: Experiment = { experimentId: "e", updateTime: t1 };
+    answers.push(e, e, e);
+    holdMs = 25_000;
+    let readAt = t0;
+    const changed: string[] = [];
+    const stop = follow(
+      "e",
+      e,
+      async (x) => {
+        changed.push(x.updateTime!);
+        readAt = Date.parse(t1) + 10; // read again after the update
+      },
+      () => {},
+      "/api/experiments/e",
+      () => readAt,
+    );
+    await vi.advanceTimersByTimeAsync(25_000);
+    await vi.advanceTimersByTimeAsync(100);
+    stop();
+    expect(changed).toEqual([t1]);
+    // Asked at once while behind; held once the answers are newer.
+    expect(asked).toEqual(["/api/experiments/e", `/api/experiments/e?waitPast=${encodeURIComponent(t1)}`]);
+  });
+
   it("polls every POLL_MS where the server answers at once", async () => {
     const t0 = "2026-01-01T00:00:00Z";
     const e: Experiment = { experimentId: "e", updateTime: t0 };

@@ -65,8 +65,11 @@ function countsKey(e: Experiment): string {
  * called (and awaited before the next poll) when its update time moves
  * past the one seen first (data or metadata: the page reads both again);
  * tick after every answer, with when data last arrived. path is what is
- * polled (a comparison's own route). Returns a function that stops
- * following.
+ * polled (a comparison's own route). asOf is the oldest read time of the
+ * answers the page holds (api.readsAsOf): an update at or after it may be
+ * missing from them (read beside the first metadata, or from the server's
+ * cache), so the page is not held but told to read again. Returns a
+ * function that stops following.
  */
 export function follow(
   eid: string,
@@ -74,6 +77,7 @@ export function follow(
   changed: (e: Experiment) => Promise<void>,
   tick: (f: Freshness) => void,
   path = `/api/experiments/${encodeURIComponent(eid)}`,
+  asOf: () => number = () => Infinity,
 ): () => void {
   let last = Date.parse(first.updateTime ?? "") || 0;
   let since = first.updateTime;
@@ -94,9 +98,11 @@ export function follow(
     try {
       const asked = Date.now();
       inFlight = new AbortController();
-      const { body, serverNow } = await getFresh<Experiment>(waitPath(path, since), inFlight.signal);
+      // Answers read at or before the last update may lack it: ask at once.
+      const behind = asOf() <= last;
+      const { body, serverNow } = await getFresh<Experiment>(waitPath(path, behind ? undefined : since), inFlight.signal);
       const updated = Date.parse(body.updateTime ?? "") || 0;
-      const moved = updated > last;
+      const moved = updated > last || updated >= asOf();
       if (moved && countsKey(body) !== counts) [dataUpdated, dataSeen] = [updated, true];
       counts = countsKey(body);
       since = body.updateTime ?? since;

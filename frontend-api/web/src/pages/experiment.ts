@@ -1,7 +1,7 @@
 // The experiment page: the runs list on the side, a tab per dashboard that
 // has data, the dashboard itself. All view state lives in the URL (state.ts).
 
-import { ApiError, ExperimentAPI, getJSON, getSession, refresh, send, type Experiment, type PluginsListing } from "../api";
+import { ApiError, ExperimentAPI, getJSON, getSession, readsAsOf, refresh, send, type Experiment, type PluginsListing } from "../api";
 import { follow, freshnessLabel, type Freshness } from "../live";
 import { assignColors, naturalCompare } from "../colors";
 import { compileFilter, debounce, h, setChildren, type Child } from "../dom";
@@ -278,6 +278,7 @@ export async function renderExperiment(el: HTMLElement, eid: string, reroute: ()
       remountSoon();
     },
     api.metadataPath(),
+    readsAsOf,
   );
 
   store.subscribe((s, prev) => {
