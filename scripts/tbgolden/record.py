@@ -3,7 +3,7 @@
 
 Usage:
   scripts/tbgolden/record.py --tensorboard CHECKOUT [--logdir ../shared/corpus]
-      [--out services/internal/readpath/testdata/tensorboard]
+      [--out services/allinone/readpath/testdata/tensorboard]
 
 CHECKOUT is a clone of TensorBoard's public repository (the folder holding
 tensorboard/). Its Python backend runs without a build: the .proto files are
@@ -19,7 +19,7 @@ encodings where the frontend posts forms, and writes one JSON file per
 plugin to OUT: a list of {"name", "method", "path", "form" | "json",
 "encoding", "status", "content_type", "body"}. A JSON body is kept parsed;
 binary bodies (images, audio, mesh data) as {"sha256", "bytes"}; text as a
-string. The Go test services/internal/readpath (TestTensorBoardGoldens)
+string. The Go test services/allinone/readpath (TestTensorBoardGoldens)
 asks tbhub the same questions and compares.
 
 TensorBoard is run with every plugin's samples_per_plugin above the longest
@@ -348,7 +348,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tensorboard", required=True, help="a TensorBoard checkout (holds tensorboard/)")
     ap.add_argument("--logdir", default="../shared/corpus")
-    ap.add_argument("--out", default="services/internal/readpath/testdata/tensorboard")
+    ap.add_argument("--out", default="services/allinone/readpath/testdata/tensorboard")
     args = ap.parse_args()
     tmp = load_tensorboard(os.path.abspath(args.tensorboard))
     try:

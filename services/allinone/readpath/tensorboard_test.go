@@ -20,7 +20,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tbhub/tbhub/services/internal/readpath"
+	"github.com/tbhub/tbhub/services/allinone/readpath"
 	"github.com/tbhub/tbhub/services/internal/testenv/corpus"
 )
 

@@ -108,7 +108,7 @@ func mergeShapes(a, b any) (any, bool) {
 }
 
 // TestGoldenShapes pins the JSON shape of every JSON route on the corpus.
-// Regenerate with: go test ./internal/readpath -run TestGoldenShapes -update
+// Regenerate with: go test ./readpath -run TestGoldenShapes -update (in services/allinone)
 func TestGoldenShapes(t *testing.T) {
 	onBackends(t, func(t *testing.T, s *server, eid string) {
 		d := "/experiment/" + eid + "/data/"
