@@ -2,11 +2,13 @@ package golden
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"sync"
@@ -54,6 +56,7 @@ type Recorder struct {
 	conn      grpc.ClientConnInterface
 	mu        sync.Mutex
 	recording bool
+	skip      []string // methods not recorded
 	calls     map[string]call
 }
 
@@ -62,11 +65,18 @@ func NewRecorder(conn grpc.ClientConnInterface) *Recorder {
 	return &Recorder{conn: conn}
 }
 
-// Start forgets what was recorded and records the calls from now on.
-func (r *Recorder) Start() {
+// Start forgets what was recorded and records the calls from now on, but
+// for those to the methods skip names (such as ReadBlob, whose answers are
+// whole blobs: too big to keep beside the code).
+func (r *Recorder) Start(skip ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.recording, r.calls = true, map[string]call{}
+	r.recording, r.skip, r.calls = true, skip, map[string]call{}
+}
+
+// records says whether a call to method is recorded now; r.mu is held.
+func (r *Recorder) records(method string) bool {
+	return r.recording && !slices.Contains(r.skip, method)
 }
 
 // Invoke implements grpc.ClientConnInterface.
@@ -74,7 +84,7 @@ func (r *Recorder) Invoke(ctx context.Context, method string, args, reply any, o
 	err := r.conn.Invoke(ctx, method, args, reply, opts...)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.recording {
+	if !r.records(method) {
 		return err
 	}
 	k, req, kerr := key(method, args)
@@ -141,7 +151,7 @@ func (s *recordedStream) RecvMsg(m any) error {
 		c.Code, c.Message = st.Code(), st.Message()
 	}
 	s.r.mu.Lock()
-	if s.r.recording && s.key != "" {
+	if s.r.records(s.method) && s.key != "" {
 		s.r.calls[s.key] = c
 	}
 	s.r.mu.Unlock()
@@ -183,7 +193,7 @@ func (r *Recorder) Save(path, experiment string) error {
 
 // Replay is a gRPC connection that answers each call with the answer
 // recorded for the same method and request (Recorder.Save), and any other
-// call with Unimplemented, naming it.
+// call with Unimplemented, naming it (NotRecorded).
 type Replay struct {
 	experiment string
 	calls      map[string]call
@@ -219,6 +229,14 @@ func OpenReplay(path string) (*Replay, error) {
 // Experiment is the experiment the recorded requests name.
 func (r *Replay) Experiment() string { return r.experiment }
 
+const notRecorded = "golden: no recorded answer to"
+
+// NotRecorded says whether the HTTP API answered r because a call it made
+// had no recorded answer to replay, to method.
+func NotRecorded(r Response, method string) bool {
+	return r.Status == http.StatusNotImplemented && bytes.Contains(r.Body, []byte(notRecorded+" "+method+" "))
+}
+
 // lookup finds the recorded answer to method with request args.
 func (r *Replay) lookup(method string, args any) (call, error) {
 	k, _, err := key(method, args)
@@ -227,7 +245,7 @@ func (r *Replay) lookup(method string, args any) (call, error) {
 	}
 	c, ok := r.calls[k]
 	if !ok {
-		return call{}, status.Errorf(codes.Unimplemented, "golden: no recorded answer to %s %v (rerecord: services/allinone/readpath TestGoldenShapes -update)", method, args)
+		return call{}, status.Errorf(codes.Unimplemented, "%s %s %v (rerecord: services/allinone/readpath's tests with -update)", notRecorded, method, args)
 	}
 	return c, nil
 }
