@@ -7,4 +7,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build-ui.sh --if-changed
-exec go run ./services/cmd/tbhub serve "$@"
+exec go run ./services/allinone/cmd/tbhub serve "$@"

@@ -34,7 +34,7 @@ print_stage_times() {
     printf '%6d  %s\n' "$((end - stage_starts[i]))" "${stage_names[$i]}"
   done
   if [ -n "${e2e_start:-}" ]; then
-    printf '%6d  %s\n' "$(( ${e2e_end:-$now} - e2e_start ))" "go test services/e2e (in the background, beside the stages from go test on)"
+    printf '%6d  %s\n' "$(( ${e2e_end:-$now} - e2e_start ))" "go test services/allinone/e2e (in the background, beside the stages from go test on)"
   fi
   printf '%6d  %s\n' "$((now - stage_starts[0]))" "total"
 }
@@ -87,7 +87,7 @@ stage "go test"
 # idle through its last ten minutes. So it runs in the background, beside
 # the other packages, the race pass and the fuzzing; its output is printed
 # (and its result checked) at the end.
-e2e_pkg=github.com/tbhub/tbhub/services/e2e
+e2e_pkg=github.com/tbhub/tbhub/services/allinone/e2e
 e2e_log=$(mktemp)
 e2e_start=$(date +%s)
 go test -count=1 -timeout 30m "$@" "$e2e_pkg" >"$e2e_log" 2>&1 &

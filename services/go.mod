@@ -50,7 +50,7 @@ require (
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.70.0 // indirect
 	go.opentelemetry.io/otel v1.45.0
 	go.opentelemetry.io/otel/metric v1.45.0 // indirect
-	go.opentelemetry.io/otel/sdk v1.45.0
+	go.opentelemetry.io/otel/sdk v1.45.0 // indirect
 	go.opentelemetry.io/otel/sdk/metric v1.45.0 // indirect
 	go.opentelemetry.io/otel/trace v1.45.0
 	golang.org/x/crypto v0.58.0 // indirect
@@ -71,16 +71,12 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 )
 
-require github.com/tbhub/tbhub/uploader v0.0.0
-
 // The workspace (go.work) resolves this locally; the replace keeps GOWORK=off builds working.
 replace github.com/tbhub/tbhub/uploader => ../uploader
 
 require github.com/tbhub/tbhub/schemas v0.0.0
 
 replace github.com/tbhub/tbhub/schemas => ../schemas
-
-require github.com/tbhub/tbhub/frontend-api v0.0.0
 
 require (
 	cloud.google.com/go/longrunning v1.2.0 // indirect
@@ -99,10 +95,6 @@ require (
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.45.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.11.0 // indirect
 )
-
-replace github.com/tbhub/tbhub/frontend-api => ../frontend-api
-
-require github.com/yuin/goldmark v1.8.7 // indirect
 
 require github.com/tbhub/tbhub/services/serverkit v0.0.0
 

@@ -22,7 +22,7 @@ import (
 
 // Tests of the answers that must be TensorBoard's (issue 16); the golden
 // comparison with TensorBoard itself on the whole corpus is
-// services/internal/readpath's TestTensorBoardGoldens.
+// services/allinone/readpath's TestTensorBoardGoldens.
 
 // postMultipart posts fields as multipart/form-data, as a browser's
 // FormData is sent.

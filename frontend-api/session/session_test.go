@@ -16,7 +16,7 @@ import (
 )
 
 // fakeAuth accepts the bearer "Bearer good" and mints "tbh_minted". (The
-// whole flow against the real write service: services/internal/readpath.)
+// whole flow against the real write service: services/allinone/readpath.)
 type fakeAuth struct {
 	authv1.AuthServiceClient
 }

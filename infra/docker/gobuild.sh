@@ -34,7 +34,7 @@ service=$1
 out=$2
 
 case "$service" in
-  tbhub)         pkg=./services/cmd/tbhub ;;
+  tbhub)         pkg=./services/allinone/cmd/tbhub ;;
   write-service) pkg=./services/cmd/write-service ;;
   read-service)  pkg=./services/cmd/read-service ;;
   frontend)      pkg=./frontend-api/cmd/frontend ;;

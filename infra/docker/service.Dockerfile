@@ -35,6 +35,7 @@ COPY go.work go.work.sum ./
 COPY schemas/go.mod schemas/go.sum schemas/
 COPY services/go.mod services/go.sum services/
 COPY services/serverkit/go.mod services/serverkit/go.sum services/serverkit/
+COPY services/allinone/go.mod services/allinone/go.sum services/allinone/
 COPY uploader/go.mod uploader/go.sum uploader/
 COPY frontend-api/go.mod frontend-api/go.sum frontend-api/
 RUN --mount=type=cache,target=/go/pkg/mod go mod download

@@ -3,7 +3,7 @@
 
 Usage:
   scripts/tbgolden/record.py --tensorboard CHECKOUT [--logdir ../shared/corpus]
-      [--out services/internal/readpath/testdata/tensorboard]
+      [--out frontend-api/httpapi/testdata/tensorboard]
 
 CHECKOUT is a clone of TensorBoard's public repository (the folder holding
 tensorboard/). Its Python backend runs without a build: the .proto files are
@@ -19,8 +19,10 @@ encodings where the frontend posts forms, and writes one JSON file per
 plugin to OUT: a list of {"name", "method", "path", "form" | "json",
 "encoding", "status", "content_type", "body"}. A JSON body is kept parsed;
 binary bodies (images, audio, mesh data) as {"sha256", "bytes"}; text as a
-string. The Go test services/internal/readpath (TestTensorBoardGoldens)
-asks tbhub the same questions and compares.
+string. TestTensorBoardGoldens (frontend-api/httpapi/golden) asks tbhub the
+same questions and compares: end to end in services/allinone/readpath, and
+in frontend-api/httpapi over the services' recorded answers (rerecord them
+with services/allinone/readpath's test and -update after changing these).
 
 TensorBoard is run with every plugin's samples_per_plugin above the longest
 series of the corpus and without purging orphaned data, so it keeps every
@@ -348,7 +350,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tensorboard", required=True, help="a TensorBoard checkout (holds tensorboard/)")
     ap.add_argument("--logdir", default="../shared/corpus")
-    ap.add_argument("--out", default="services/internal/readpath/testdata/tensorboard")
+    ap.add_argument("--out", default="frontend-api/httpapi/testdata/tensorboard")
     args = ap.parse_args()
     tmp = load_tensorboard(os.path.abspath(args.tensorboard))
     try:

@@ -11,7 +11,7 @@
 // the frontend from them beside the Spanner emulator and fake-gcs-server
 // containers on one Docker network, uploads the shared corpus with tbup
 // and reads every scalar series back through the frontend, as
-// services/e2e's TestCloudRunShape does with local processes.
+// services/allinone/e2e's TestCloudRunShape does with local processes.
 //
 // It is a module of its own, outside go.work, so that testcontainers-go and
 // its dependencies stay out of the services module. CI has no Docker

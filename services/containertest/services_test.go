@@ -63,7 +63,7 @@ func publish(hostPort string) testcontainers.CustomizeRequestOption {
 	})
 }
 
-// TestThreeServicesInContainers replays services/e2e's TestCloudRunShape
+// TestThreeServicesInContainers replays services/allinone/e2e's TestCloudRunShape
 // with the deployment's images: the write service, the read service and
 // the frontend, each a container of the image service.Dockerfile builds,
 // configured only by environment, beside the Spanner emulator and

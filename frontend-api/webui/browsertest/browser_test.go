@@ -88,7 +88,7 @@ func setup(dir string) (func(), error) {
 	}
 	tbhub, tbup := filepath.Join(dir, "tbhub"), filepath.Join(dir, "tbup")
 	env.tbgen = filepath.Join(dir, "tbgen")
-	for bin, pkg := range map[string]string{tbhub: "github.com/tbhub/tbhub/services/cmd/tbhub", tbup: "github.com/tbhub/tbhub/uploader/cmd/tbup",
+	for bin, pkg := range map[string]string{tbhub: "github.com/tbhub/tbhub/services/allinone/cmd/tbhub", tbup: "github.com/tbhub/tbhub/uploader/cmd/tbup",
 		env.tbgen: "github.com/tbhub/tbhub/uploader/cmd/tbgen"} {
 		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("go build %s: %v\n%s", pkg, err, out)

@@ -1,7 +1,6 @@
 package tbhubcmd
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +23,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
+	"github.com/tbhub/tbhub/services/internal/tbhubcmd/tbhubcmdtest"
 	"github.com/tbhub/tbhub/services/internal/testenv/fakegcs"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 )
@@ -58,7 +57,9 @@ func TestServeOnSpannerAndGCS(t *testing.T) {
 	db := emulatorDatabase(t)
 	fakegcs.Start(t, "tbhub-test")
 
-	origin, token := startServe(t, "--store", "spanner://"+db.Name, "--blobs", "gs://tbhub-test/deploy", "--addr", "127.0.0.1:0")
+	origin, token := tbhubcmdtest.StartServe(t, func(ctx context.Context, stderr io.Writer) error {
+		return Run(ctx, []string{"serve", "--store", "spanner://" + db.Name, "--blobs", "gs://tbhub-test/deploy", "--addr", "127.0.0.1:0"}, os.LookupEnv, io.Discard, stderr, nil)
+	})
 
 	// Handshake, then the uploader's calls.
 	body, _ := proto.Marshal(&servicepb.ServerInfoRequest{Version: "2.16.0"})
@@ -165,51 +166,6 @@ func TestServeOnSpannerAndGCS(t *testing.T) {
 	}
 }
 
-var (
-	originLine = regexp.MustCompile(`uploader handshake: (http://\S+)/api/uploader`)
-	tokenLine  = regexp.MustCompile(`^\s+(tbh_\S+)$`)
-)
-
-// startServe runs `tbhub serve` with args until the test ends and returns
-// its origin and first start token.
-func startServe(t *testing.T, args ...string) (origin, token string) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, append([]string{"serve"}, args...), os.LookupEnv, io.Discard, pw)
-		pw.Close()
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return readBanner(t, pr)
-}
-
-// readBanner reads serve's stderr until it has the origin and the first
-// start token, then keeps draining it in the background.
-func readBanner(t *testing.T, r io.Reader) (origin, token string) {
-	t.Helper()
-	sc := bufio.NewScanner(r)
-	for sc.Scan() && (origin == "" || token == "") {
-		if m := originLine.FindStringSubmatch(sc.Text()); m != nil {
-			origin = m[1]
-		}
-		if m := tokenLine.FindStringSubmatch(sc.Text()); m != nil {
-			token = m[1]
-		}
-	}
-	if origin == "" || token == "" {
-		t.Fatalf("serve's banner had no origin or token (%v)", sc.Err())
-	}
-	go io.Copy(io.Discard, r)
-	return origin, token
-}
-
 // tbhub migrate on Spanner counts each user's points into UserUsage (a
 // database whose rows predate 0014_user_usage.sql, made here by removing
 // them), and a rerun has no user left to count.
@@ -237,7 +193,7 @@ func TestMigrateBackfillsUserUsageOnSpanner(t *testing.T) {
 	migrate := func() string {
 		t.Helper()
 		var errOut strings.Builder
-		if err := Run(ctx, []string{"migrate", "--store", "spanner://" + db.Name}, os.LookupEnv, io.Discard, &errOut); err != nil {
+		if err := Run(ctx, []string{"migrate", "--store", "spanner://" + db.Name}, os.LookupEnv, io.Discard, &errOut, nil); err != nil {
 			t.Fatalf("tbhub migrate: %v\n%s", err, errOut.String())
 		}
 		return errOut.String()

@@ -1,7 +1,10 @@
 // Package tbhubcmd is the `tbhub` command line: `serve`, `token create`
 // and `migrate`, each a flag set turned into a config for the packages
-// that do the work (backend, serve). services/cmd/tbhub only wires signals
-// and exit codes around Run.
+// that do the work (backend, serve), and the write service's. `tbhub
+// serve` mounts TensorBoard's HTTP API and the web UI, which live in
+// frontend-api, a module above services: the binary that has them
+// (services/allinone/cmd/tbhub, a module above both) hands them to Run as
+// a ReadPath, so services imports nothing of frontend-api.
 package tbhubcmd
 
 import (
@@ -26,17 +29,14 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/tbhub/tbhub/frontend-api/httpapi"
-	"github.com/tbhub/tbhub/frontend-api/session"
-	"github.com/tbhub/tbhub/frontend-api/webui"
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/backend"
+	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/diskspace"
 	"github.com/tbhub/tbhub/services/internal/limits"
-	"github.com/tbhub/tbhub/services/internal/reader"
-	"github.com/tbhub/tbhub/services/internal/readpath"
 	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/signin"
+	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/store/instrumented"
 	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
@@ -81,18 +81,47 @@ var ErrUsage = errors.New("usage")
 // printed (exit status 0).
 var ErrHelp = errors.New("help requested")
 
-// Run runs one tbhub command. stdout gets what scripts read (a token) and
-// usage asked for (tbhub -h, tbhub serve --help, tbhub help serve); the
-// banner, logs and usage errors go to stderr. A command asked for its
-// usage returns nil without running.
-func Run(ctx context.Context, args []string, env config.Env, stdout, stderr io.Writer) error {
-	if err := run(ctx, args, env, stdout, stderr); !errors.Is(err, ErrHelp) {
+// ReadPath is what `tbhub serve` mounts beside the write service: the
+// read service, TensorBoard's HTTP API, browser sign-in and the web UI.
+// Its HTTP half is frontend-api's, so it is made above services (package
+// services/allinone/readpath) and handed to Run.
+type ReadPath interface {
+	// RegisterFlags defines its flags on serve's flag set.
+	RegisterFlags(fs *flag.FlagSet)
+	// Mount mounts it on srv's gRPC server and mux; conn reaches srv's
+	// gRPC server as the process's own HTTP side (it names the HTTP
+	// client each call serves). The returned stop is called when srv
+	// starts stopping.
+	Mount(srv *serve.Server, conn grpc.ClientConnInterface, st store.Reader, blobs blob.Store, cfg ReadPathConfig) (stop func(), err error)
+}
+
+// ReadPathConfig is what serve's own flags say about the read path.
+type ReadPathConfig struct {
+	// MaxListedRuns bounds every run listing: the runs per experiment
+	// limit this process enforces (math.MaxInt64 when unlimited).
+	MaxListedRuns int64
+	// OIDC is the issuer and the client IDs the write service accepts;
+	// WebClientID (one of them, the first if empty) and WebClientSecret
+	// are how the web UI signs in with it.
+	OIDC                         auth.OIDCConfig
+	WebClientID, WebClientSecret string
+	PublicOrigin                 string
+	Logger                       *slog.Logger
+}
+
+// Run runs one tbhub command, `tbhub serve` with rp mounted (without a
+// read path if nil). stdout gets what scripts read (a token) and usage
+// asked for (tbhub -h, tbhub serve --help, tbhub help serve); the banner,
+// logs and usage errors go to stderr. A command asked for its usage
+// returns nil without running.
+func Run(ctx context.Context, args []string, env config.Env, stdout, stderr io.Writer, rp ReadPath) error {
+	if err := run(ctx, args, env, stdout, stderr, rp); !errors.Is(err, ErrHelp) {
 		return err
 	}
 	return nil
 }
 
-func run(ctx context.Context, args []string, env config.Env, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, env config.Env, stdout, stderr io.Writer, rp ReadPath) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return ErrUsage
@@ -102,7 +131,7 @@ func run(ctx context.Context, args []string, env config.Env, stdout, stderr io.W
 	}
 	switch args[0] {
 	case "serve":
-		return serveProcess(ctx, serveCommand, args[1:], env, stdout, stderr)
+		return serveProcess(ctx, serveCommand, args[1:], env, stdout, stderr, rp)
 	case "token":
 		if len(args) >= 2 && config.WantsHelp(args[1:2]) {
 			fmt.Fprintf(stdout, "Usage: tbhub token create --user NAME [flags]\n\nRun 'tbhub token create -h' for its flags.\n")
@@ -197,7 +226,6 @@ type process struct {
 	name        string
 	service     string // service.name in traces
 	defaultAddr string
-	readPath    bool // mount the read service and TensorBoard's HTTP API
 	firstStart  bool // create the owner user and print its token
 	direct      bool // reached by clients directly, not through a proxy
 }
@@ -208,7 +236,7 @@ type process struct {
 const DirectMaxConnsPerIP = 256
 
 var (
-	serveCommand        = process{name: "serve", service: "tbhub", defaultAddr: "localhost:6006", readPath: true, firstStart: true, direct: true}
+	serveCommand        = process{name: "serve", service: "tbhub", defaultAddr: "localhost:6006", firstStart: true, direct: true}
 	writeServiceCommand = process{name: "write-service", service: "tbhub-write", defaultAddr: ":8080"}
 )
 
@@ -218,7 +246,7 @@ var (
 // also from TBHUB_<FLAG> (package config). Asked for its usage, it prints
 // it to stdout and returns nil.
 func RunWriteService(ctx context.Context, args []string, env config.Env, stdout, stderr io.Writer) error {
-	if err := serveProcess(ctx, writeServiceCommand, args, env, stdout, stderr); !errors.Is(err, ErrHelp) {
+	if err := serveProcess(ctx, writeServiceCommand, args, env, stdout, stderr, nil); !errors.Is(err, ErrHelp) {
 		return err
 	}
 	return nil
@@ -240,18 +268,18 @@ type serveFlags struct {
 	hops                             clientaddr.Hops
 	forwardingSecret                 string
 	http                             lifecycle.HTTPLimits
-	samples                          httpapi.SamplesPerPlugin
-	markdown                         httpapi.MarkdownLimits
-	graphs                           httpapi.GraphLimits
-	compare                          httpapi.CompareLimits
-	runsTable                        httpapi.RunsTableLimits
-	live                             httpapi.LiveLimits
 	tcfg                             telemetry.Config
 	aliases                          []config.Alias
 }
 
-// newServeFlags defines the flags of proc on fs.
-func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
+// ServeFlags defines `tbhub serve`'s flags on fs, rp's included, as Run
+// does (for tests listing them).
+func ServeFlags(fs *flag.FlagSet, rp ReadPath) {
+	newServeFlags(fs, serveCommand, rp)
+}
+
+// newServeFlags defines the flags of proc on fs, and rp's if not nil.
+func newServeFlags(fs *flag.FlagSet, proc process, rp ReadPath) *serveFlags {
 	f := &serveFlags{spec: storageFlags(fs)}
 	f.addr = fs.String("addr", proc.defaultAddr, "HTTP address (also gRPC unless --grpc-addr); Cloud Run's $PORT sets it to :PORT")
 	f.grpcAddr = fs.String("grpc-addr", "", "separate gRPC address (default: the HTTP port)")
@@ -296,27 +324,17 @@ func newServeFlags(fs *flag.FlagSet, proc process) *serveFlags {
 		f.http.MaxConnsPerIP = DirectMaxConnsPerIP
 	}
 	f.http.RegisterFlags(fs)
-	if proc.readPath {
-		fs.Var(&f.samples, "samples_per_plugin", httpapi.SamplesFlagUsage)
-		f.markdown = httpapi.DefaultMarkdownLimits()
-		f.markdown.RegisterFlags(fs)
-		f.graphs = httpapi.DefaultGraphLimits()
-		f.graphs.RegisterFlags(fs)
-		f.compare = httpapi.DefaultCompareLimits()
-		f.compare.RegisterFlags(fs)
-		f.runsTable = httpapi.DefaultRunsTableLimits()
-		f.runsTable.RegisterFlags(fs)
-		f.live = httpapi.DefaultLiveLimits()
-		f.live.RegisterFlags(fs)
+	if rp != nil {
+		rp.RegisterFlags(fs)
 	}
 	f.tcfg = telemetry.Config{Service: proc.service}
 	f.aliases = append([]config.Alias{config.Port("addr")}, f.tcfg.RegisterFlags(fs)...)
 	return f
 }
 
-func serveProcess(ctx context.Context, proc process, args []string, env config.Env, stdout, stderr io.Writer) error {
+func serveProcess(ctx context.Context, proc process, args []string, env config.Env, stdout, stderr io.Writer, rp ReadPath) error {
 	fs := flag.NewFlagSet(proc.name, flag.ContinueOnError)
-	f := newServeFlags(fs, proc)
+	f := newServeFlags(fs, proc, rp)
 	if err := parse(fs, args, env, stdout, stderr, f.aliases...); err != nil {
 		return err
 	}
@@ -377,7 +395,7 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 		}
 	}
 	srv.Mux().Handle(signin.Path, signin.Handler(signIn))
-	if proc.readPath {
+	if rp != nil {
 		// The read path: TensorBoard's data provider on the gRPC server
 		// and its HTTP API on the mux, calling back in over loopback gRPC.
 		// Each call names the HTTP client it serves (package clientaddr).
@@ -387,16 +405,11 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 			return err
 		}
 		defer conn.Close()
-		_, api, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), conn, st, b.Blobs, f.readPath(cfg.OIDC, srv.Origin(), logger))
+		stop, err := rp.Mount(srv, conn, st, b.Blobs, f.readPath(cfg.OIDC, srv.Origin(), logger))
 		if err != nil {
 			return err
 		}
-		srv.OnStop(api.StopLive) // held long polls answered, not waited for by the drain
-		ui, err := webui.New()
-		if err != nil {
-			return err
-		}
-		ui.Mount(srv.Mux())
+		srv.OnStop(stop) // held long polls answered, not waited for by the drain
 	}
 	token := ""
 	if proc.firstStart {
@@ -404,46 +417,30 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 			return err
 		}
 	}
-	printBanner(stderr, srv, b.Description, token, cfg.OIDC.Issuer, proc.readPath)
+	printBanner(stderr, srv, b.Description, token, cfg.OIDC.Issuer, proc.direct, rp != nil)
 	return srv.Serve(ctx)
 }
 
-// readPath is the read path's configuration (tbhub serve): the web UI's
-// sign-in and the HTTP API's settings from the flags. Run lists are
-// bounded by the runs per experiment limit this process enforces.
-func (f *serveFlags) readPath(o auth.OIDCConfig, origin string, logger *slog.Logger) readpath.Config {
+// readPath is what serve's own flags say about the read path. Run lists
+// are bounded by the runs per experiment limit this process enforces.
+func (f *serveFlags) readPath(o auth.OIDCConfig, origin string, logger *slog.Logger) ReadPathConfig {
 	maxRuns := f.lim.MaxRunsPerExperiment
 	if maxRuns == 0 { // unlimited
 		maxRuns = math.MaxInt64
 	}
-	return readpath.Config{
-		SignIn: webSignIn(o, *f.webClient, *f.webSecret), PublicOrigin: origin,
-		Reader: reader.Config{BlobKeySecret: reader.RandomSecret(), MaxListedRuns: maxRuns}, Logger: logger,
-		SamplesPerPlugin: f.samples, Markdown: f.markdown, Graphs: f.graphs, Compare: f.compare, RunsTable: f.runsTable,
-		Live: f.live,
-	}
+	return ReadPathConfig{MaxListedRuns: maxRuns, OIDC: o, WebClientID: *f.webClient, WebClientSecret: *f.webSecret,
+		PublicOrigin: origin, Logger: logger}
 }
 
-// webSignIn is how the web UI signs in with the OIDC issuer: nil (API
-// tokens only) without accepted client IDs; the web client must be one of
-// them, so the ID tokens it gets are accepted.
-func webSignIn(o auth.OIDCConfig, clientID, secret string) *session.OIDC {
-	if len(o.ClientIDs) == 0 {
-		return nil
-	}
-	if clientID == "" {
-		clientID = o.ClientIDs[0]
-	}
-	return &session.OIDC{Issuer: o.Issuer, ClientID: clientID, ClientSecret: secret}
-}
-
-func printBanner(w io.Writer, srv *serve.Server, where, token, issuer string, readPath bool) {
+// printBanner says where srv serves what; direct: clients reach srv at its
+// origin (tbhub serve), not at an address only the deployment knows.
+func printBanner(w io.Writer, srv *serve.Server, where, token, issuer string, direct, readPath bool) {
 	fmt.Fprintf(w, "tbhub is serving %s\n", where)
 	if readPath {
 		fmt.Fprintf(w, "  web UI:             %s/\n", srv.Origin())
 		fmt.Fprintf(w, "  experiments:        %s/experiment/<id>/  (TensorBoard's JSON API under .../data/)\n", srv.Origin())
 	}
-	if readPath {
+	if direct {
 		fmt.Fprintf(w, "  uploader handshake: %s/api/uploader\n", srv.Origin())
 	} else {
 		// The write service alone: uploaders reach it at its own URL (which

@@ -20,16 +20,16 @@ func TestTokenCreateAndMigrate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	ctx := context.Background()
 	var out, errOut bytes.Buffer
-	if err := Run(ctx, []string{"migrate", "--data", dir}, os.LookupEnv, &out, &errOut); err != nil {
+	if err := Run(ctx, []string{"migrate", "--data", dir}, os.LookupEnv, &out, &errOut, nil); err != nil {
 		t.Fatalf("migrate: %v (%s)", err, errOut.String())
 	}
-	if err := Run(ctx, []string{"migrate", "--data", dir}, os.LookupEnv, &out, &errOut); err != nil {
+	if err := Run(ctx, []string{"migrate", "--data", dir}, os.LookupEnv, &out, &errOut, nil); err != nil {
 		t.Fatalf("second migrate: %v", err)
 	}
 	var tokens []string
 	for range 2 {
 		out.Reset()
-		if err := Run(ctx, []string{"token", "create", "--user", "ada", "--data", dir}, os.LookupEnv, &out, &errOut); err != nil {
+		if err := Run(ctx, []string{"token", "create", "--user", "ada", "--data", dir}, os.LookupEnv, &out, &errOut, nil); err != nil {
 			t.Fatalf("token create: %v (%s)", err, errOut.String())
 		}
 		tokens = append(tokens, strings.TrimSpace(out.String()))
@@ -64,7 +64,7 @@ func TestUsageErrors(t *testing.T) {
 		nil, {"frobnicate"}, {"token"}, {"token", "create"}, {"serve", "--nope"}, {"serve", "extra"}, {"serve", "--samples_per_plugin", "scalars=-1"},
 	} {
 		var out, errOut bytes.Buffer
-		if err := Run(context.Background(), args, os.LookupEnv, &out, &errOut); !errors.Is(err, ErrUsage) {
+		if err := Run(context.Background(), args, os.LookupEnv, &out, &errOut, nil); !errors.Is(err, ErrUsage) {
 			t.Errorf("Run(%q) = %v, want ErrUsage", args, err)
 		}
 	}
@@ -156,20 +156,20 @@ func TestSecondServeOnOneFolderRefused(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	serveArgs := []string{"serve", "--data", dir, "--addr", "127.0.0.1:0"}
 	banner, stop := startServing(t, func(ctx context.Context, stderr io.Writer) error {
-		return Run(ctx, serveArgs, os.LookupEnv, io.Discard, stderr)
+		return Run(ctx, serveArgs, os.LookupEnv, io.Discard, stderr, nil)
 	})
 	if !strings.Contains(banner, "tbhub is serving") {
 		t.Fatalf("the first server did not start:\n%s", banner)
 	}
 	// Refused, it ends before printing a banner; started, it is stopped.
 	second, stopSecond := startServing(t, func(ctx context.Context, stderr io.Writer) error {
-		return Run(ctx, serveArgs, os.LookupEnv, io.Discard, stderr)
+		return Run(ctx, serveArgs, os.LookupEnv, io.Discard, stderr, nil)
 	})
 	err := stopSecond()
 	if strings.Contains(second, "tbhub is serving") || err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "in use") {
 		t.Errorf("second tbhub serve on %s: %v, want a refusal naming the folder; it printed:\n%s", dir, err, second)
 	}
-	if err := Run(context.Background(), []string{"token", "create", "--user", "ada", "--data", dir}, os.LookupEnv, io.Discard, io.Discard); err != nil {
+	if err := Run(context.Background(), []string{"token", "create", "--user", "ada", "--data", dir}, os.LookupEnv, io.Discard, io.Discard, nil); err != nil {
 		t.Errorf("token create while serving: %v", err)
 	}
 	if err := stop(); err != nil {
@@ -208,7 +208,7 @@ func TestHelpOfEveryCommand(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			if err := Run(context.Background(), tc.args, env, &out, &errOut); err != nil {
+			if err := Run(context.Background(), tc.args, env, &out, &errOut, nil); err != nil {
 				t.Fatalf("Run(%q) = %v, want nil\n%s", tc.args, err, errOut.String())
 			}
 			if errOut.Len() > 0 {

@@ -17,13 +17,20 @@ func Dir(tb testing.TB) string {
 	if d := os.Getenv("TBHUB_CORPUS"); d != "" {
 		return d
 	}
+	return filepath.Join(RepoRoot(tb), "..", "shared", "corpus")
+}
+
+// RepoRoot is the repository root: the directory holding go.work above the
+// test's working directory.
+func RepoRoot(tb testing.TB) string {
+	tb.Helper()
 	wd, _ := os.Getwd()
 	for d := wd; filepath.Dir(d) != d; d = filepath.Dir(d) {
 		if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
-			return filepath.Join(d, "..", "shared", "corpus")
+			return d
 		}
 	}
-	tb.Fatal("no go.work above the test; set TBHUB_CORPUS")
+	tb.Fatal("no go.work above the test; set TBHUB_CORPUS for the corpus")
 	return ""
 }
 

@@ -2,12 +2,16 @@
 // (package reader) on its gRPC server and TensorBoard's HTTP API
 // (frontend-api's httpapi) on its HTTP mux, the HTTP side calling the
 // read and experiment services through a gRPC connection, exactly as the
-// separately deployed frontend does. `tbhub serve` uses it; the Cloud Run
-// binaries (services/cmd/read-service, frontend-api/cmd/frontend) run the
-// two halves apart.
+// separately deployed frontend does. `tbhub serve` uses it (Serve, with
+// the web UI); the Cloud Run binaries (services/cmd/read-service,
+// frontend-api/cmd/frontend) run the two halves apart. It lives in the
+// services/allinone module, above services and frontend-api, as the one
+// place that imports both; its tests are the HTTP API's end-to-end goldens
+// over the real stack.
 package readpath
 
 import (
+	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -17,13 +21,17 @@ import (
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi"
 	"github.com/tbhub/tbhub/frontend-api/session"
+	"github.com/tbhub/tbhub/frontend-api/webui"
 	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
+	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/reader"
+	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/tbhubcmd"
 )
 
 // Config configures both halves.
@@ -107,4 +115,74 @@ func Mount(grpcServer grpc.ServiceRegistrar, mux *http.ServeMux, conn grpc.Clien
 	}
 	sess.Mount(mux)
 	return rs, h, nil
+}
+
+// Serve is `tbhub serve`'s read path (a tbhubcmd.ReadPath): Mount's read
+// service and HTTP API, configured by the HTTP API's flags, and the web
+// UI.
+type Serve struct {
+	samples   httpapi.SamplesPerPlugin
+	markdown  httpapi.MarkdownLimits
+	graphs    httpapi.GraphLimits
+	compare   httpapi.CompareLimits
+	runsTable httpapi.RunsTableLimits
+	live      httpapi.LiveLimits
+}
+
+var _ tbhubcmd.ReadPath = (*Serve)(nil)
+
+// NewServe returns the read path with the HTTP API's default limits.
+func NewServe() *Serve {
+	return &Serve{markdown: httpapi.DefaultMarkdownLimits(), graphs: httpapi.DefaultGraphLimits(),
+		compare: httpapi.DefaultCompareLimits(), runsTable: httpapi.DefaultRunsTableLimits(), live: httpapi.DefaultLiveLimits()}
+}
+
+// RegisterFlags defines the HTTP API's flags on fs.
+func (s *Serve) RegisterFlags(fs *flag.FlagSet) {
+	fs.Var(&s.samples, "samples_per_plugin", httpapi.SamplesFlagUsage)
+	s.markdown.RegisterFlags(fs)
+	s.graphs.RegisterFlags(fs)
+	s.compare.RegisterFlags(fs)
+	s.runsTable.RegisterFlags(fs)
+	s.live.RegisterFlags(fs)
+}
+
+// Config is the read path's configuration from serve's settings and the
+// flags: the web UI's sign-in, the HTTP API's limits, a fresh blob-key
+// secret.
+func (s *Serve) Config(c tbhubcmd.ReadPathConfig) Config {
+	return Config{
+		SignIn: webSignIn(c.OIDC, c.WebClientID, c.WebClientSecret), PublicOrigin: c.PublicOrigin,
+		Reader: reader.Config{BlobKeySecret: reader.RandomSecret(), MaxListedRuns: c.MaxListedRuns}, Logger: c.Logger,
+		SamplesPerPlugin: s.samples, Markdown: s.markdown, Graphs: s.graphs, Compare: s.compare, RunsTable: s.runsTable,
+		Live: s.live,
+	}
+}
+
+// Mount mounts the read service, the HTTP API and the web UI on srv. The
+// returned stop answers the HTTP API's held long polls.
+func (s *Serve) Mount(srv *serve.Server, conn grpc.ClientConnInterface, st store.Reader, blobs blob.Store, c tbhubcmd.ReadPathConfig) (stop func(), err error) {
+	_, api, err := Mount(srv.GRPCServer(), srv.Mux(), conn, st, blobs, s.Config(c))
+	if err != nil {
+		return nil, err
+	}
+	ui, err := webui.New()
+	if err != nil {
+		return nil, err
+	}
+	ui.Mount(srv.Mux())
+	return api.StopLive, nil
+}
+
+// webSignIn is how the web UI signs in with the OIDC issuer: nil (API
+// tokens only) without accepted client IDs; the web client must be one of
+// them, so the ID tokens it gets are accepted.
+func webSignIn(o auth.OIDCConfig, clientID, secret string) *session.OIDC {
+	if len(o.ClientIDs) == 0 {
+		return nil
+	}
+	if clientID == "" {
+		clientID = o.ClientIDs[0]
+	}
+	return &session.OIDC{Issuer: o.Issuer, ClientID: clientID, ClientSecret: secret}
 }

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
+	"github.com/tbhub/tbhub/services/allinone/readpath"
 	"github.com/tbhub/tbhub/services/internal/reader/readertest"
-	"github.com/tbhub/tbhub/services/internal/readpath"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 

@@ -158,7 +158,7 @@ func buildServerBinaries(t *testing.T) map[string]string {
 	serverBinsOnce.Do(func() {
 		dir := filepath.Dir(tbupBin)
 		pkgs := map[string]string{
-			"tbhub":         "github.com/tbhub/tbhub/services/cmd/tbhub",
+			"tbhub":         "github.com/tbhub/tbhub/services/allinone/cmd/tbhub",
 			"write-service": "github.com/tbhub/tbhub/services/cmd/write-service",
 			"read-service":  "github.com/tbhub/tbhub/services/cmd/read-service",
 			"frontend":      "github.com/tbhub/tbhub/frontend-api/cmd/frontend",

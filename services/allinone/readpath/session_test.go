@@ -11,7 +11,7 @@ import (
 
 	"github.com/tbhub/tbhub/frontend-api/session"
 	"github.com/tbhub/tbhub/frontend-api/session/sessiontest"
-	"github.com/tbhub/tbhub/services/internal/readpath"
+	"github.com/tbhub/tbhub/services/allinone/readpath"
 )
 
 // Browser sign-in (frontend-api/session) against the real write service:

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tbhub/tbhub/services/internal/readpath"
+	"github.com/tbhub/tbhub/services/allinone/readpath"
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 )

@@ -1,4 +1,4 @@
-package readservice_test
+package readpath_test
 
 import (
 	"bufio"

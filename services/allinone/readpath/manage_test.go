@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tbhub/tbhub/services/internal/readpath"
+	"github.com/tbhub/tbhub/services/allinone/readpath"
 	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/store"
 )

@@ -19,12 +19,13 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/golden"
+	"github.com/tbhub/tbhub/services/allinone/readpath"
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/blob/fileblob"
 	"github.com/tbhub/tbhub/services/internal/limits"
 	"github.com/tbhub/tbhub/services/internal/reader"
-	"github.com/tbhub/tbhub/services/internal/readpath"
 	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
@@ -60,6 +61,9 @@ type server struct {
 	blobs blob.Store
 	srv   *serve.Server
 	http  *http.Client
+	// rec is the HTTP API's connection to the services, recording while
+	// TestGoldenShapes -update records (package golden).
+	rec *golden.Recorder
 }
 
 func startServer(t testing.TB) *server {
@@ -117,7 +121,8 @@ func startOn(t testing.TB, st store.Store, blobs blob.Store, cfg readpath.Config
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), conn, st, blobs, cfg); err != nil {
+	rec := golden.NewRecorder(conn)
+	if _, _, err := readpath.Mount(srv.GRPCServer(), srv.Mux(), rec, st, blobs, cfg); err != nil {
 		t.Fatal(err)
 	}
 	token, err := serve.IssueUserToken(ctx, st, srv.Authenticator(), "researcher", "readpath")
@@ -134,7 +139,7 @@ func startOn(t testing.TB, st store.Store, blobs blob.Store, cfg readpath.Config
 		}
 		conn.Close()
 	})
-	return &server{url: srv.Origin(), token: token, st: st, blobs: blobs, srv: srv, http: &http.Client{}}
+	return &server{url: srv.Origin(), token: token, st: st, blobs: blobs, srv: srv, http: &http.Client{}, rec: rec}
 }
 
 // upload runs tbup upload --one-shot on logdir and returns the experiment.

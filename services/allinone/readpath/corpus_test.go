@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tbhub/tbhub/frontend-api/httpapi/golden"
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/testenv/corpus"
 )
@@ -82,13 +83,8 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-func q(kv ...string) string {
-	v := url.Values{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		v.Add(kv[i], kv[i+1])
-	}
-	return "?" + v.Encode()
-}
+// q is a URL query ("?k=v&...") of the key, value pairs kv.
+func q(kv ...string) string { return golden.Query(kv...) }
 
 // sameValue compares a JSON value TensorBoard-style (number, or "NaN",
 // "Infinity", "-Infinity") with EXPECTED's, at float32 precision (the data

@@ -1,13 +1,19 @@
-package tbhubcmd
+package readpath_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/tbhub/tbhub/services/allinone/readpath"
+	"github.com/tbhub/tbhub/services/internal/tbhubcmd"
+	"github.com/tbhub/tbhub/services/internal/tbhubcmd/tbhubcmdtest"
 )
 
 // httpFrom is an HTTP client whose connections come from the loopback
@@ -38,8 +44,11 @@ func get(t *testing.T, c *http.Client, origin, token string) (int, string) {
 // the burst, while another address's are still checked (401) and a
 // verified token keeps working from the throttled address.
 func TestServeThrottlesBadCredentialsPerHTTPClient(t *testing.T) {
-	origin, token := startServe(t, "--data", filepath.Join(t.TempDir(), "data"), "--addr", "127.0.0.1:0",
-		"--bad-credentials-per-second", "0.001", "--bad-credentials-burst", "5")
+	args := []string{"serve", "--data", filepath.Join(t.TempDir(), "data"), "--addr", "127.0.0.1:0",
+		"--bad-credentials-per-second", "0.001", "--bad-credentials-burst", "5"}
+	origin, token := tbhubcmdtest.StartServe(t, func(ctx context.Context, stderr io.Writer) error {
+		return tbhubcmd.Run(ctx, args, os.LookupEnv, io.Discard, stderr, readpath.NewServe())
+	})
 	attacker, other := httpFrom("127.0.0.2"), httpFrom("127.0.0.3")
 	if code, _ := get(t, attacker, origin, token); code != http.StatusOK {
 		t.Fatalf("valid token: %d", code)
