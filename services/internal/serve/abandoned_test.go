@@ -27,7 +27,7 @@ import (
 // and returns its ID.
 func imageSequence(t *testing.T, h *harness, ctx context.Context, eid string, n int64) string {
 	t.Helper()
-	seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+	seq, err := h.Writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
 		ExperimentId: eid, Run: "r", Tag: "images", Step: 1, WallTime: timestamppb.Now(), FinalSequenceLength: n})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // blobState is the slot's state and size as GetBlobMetadata reports them.
 func blobState(t *testing.T, h *harness, ctx context.Context, seqID string, index int64) (servicepb.BlobState, int64) {
 	t.Helper()
-	md, err := h.writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: seqID, Index: index})
+	md, err := h.Writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: seqID, Index: index})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func abandonBlob(t *testing.T, h *harness, ctx context.Context, seqID string, in
 func abandonedSlot(t *testing.T, st store.Store, blobs blob.Store, name string) (*harness, context.Context, string, string) {
 	t.Helper()
 	h := newHarness(t, st, blobs, nil)
-	ctx, eid := adaExperiment(t, h, st, name)
+	ctx, eid := h.AdaExperiment(t, name)
 	id := imageSequence(t, h, ctx, eid, 1)
 	abandonBlob(t, h, ctx, id, 0)
 	return h, ctx, eid, id
@@ -87,7 +87,7 @@ func abandonedSlot(t *testing.T, st store.Store, blobs blob.Store, name string) 
 // blobBytesUsed is the caller's blob bytes quota usage.
 func blobBytesUsed(t *testing.T, h *harness, ctx context.Context) int64 {
 	t.Helper()
-	usage, err := h.exps.GetQuotaUsage(ctx, &experimentsv1.GetQuotaUsageRequest{})
+	usage, err := h.Experiments.GetQuotaUsage(ctx, &experimentsv1.GetQuotaUsageRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,9 +107,9 @@ func blobBytesUsed(t *testing.T, h *harness, ctx context.Context) int64 {
 func TestAbandonedBlobIsSwept(t *testing.T) {
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, nil) // it never sweeps
-	ctx, eid := adaExperiment(t, h, st, "abandoned")
+	ctx, eid := h.AdaExperiment(t, "abandoned")
 	id := imageSequence(t, h, ctx, eid, 2)
-	if err := writeWholeBlob(ctx, h, id, 1, []byte("kept")); err != nil {
+	if err := h.WriteWholeBlob(ctx, id, 1, []byte("kept")); err != nil {
 		t.Fatal(err)
 	}
 	abandonBlob(t, h, ctx, id, 0)
@@ -132,7 +132,7 @@ func TestAbandonedBlobIsSwept(t *testing.T) {
 		_, err := blobs.Stat(ctx, blob.ObjectKey(eid, "r", "images", 1, 0))
 		return errors.Is(err, blob.ErrNotFound)
 	})
-	if used, want := blobBytesUsed(t, h, ctx)-tokenBytes(t, h, st, ctx), 4+store.RowBytes("r"); used != want {
+	if used, want := blobBytesUsed(t, h, ctx)-h.TokenBytes(t, ctx), 4+store.RowBytes("r"); used != want {
 		t.Errorf("blob bytes used after the sweep, ada's token aside: %d, want %d (the finished blob's 4 and the run's)", used, want)
 	}
 	if state, size := blobState(t, h, ctx, id, 1); state != servicepb.BlobState_BLOB_STATE_CURRENT || size != 4 {
@@ -148,7 +148,7 @@ func TestAbandonedBlobIsSwept(t *testing.T) {
 	// upload of a blob in progress.
 	var err error
 	waitFor(t, "uploading the swept slot again", func() bool {
-		err = writeWholeBlob(ctx, h, id, 0, []byte("again"))
+		err = h.WriteWholeBlob(ctx, id, 0, []byte("again"))
 		return status.Code(err) != codes.Aborted
 	})
 	if err != nil {
@@ -173,7 +173,7 @@ func TestResumedBlobIsNotSwept(t *testing.T) {
 
 	streamCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s, err := h.writer.WriteBlob(streamCtx)
+	s, err := h.Writer.WriteBlob(streamCtx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestResumeOfASweptBlobStartsOver(t *testing.T) {
 	if err := blobs.Delete(ctx, blob.ObjectKey(eid, "r", "images", 1, 0)); err != nil {
 		t.Fatal(err)
 	}
-	s, err := h.writer.WriteBlob(ctx)
+	s, err := h.Writer.WriteBlob(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestResumeOfASweptBlobStartsOver(t *testing.T) {
 	if state, size := blobState(t, h, ctx, id, 0); state != servicepb.BlobState_BLOB_STATE_UNFINALIZED || size != 0 {
 		t.Errorf("after the failed resume: %v, %d bytes; want UNFINALIZED, 0", state, size)
 	}
-	if err := writeWholeBlob(ctx, h, id, 0, []byte("xy")); err != nil {
+	if err := h.WriteWholeBlob(ctx, id, 0, []byte("xy")); err != nil {
 		t.Errorf("starting over: %v", err)
 	}
 }
@@ -254,7 +254,7 @@ func TestBlobStreamTempFileIsClosed(t *testing.T) {
 	h := newHarness(t, st, blobs, func(c *serve.Config) {
 		c.Limits.BlobStreamIdleTimeout = 200 * time.Millisecond
 	})
-	ctx, eid := adaExperiment(t, h, st, "tempfiles")
+	ctx, eid := h.AdaExperiment(t, "tempfiles")
 	id := imageSequence(t, h, ctx, eid, 3)
 	closed := func(what string) {
 		t.Helper()

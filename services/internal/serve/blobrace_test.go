@@ -83,7 +83,7 @@ func (r *holdAtEOF) Read(p []byte) (int, error) {
 // sendPart sends data as one chunk at offset of a blob of total bytes,
 // finalizing it if it is the last part, and ends the stream.
 func sendPart(ctx context.Context, h *harness, seqID string, data []byte, offset, total int64) error {
-	s, err := h.writer.WriteBlob(ctx)
+	s, err := h.Writer.WriteBlob(ctx)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func runBlobRace(t *testing.T, st store.Store, blobs blob.Store, afterCommit boo
 	held := newHeldBlobs(blobs, afterCommit)
 	a := newHarness(t, st, held, nil)
 	b := newHarness(t, st, blobs, nil)
-	ctx, eid := adaExperiment(t, a, st, "race")
+	ctx, eid := a.AdaExperiment(t, "race")
 	id := imageSequence(t, a, ctx, eid, 1)
 	data := make([]byte, 300<<10)
 	for i := range data {
@@ -241,10 +241,10 @@ func TestWholeBlobPutDeclaresChecksumSizeAndGeneration(t *testing.T) {
 	st, blobs := embedded(t)
 	rec := &recordingBlobs{Store: blobs}
 	h := newHarness(t, st, rec, nil)
-	ctx, eid := adaExperiment(t, h, st, "declared")
+	ctx, eid := h.AdaExperiment(t, "declared")
 	id := imageSequence(t, h, ctx, eid, 1)
 	data := []byte("a small image")
-	if err := writeWholeBlob(ctx, h, id, 0, data); err != nil {
+	if err := h.WriteWholeBlob(ctx, id, 0, data); err != nil {
 		t.Fatal(err)
 	}
 	rec.mu.Lock()

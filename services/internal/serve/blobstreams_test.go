@@ -24,7 +24,7 @@ import (
 // ends or the server ends it.
 func openStalledStream(ctx context.Context, t *testing.T, h *harness, seqID string, index int64) (servicepb.TensorBoardWriterService_WriteBlobClient, error) {
 	t.Helper()
-	s, err := h.writer.WriteBlob(ctx)
+	s, err := h.Writer.WriteBlob(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestStalledBlobStreamsAreBounded(t *testing.T) {
 		c.Limits.MaxBlobStreamsPerUser = maxStreams
 		c.Limits.MaxBlobStreamsPerConn = maxStreams
 	})
-	ctx, eid := adaExperiment(t, h, st, "streams")
+	ctx, eid := h.AdaExperiment(t, "streams")
 	seqID := imageSequence(t, h, ctx, eid, 100)
 	streamCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -80,7 +80,7 @@ func TestIdleBlobStreamIsClosed(t *testing.T) {
 	h := newHarness(t, st, blobs, func(c *serve.Config) {
 		c.Limits.BlobStreamIdleTimeout = 50 * time.Millisecond
 	})
-	ctx, eid := adaExperiment(t, h, st, "idle")
+	ctx, eid := h.AdaExperiment(t, "idle")
 	seqID := imageSequence(t, h, ctx, eid, 1)
 	// The test's own bound: far longer than the idle timeout.
 	bounded, cancel := context.WithTimeout(ctx, safetyTimeout)
@@ -93,7 +93,7 @@ func TestIdleBlobStreamIsClosed(t *testing.T) {
 	if status.Code(err) != codes.DeadlineExceeded || bounded.Err() != nil {
 		t.Fatalf("stalled stream: %v (test bound: %v), want the server's DEADLINE_EXCEEDED", err, bounded.Err())
 	}
-	md, err := h.writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: seqID})
+	md, err := h.Writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: seqID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestBadCredentialsAreSampledInTheLog(t *testing.T) {
 	})
 	const n = 3000
 	for i := range n {
-		_, err := h.writer.CreateExperiment(as(t.Context(), bearer(fmt.Sprintf("tbh_bad%d", i))), &servicepb.CreateExperimentRequest{})
+		_, err := h.Writer.CreateExperiment(as(t.Context(), bearer(fmt.Sprintf("tbh_bad%d", i))), &servicepb.CreateExperimentRequest{})
 		// After the burst, the throttle answers (and is logged) instead.
 		if c := status.Code(err); c != codes.Unauthenticated && c != codes.ResourceExhausted {
 			t.Fatalf("bad token %d: %v, want UNAUTHENTICATED or RESOURCE_EXHAUSTED", i, err)
@@ -158,16 +158,16 @@ func (s *syncBuffer) String() string {
 func TestTokenCannotOutliveItsCredential(t *testing.T) {
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, nil)
-	ctx := newUserContext(t, h, "ada")
+	ctx := h.UserContext(t, "ada")
 	expire := time.Now().Add(time.Hour).Truncate(time.Second)
-	short, err := h.account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: "short", Scopes: []authv1.Scope{authv1.Scope_SCOPE_UPLOAD, authv1.Scope_SCOPE_READ, authv1.Scope_SCOPE_TOKENS},
+	short, err := h.Account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: "short", Scopes: []authv1.Scope{authv1.Scope_SCOPE_UPLOAD, authv1.Scope_SCOPE_READ, authv1.Scope_SCOPE_TOKENS},
 		ExpireTime: timestamppb.New(expire)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	withShort := as(t.Context(), bearer(short.GetSecret()))
 	for _, asked := range []*timestamppb.Timestamp{nil, timestamppb.New(expire.Add(30 * 24 * time.Hour))} {
-		minted, err := h.account.CreateToken(withShort, &authv1.CreateTokenRequest{Name: "minted", Scopes: []authv1.Scope{authv1.Scope_SCOPE_UPLOAD}, ExpireTime: asked})
+		minted, err := h.Account.CreateToken(withShort, &authv1.CreateTokenRequest{Name: "minted", Scopes: []authv1.Scope{authv1.Scope_SCOPE_UPLOAD}, ExpireTime: asked})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +177,7 @@ func TestTokenCannotOutliveItsCredential(t *testing.T) {
 	}
 	// An earlier expiry than the credential's is kept.
 	earlier := expire.Add(-30 * time.Minute)
-	minted, err := h.account.CreateToken(withShort, &authv1.CreateTokenRequest{Name: "minted", Scopes: []authv1.Scope{authv1.Scope_SCOPE_READ}, ExpireTime: timestamppb.New(earlier)})
+	minted, err := h.Account.CreateToken(withShort, &authv1.CreateTokenRequest{Name: "minted", Scopes: []authv1.Scope{authv1.Scope_SCOPE_READ}, ExpireTime: timestamppb.New(earlier)})
 	if err != nil || !minted.GetToken().GetExpireTime().AsTime().Equal(earlier) {
 		t.Errorf("earlier expiry: %v, %v; want %v", minted.GetToken().GetExpireTime().AsTime(), err, earlier)
 	}

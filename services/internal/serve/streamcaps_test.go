@@ -23,7 +23,7 @@ func userExperiment(t *testing.T, h *harness, user string, n int64) (context.Con
 		t.Fatal(err)
 	}
 	ctx := as(t.Context(), bearer(token))
-	ce, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "streams"})
+	ce, err := h.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "streams"})
 	if err != nil {
 		t.Fatal(err)
 	}
