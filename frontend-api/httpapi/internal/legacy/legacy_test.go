@@ -11,15 +11,6 @@ import (
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 )
 
-// histogram is a [k, 3] histogram tensor of buckets (left, right, count).
-func histogram(buckets ...[3]float64) *tbpb.TensorProto {
-	t := &tbpb.TensorProto{Dtype: tbpb.DataType_DT_DOUBLE, TensorShape: &tbpb.TensorShapeProto{Dim: []*tbpb.TensorShapeProto_Dim{{Size: int64(len(buckets))}, {Size: 3}}}}
-	for _, b := range buckets {
-		t.DoubleVal = append(t.DoubleVal, b[:]...)
-	}
-	return t
-}
-
 var (
 	images = routetest.Series{Plugin: "images", Run: "train", Tag: "digits", Steps: []int64{7},
 		Blobs: [][][]byte{{[]byte("28"), []byte(" 14\n"), []byte("png")}}}
@@ -38,8 +29,8 @@ func table(t *testing.T) Plugin {
 	return Plugin{routetest.Env(t, &routetest.Provider{Series: []routetest.Series{
 		{Plugin: "scalars", Run: "train", Tag: "loss", Steps: []int64{1, 2, 3, 4, 5}, Scalars: []float32{0.5, 0.25, 0.125, 1, 2}},
 		{Plugin: "scalars", Run: "eval", Tag: "acc", Steps: []int64{10}, Scalars: []float32{0.75}},
-		{Plugin: "histograms", Run: "train", Tag: "w", Steps: []int64{4}, Tensors: []*tbpb.TensorProto{histogram([3]float64{0, 1, 2}, [3]float64{1, 3, 4})}},
-		{Plugin: "histograms", Run: "train", Tag: "uniform", Steps: []int64{5}, Tensors: []*tbpb.TensorProto{histogram([3]float64{0, 4, 8})}},
+		{Plugin: "histograms", Run: "train", Tag: "w", Steps: []int64{4}, Tensors: []*tbpb.TensorProto{routetest.Histogram([3]float64{0, 1, 2}, [3]float64{1, 3, 4})}},
+		{Plugin: "histograms", Run: "train", Tag: "uniform", Steps: []int64{5}, Tensors: []*tbpb.TensorProto{routetest.Histogram([3]float64{0, 4, 8})}},
 		images, a,
 	}})}
 }

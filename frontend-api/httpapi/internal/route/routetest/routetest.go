@@ -52,6 +52,16 @@ func BlobKey(s Series, step, index int64) string {
 	return fmt.Sprintf("%s/%s/%s/%d/%d", s.Plugin, s.Run, s.Tag, step, index)
 }
 
+// Histogram is a [k, 3] histogram tensor of buckets (left, right, count),
+// as the histograms plugin stores one.
+func Histogram(buckets ...[3]float64) *tbpb.TensorProto {
+	t := &tbpb.TensorProto{Dtype: tbpb.DataType_DT_DOUBLE, TensorShape: &tbpb.TensorShapeProto{Dim: []*tbpb.TensorShapeProto_Dim{{Size: int64(len(buckets))}, {Size: 3}}}}
+	for _, b := range buckets {
+		t.DoubleVal = append(t.DoubleVal, b[:]...)
+	}
+	return t
+}
+
 // Provider is a data provider serving Series. Experiment answers
 // GetExperiment (its name "table" if nil); no other experiment exists
 // than EID.
