@@ -105,6 +105,7 @@ func blobBytesUsed(t *testing.T, h *harness, ctx context.Context) int64 {
 // object, and its bytes leave the owner's quota (issue 14 #5); a finished
 // blob of the same sequence stays.
 func TestAbandonedBlobIsSwept(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, nil) // it never sweeps
 	ctx, eid := h.AdaExperiment(t, "abandoned")
@@ -161,6 +162,7 @@ func TestAbandonedBlobIsSwept(t *testing.T) {
 // process's streams, leaves the blob alone while the stream lasts,
 // however old the row was.
 func TestResumedBlobIsNotSwept(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h, ctx, _, id := abandonedSlot(t, st, blobs, "resumed")
 	// Every row written so far is older than cutoff, by the store's clock
@@ -199,6 +201,7 @@ func TestResumedBlobIsNotSwept(t *testing.T) {
 // the sweep removed the object) starts over: ABORTED, and the row says
 // nothing is stored.
 func TestResumeOfASweptBlobStartsOver(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h, ctx, eid, id := abandonedSlot(t, st, blobs, "swept")
 	if err := blobs.Delete(ctx, blob.ObjectKey(eid, "r", "images", 1, 0)); err != nil {
@@ -245,6 +248,7 @@ func openBlobFiles(t *testing.T, dir string) int {
 // stream ends: the idle deadline, the client gone, a refused chunk. None
 // is left open or behind.
 func TestBlobStreamTempFileIsClosed(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("counts descriptors through /proc/self/fd")
 	}
@@ -304,6 +308,7 @@ func TestBlobStreamTempFileIsClosed(t *testing.T) {
 // An abandoned-blob age under twice the blob stream timeout could remove
 // a blob a live stream is writing: the server refuses to start with it.
 func TestAbandonedBlobAgeMustOutlastStreams(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	lim := limits.Default()
 	cfg := serve.Config{HTTPAddr: "127.0.0.1:0", Limits: lim, AbandonedBlobAge: serve.MinAbandonedBlobAge(lim) - time.Second}

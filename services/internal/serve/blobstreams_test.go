@@ -40,6 +40,7 @@ func openStalledStream(ctx context.Context, t *testing.T, h *harness, seqID stri
 // finishing them; the next stream gets RESOURCE_EXHAUSTED, and a stalled
 // stream is closed after the idle timeout with its byte kept.
 func TestStalledBlobStreamsAreBounded(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	const maxStreams = 4
 	h := newHarness(t, st, blobs, func(c *serve.Config) {
@@ -76,6 +77,7 @@ func TestStalledBlobStreamsAreBounded(t *testing.T) {
 // A stream that stops sending is ended by the server after the idle
 // timeout, keeping what arrived for a resume.
 func TestIdleBlobStreamIsClosed(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, func(c *serve.Config) {
 		c.Limits.BlobStreamIdleTimeout = 50 * time.Millisecond
@@ -110,6 +112,7 @@ const safetyTimeout = time.Minute
 // 3,000 bad tokens leave a few lines, which together count every
 // rejection made while they were written.
 func TestBadCredentialsAreSampledInTheLog(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	var log syncBuffer
 	h := newHarness(t, st, blobs, func(c *serve.Config) {
@@ -156,6 +159,7 @@ func (s *syncBuffer) String() string {
 // (issue 14 #7): asking for no expiry, or a later one, gets the
 // credential's.
 func TestTokenCannotOutliveItsCredential(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, nil)
 	ctx := h.UserContext(t, "ada")

@@ -25,6 +25,7 @@ import (
 // The file system's answer is injected; the monitor reuses it until its
 // clock moves on.
 func TestDiskSpaceReserve(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	var free atomic.Uint64
 	free.Store(50 << 30)

@@ -16,6 +16,7 @@ import (
 // TestMetrics: with metrics on, RPCs (by method and code), routes (by pattern, not
 // by experiment id) and points written appear at GET /metrics.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, func(c *serve.Config) { c.Metrics = telemetry.NewMetrics() })
 	token, err := serve.IssueUserToken(t.Context(), st, h.srv.Authenticator(), "ada", "test")

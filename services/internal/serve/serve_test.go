@@ -25,6 +25,7 @@ import (
 
 // With --grpc-addr, gRPC gets its own listener; the handshake points there.
 func TestSeparateGRPCPort(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, func(c *serve.Config) { c.GRPCAddr = "localhost:0" })
 	if !strings.HasSuffix(h.srv.APIEndpoint(), h.srv.GRPCAddr()) || strings.Contains(h.srv.Origin(), h.srv.GRPCAddr()) {
@@ -55,6 +56,7 @@ func TestSeparateGRPCPort(t *testing.T) {
 }
 
 func TestRequestAndBlobSizeLimits(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, func(c *serve.Config) { c.Limits.MaxPointsPerRequest = 1 << 30 })
 	ctx := h.UserContext(t, "ada")
@@ -95,6 +97,7 @@ func TestRequestAndBlobSizeLimits(t *testing.T) {
 // counts toward the byte quota, TestMetadataCountsTowardTheByteQuota): a 5 MiB blob chunk, a 3 MB WriteScalar and a point carrying 100 KB
 // of plugin_data.content are refused, and nothing of them is stored.
 func TestAdvertisedSizesAreEnforced(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, nil)
 	ctx, eid := h.AdaExperiment(t, "sizes")
@@ -145,6 +148,7 @@ func TestAdvertisedSizesAreEnforced(t *testing.T) {
 
 // PurgeData and DeleteOwnUser work when enabled.
 func TestTestOnlyRPCsWhenEnabled(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, func(c *serve.Config) { c.EnableTestRPCs = true })
 	ctx := h.UserContext(t, "ada")

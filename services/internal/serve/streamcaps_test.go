@@ -35,6 +35,7 @@ func userExperiment(t *testing.T, h *harness, user string, n int64) (context.Con
 // streams use up another's. Here all users share the test's one
 // connection; each gets a full allowance, and one past it is refused.
 func TestBlobStreamCapsPerUserOverOneConnection(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	const perUser = 3
 	h := newHarness(t, st, blobs, func(c *serve.Config) {
@@ -69,6 +70,7 @@ func TestBlobStreamCapsPerUserOverOneConnection(t *testing.T) {
 // counts one user's streams per forwarded client address: the same user
 // from another machine gets its own.
 func TestBlobStreamCapPerForwardedClient(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, func(c *serve.Config) {
 		c.Limits.MaxBlobStreamsPerUser = 4

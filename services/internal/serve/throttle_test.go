@@ -82,6 +82,7 @@ func badTokens(ctx context.Context, w servicepb.TensorBoardWriterServiceClient, 
 // the budget refills; a token verified before keeps working from that
 // address, and another address is unaffected.
 func TestBadCredentialsAreThrottledPerAddress(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	cs := &countingStore{Store: st}
 	clock := &stepClock{now: time.Now()}
@@ -147,6 +148,7 @@ func TestBadCredentialsAreThrottledPerAddress(t *testing.T) {
 // it, an attacker cannot escape its budget by writing the header, and
 // with it, clients behind one proxy address are throttled apart.
 func TestForwardedForNeedsTrustedHops(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	for _, hops := range []int{0, 1} {
 		clock := &stepClock{now: time.Now()}

@@ -160,6 +160,7 @@ func bearerOf(ctx context.Context) string {
 }
 
 func TestStockUploaderSequence(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	runStockUploaderSequence(t, st, blobs)
 }
