@@ -16,11 +16,13 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
@@ -29,6 +31,7 @@ import (
 	"github.com/tbhub/tbhub/frontend-api/httperr"
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
+	"github.com/tbhub/tbhub/schemas/readhint"
 )
 
 // Series is one time series of the table: scalars if Scalars is set, blob
@@ -69,6 +72,23 @@ type Provider struct {
 	datapb.UnimplementedTensorBoardDataProviderServer
 	Series     []Series
 	Experiment *datapb.GetExperimentResponse
+
+	mu          sync.Mutex
+	scalarReads []ScalarRead
+}
+
+// ScalarRead is one ReadScalars call: its num_points and the bucketed
+// min/max hint it carried (readhint.BucketsKey; "" if none).
+type ScalarRead struct {
+	NumPoints int64
+	Buckets   string
+}
+
+// ScalarReads are the ReadScalars calls p answered, in order.
+func (p *Provider) ScalarReads() []ScalarRead {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.scalarReads)
 }
 
 // EID is the experiment the table holds.
@@ -186,10 +206,13 @@ func (p *Provider) ListScalars(_ context.Context, req *datapb.ListScalarsRequest
 	return resp, nil
 }
 
-func (p *Provider) ReadScalars(_ context.Context, req *datapb.ReadScalarsRequest) (*datapb.ReadScalarsResponse, error) {
+func (p *Provider) ReadScalars(ctx context.Context, req *datapb.ReadScalarsRequest) (*datapb.ReadScalarsResponse, error) {
 	if err := p.check(req.GetExperimentId()); err != nil {
 		return nil, err
 	}
+	p.mu.Lock()
+	p.scalarReads = append(p.scalarReads, ScalarRead{req.GetDownsample().GetNumPoints(), strings.Join(metadata.ValueFromIncomingContext(ctx, readhint.BucketsKey), ",")})
+	p.mu.Unlock()
 	resp := &datapb.ReadScalarsResponse{}
 	for _, s := range p.match("scalars", req.GetPluginFilter().GetPluginName(), req.GetRunTagFilter()) {
 		i := last(len(s.Steps), req.GetDownsample().GetNumPoints())
@@ -358,38 +381,45 @@ type Case struct {
 	Want           string
 }
 
-// Run runs the cases, each as a parallel subtest.
+// Run runs the cases, each as a parallel subtest (so they run after the
+// calling test function returns).
 func Run(t *testing.T, cases []Case) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			t.Parallel()
-			method := c.Method
-			if method == "" {
-				method = http.MethodGet
-			}
-			rec := Call(t, c.Fn, method, c.Target, c.Body)
-			code := c.Code
-			if code == 0 {
-				code = http.StatusOK
-			}
-			if rec.Code != code {
-				t.Fatalf("%s %s: status %d, want %d: %s", method, c.Target, rec.Code, code, rec.Body)
-			}
-			if c.Want == "" {
-				return
-			}
-			var got, want any
-			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
-				t.Fatalf("%s %s: %v: %s", method, c.Target, err, rec.Body)
-			}
-			if err := json.Unmarshal([]byte(c.Want), &want); err != nil {
-				t.Fatalf("the case's Want: %v", err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("%s %s:\n got %s\nwant %s", method, c.Target, rec.Body, c.Want)
-			}
+			Check(t, c)
 		})
+	}
+}
+
+// Check runs one case now.
+func Check(t *testing.T, c Case) {
+	t.Helper()
+	method := c.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	rec := Call(t, c.Fn, method, c.Target, c.Body)
+	code := c.Code
+	if code == 0 {
+		code = http.StatusOK
+	}
+	if rec.Code != code {
+		t.Fatalf("%s %s: status %d, want %d: %s", method, c.Target, rec.Code, code, rec.Body)
+	}
+	if c.Want == "" {
+		return
+	}
+	var got, want any
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+		t.Fatalf("%s %s: %v: %s", method, c.Target, err, rec.Body)
+	}
+	if err := json.Unmarshal([]byte(c.Want), &want); err != nil {
+		t.Fatalf("the case's Want: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s %s:\n got %s\nwant %s", method, c.Target, rec.Body, c.Want)
 	}
 }
 
