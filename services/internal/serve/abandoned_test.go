@@ -12,7 +12,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
@@ -22,18 +21,6 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/store/storetest"
 )
-
-// imageSequence creates the blob sequence (r, images, step 1) of length n
-// and returns its ID.
-func imageSequence(t *testing.T, h *harness, ctx context.Context, eid string, n int64) string {
-	t.Helper()
-	seq, err := h.Writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
-		ExperimentId: eid, Run: "r", Tag: "images", Step: 1, WallTime: timestamppb.Now(), FinalSequenceLength: n})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return seq.GetBlobSequenceId()
-}
 
 // waitFor polls cond until it holds, failing the test after safetyTimeout.
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -62,7 +49,7 @@ func blobState(t *testing.T, h *harness, ctx context.Context, seqID string, inde
 func abandonBlob(t *testing.T, h *harness, ctx context.Context, seqID string, index int64) {
 	t.Helper()
 	streamCtx, cancel := context.WithCancel(ctx)
-	if _, err := openStalledStream(streamCtx, t, h, seqID, index); err != nil {
+	if _, err := h.OpenStalledStream(streamCtx, t, seqID, index); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
@@ -79,7 +66,7 @@ func abandonedSlot(t *testing.T, st store.Store, blobs blob.Store, name string) 
 	t.Helper()
 	h := newHarness(t, st, blobs, nil)
 	ctx, eid := h.AdaExperiment(t, name)
-	id := imageSequence(t, h, ctx, eid, 1)
+	id := h.ImageSequence(t, ctx, eid, 1)
 	abandonBlob(t, h, ctx, id, 0)
 	return h, ctx, eid, id
 }
@@ -109,7 +96,7 @@ func TestAbandonedBlobIsSwept(t *testing.T) {
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, nil) // it never sweeps
 	ctx, eid := h.AdaExperiment(t, "abandoned")
-	id := imageSequence(t, h, ctx, eid, 2)
+	id := h.ImageSequence(t, ctx, eid, 2)
 	if err := h.WriteWholeBlob(ctx, id, 1, []byte("kept")); err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +246,7 @@ func TestBlobStreamTempFileIsClosed(t *testing.T) {
 		c.Limits.BlobStreamIdleTimeout = 200 * time.Millisecond
 	})
 	ctx, eid := h.AdaExperiment(t, "tempfiles")
-	id := imageSequence(t, h, ctx, eid, 3)
+	id := h.ImageSequence(t, ctx, eid, 3)
 	closed := func(what string) {
 		t.Helper()
 		waitFor(t, what+": a blob file is still open", func() bool { return openBlobFiles(t, blobDir) == 0 })
@@ -271,7 +258,7 @@ func TestBlobStreamTempFileIsClosed(t *testing.T) {
 	closed("before any stream")
 
 	// A stream that sent a byte holds one file; the idle deadline closes it.
-	s, err := openStalledStream(ctx, t, h, id, 0)
+	s, err := h.OpenStalledStream(ctx, t, id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,14 +272,14 @@ func TestBlobStreamTempFileIsClosed(t *testing.T) {
 
 	// The client goes away.
 	streamCtx, cancel := context.WithCancel(ctx)
-	if _, err := openStalledStream(streamCtx, t, h, id, 1); err != nil {
+	if _, err := h.OpenStalledStream(streamCtx, t, id, 1); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
 	closed("after the client went away")
 
 	// A chunk refused (it does not follow the bytes received).
-	s, err = openStalledStream(ctx, t, h, id, 2)
+	s, err = h.OpenStalledStream(ctx, t, id, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,3 +303,7 @@ func TestAbandonedBlobAgeMustOutlastStreams(t *testing.T) {
 		t.Errorf("AbandonedBlobAge %v with a %v stream timeout: %v, want refused", cfg.AbandonedBlobAge, lim.BlobStreamTimeout, err)
 	}
 }
+
+// safetyTimeout bounds a test's wait for the server to act; the limits
+// under test are far shorter, so reaching it means a limit did nothing.
+const safetyTimeout = time.Minute

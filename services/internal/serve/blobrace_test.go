@@ -118,7 +118,7 @@ func runBlobRace(t *testing.T, st store.Store, blobs blob.Store, afterCommit boo
 	a := newHarness(t, st, held, nil)
 	b := newHarness(t, st, blobs, nil)
 	ctx, eid := a.AdaExperiment(t, "race")
-	id := imageSequence(t, a, ctx, eid, 1)
+	id := a.ImageSequence(t, ctx, eid, 1)
 	data := make([]byte, 300<<10)
 	for i := range data {
 		data[i] = byte(i * 7 / 5)
@@ -242,7 +242,7 @@ func TestWholeBlobPutDeclaresChecksumSizeAndGeneration(t *testing.T) {
 	rec := &recordingBlobs{Store: blobs}
 	h := newHarness(t, st, rec, nil)
 	ctx, eid := h.AdaExperiment(t, "declared")
-	id := imageSequence(t, h, ctx, eid, 1)
+	id := h.ImageSequence(t, ctx, eid, 1)
 	data := []byte("a small image")
 	if err := h.WriteWholeBlob(ctx, id, 0, data); err != nil {
 		t.Fatal(err)

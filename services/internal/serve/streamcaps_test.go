@@ -27,7 +27,7 @@ func userExperiment(t *testing.T, h *harness, user string, n int64) (context.Con
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ctx, imageSequence(t, h, ctx, ce.GetExperimentId(), n)
+	return ctx, h.ImageSequence(t, ctx, ce.GetExperimentId(), n)
 }
 
 // Behind Cloud Run's front end every user arrives over the proxy's
@@ -55,12 +55,12 @@ func TestBlobStreamCapsPerUserOverOneConnection(t *testing.T) {
 	}
 	for i, u := range users {
 		for j := range int64(perUser) {
-			if _, err := openStalledStream(metadataOf(streamCtx, u.ctx), t, h, u.seq, j); err != nil {
+			if _, err := h.OpenStalledStream(metadataOf(streamCtx, u.ctx), t, u.seq, j); err != nil {
 				t.Fatalf("user %d, stream %d of %d over the shared connection: %v", i, j+1, perUser, err)
 			}
 		}
 	}
-	_, err := openStalledStream(metadataOf(streamCtx, users[0].ctx), t, h, users[0].seq, perUser)
+	_, err := h.OpenStalledStream(metadataOf(streamCtx, users[0].ctx), t, users[0].seq, perUser)
 	if status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("user 0's stream past its allowance: %v; want RESOURCE_EXHAUSTED", err)
 	}
@@ -86,7 +86,7 @@ func TestBlobStreamCapPerForwardedClient(t *testing.T) {
 	index := int64(0)
 	open := func(addr string) error {
 		index++
-		_, err := openStalledStream(from(addr), t, h, seq, index)
+		_, err := h.OpenStalledStream(from(addr), t, seq, index)
 		return err
 	}
 	for range 2 {

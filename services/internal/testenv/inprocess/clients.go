@@ -98,6 +98,35 @@ func (c *Clients) AdaExperiment(t *testing.T, name string) (context.Context, str
 	return ctx, ce.GetExperimentId()
 }
 
+// ImageSequence creates the blob sequence (r, images, step 1) of
+// experiment eid, of length n, and returns its ID.
+func (c *Clients) ImageSequence(t *testing.T, ctx context.Context, eid string, n int64) string {
+	t.Helper()
+	seq, err := c.Writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+		ExperimentId: eid, Run: "r", Tag: "images", Step: 1, WallTime: timestamppb.Now(), FinalSequenceLength: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seq.GetBlobSequenceId()
+}
+
+// OpenStalledStream starts a WriteBlob stream that claims 1 MiB, sends one
+// byte and then nothing, as the attacker does, and waits for the
+// server's acknowledgement of that byte. The stream stays open until ctx
+// ends or the server ends it.
+func (c *Clients) OpenStalledStream(ctx context.Context, t *testing.T, seqID string, index int64) (servicepb.TensorBoardWriterService_WriteBlobClient, error) {
+	t.Helper()
+	s, err := c.Writer.WriteBlob(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(&servicepb.WriteBlobRequest{BlobSequenceId: seqID, Index: index, Data: []byte{1}, BlobBytes: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Recv()
+	return s, err
+}
+
 // IDToken signs an ID token for subject, valid now unless expired.
 func (c *Clients) IDToken(tb testing.TB, subject, email string, expired bool) string {
 	now := time.Now()
