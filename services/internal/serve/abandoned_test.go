@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"errors"
+	"github.com/tbhub/tbhub/services/internal/testenv/inprocess"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -33,16 +34,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// blobState is the slot's state and size as GetBlobMetadata reports them.
-func blobState(t *testing.T, h *harness, ctx context.Context, seqID string, index int64) (servicepb.BlobState, int64) {
-	t.Helper()
-	md, err := h.Writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: seqID, Index: index})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return md.GetBlobState(), md.GetSize()
-}
-
 // abandonBlob starts a stream that sends one byte of a 1 MiB blob and
 // vanishes, and waits until the server has stored that byte as an
 // unfinished blob.
@@ -54,7 +45,7 @@ func abandonBlob(t *testing.T, h *harness, ctx context.Context, seqID string, in
 	}
 	cancel()
 	waitFor(t, "the abandoned stream's byte is not stored", func() bool {
-		state, size := blobState(t, h, ctx, seqID, index)
+		state, size := h.BlobState(t, ctx, seqID, index)
 		return state == servicepb.BlobState_BLOB_STATE_UNFINALIZED && size == 1
 	})
 }
@@ -112,7 +103,7 @@ func TestAbandonedBlobIsSwept(t *testing.T) {
 		c.SweepInterval = 10 * time.Millisecond
 	})
 	waitFor(t, "the abandoned blob's row is still there", func() bool {
-		state, _ := blobState(t, h, ctx, id, 0)
+		state, _ := h.BlobState(t, ctx, id, 0)
 		return state == servicepb.BlobState_BLOB_STATE_UNKNOWN
 	})
 	// The object goes right after the row.
@@ -123,7 +114,7 @@ func TestAbandonedBlobIsSwept(t *testing.T) {
 	if used, want := blobBytesUsed(t, h, ctx)-h.TokenBytes(t, ctx), 4+store.RowBytes("r"); used != want {
 		t.Errorf("blob bytes used after the sweep, ada's token aside: %d, want %d (the finished blob's 4 and the run's)", used, want)
 	}
-	if state, size := blobState(t, h, ctx, id, 1); state != servicepb.BlobState_BLOB_STATE_CURRENT || size != 4 {
+	if state, size := h.BlobState(t, ctx, id, 1); state != servicepb.BlobState_BLOB_STATE_CURRENT || size != 4 {
 		t.Errorf("the finished blob after the sweep: %v, %d bytes", state, size)
 	}
 	// The slot can be uploaded again. The sweeper stops first: its age is
@@ -172,7 +163,7 @@ func TestResumedBlobIsNotSwept(t *testing.T) {
 	if r, err := s.Recv(); err != nil || r.GetSize() != 2 {
 		t.Fatalf("resuming: %v, %v", r, err)
 	}
-	n, err := store.SweepAbandonedBlobs(ctx, st, deleteAbandoned(blobs), nil, cutoff, 10)
+	n, err := store.SweepAbandonedBlobs(ctx, st, inprocess.DeleteAbandoned(blobs), nil, cutoff, 10)
 	if err != nil || n != 0 {
 		t.Fatalf("a sweep while the upload is resumed removed %d blobs (%v), want none", n, err)
 	}
@@ -204,7 +195,7 @@ func TestResumeOfASweptBlobStartsOver(t *testing.T) {
 	if _, err := s.Recv(); status.Code(err) != codes.Aborted || !strings.Contains(err.Error(), "offset 0") {
 		t.Errorf("resuming a blob whose object is gone: %v, want ABORTED asking for offset 0", err)
 	}
-	if state, size := blobState(t, h, ctx, id, 0); state != servicepb.BlobState_BLOB_STATE_UNFINALIZED || size != 0 {
+	if state, size := h.BlobState(t, ctx, id, 0); state != servicepb.BlobState_BLOB_STATE_UNFINALIZED || size != 0 {
 		t.Errorf("after the failed resume: %v, %d bytes; want UNFINALIZED, 0", state, size)
 	}
 	if err := h.WriteWholeBlob(ctx, id, 0, []byte("xy")); err != nil {

@@ -18,6 +18,7 @@ import (
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 	"github.com/tbhub/tbhub/services/internal/auth"
 	"github.com/tbhub/tbhub/services/internal/auth/oidctest"
+	"github.com/tbhub/tbhub/services/internal/blob"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
@@ -125,6 +126,16 @@ func (c *Clients) OpenStalledStream(ctx context.Context, t *testing.T, seqID str
 	}
 	_, err = s.Recv()
 	return s, err
+}
+
+// BlobState is the slot's state and size as GetBlobMetadata reports them.
+func (c *Clients) BlobState(t *testing.T, ctx context.Context, seqID string, index int64) (servicepb.BlobState, int64) {
+	t.Helper()
+	md, err := c.Writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: seqID, Index: index})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return md.GetBlobState(), md.GetSize()
 }
 
 // IDToken signs an ID token for subject, valid now unless expired.
@@ -255,5 +266,16 @@ func (c *Clients) ReadBlob(t *testing.T, ctx context.Context, blobID string) []b
 			t.Fatalf("chunk at offset %d after %d bytes", resp.GetOffset(), len(buf))
 		}
 		buf = append(buf, resp.GetData()...)
+	}
+}
+
+// DeleteAbandoned removes a swept blob's object the way the writer's
+// sweeper does: exactly the generation its row named.
+func DeleteAbandoned(blobs blob.Store) func(context.Context, store.AbandonedBlob) error {
+	return func(ctx context.Context, b store.AbandonedBlob) error {
+		if b.Generation == blob.NoObject {
+			return blobs.Delete(ctx, b.ObjectKey)
+		}
+		return blobs.DeleteGeneration(ctx, b.ObjectKey, b.Generation)
 	}
 }
