@@ -134,14 +134,7 @@ func sendFrom(ctx context.Context, h *inprocess.Env, seqID string, index int64, 
 	if err := stream.CloseSend(); err != nil {
 		return err
 	}
-	for {
-		if _, err := stream.Recv(); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-	}
+	return inprocess.Drain(stream.Recv)
 }
 
 // TestBlobProtocolErrors covers the ways a WriteBlob stream is refused.

@@ -3,7 +3,6 @@ package writer_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"github.com/tbhub/tbhub/services/internal/testenv/inprocess"
 	"hash/crc32"
 	"io"
@@ -85,14 +84,7 @@ func sendPart(ctx context.Context, h *inprocess.Env, seqID string, data []byte, 
 	if err := s.CloseSend(); err != nil {
 		return err
 	}
-	for {
-		if _, err := s.Recv(); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-	}
+	return inprocess.Drain(s.Recv)
 }
 
 // runBlobRace is the race of issue 22 item 4 between two instances on one
