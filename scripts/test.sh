@@ -102,10 +102,12 @@ short=false
 for a in "$@"; do [ "$a" = -short ] && short=true; done
 if ! $short; then
   stage "go test -race (packages with concurrency)"
-  # The uploader, the write path (serve drives writer), both stores, limits,
+  # The uploader, the write path (writer and tenancy, whose tests run their
+  # services in process, and serve, the process), both stores, limits,
   # the readers, the blob stores, the HTTP answer cache (httpapi) and the
   # shared server infrastructure.
-  go test -race -count=1 ./uploader/... ./services/internal/serve/ ./services/internal/store/... \
+  go test -race -count=1 ./uploader/... ./services/internal/serve/ ./services/internal/writer/ \
+    ./services/internal/tenancy/ ./services/internal/store/... \
     ./services/internal/limits/ ./services/internal/auth/ ./services/internal/reader/ \
     ./frontend-api/httpapi/... ./services/serverkit/...
   # The blob stores without their 64 MiB object (the plain pass streams it).

@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -20,12 +19,11 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi"
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route/routetest"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 	"github.com/tbhub/tbhub/schemas/readhint"
 )
@@ -125,26 +123,13 @@ func startWith(t *testing.T, cfg httpapi.Config) (*fakeProvider, *httptest.Serve
 func startHandler(t *testing.T, cfg httpapi.Config) (*fakeProvider, *httpapi.Handler, *httptest.Server) {
 	t.Helper()
 	fake := &fakeProvider{}
-	gs := grpc.NewServer()
-	datapb.RegisterTensorBoardDataProviderServer(gs, fake)
-	lis := bufconn.Listen(1 << 20)
-	go gs.Serve(lis)
-	conn, err := grpc.NewClient("passthrough:///fake", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Data = datapb.NewTensorBoardDataProviderClient(conn)
+	cfg.Data = routetest.Dial(t, fake)
 	h, err := httpapi.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
-	t.Cleanup(func() {
-		srv.Close()
-		conn.Close()
-		gs.Stop()
-	})
+	t.Cleanup(srv.Close)
 	return fake, h, srv
 }
 

@@ -2,20 +2,17 @@ package httpapi_test
 
 import (
 	"context"
-	"net"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi"
+	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route/routetest"
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 	"github.com/tbhub/tbhub/schemas/readhint"
@@ -151,27 +148,14 @@ func (p *tableProvider) ReadTensors(ctx context.Context, req *datapb.ReadTensors
 func serveTable(t *testing.T, cfg httpapi.Config, ss ...series) (*tableProvider, *httptest.Server) {
 	t.Helper()
 	p := &tableProvider{series: ss}
-	gs := grpc.NewServer()
-	datapb.RegisterTensorBoardDataProviderServer(gs, p)
-	lis := bufconn.Listen(1 << 20)
-	go gs.Serve(lis)
-	conn, err := grpc.NewClient("passthrough:///table", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Data = datapb.NewTensorBoardDataProviderClient(conn)
+	cfg.Data = routetest.Dial(t, p)
 	cfg.CacheTTL = -1
 	h, err := httpapi.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
-	t.Cleanup(func() {
-		srv.Close()
-		conn.Close()
-		gs.Stop()
-	})
+	t.Cleanup(srv.Close)
 	return p, srv
 }
 

@@ -8,6 +8,7 @@ import (
 )
 
 func TestBlobKeyRoundTrip(t *testing.T) {
+	t.Parallel()
 	c := blobKeyCodec{secret: []byte("0123456789abcdef")}
 	eid := store.NewExperimentID()
 	ref := store.BlobRef{Run: "train/a b", Tag: "img/ü", Step: 1 << 40, Index: 3}

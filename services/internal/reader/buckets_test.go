@@ -21,6 +21,7 @@ import (
 // would all but surely miss. Bad hints are InvalidArgument; without the
 // hint the read is TensorBoard's sample.
 func TestReadScalarsBuckets(t *testing.T) {
+	t.Parallel()
 	env, rec, eid, tok := recordedSeries(t, func(i int) float64 {
 		if i == 6789 {
 			return 1e6 // the spike

@@ -25,6 +25,7 @@ func newEmbedded(t *testing.T, cfg reader.Config) *readertest.Env {
 }
 
 func TestCompatEmbedded(t *testing.T) {
+	t.Parallel()
 	readertest.RunCompat(t, func(t *testing.T) *readertest.Env {
 		return newEmbedded(t, reader.Config{BlobChunkBytes: 5})
 	})
@@ -33,6 +34,7 @@ func TestCompatEmbedded(t *testing.T) {
 // Every RPC, every caller, every visibility: the outcome is the one the
 // tenancy table (tenancy.Decide) gives for a read.
 func TestTenancyMatrix(t *testing.T) {
+	t.Parallel()
 	env := newEmbedded(t, reader.Config{})
 	ownerID, ownerTok := env.User(t, "owner")
 	readerID, readerTok := env.User(t, "grantee")
@@ -114,6 +116,7 @@ func readCalls(ctx context.Context, c datapb.TensorBoardDataProviderClient, eid,
 // to someone else gets NOT_FOUND, and grafting the key's tail onto another
 // experiment's ID fails the MAC.
 func TestBlobKeysAreBoundToTheirExperiment(t *testing.T) {
+	t.Parallel()
 	env := newEmbedded(t, reader.Config{})
 	alice, aliceTok := env.User(t, "alice")
 	_, bobTok := env.User(t, "bob")
@@ -157,6 +160,7 @@ func TestBlobKeysAreBoundToTheirExperiment(t *testing.T) {
 }
 
 func TestBoundExperiment(t *testing.T) {
+	t.Parallel()
 	st, bs := readertest.OpenEmbedded(t)
 	setup := readertest.Start(t, st, st, bs, reader.Config{})
 	owner, tok := setup.User(t, "owner")
@@ -181,6 +185,7 @@ func TestBoundExperiment(t *testing.T) {
 }
 
 func TestResponseBound(t *testing.T) {
+	t.Parallel()
 	env := newEmbedded(t, reader.Config{MaxResponsePoints: 25})
 	owner, tok := env.User(t, "owner")
 	eid := env.Experiment(t, owner, store.VisibilityPrivate)
@@ -206,6 +211,7 @@ func TestResponseBound(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
+	t.Parallel()
 	st, bs := readertest.OpenEmbedded(t)
 	for name, cfg := range map[string]reader.Config{
 		"no secret":           {},
@@ -222,6 +228,7 @@ func TestNewValidates(t *testing.T) {
 // the old key is NOT_FOUND and the new listing gives a key that reads the
 // new bytes, so a client may cache a key's bytes forever.
 func TestBlobKeyNamesContent(t *testing.T) {
+	t.Parallel()
 	env := newEmbedded(t, reader.Config{})
 	owner, tok := env.User(t, "owner")
 	eid := env.Experiment(t, owner, store.VisibilityPrivate)
@@ -251,6 +258,7 @@ func TestBlobKeyNamesContent(t *testing.T) {
 // first bytes); without it, strings whole, as TensorBoard expects. Other
 // fields of the tensor are kept.
 func TestReadTensorsCutsStringsWhenAsked(t *testing.T) {
+	t.Parallel()
 	env := newEmbedded(t, reader.Config{})
 	owner, tok := env.User(t, "owner")
 	eid := env.Experiment(t, owner, store.VisibilityPrivate)

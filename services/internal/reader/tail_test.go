@@ -59,6 +59,7 @@ func recordedSeries(t *testing.T, value func(int) float64) (env *readertest.Env,
 // reads by step (MinStep, every point: never the sample index), stopped at
 // the first series past num_points. Without the header nothing changes.
 func TestReadScalarsTail(t *testing.T) {
+	t.Parallel()
 	env, rec, eid, tok := recordedSeries(t, func(i int) float64 { return float64(i) })
 	read := func(minStep string, k int64) (*datapb.ReadScalarsResponse, error) {
 		ctx := readertest.WithToken(context.Background(), tok)

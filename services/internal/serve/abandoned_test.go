@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"errors"
+	"github.com/tbhub/tbhub/services/internal/testenv/inprocess"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,7 +13,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
@@ -22,18 +22,6 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/store/storetest"
 )
-
-// imageSequence creates the blob sequence (r, images, step 1) of length n
-// and returns its ID.
-func imageSequence(t *testing.T, h *harness, ctx context.Context, eid string, n int64) string {
-	t.Helper()
-	seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
-		ExperimentId: eid, Run: "r", Tag: "images", Step: 1, WallTime: timestamppb.Now(), FinalSequenceLength: n})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return seq.GetBlobSequenceId()
-}
 
 // waitFor polls cond until it holds, failing the test after safetyTimeout.
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -46,28 +34,18 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// blobState is the slot's state and size as GetBlobMetadata reports them.
-func blobState(t *testing.T, h *harness, ctx context.Context, seqID string, index int64) (servicepb.BlobState, int64) {
-	t.Helper()
-	md, err := h.writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: seqID, Index: index})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return md.GetBlobState(), md.GetSize()
-}
-
 // abandonBlob starts a stream that sends one byte of a 1 MiB blob and
 // vanishes, and waits until the server has stored that byte as an
 // unfinished blob.
 func abandonBlob(t *testing.T, h *harness, ctx context.Context, seqID string, index int64) {
 	t.Helper()
 	streamCtx, cancel := context.WithCancel(ctx)
-	if _, err := openStalledStream(streamCtx, t, h, seqID, index); err != nil {
+	if _, err := h.OpenStalledStream(streamCtx, t, seqID, index); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
 	waitFor(t, "the abandoned stream's byte is not stored", func() bool {
-		state, size := blobState(t, h, ctx, seqID, index)
+		state, size := h.BlobState(t, ctx, seqID, index)
 		return state == servicepb.BlobState_BLOB_STATE_UNFINALIZED && size == 1
 	})
 }
@@ -78,8 +56,8 @@ func abandonBlob(t *testing.T, h *harness, ctx context.Context, seqID string, in
 func abandonedSlot(t *testing.T, st store.Store, blobs blob.Store, name string) (*harness, context.Context, string, string) {
 	t.Helper()
 	h := newHarness(t, st, blobs, nil)
-	ctx, eid := adaExperiment(t, h, st, name)
-	id := imageSequence(t, h, ctx, eid, 1)
+	ctx, eid := h.AdaExperiment(t, name)
+	id := h.ImageSequence(t, ctx, eid, 1)
 	abandonBlob(t, h, ctx, id, 0)
 	return h, ctx, eid, id
 }
@@ -87,7 +65,7 @@ func abandonedSlot(t *testing.T, st store.Store, blobs blob.Store, name string) 
 // blobBytesUsed is the caller's blob bytes quota usage.
 func blobBytesUsed(t *testing.T, h *harness, ctx context.Context) int64 {
 	t.Helper()
-	usage, err := h.exps.GetQuotaUsage(ctx, &experimentsv1.GetQuotaUsageRequest{})
+	usage, err := h.Experiments.GetQuotaUsage(ctx, &experimentsv1.GetQuotaUsageRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,11 +83,12 @@ func blobBytesUsed(t *testing.T, h *harness, ctx context.Context) int64 {
 // object, and its bytes leave the owner's quota (issue 14 #5); a finished
 // blob of the same sequence stays.
 func TestAbandonedBlobIsSwept(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, nil) // it never sweeps
-	ctx, eid := adaExperiment(t, h, st, "abandoned")
-	id := imageSequence(t, h, ctx, eid, 2)
-	if err := writeWholeBlob(ctx, h, id, 1, []byte("kept")); err != nil {
+	ctx, eid := h.AdaExperiment(t, "abandoned")
+	id := h.ImageSequence(t, ctx, eid, 2)
+	if err := h.WriteWholeBlob(ctx, id, 1, []byte("kept")); err != nil {
 		t.Fatal(err)
 	}
 	abandonBlob(t, h, ctx, id, 0)
@@ -124,7 +103,7 @@ func TestAbandonedBlobIsSwept(t *testing.T) {
 		c.SweepInterval = 10 * time.Millisecond
 	})
 	waitFor(t, "the abandoned blob's row is still there", func() bool {
-		state, _ := blobState(t, h, ctx, id, 0)
+		state, _ := h.BlobState(t, ctx, id, 0)
 		return state == servicepb.BlobState_BLOB_STATE_UNKNOWN
 	})
 	// The object goes right after the row.
@@ -132,10 +111,10 @@ func TestAbandonedBlobIsSwept(t *testing.T) {
 		_, err := blobs.Stat(ctx, blob.ObjectKey(eid, "r", "images", 1, 0))
 		return errors.Is(err, blob.ErrNotFound)
 	})
-	if used, want := blobBytesUsed(t, h, ctx)-tokenBytes(t, h, st, ctx), 4+store.RowBytes("r"); used != want {
+	if used, want := blobBytesUsed(t, h, ctx)-h.TokenBytes(t, ctx), 4+store.RowBytes("r"); used != want {
 		t.Errorf("blob bytes used after the sweep, ada's token aside: %d, want %d (the finished blob's 4 and the run's)", used, want)
 	}
-	if state, size := blobState(t, h, ctx, id, 1); state != servicepb.BlobState_BLOB_STATE_CURRENT || size != 4 {
+	if state, size := h.BlobState(t, ctx, id, 1); state != servicepb.BlobState_BLOB_STATE_CURRENT || size != 4 {
 		t.Errorf("the finished blob after the sweep: %v, %d bytes", state, size)
 	}
 	// The slot can be uploaded again. The sweeper stops first: its age is
@@ -148,7 +127,7 @@ func TestAbandonedBlobIsSwept(t *testing.T) {
 	// upload of a blob in progress.
 	var err error
 	waitFor(t, "uploading the swept slot again", func() bool {
-		err = writeWholeBlob(ctx, h, id, 0, []byte("again"))
+		err = h.WriteWholeBlob(ctx, id, 0, []byte("again"))
 		return status.Code(err) != codes.Aborted
 	})
 	if err != nil {
@@ -161,6 +140,7 @@ func TestAbandonedBlobIsSwept(t *testing.T) {
 // process's streams, leaves the blob alone while the stream lasts,
 // however old the row was.
 func TestResumedBlobIsNotSwept(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h, ctx, _, id := abandonedSlot(t, st, blobs, "resumed")
 	// Every row written so far is older than cutoff, by the store's clock
@@ -173,7 +153,7 @@ func TestResumedBlobIsNotSwept(t *testing.T) {
 
 	streamCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s, err := h.writer.WriteBlob(streamCtx)
+	s, err := h.Writer.WriteBlob(streamCtx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +163,7 @@ func TestResumedBlobIsNotSwept(t *testing.T) {
 	if r, err := s.Recv(); err != nil || r.GetSize() != 2 {
 		t.Fatalf("resuming: %v, %v", r, err)
 	}
-	n, err := store.SweepAbandonedBlobs(ctx, st, deleteAbandoned(blobs), nil, cutoff, 10)
+	n, err := store.SweepAbandonedBlobs(ctx, st, inprocess.DeleteAbandoned(blobs), nil, cutoff, 10)
 	if err != nil || n != 0 {
 		t.Fatalf("a sweep while the upload is resumed removed %d blobs (%v), want none", n, err)
 	}
@@ -199,12 +179,13 @@ func TestResumedBlobIsNotSwept(t *testing.T) {
 // the sweep removed the object) starts over: ABORTED, and the row says
 // nothing is stored.
 func TestResumeOfASweptBlobStartsOver(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h, ctx, eid, id := abandonedSlot(t, st, blobs, "swept")
 	if err := blobs.Delete(ctx, blob.ObjectKey(eid, "r", "images", 1, 0)); err != nil {
 		t.Fatal(err)
 	}
-	s, err := h.writer.WriteBlob(ctx)
+	s, err := h.Writer.WriteBlob(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,10 +195,10 @@ func TestResumeOfASweptBlobStartsOver(t *testing.T) {
 	if _, err := s.Recv(); status.Code(err) != codes.Aborted || !strings.Contains(err.Error(), "offset 0") {
 		t.Errorf("resuming a blob whose object is gone: %v, want ABORTED asking for offset 0", err)
 	}
-	if state, size := blobState(t, h, ctx, id, 0); state != servicepb.BlobState_BLOB_STATE_UNFINALIZED || size != 0 {
+	if state, size := h.BlobState(t, ctx, id, 0); state != servicepb.BlobState_BLOB_STATE_UNFINALIZED || size != 0 {
 		t.Errorf("after the failed resume: %v, %d bytes; want UNFINALIZED, 0", state, size)
 	}
-	if err := writeWholeBlob(ctx, h, id, 0, []byte("xy")); err != nil {
+	if err := h.WriteWholeBlob(ctx, id, 0, []byte("xy")); err != nil {
 		t.Errorf("starting over: %v", err)
 	}
 }
@@ -245,6 +226,7 @@ func openBlobFiles(t *testing.T, dir string) int {
 // stream ends: the idle deadline, the client gone, a refused chunk. None
 // is left open or behind.
 func TestBlobStreamTempFileIsClosed(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("counts descriptors through /proc/self/fd")
 	}
@@ -254,8 +236,8 @@ func TestBlobStreamTempFileIsClosed(t *testing.T) {
 	h := newHarness(t, st, blobs, func(c *serve.Config) {
 		c.Limits.BlobStreamIdleTimeout = 200 * time.Millisecond
 	})
-	ctx, eid := adaExperiment(t, h, st, "tempfiles")
-	id := imageSequence(t, h, ctx, eid, 3)
+	ctx, eid := h.AdaExperiment(t, "tempfiles")
+	id := h.ImageSequence(t, ctx, eid, 3)
 	closed := func(what string) {
 		t.Helper()
 		waitFor(t, what+": a blob file is still open", func() bool { return openBlobFiles(t, blobDir) == 0 })
@@ -267,7 +249,7 @@ func TestBlobStreamTempFileIsClosed(t *testing.T) {
 	closed("before any stream")
 
 	// A stream that sent a byte holds one file; the idle deadline closes it.
-	s, err := openStalledStream(ctx, t, h, id, 0)
+	s, err := h.OpenStalledStream(ctx, t, id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,14 +263,14 @@ func TestBlobStreamTempFileIsClosed(t *testing.T) {
 
 	// The client goes away.
 	streamCtx, cancel := context.WithCancel(ctx)
-	if _, err := openStalledStream(streamCtx, t, h, id, 1); err != nil {
+	if _, err := h.OpenStalledStream(streamCtx, t, id, 1); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
 	closed("after the client went away")
 
 	// A chunk refused (it does not follow the bytes received).
-	s, err = openStalledStream(ctx, t, h, id, 2)
+	s, err = h.OpenStalledStream(ctx, t, id, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,6 +286,7 @@ func TestBlobStreamTempFileIsClosed(t *testing.T) {
 // An abandoned-blob age under twice the blob stream timeout could remove
 // a blob a live stream is writing: the server refuses to start with it.
 func TestAbandonedBlobAgeMustOutlastStreams(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	lim := limits.Default()
 	cfg := serve.Config{HTTPAddr: "127.0.0.1:0", Limits: lim, AbandonedBlobAge: serve.MinAbandonedBlobAge(lim) - time.Second}
@@ -311,3 +294,7 @@ func TestAbandonedBlobAgeMustOutlastStreams(t *testing.T) {
 		t.Errorf("AbandonedBlobAge %v with a %v stream timeout: %v, want refused", cfg.AbandonedBlobAge, lim.BlobStreamTimeout, err)
 	}
 }
+
+// safetyTimeout bounds a test's wait for the server to act; the limits
+// under test are far shorter, so reaching it means a limit did nothing.
+const safetyTimeout = time.Minute

@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"fmt"
+	"github.com/tbhub/tbhub/services/internal/testenv/inprocess"
 	"runtime"
 	"sync"
 	"syscall"
@@ -60,13 +61,13 @@ func benchWriteScalar(b *testing.B, st store.Store, blobs blob.Store, clients in
 			b.Fatal(err)
 		}
 		ctx := as(context.Background(), bearer(token))
-		ce, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "bench"})
+		ce, err := h.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}
 		run := &servicepb.WriteScalarRequest_Run{Name: "train"}
 		for t := range benchTags {
-			tag := &servicepb.WriteScalarRequest_Tag{Name: fmt.Sprintf("metric/%d", t), Metadata: scalarMetadata()}
+			tag := &servicepb.WriteScalarRequest_Tag{Name: fmt.Sprintf("metric/%d", t), Metadata: inprocess.ScalarMetadata()}
 			for k := range benchPointsPerTagBatch {
 				tag.Points = append(tag.Points, &servicepb.ScalarPoint{WallTime: timestamppb.Now(), Value: float64(k) * 0.001})
 			}
@@ -93,7 +94,7 @@ func benchWriteScalar(b *testing.B, st store.Store, blobs blob.Store, clients in
 						p.Step = int64(n*benchPointsPerTagBatch + k)
 					}
 				}
-				if _, err := h.writer.WriteScalar(c.ctx, c.req); err != nil {
+				if _, err := h.Writer.WriteScalar(c.ctx, c.req); err != nil {
 					errs <- err
 					return
 				}

@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"github.com/tbhub/tbhub/schemas/writehint"
+	"github.com/tbhub/tbhub/services/internal/testenv/inprocess"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -24,6 +25,7 @@ import (
 // The file system's answer is injected; the monitor reuses it until its
 // clock moves on.
 func TestDiskSpaceReserve(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	var free atomic.Uint64
 	free.Store(50 << 30)
@@ -39,7 +41,7 @@ func TestDiskSpaceReserve(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t, st, blobs, func(c *serve.Config) { c.DiskSpace = mon })
-	ctx, eid := adaExperiment(t, h, st, "before")
+	ctx, eid := h.AdaExperiment(t, "before")
 	waitFor(t, "ready", func() bool { return probe(h.srv.Mux(), "/readyz") == http.StatusOK })
 
 	free.Store(200 << 20) // under the 1 GiB (1%) reserve
@@ -47,17 +49,17 @@ func TestDiskSpaceReserve(t *testing.T) {
 	if code := probe(h.srv.Mux(), "/readyz"); code != http.StatusServiceUnavailable {
 		t.Errorf("/readyz with the disk below its reserve: %d, want 503", code)
 	}
-	_, err = h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "during"})
+	_, err = h.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "during"})
 	wantDiskFull(t, "CreateExperiment", err)
 	// tbup sends a request ID with every create, which the store answers
 	// on another path (CreateExperimentOnce); it is refused the same.
-	_, err = h.writer.CreateExperiment(writehint.WithRequestID(ctx, writehint.NewRequestID()), &servicepb.CreateExperimentRequest{Name: "during, retryable"})
+	_, err = h.Writer.CreateExperiment(writehint.WithRequestID(ctx, writehint.NewRequestID()), &servicepb.CreateExperimentRequest{Name: "during, retryable"})
 	wantDiskFull(t, "CreateExperiment with a request ID", err)
-	_, err = h.writer.WriteScalar(ctx, &servicepb.WriteScalarRequest{ExperimentId: eid, Runs: []*servicepb.WriteScalarRequest_Run{
-		{Name: "train", Tags: []*servicepb.WriteScalarRequest_Tag{{Name: "loss", Metadata: scalarMetadata(), Points: []*servicepb.ScalarPoint{{Step: 1, WallTime: timestamppb.Now(), Value: 0.5}}}}},
+	_, err = h.Writer.WriteScalar(ctx, &servicepb.WriteScalarRequest{ExperimentId: eid, Runs: []*servicepb.WriteScalarRequest_Run{
+		{Name: "train", Tags: []*servicepb.WriteScalarRequest_Tag{{Name: "loss", Metadata: inprocess.ScalarMetadata(), Points: []*servicepb.ScalarPoint{{Step: 1, WallTime: timestamppb.Now(), Value: 0.5}}}}},
 	}})
 	wantDiskFull(t, "WriteScalar", err)
-	if _, err := h.writer.DeleteExperiment(ctx, &servicepb.DeleteExperimentRequest{ExperimentId: eid}); err != nil {
+	if _, err := h.Writer.DeleteExperiment(ctx, &servicepb.DeleteExperimentRequest{ExperimentId: eid}); err != nil {
 		t.Errorf("DeleteExperiment below the reserve: %v", err)
 	}
 
@@ -66,7 +68,7 @@ func TestDiskSpaceReserve(t *testing.T) {
 	if code := probe(h.srv.Mux(), "/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz once space is freed: %d, want 200", code)
 	}
-	if _, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "after"}); err != nil {
+	if _, err := h.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "after"}); err != nil {
 		t.Errorf("CreateExperiment once space is freed: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 // On SIGTERM (ctx done) the write service turns not-ready on HTTP /readyz
 // as well as on gRPC health, while in-flight requests finish.
 func TestNotReadyOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	srv, err := serve.New(st, blobs, serve.Config{HTTPAddr: "127.0.0.1:0", SweepInterval: -1})
 	if err != nil {

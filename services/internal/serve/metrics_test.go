@@ -16,6 +16,7 @@ import (
 // TestMetrics: with metrics on, RPCs (by method and code), routes (by pattern, not
 // by experiment id) and points written appear at GET /metrics.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, func(c *serve.Config) { c.Metrics = telemetry.NewMetrics() })
 	token, err := serve.IssueUserToken(t.Context(), st, h.srv.Authenticator(), "ada", "test")
@@ -23,16 +24,16 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := as(t.Context(), bearer(token))
-	exp, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "m"})
+	exp, err := h.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	points := []*servicepb.ScalarPoint{{Step: 1, WallTime: timestamppb.Now(), Value: 1}, {Step: 2, WallTime: timestamppb.Now(), Value: 2}}
-	if _, err := h.writer.WriteScalar(ctx, &servicepb.WriteScalarRequest{ExperimentId: exp.GetExperimentId(), Runs: []*servicepb.WriteScalarRequest_Run{
+	if _, err := h.Writer.WriteScalar(ctx, &servicepb.WriteScalarRequest{ExperimentId: exp.GetExperimentId(), Runs: []*servicepb.WriteScalarRequest_Run{
 		{Name: "train", Tags: []*servicepb.WriteScalarRequest_Tag{{Name: "loss", Points: points}}}}}); err != nil {
 		t.Fatal(err)
 	}
-	h.writer.WriteScalar(t.Context(), &servicepb.WriteScalarRequest{ExperimentId: exp.GetExperimentId()}) // no token: refused
+	h.Writer.WriteScalar(t.Context(), &servicepb.WriteScalarRequest{ExperimentId: exp.GetExperimentId()}) // no token: refused
 	if resp, err := http.Get(h.srv.Origin() + "/healthz"); err == nil {
 		resp.Body.Close()
 	}

@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"fmt"
+	"github.com/tbhub/tbhub/services/internal/testenv/inprocess"
 	"net/http"
 	"strings"
 	"testing"
@@ -24,6 +25,7 @@ import (
 
 // With --grpc-addr, gRPC gets its own listener; the handshake points there.
 func TestSeparateGRPCPort(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, func(c *serve.Config) { c.GRPCAddr = "localhost:0" })
 	if !strings.HasSuffix(h.srv.APIEndpoint(), h.srv.GRPCAddr()) || strings.Contains(h.srv.Origin(), h.srv.GRPCAddr()) {
@@ -42,7 +44,7 @@ func TestSeparateGRPCPort(t *testing.T) {
 	if err != nil || hc.GetStatus() != grpc_health_v1.HealthCheckResponse_SERVING {
 		t.Errorf("health: %v, %v", hc, err)
 	}
-	ctx := newUserContext(t, h, "ada")
+	ctx := h.UserContext(t, "ada")
 	if who, err := authv1.NewAuthServiceClient(conn).WhoAmI(ctx, &authv1.WhoAmIRequest{}); err != nil || who.GetUserId() == "" {
 		t.Errorf("WhoAmI on the gRPC port: %v, %v", who, err)
 	}
@@ -54,10 +56,11 @@ func TestSeparateGRPCPort(t *testing.T) {
 }
 
 func TestRequestAndBlobSizeLimits(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, func(c *serve.Config) { c.Limits.MaxPointsPerRequest = 1 << 30 })
-	ctx := newUserContext(t, h, "ada")
-	ce, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
+	ctx := h.UserContext(t, "ada")
+	ce, err := h.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,17 +71,17 @@ func TestRequestAndBlobSizeLimits(t *testing.T) {
 	for i := range steps {
 		steps[i] = int64(i)
 	}
-	_, err = h.writer.WriteScalar(ctx, scalarRequest(eid, steps...))
+	_, err = h.Writer.WriteScalar(ctx, inprocess.ScalarRequest(eid, steps...))
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "8388608") {
 		t.Errorf("oversized request: %v, want RESOURCE_EXHAUSTED naming 8388608", err)
 	}
 	// The default blob limit is 64 MiB.
-	seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+	seq, err := h.Writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
 		ExperimentId: eid, Run: "r", Tag: "b", WallTime: timestamppb.Now(), FinalSequenceLength: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := h.writer.WriteBlob(ctx)
+	s, err := h.Writer.WriteBlob(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,30 +97,31 @@ func TestRequestAndBlobSizeLimits(t *testing.T) {
 // counts toward the byte quota, TestMetadataCountsTowardTheByteQuota): a 5 MiB blob chunk, a 3 MB WriteScalar and a point carrying 100 KB
 // of plugin_data.content are refused, and nothing of them is stored.
 func TestAdvertisedSizesAreEnforced(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, nil)
-	ctx, eid := adaExperiment(t, h, st, "sizes")
+	ctx, eid := h.AdaExperiment(t, "sizes")
 	lim := limits.Default()
 	steps := make([]int64, 150_000) // about 3 MB
 	for i := range steps {
 		steps[i] = int64(i)
 	}
-	_, err := h.writer.WriteScalar(ctx, scalarRequest(eid, steps...))
+	_, err := h.Writer.WriteScalar(ctx, inprocess.ScalarRequest(eid, steps...))
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), fmt.Sprint(lim.MaxScalarRequestBytes)) {
 		t.Errorf("3 MB WriteScalar: %v, want RESOURCE_EXHAUSTED naming %d", err, lim.MaxScalarRequestBytes)
 	}
-	big := scalarRequest(eid, 1)
+	big := inprocess.ScalarRequest(eid, 1)
 	big.Runs[0].Tags[0].Name = "fat"
 	big.Runs[0].Tags[0].Metadata.PluginData.Content = make([]byte, 100_000)
-	if _, err := h.writer.WriteScalar(ctx, big); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "metadata limit") {
+	if _, err := h.Writer.WriteScalar(ctx, big); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "metadata limit") {
 		t.Errorf("100 KB of metadata: %v, want INVALID_ARGUMENT naming the metadata limit", err)
 	}
-	seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+	seq, err := h.Writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
 		ExperimentId: eid, Run: "r", Tag: "b", WallTime: timestamppb.Now(), FinalSequenceLength: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := h.writer.WriteBlob(ctx)
+	s, err := h.Writer.WriteBlob(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +140,7 @@ func TestAdvertisedSizesAreEnforced(t *testing.T) {
 			t.Errorf("series %s/%s stored %d points from refused requests", ts.Run, ts.Tag, ts.PointCount)
 		}
 	}
-	md, err := h.writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: seq.GetBlobSequenceId()})
+	md, err := h.Writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: seq.GetBlobSequenceId()})
 	if err != nil || md.GetSize() != 0 {
 		t.Errorf("after the refused chunk: %v %v, want nothing stored", md, err)
 	}
@@ -144,26 +148,27 @@ func TestAdvertisedSizesAreEnforced(t *testing.T) {
 
 // PurgeData and DeleteOwnUser work when enabled.
 func TestTestOnlyRPCsWhenEnabled(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, func(c *serve.Config) { c.EnableTestRPCs = true })
-	ctx := newUserContext(t, h, "ada")
-	ce, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
+	ctx := h.UserContext(t, "ada")
+	ce, err := h.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+	seq, err := h.Writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
 		ExperimentId: ce.GetExperimentId(), Run: "r", Tag: "b", WallTime: timestamppb.Now(), FinalSequenceLength: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeWholeBlob(ctx, h, seq.GetBlobSequenceId(), 0, []byte("bytes")); err != nil {
+	if err := h.WriteWholeBlob(ctx, seq.GetBlobSequenceId(), 0, []byte("bytes")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.writer.DeleteOwnUser(ctx, &servicepb.DeleteOwnUserRequest{}); err != nil {
+	if _, err := h.Writer.DeleteOwnUser(ctx, &servicepb.DeleteOwnUserRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	// The user's tokens are revoked, the experiment deleted.
-	if _, err := h.account.WhoAmI(ctx, &authv1.WhoAmIRequest{}); status.Code(err) != codes.Unauthenticated {
+	if _, err := h.Account.WhoAmI(ctx, &authv1.WhoAmIRequest{}); status.Code(err) != codes.Unauthenticated {
 		t.Errorf("token after DeleteOwnUser: %v", err)
 	}
 	// An object no row names (an upload cut off before its first row).
@@ -171,8 +176,8 @@ func TestTestOnlyRPCsWhenEnabled(t *testing.T) {
 	if _, err := blobs.Put(context.Background(), orphan, strings.NewReader("orphan"), blob.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	admin := newUserContext(t, h, "admin")
-	purged, err := h.writer.PurgeData(admin, &servicepb.PurgeDataRequest{BatchLimit: 10})
+	admin := h.UserContext(t, "admin")
+	purged, err := h.Writer.PurgeData(admin, &servicepb.PurgeDataRequest{BatchLimit: 10})
 	if err != nil || purged.GetPurgeStats().GetExperiments() != 1 {
 		t.Fatalf("PurgeData = %v, %v; want 1 experiment", purged, err)
 	}

@@ -23,11 +23,11 @@ func userExperiment(t *testing.T, h *harness, user string, n int64) (context.Con
 		t.Fatal(err)
 	}
 	ctx := as(t.Context(), bearer(token))
-	ce, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "streams"})
+	ce, err := h.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "streams"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ctx, imageSequence(t, h, ctx, ce.GetExperimentId(), n)
+	return ctx, h.ImageSequence(t, ctx, ce.GetExperimentId(), n)
 }
 
 // Behind Cloud Run's front end every user arrives over the proxy's
@@ -35,6 +35,7 @@ func userExperiment(t *testing.T, h *harness, user string, n int64) (context.Con
 // streams use up another's. Here all users share the test's one
 // connection; each gets a full allowance, and one past it is refused.
 func TestBlobStreamCapsPerUserOverOneConnection(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	const perUser = 3
 	h := newHarness(t, st, blobs, func(c *serve.Config) {
@@ -54,12 +55,12 @@ func TestBlobStreamCapsPerUserOverOneConnection(t *testing.T) {
 	}
 	for i, u := range users {
 		for j := range int64(perUser) {
-			if _, err := openStalledStream(metadataOf(streamCtx, u.ctx), t, h, u.seq, j); err != nil {
+			if _, err := h.OpenStalledStream(metadataOf(streamCtx, u.ctx), t, u.seq, j); err != nil {
 				t.Fatalf("user %d, stream %d of %d over the shared connection: %v", i, j+1, perUser, err)
 			}
 		}
 	}
-	_, err := openStalledStream(metadataOf(streamCtx, users[0].ctx), t, h, users[0].seq, perUser)
+	_, err := h.OpenStalledStream(metadataOf(streamCtx, users[0].ctx), t, users[0].seq, perUser)
 	if status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("user 0's stream past its allowance: %v; want RESOURCE_EXHAUSTED", err)
 	}
@@ -69,6 +70,7 @@ func TestBlobStreamCapsPerUserOverOneConnection(t *testing.T) {
 // counts one user's streams per forwarded client address: the same user
 // from another machine gets its own.
 func TestBlobStreamCapPerForwardedClient(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	h := newHarness(t, st, blobs, func(c *serve.Config) {
 		c.Limits.MaxBlobStreamsPerUser = 4
@@ -84,7 +86,7 @@ func TestBlobStreamCapPerForwardedClient(t *testing.T) {
 	index := int64(0)
 	open := func(addr string) error {
 		index++
-		_, err := openStalledStream(from(addr), t, h, seq, index)
+		_, err := h.OpenStalledStream(from(addr), t, seq, index)
 		return err
 	}
 	for range 2 {

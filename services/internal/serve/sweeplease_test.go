@@ -11,6 +11,7 @@ import (
 // takes, and servers that stop release their leases, so the purge is free
 // for another process at once instead of after the lease's five minutes.
 func TestSweepLeaseTakenAndReleased(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	const purge = "purge-deleted-experiments"
 	var servers []*harness

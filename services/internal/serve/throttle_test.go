@@ -82,6 +82,7 @@ func badTokens(ctx context.Context, w servicepb.TensorBoardWriterServiceClient, 
 // the budget refills; a token verified before keeps working from that
 // address, and another address is unaffected.
 func TestBadCredentialsAreThrottledPerAddress(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	cs := &countingStore{Store: st}
 	clock := &stepClock{now: time.Now()}
@@ -89,7 +90,7 @@ func TestBadCredentialsAreThrottledPerAddress(t *testing.T) {
 	burst := limits.BadCredentialBurst
 
 	attacker, other := writerFrom(t, h, "127.0.0.2"), writerFrom(t, h, "127.0.0.3")
-	victim := newUserContext(t, h, "victim")
+	victim := h.UserContext(t, "victim")
 	// The victim signs in from the attacker's address (a shared NAT) before the attack.
 	if _, err := attacker.CreateExperiment(victim, &servicepb.CreateExperimentRequest{Name: "before"}); err != nil {
 		t.Fatal(err)
@@ -120,7 +121,7 @@ func TestBadCredentialsAreThrottledPerAddress(t *testing.T) {
 	if _, err := attacker.CreateExperiment(victim, &servicepb.CreateExperimentRequest{Name: "during"}); err != nil {
 		t.Errorf("victim during the attack: %v", err)
 	}
-	fresh := newUserContext(t, h, "newcomer")
+	fresh := h.UserContext(t, "newcomer")
 	if _, err := attacker.CreateExperiment(fresh, &servicepb.CreateExperimentRequest{}); status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("an unverified token from the throttled address: %v, want RESOURCE_EXHAUSTED", err)
 	}
@@ -128,7 +129,7 @@ func TestBadCredentialsAreThrottledPerAddress(t *testing.T) {
 	if got := badTokens(t.Context(), other, 3, "other"); got[codes.Unauthenticated] != 3 {
 		t.Errorf("bad tokens from another address: %v, want UNAUTHENTICATED", got)
 	}
-	if _, err := other.CreateExperiment(newUserContext(t, h, "bystander"), &servicepb.CreateExperimentRequest{Name: "other"}); err != nil {
+	if _, err := other.CreateExperiment(h.UserContext(t, "bystander"), &servicepb.CreateExperimentRequest{Name: "other"}); err != nil {
 		t.Errorf("another address during the attack: %v", err)
 	}
 
@@ -147,6 +148,7 @@ func TestBadCredentialsAreThrottledPerAddress(t *testing.T) {
 // it, an attacker cannot escape its budget by writing the header, and
 // with it, clients behind one proxy address are throttled apart.
 func TestForwardedForNeedsTrustedHops(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	for _, hops := range []int{0, 1} {
 		clock := &stepClock{now: time.Now()}

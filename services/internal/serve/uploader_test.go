@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/tbhub/tbhub/services/internal/testenv/inprocess"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -82,7 +83,7 @@ func (u *stockUploader) scalarBatches(eid string, series map[[2]string][]*servic
 	for _, key := range sortedKeys(series) {
 		// Like the uploader's byte budget: a tag (with its metadata) costs
 		// its size plus framing, and so does each point.
-		tag := &servicepb.WriteScalarRequest_Tag{Name: key[1], Metadata: scalarMetadata()}
+		tag := &servicepb.WriteScalarRequest_Tag{Name: key[1], Metadata: inprocess.ScalarMetadata()}
 		run := &servicepb.WriteScalarRequest_Run{Name: key[0], Tags: []*servicepb.WriteScalarRequest_Tag{tag}}
 		req.Runs = append(req.Runs, run)
 		size += proto.Size(run) + 12
@@ -90,7 +91,7 @@ func (u *stockUploader) scalarBatches(eid string, series map[[2]string][]*servic
 			cost := proto.Size(p) + 11
 			if size+cost > budget {
 				out = append(out, req)
-				tag = &servicepb.WriteScalarRequest_Tag{Name: key[1], Metadata: scalarMetadata()}
+				tag = &servicepb.WriteScalarRequest_Tag{Name: key[1], Metadata: inprocess.ScalarMetadata()}
 				run = &servicepb.WriteScalarRequest_Run{Name: key[0], Tags: []*servicepb.WriteScalarRequest_Tag{tag}}
 				req = &servicepb.WriteScalarRequest{ExperimentId: eid, Runs: []*servicepb.WriteScalarRequest_Run{run}}
 				size = proto.Size(req) + 12
@@ -159,6 +160,7 @@ func bearerOf(ctx context.Context) string {
 }
 
 func TestStockUploaderSequence(t *testing.T) {
+	t.Parallel()
 	st, blobs := embedded(t)
 	runStockUploaderSequence(t, st, blobs)
 }
@@ -266,95 +268,25 @@ func runStockUploaderSequence(t *testing.T, st store.Store, blobs blob.Store) {
 	}
 
 	// Everything is there, losslessly, through the exporter.
-	got := exportAll(t, h, u.ctx, eid)
+	got := h.ExportAll(t, u.ctx, eid)
 	for key, points := range series {
-		gp := got.scalars[key]
+		gp := got.Scalars[key]
 		if len(gp) != len(points) {
 			t.Fatalf("%v: exported %d points, wrote %d", key, len(gp), len(points))
 		}
 		for i, p := range points {
-			if gp[i].step != p.GetStep() || math.Float64bits(gp[i].value) != math.Float64bits(p.GetValue()) {
-				t.Fatalf("%v point %d: exported (%d, %v), wrote (%d, %v)", key, i, gp[i].step, gp[i].value, p.GetStep(), p.GetValue())
+			if gp[i].Step != p.GetStep() || math.Float64bits(gp[i].Value) != math.Float64bits(p.GetValue()) {
+				t.Fatalf("%v point %d: exported (%d, %v), wrote (%d, %v)", key, i, gp[i].Step, gp[i].Value, p.GetStep(), p.GetValue())
 			}
 		}
 	}
-	if tp := got.tensors[[2]string{"train", "weights"}]; len(tp) != 1 || !proto.Equal(tp[0], hist) {
+	if tp := got.Tensors[[2]string{"train", "weights"}]; len(tp) != 1 || !proto.Equal(tp[0], hist) {
 		t.Errorf("tensor exported as %v", tp)
 	}
 	for i, data := range [][]byte{big, small} {
-		id := got.blobIDs[i]
-		if b := readBlob(t, h, u.ctx, id); !bytes.Equal(b, data) {
+		id := got.BlobIDs[i]
+		if b := h.ReadBlob(t, u.ctx, id); !bytes.Equal(b, data) {
 			t.Errorf("blob %d: exported %d bytes differ from the %d uploaded", i, len(b), len(data))
 		}
-	}
-}
-
-// exported is what StreamExperimentData returned.
-type exported struct {
-	scalars map[[2]string][]struct {
-		step  int64
-		value float64
-	}
-	tensors map[[2]string][]*tbpb.TensorProto
-	blobIDs []string
-}
-
-func exportAll(t *testing.T, h *harness, ctx context.Context, eid string) exported {
-	t.Helper()
-	out := exported{scalars: map[[2]string][]struct {
-		step  int64
-		value float64
-	}{}, tensors: map[[2]string][]*tbpb.TensorProto{}}
-	s, err := h.export.StreamExperimentData(ctx, &servicepb.StreamExperimentDataRequest{ExperimentId: eid})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		resp, err := s.Recv()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		key := [2]string{resp.GetRunName(), resp.GetTagName()}
-		if p := resp.GetPoints(); p != nil {
-			for i, step := range p.GetSteps() {
-				out.scalars[key] = append(out.scalars[key], struct {
-					step  int64
-					value float64
-				}{step, p.GetValues()[i]})
-			}
-		}
-		if tp := resp.GetTensors(); tp != nil {
-			out.tensors[key] = append(out.tensors[key], tp.GetValues()...)
-		}
-		for _, seq := range resp.GetBlobSequences().GetValues() {
-			for _, e := range seq.GetEntries() {
-				out.blobIDs = append(out.blobIDs, e.GetBlob().GetBlobId())
-			}
-		}
-	}
-}
-
-func readBlob(t *testing.T, h *harness, ctx context.Context, blobID string) []byte {
-	t.Helper()
-	s, err := h.export.StreamBlobData(ctx, &servicepb.StreamBlobDataRequest{BlobId: blobID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf []byte
-	for {
-		resp, err := s.Recv()
-		if errors.Is(err, io.EOF) {
-			return buf
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.GetOffset() != int64(len(buf)) {
-			t.Fatalf("chunk at offset %d after %d bytes", resp.GetOffset(), len(buf))
-		}
-		buf = append(buf, resp.GetData()...)
 	}
 }

@@ -10,6 +10,7 @@ import (
 // A private experiment must look exactly like a missing one to every
 // caller who is neither its owner nor a grantee, for every operation.
 func TestPrivateIsIndistinguishableFromMissing(t *testing.T) {
+	t.Parallel()
 	private := &store.Experiment{ID: "e", Owner: "owner", Visibility: store.VisibilityPrivate}
 	callers := map[string]*auth.Principal{
 		"anonymous":  nil,
@@ -26,6 +27,7 @@ func TestPrivateIsIndistinguishableFromMissing(t *testing.T) {
 }
 
 func TestDecide(t *testing.T) {
+	t.Parallel()
 	owner := &auth.Principal{UserID: "owner", Scopes: store.AllScopes}
 	ownerRead := &auth.Principal{UserID: "owner", Scopes: store.ScopeRead}
 	reader := &auth.Principal{UserID: "reader", Scopes: store.AllScopes}

@@ -15,6 +15,7 @@ import (
 // since the row's cutoff: a stream of another process that resumed the
 // blob and stored it meanwhile keeps it.
 func TestDeleteUnlessWrittenSince(t *testing.T) {
+	t.Parallel()
 	blobs, err := fileblob.Open(filepath.Join(t.TempDir(), "blobs"))
 	if err != nil {
 		t.Fatal(err)

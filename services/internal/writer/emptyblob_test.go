@@ -7,6 +7,7 @@ import (
 )
 
 func TestBlobCursors(t *testing.T) {
+	t.Parallel()
 	var c blobCursors
 	now := time.Unix(1_700_000_000, 0)
 	next := func(key string) string {

@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -72,6 +73,14 @@ type Emulator struct {
 // current is the emulator Main started for this test binary.
 var current *Emulator
 
+// onDemand is MainOnDemand's: the emulator starts at the first
+// NewDatabase (startOnce), or never.
+var (
+	onDemand  bool
+	startOnce sync.Once
+	startErr  error
+)
+
 // Main starts (or borrows) an emulator, runs the tests and stops it. It
 // returns the exit code for os.Exit; 1 if the emulator is unavailable.
 //
@@ -93,6 +102,21 @@ func Main(m *testing.M) int {
 	defer e.Stop()
 	current = e
 	return m.Run()
+}
+
+// MainOnDemand is Main for a package whose emulator tests are few beside
+// many others: the emulator starts at the first NewDatabase, so a run of
+// the other tests (-run) starts none.
+func MainOnDemand(m *testing.M) int {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	onDemand = true
+	code := m.Run()
+	if current != nil {
+		current.Stop()
+	}
+	return code
 }
 
 // Start starts an emulator, or borrows the one named by
@@ -307,12 +331,19 @@ func SkipIfShort(tb testing.TB) {
 	}
 }
 
-// NewDatabase creates a database in the emulator Main started, applies the
-// embedded schema with spannerstore.Migrate, and drops it when tb ends. It
-// fails tb if Main is not the package's TestMain.
+// NewDatabase creates a database in the emulator Main started (or
+// MainOnDemand starts now), applies the embedded schema with
+// spannerstore.Migrate, and drops it when tb ends. It fails tb if neither
+// is the package's TestMain.
 func NewDatabase(tb testing.TB) *Database {
 	tb.Helper()
 	SkipIfShort(tb)
+	if onDemand {
+		startOnce.Do(func() { current, startErr = Start(context.Background()) })
+		if startErr != nil {
+			tb.Fatalf("spanneremu: %v", startErr)
+		}
+	}
 	if current == nil {
 		tb.Fatal("spanneremu: no emulator; the package's TestMain must call spanneremu.Main")
 	}

@@ -1,19 +1,18 @@
-package serve_test
+package writer_test
 
 import (
 	"context"
+	"github.com/tbhub/tbhub/services/internal/testenv/inprocess"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 	"github.com/tbhub/tbhub/schemas/writehint"
-	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
@@ -35,20 +34,15 @@ func dropFirstAnswer(dropped *atomic.Bool) grpc.UnaryClientInterceptor {
 // the user has one experiment, even at an experiments quota of one. Another
 // user's equal request ID creates their own.
 func TestCreateExperimentRetriedAfterLostAnswer(t *testing.T) {
-	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, func(c *serve.Config) { c.Limits.MaxExperimentsPerUser = 1 })
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
+	h := inprocess.Start(t, st, blobs, func(c *inprocess.Config) { c.Limits.MaxExperimentsPerUser = 1 })
 	var dropped atomic.Bool
-	conn, err := grpc.NewClient(h.srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithUnaryInterceptor(dropFirstAnswer(&dropped)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	lossy := servicepb.NewTensorBoardWriterServiceClient(conn)
+	lossy := servicepb.NewTensorBoardWriterServiceClient(h.Dial(t, grpc.WithUnaryInterceptor(dropFirstAnswer(&dropped))))
 
-	alice := writehint.WithRequestID(as(t.Context(), bearer(h.idToken(t, "alice-sub", "alice@example.com", false))), "req-1")
+	alice := writehint.WithRequestID(inprocess.As(t.Context(), inprocess.Bearer(h.IDToken(t, "alice-sub", "alice@example.com", false))), "req-1")
 	req := &servicepb.CreateExperimentRequest{Name: "mnist"}
-	_, err = lossy.CreateExperiment(alice, req)
+	_, err := lossy.CreateExperiment(alice, req)
 	if status.Code(err) != codes.Unavailable || !dropped.Load() {
 		t.Fatalf("first attempt: %v; want its answer dropped", err)
 	}
@@ -72,8 +66,8 @@ func TestCreateExperimentRetriedAfterLostAnswer(t *testing.T) {
 		t.Errorf("alice owns %q after a lost answer and a retry; want only the answered %q", owned, eid)
 	}
 
-	bob := writehint.WithRequestID(as(t.Context(), bearer(h.idToken(t, "bob-sub", "bob@example.com", false))), "req-1")
-	bobs, err := h.writer.CreateExperiment(bob, req)
+	bob := writehint.WithRequestID(inprocess.As(t.Context(), inprocess.Bearer(h.IDToken(t, "bob-sub", "bob@example.com", false))), "req-1")
+	bobs, err := h.Writer.CreateExperiment(bob, req)
 	if err != nil {
 		t.Fatalf("bob's create with alice's request ID: %v", err)
 	}
@@ -81,8 +75,8 @@ func TestCreateExperimentRetriedAfterLostAnswer(t *testing.T) {
 		t.Errorf("bob's create answered alice's experiment %q", eid)
 	}
 
-	bad := writehint.WithRequestID(as(t.Context(), bearer(h.idToken(t, "carol-sub", "carol@example.com", false))), "not an id")
-	if _, err := h.writer.CreateExperiment(bad, req); status.Code(err) != codes.InvalidArgument {
+	bad := writehint.WithRequestID(inprocess.As(t.Context(), inprocess.Bearer(h.IDToken(t, "carol-sub", "carol@example.com", false))), "not an id")
+	if _, err := h.Writer.CreateExperiment(bad, req); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("create with a request ID holding spaces: %v; want InvalidArgument", err)
 	}
 }
@@ -91,24 +85,25 @@ func TestCreateExperimentRetriedAfterLostAnswer(t *testing.T) {
 // clock: a retry within it answers the same experiment, a create with the
 // ID after it makes a new one.
 func TestCreateRequestIDExpires(t *testing.T) {
-	st, blobs := embedded(t)
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
 	var skew atomic.Int64
-	h := newHarness(t, st, blobs, func(c *serve.Config) {
+	h := inprocess.Start(t, st, blobs, func(c *inprocess.Config) {
 		c.CreateRequestTTL = time.Minute
 		c.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	})
-	ctx := writehint.WithRequestID(as(t.Context(), bearer(h.idToken(t, "dana-sub", "dana@example.com", false))), "req-ttl")
+	ctx := writehint.WithRequestID(inprocess.As(t.Context(), inprocess.Bearer(h.IDToken(t, "dana-sub", "dana@example.com", false))), "req-ttl")
 	req := &servicepb.CreateExperimentRequest{Name: "n"}
-	first, err := h.writer.CreateExperiment(ctx, req)
+	first, err := h.Writer.CreateExperiment(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	skew.Store(int64(30 * time.Second))
-	if again, err := h.writer.CreateExperiment(ctx, req); err != nil || again.GetExperimentId() != first.GetExperimentId() {
+	if again, err := h.Writer.CreateExperiment(ctx, req); err != nil || again.GetExperimentId() != first.GetExperimentId() {
 		t.Errorf("retry within the TTL: %v, %v; want %q", again.GetExperimentId(), err, first.GetExperimentId())
 	}
 	skew.Store(int64(2 * time.Minute))
-	later, err := h.writer.CreateExperiment(ctx, req)
+	later, err := h.Writer.CreateExperiment(ctx, req)
 	if err != nil || later.GetExperimentId() == first.GetExperimentId() {
 		t.Errorf("create after the TTL: %v, %v; want a new experiment", later.GetExperimentId(), err)
 	}

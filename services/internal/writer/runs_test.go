@@ -1,8 +1,9 @@
-package serve_test
+package writer_test
 
 import (
 	"context"
 	"fmt"
+	"github.com/tbhub/tbhub/services/internal/testenv/inprocess"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +14,6 @@ import (
 
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
-	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
@@ -26,12 +26,12 @@ func wantRefused(t *testing.T, what string, err error, c codes.Code, mention str
 	}
 }
 
-func putRuns(ctx context.Context, h *harness, eid string, names ...string) error {
+func putRuns(ctx context.Context, h *inprocess.Env, eid string, names ...string) error {
 	req := &experimentsv1.PutRunsRequest{ExperimentId: eid}
 	for _, n := range names {
 		req.Runs = append(req.Runs, &experimentsv1.RunStart{Name: n, StartTime: 1e9})
 	}
-	_, err := h.exps.PutRuns(ctx, req)
+	_, err := h.Experiments.PutRuns(ctx, req)
 	return err
 }
 
@@ -42,40 +42,41 @@ func putRuns(ctx context.Context, h *harness, eid string, names ...string) error
 // points, blob sequences. Runs that exist may be declared and written to
 // again at the cap.
 func TestRunsPerExperimentAreCapped(t *testing.T) {
-	st, blobs := embedded(t)
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
 	const max = 5
-	h := newHarness(t, st, blobs, func(c *serve.Config) { c.Limits.MaxRunsPerExperiment = max })
-	ctx, eid := adaExperiment(t, h, st, "sweep")
+	h := inprocess.Start(t, st, blobs, func(c *inprocess.Config) { c.Limits.MaxRunsPerExperiment = max })
+	ctx, eid := h.AdaExperiment(t, "sweep")
 	if err := putRuns(ctx, h, eid, "a", "b", "c"); err != nil {
 		t.Fatal(err)
 	}
 	if err := putRuns(ctx, h, eid, "a", "b", "c", "d"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.writer.WriteScalar(ctx, scalarRequest(eid, 1)); err != nil { // run "train", the fifth
+	if _, err := h.Writer.WriteScalar(ctx, inprocess.ScalarRequest(eid, 1)); err != nil { // run "train", the fifth
 		t.Fatal(err)
 	}
 	const limit = "runs per experiment limit is 5"
 	wantRefused(t, "a sixth run by PutRuns", putRuns(ctx, h, eid, "a", "e"), codes.ResourceExhausted, limit)
-	req := scalarRequest(eid, 2)
+	req := inprocess.ScalarRequest(eid, 2)
 	req.Runs[0].Name = "eval"
-	_, err := h.writer.WriteScalar(ctx, req)
+	_, err := h.Writer.WriteScalar(ctx, req)
 	wantRefused(t, "a sixth run by WriteScalar", err, codes.ResourceExhausted, limit)
-	_, err = h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+	_, err = h.Writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
 		ExperimentId: eid, Run: "images", Tag: "x", WallTime: timestamppb.Now(), FinalSequenceLength: 1})
 	wantRefused(t, "a sixth run by GetOrCreateBlobSequence", err, codes.ResourceExhausted, limit)
 	// At the cap, the runs there are still written to and declared.
 	if err := putRuns(ctx, h, eid, "a", "d", "train"); err != nil {
 		t.Errorf("declaring existing runs at the cap: %v", err)
 	}
-	if _, err := h.writer.WriteScalar(ctx, scalarRequest(eid, 3)); err != nil {
+	if _, err := h.Writer.WriteScalar(ctx, inprocess.ScalarRequest(eid, 3)); err != nil {
 		t.Errorf("writing to an existing run at the cap: %v", err)
 	}
-	if _, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+	if _, err := h.Writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
 		ExperimentId: eid, Run: "a", Tag: "x", WallTime: timestamppb.Now(), FinalSequenceLength: 1}); err != nil {
 		t.Errorf("a blob sequence in an existing run at the cap: %v", err)
 	}
-	exp, err := h.exps.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid})
+	exp, err := h.Experiments.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,12 +91,13 @@ func TestRunsPerExperimentAreCapped(t *testing.T) {
 // (--max-blob-bytes-per-user); past it PutRuns and GrantAccess are
 // refused naming the quota, and GetQuotaUsage counts them.
 func TestRunsAndGrantsCountTowardTheByteQuota(t *testing.T) {
-	st, blobs := embedded(t)
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
 	const quota = 5000
-	h := newHarness(t, st, blobs, func(c *serve.Config) { c.Limits.MaxBlobBytesPerUser = quota })
-	ctx, eid := adaExperiment(t, h, st, "runs")
+	h := inprocess.Start(t, st, blobs, func(c *inprocess.Config) { c.Limits.MaxBlobBytesPerUser = quota })
+	ctx, eid := h.AdaExperiment(t, "runs")
 	long := strings.Repeat("r", 1000)
-	base := tokenBytes(t, h, st, ctx) // ada's token counts too
+	base := h.TokenBytes(t, ctx) // ada's token counts too
 	stored := base
 	for i := range 5 {
 		name := fmt.Sprint(long, i)
@@ -117,16 +119,16 @@ func TestRunsAndGrantsCountTowardTheByteQuota(t *testing.T) {
 		t.Errorf("declaring a stored run again: %v", err)
 	}
 	email := strings.Repeat("x", quota-int(stored)) + "@example.com" // longer than the room left, and than 254 bytes
-	_, err := h.exps.GrantAccess(ctx, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
+	_, err := h.Experiments.GrantAccess(ctx, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
 		Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_Email{Email: email}}})
 	wantRefused(t, "a pending grant to a long email", err, codes.InvalidArgument, "at most 254")
 	email = strings.Repeat("x", 200) + "@example.com"
-	if _, err := h.exps.GrantAccess(ctx, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
+	if _, err := h.Experiments.GrantAccess(ctx, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
 		Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_Email{Email: email}}}); err != nil {
 		t.Fatal(err)
 	}
 	stored += store.RowBytes(email)
-	usage, err := h.exps.GetQuotaUsage(ctx, &experimentsv1.GetQuotaUsageRequest{})
+	usage, err := h.Experiments.GetQuotaUsage(ctx, &experimentsv1.GetQuotaUsageRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,11 +144,12 @@ func TestRunsAndGrantsCountTowardTheByteQuota(t *testing.T) {
 // 254 bytes and the pending grants over a user's experiments at most
 // --max-pending-grants-per-user; granting the same email again is free.
 func TestPendingGrantsAreBounded(t *testing.T) {
-	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, func(c *serve.Config) { c.Limits.MaxPendingGrantsPerUser = 3 })
-	ctx, eid := adaExperiment(t, h, st, "shared")
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
+	h := inprocess.Start(t, st, blobs, func(c *inprocess.Config) { c.Limits.MaxPendingGrantsPerUser = 3 })
+	ctx, eid := h.AdaExperiment(t, "shared")
 	grant := func(eid, email string) error {
-		_, err := h.exps.GrantAccess(ctx, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
+		_, err := h.Experiments.GrantAccess(ctx, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
 			Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_Email{Email: email}}})
 		return err
 	}
@@ -158,13 +161,13 @@ func TestPendingGrantsAreBounded(t *testing.T) {
 			t.Fatalf("grant to %.20s…: %v", email, err)
 		}
 	}
-	other, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "other"})
+	other, err := h.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "other"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantRefused(t, "a fourth pending grant, on another experiment", grant(other.GetExperimentId(), "d@example.com"),
 		codes.ResourceExhausted, "pending grants per user is 3")
-	list, err := h.exps.ListGrants(ctx, &experimentsv1.ListGrantsRequest{ExperimentId: eid})
+	list, err := h.Experiments.ListGrants(ctx, &experimentsv1.ListGrantsRequest{ExperimentId: eid})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,22 +181,23 @@ func TestPendingGrantsAreBounded(t *testing.T) {
 // refused with OUT_OF_RANGE naming the limit, and omit_runs still answers
 // the experiment alone, and run_page_size its runs in pages.
 func TestGetExperimentRunsAreBounded(t *testing.T) {
-	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, func(c *serve.Config) { c.Limits.MaxRunsPerExperiment = 2 })
-	ctx, eid := adaExperiment(t, h, st, "old")
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
+	h := inprocess.Start(t, st, blobs, func(c *inprocess.Config) { c.Limits.MaxRunsPerExperiment = 2 })
+	ctx, eid := h.AdaExperiment(t, "old")
 	if err := st.PutRuns(t.Context(), eid, []store.Run{{Name: "a"}, {Name: "b"}, {Name: "c"}}); err != nil { // before the limit
 		t.Fatal(err)
 	}
-	_, err := h.exps.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid})
+	_, err := h.Experiments.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid})
 	wantRefused(t, "GetExperiment of 3 runs", err, codes.OutOfRange, "has 3 runs; at most 2 are listed")
-	exp, err := h.exps.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid, OmitRuns: true})
+	exp, err := h.Experiments.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid, OmitRuns: true})
 	if err != nil || exp.GetExperiment().GetCounts().GetNumRuns() != 3 || len(exp.GetRuns()) != 0 {
 		t.Errorf("GetExperiment with omit_runs = %v, %v; want the experiment counting 3 runs, no runs", exp, err)
 	}
 	var names []string
 	pages := 0
 	for token := ""; pages == 0 || token != ""; pages++ {
-		exp, err := h.exps.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid, RunPageSize: 2, RunPageToken: token})
+		exp, err := h.Experiments.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid, RunPageSize: 2, RunPageToken: token})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,6 +212,6 @@ func TestGetExperimentRunsAreBounded(t *testing.T) {
 	if !slices.Equal(names, []string{"a", "b", "c"}) || pages != 2 {
 		t.Errorf("%d pages of runs %q, want 2 pages of [a b c]", pages, names)
 	}
-	_, err = h.exps.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid, RunPageSize: 2, RunPageToken: "%%"})
+	_, err = h.Experiments.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid, RunPageSize: 2, RunPageToken: "%%"})
 	wantRefused(t, "a malformed run_page_token", err, codes.InvalidArgument, "run_page_token")
 }

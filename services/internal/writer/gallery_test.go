@@ -1,8 +1,9 @@
-package serve_test
+package writer_test
 
 import (
 	"context"
 	"fmt"
+	"github.com/tbhub/tbhub/services/internal/testenv/inprocess"
 	"slices"
 	"strings"
 	"testing"
@@ -27,20 +28,21 @@ func leaksEmail(e *experimentsv1.Experiment) bool {
 // GET of an experiment: a reader who is not the owner sees the owner's
 // public name and no email; the owner sees their own email and user name.
 func TestExperimentOwnerEmailOnlyToOwner(t *testing.T) {
-	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, nil)
-	owner := as(t.Context(), bearer(h.idToken(t, "owner-sub", "owner@example.com", false)))
-	reader := as(t.Context(), bearer(h.idToken(t, "reader-sub", "reader@example.com", false)))
-	created, err := h.writer.CreateExperiment(owner, &servicepb.CreateExperimentRequest{Name: "mnist"})
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
+	h := inprocess.Start(t, st, blobs, nil)
+	owner := inprocess.As(t.Context(), inprocess.Bearer(h.IDToken(t, "owner-sub", "owner@example.com", false)))
+	reader := inprocess.As(t.Context(), inprocess.Bearer(h.IDToken(t, "reader-sub", "reader@example.com", false)))
+	created, err := h.Writer.CreateExperiment(owner, &servicepb.CreateExperimentRequest{Name: "mnist"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	eid := created.GetExperimentId()
-	if _, err := h.exps.GrantAccess(owner, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
+	if _, err := h.Experiments.GrantAccess(owner, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
 		Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_Email{Email: "reader@example.com"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.exps.SetVisibility(owner, &experimentsv1.SetVisibilityRequest{ExperimentId: eid,
+	if _, err := h.Experiments.SetVisibility(owner, &experimentsv1.SetVisibilityRequest{ExperimentId: eid,
 		Visibility: experimentsv1.Visibility_VISIBILITY_PUBLIC}); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +55,7 @@ func TestExperimentOwnerEmailOnlyToOwner(t *testing.T) {
 		{"granted reader", reader, false},
 		{"anonymous", t.Context(), false},
 	} {
-		resp, err := h.exps.GetExperiment(tc.ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid})
+		resp, err := h.Experiments.GetExperiment(tc.ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.who, err)
 		}
@@ -76,22 +78,23 @@ func TestExperimentOwnerEmailOnlyToOwner(t *testing.T) {
 // list once, the search, the owner's public name (never their email), and
 // the bounds.
 func TestPublicGallery(t *testing.T) {
-	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, nil)
-	owner := as(t.Context(), bearer(h.idToken(t, "gallery-owner", "gallery@example.com", false)))
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
+	h := inprocess.Start(t, st, blobs, nil)
+	owner := inprocess.As(t.Context(), inprocess.Bearer(h.IDToken(t, "gallery-owner", "gallery@example.com", false)))
 	var public []string // newest first
 	for i, v := range []experimentsv1.Visibility{
 		experimentsv1.Visibility_VISIBILITY_PUBLIC, experimentsv1.Visibility_VISIBILITY_UNLISTED,
 		experimentsv1.Visibility_VISIBILITY_PUBLIC, experimentsv1.Visibility_VISIBILITY_PRIVATE,
 		experimentsv1.Visibility_VISIBILITY_PUBLIC,
 	} {
-		resp, err := h.writer.CreateExperiment(owner, &servicepb.CreateExperimentRequest{
+		resp, err := h.Writer.CreateExperiment(owner, &servicepb.CreateExperimentRequest{
 			Name: fmt.Sprintf("exp %d %s", i, v), Description: fmt.Sprintf("**desc %d**", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		eid := resp.GetExperimentId()
-		if _, err := h.exps.SetVisibility(owner, &experimentsv1.SetVisibilityRequest{ExperimentId: eid, Visibility: v}); err != nil {
+		if _, err := h.Experiments.SetVisibility(owner, &experimentsv1.SetVisibilityRequest{ExperimentId: eid, Visibility: v}); err != nil {
 			t.Fatal(err)
 		}
 		if v == experimentsv1.Visibility_VISIBILITY_PUBLIC {
@@ -105,7 +108,7 @@ func TestPublicGallery(t *testing.T) {
 		if pages > 3 {
 			t.Fatal("more than 3 pages of 2 for 3 experiments")
 		}
-		resp, err := h.exps.ListPublicExperiments(anon, req)
+		resp, err := h.Experiments.ListPublicExperiments(anon, req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,29 +130,29 @@ func TestPublicGallery(t *testing.T) {
 		t.Errorf("gallery = %v, want the public experiments newest first: %v", got, public)
 	}
 
-	resp, err := h.exps.ListPublicExperiments(anon, &experimentsv1.ListPublicExperimentsRequest{Query: "EXP 2"})
+	resp, err := h.Experiments.ListPublicExperiments(anon, &experimentsv1.ListPublicExperimentsRequest{Query: "EXP 2"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(resp.GetExperiments()) != 1 || resp.GetExperiments()[0].GetExperimentId() != public[1] || resp.GetNextPageToken() != "" {
 		t.Errorf("search \"EXP 2\" = %v, want only %s and no next page", resp.GetExperiments(), public[1])
 	}
-	resp, err = h.exps.ListPublicExperiments(anon, &experimentsv1.ListPublicExperimentsRequest{Query: "unlisted"})
+	resp, err = h.Experiments.ListPublicExperiments(anon, &experimentsv1.ListPublicExperimentsRequest{Query: "unlisted"})
 	if err != nil || len(resp.GetExperiments()) != 0 {
 		t.Errorf("search \"unlisted\" = %v, %v; want nothing", resp.GetExperiments(), err)
 	}
 	// The owner's email is not searched: its domain finds nothing.
 	for _, q := range []string{"example.com", "gallery@"} {
-		resp, err = h.exps.ListPublicExperiments(anon, &experimentsv1.ListPublicExperimentsRequest{Query: q})
+		resp, err = h.Experiments.ListPublicExperiments(anon, &experimentsv1.ListPublicExperimentsRequest{Query: q})
 		if err != nil || len(resp.GetExperiments()) != 0 {
 			t.Errorf("search %q (the owner's email) = %v, %v; want nothing", q, resp.GetExperiments(), err)
 		}
 	}
 	// A display name the owner chose is shown and searched instead.
-	if _, err := h.account.SetDisplayName(owner, &authv1.SetDisplayNameRequest{DisplayName: "Grace H."}); err != nil {
+	if _, err := h.Account.SetDisplayName(owner, &authv1.SetDisplayNameRequest{DisplayName: "Grace H."}); err != nil {
 		t.Fatal(err)
 	}
-	resp, err = h.exps.ListPublicExperiments(anon, &experimentsv1.ListPublicExperimentsRequest{Query: "grace h"})
+	resp, err = h.Experiments.ListPublicExperiments(anon, &experimentsv1.ListPublicExperimentsRequest{Query: "grace h"})
 	if err != nil || len(resp.GetExperiments()) != 3 {
 		t.Fatalf("search \"grace h\" = %v, %v; want the 3 public experiments", resp.GetExperiments(), err)
 	}
@@ -162,11 +165,11 @@ func TestPublicGallery(t *testing.T) {
 		{PageToken: "12.not-an-id"},
 		{Query: strings.Repeat("x", 201)},
 	} {
-		if _, err := h.exps.ListPublicExperiments(anon, bad); status.Code(err) != codes.InvalidArgument {
+		if _, err := h.Experiments.ListPublicExperiments(anon, bad); status.Code(err) != codes.InvalidArgument {
 			t.Errorf("ListPublicExperiments(%v) = %v, want InvalidArgument", bad, err)
 		}
 	}
-	resp, err = h.exps.ListPublicExperiments(anon, &experimentsv1.ListPublicExperimentsRequest{PageSize: 1000})
+	resp, err = h.Experiments.ListPublicExperiments(anon, &experimentsv1.ListPublicExperimentsRequest{PageSize: 1000})
 	if err != nil || len(resp.GetExperiments()) != 3 {
 		t.Errorf("page_size 1000: %d experiments, %v; want all 3 (capped, not refused)", len(resp.GetExperiments()), err)
 	}
@@ -177,10 +180,11 @@ func TestPublicGallery(t *testing.T) {
 // email, or posing as a handle are refused with the rule, leaving the
 // stored name; a read-only token may not change it.
 func TestSetDisplayName(t *testing.T) {
-	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, nil)
-	user := as(t.Context(), bearer(h.idToken(t, "dn-sub", "dn@example.com", false)))
-	who, err := h.account.WhoAmI(user, &authv1.WhoAmIRequest{})
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
+	h := inprocess.Start(t, st, blobs, nil)
+	user := inprocess.As(t.Context(), inprocess.Bearer(h.IDToken(t, "dn-sub", "dn@example.com", false)))
+	who, err := h.Account.WhoAmI(user, &authv1.WhoAmIRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +192,7 @@ func TestSetDisplayName(t *testing.T) {
 		t.Errorf("new user's display name %q, want the handle %q (from the user ID, not the email)", who.GetDisplayName(), store.Handle(who.GetUserId()))
 	}
 	handle := who.GetDisplayName()
-	set, err := h.account.SetDisplayName(user, &authv1.SetDisplayNameRequest{DisplayName: "Zoë O'Brien-Smith Jr."})
+	set, err := h.Account.SetDisplayName(user, &authv1.SetDisplayNameRequest{DisplayName: "Zoë O'Brien-Smith Jr."})
 	if err != nil || set.GetDisplayName() != "Zoë O'Brien-Smith Jr." {
 		t.Fatalf("SetDisplayName = %v, %v", set, err)
 	}
@@ -202,28 +206,28 @@ func TestSetDisplayName(t *testing.T) {
 		{"two  spaces", "space"},
 		{"User-abc12345", `"user-"`},
 	} {
-		_, err := h.account.SetDisplayName(user, &authv1.SetDisplayNameRequest{DisplayName: tc.name})
+		_, err := h.Account.SetDisplayName(user, &authv1.SetDisplayNameRequest{DisplayName: tc.name})
 		if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), tc.wantMsg) {
 			t.Errorf("SetDisplayName(%q) = %v, want InvalidArgument saying %q", tc.name, err, tc.wantMsg)
 		}
 	}
-	if _, err := h.account.SetDisplayName(user, &authv1.SetDisplayNameRequest{DisplayName: strings.Repeat("ß", 64)}); err != nil {
+	if _, err := h.Account.SetDisplayName(user, &authv1.SetDisplayNameRequest{DisplayName: strings.Repeat("ß", 64)}); err != nil {
 		t.Errorf("SetDisplayName of 64 characters: %v", err)
 	}
 
-	tok, err := h.account.CreateToken(user, &authv1.CreateTokenRequest{Name: "ro", Scopes: []authv1.Scope{authv1.Scope_SCOPE_READ}})
+	tok, err := h.Account.CreateToken(user, &authv1.CreateTokenRequest{Name: "ro", Scopes: []authv1.Scope{authv1.Scope_SCOPE_READ}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	readOnly := as(t.Context(), bearer(tok.GetSecret()))
-	if _, err := h.account.SetDisplayName(readOnly, &authv1.SetDisplayNameRequest{DisplayName: "Mallory"}); status.Code(err) != codes.PermissionDenied {
+	readOnly := inprocess.As(t.Context(), inprocess.Bearer(tok.GetSecret()))
+	if _, err := h.Account.SetDisplayName(readOnly, &authv1.SetDisplayNameRequest{DisplayName: "Mallory"}); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("SetDisplayName with a read-only token = %v, want PermissionDenied", err)
 	}
-	if who, err := h.account.WhoAmI(user, &authv1.WhoAmIRequest{}); err != nil || who.GetDisplayName() != strings.Repeat("ß", 64) {
+	if who, err := h.Account.WhoAmI(user, &authv1.WhoAmIRequest{}); err != nil || who.GetDisplayName() != strings.Repeat("ß", 64) {
 		t.Errorf("after refused changes, WhoAmI = %v, %v; want the last accepted name", who, err)
 	}
 	// Clearing goes back to the handle.
-	if set, err := h.account.SetDisplayName(user, &authv1.SetDisplayNameRequest{}); err != nil || set.GetDisplayName() != handle {
+	if set, err := h.Account.SetDisplayName(user, &authv1.SetDisplayNameRequest{}); err != nil || set.GetDisplayName() != handle {
 		t.Errorf("clearing: %v, %v; want the handle %q", set, err, handle)
 	}
 }

@@ -1,8 +1,9 @@
-package serve_test
+package writer_test
 
 import (
 	"context"
 	"fmt"
+	"github.com/tbhub/tbhub/services/internal/testenv/inprocess"
 	"math"
 	"strings"
 	"testing"
@@ -19,24 +20,15 @@ import (
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 	"github.com/tbhub/tbhub/services/internal/limits"
-	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
-func newUserContext(t *testing.T, h *harness, name string) context.Context {
-	t.Helper()
-	token, err := serve.IssueUserToken(t.Context(), h.st, h.srv.Authenticator(), name, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return as(t.Context(), bearer(token))
-}
-
 func TestBadPointsAreReportedAndGoodOnesKept(t *testing.T) {
-	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, nil)
-	ctx := newUserContext(t, h, "ada")
-	ce, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "validation"})
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
+	h := inprocess.Start(t, st, blobs, nil)
+	ctx := h.UserContext(t, "ada")
+	ce, err := h.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "validation"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +40,7 @@ func TestBadPointsAreReportedAndGoodOnesKept(t *testing.T) {
 	tensorMeta := &tbpb.SummaryMetadata{DataClass: tbpb.DataClass_DATA_CLASS_TENSOR}
 	req := &servicepb.WriteScalarRequest{ExperimentId: eid, Runs: []*servicepb.WriteScalarRequest_Run{
 		{Name: "train", Tags: []*servicepb.WriteScalarRequest_Tag{
-			{Name: "loss", Metadata: scalarMetadata(), Points: []*servicepb.ScalarPoint{
+			{Name: "loss", Metadata: inprocess.ScalarMetadata(), Points: []*servicepb.ScalarPoint{
 				pt(1, 0.5), pt(2, math.NaN()), pt(3, math.Inf(-1)),
 				{Step: 4, Value: 1}, // no wall time
 				{Step: 5, WallTime: &timestamppb.Timestamp{Seconds: 1, Nanos: -1}, Value: 1},
@@ -59,7 +51,7 @@ func TestBadPointsAreReportedAndGoodOnesKept(t *testing.T) {
 		}},
 		{Name: strings.Repeat("r", 1025), Tags: []*servicepb.WriteScalarRequest_Tag{{Name: "x", Points: []*servicepb.ScalarPoint{pt(1, 1)}}}},
 	}}
-	_, err = h.writer.WriteScalar(ctx, req)
+	_, err = h.Writer.WriteScalar(ctx, req)
 	s := status.Convert(err)
 	if s.Code() != codes.InvalidArgument {
 		t.Fatalf("WriteScalar with bad points: %v, want INVALID_ARGUMENT", err)
@@ -91,23 +83,23 @@ func TestBadPointsAreReportedAndGoodOnesKept(t *testing.T) {
 		t.Errorf("%d violations reported, want 5", len(fields))
 	}
 	// The four good points (NaN and -Inf included) are stored.
-	got := exportAll(t, h, ctx, eid)
-	loss := got.scalars[[2]string{"train", "loss"}]
-	if len(loss) != 4 || loss[0].step != 1 || !math.IsNaN(loss[1].value) || !math.IsInf(loss[2].value, -1) || loss[3].step != 6 {
+	got := h.ExportAll(t, ctx, eid)
+	loss := got.Scalars[[2]string{"train", "loss"}]
+	if len(loss) != 4 || loss[0].Step != 1 || !math.IsNaN(loss[1].Value) || !math.IsInf(loss[2].Value, -1) || loss[3].Step != 6 {
 		t.Errorf("stored points: %+v", loss)
 	}
 
 	// A series of another class: its points are refused by name, the
 	// others stored.
-	if _, err := h.writer.WriteTensor(ctx, &servicepb.WriteTensorRequest{ExperimentId: eid, Runs: []*servicepb.WriteTensorRequest_Run{{
+	if _, err := h.Writer.WriteTensor(ctx, &servicepb.WriteTensorRequest{ExperimentId: eid, Runs: []*servicepb.WriteTensorRequest_Run{{
 		Name: "train", Tags: []*servicepb.WriteTensorRequest_Tag{
 			{Name: "loss", Points: []*servicepb.TensorPoint{{Step: 9, WallTime: now, Value: &tbpb.TensorProto{Dtype: tbpb.DataType_DT_FLOAT, FloatVal: []float32{1}}}}},
 			{Name: "weights", Points: []*servicepb.TensorPoint{{Step: 9, WallTime: now, Value: &tbpb.TensorProto{Dtype: tbpb.DataType_DT_FLOAT, FloatVal: []float32{1}}}}},
 		}}}}); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `tag "loss"`) {
 		t.Errorf("tensor points to a scalar series: %v", err)
 	}
-	if got := exportAll(t, h, ctx, eid); len(got.tensors[[2]string{"train", "weights"}]) != 1 {
-		t.Errorf("good tensor point of the same request not stored: %v", got.tensors)
+	if got := h.ExportAll(t, ctx, eid); len(got.Tensors[[2]string{"train", "weights"}]) != 1 {
+		t.Errorf("good tensor point of the same request not stored: %v", got.Tensors)
 	}
 
 	// Names and descriptions. (Invalid UTF-8 never reaches a handler:
@@ -115,35 +107,36 @@ func TestBadPointsAreReportedAndGoodOnesKept(t *testing.T) {
 	for _, bad := range []*servicepb.CreateExperimentRequest{
 		{Name: strings.Repeat("é", 101)}, {Description: strings.Repeat("d", 601)},
 	} {
-		if _, err := h.writer.CreateExperiment(ctx, bad); status.Code(err) != codes.InvalidArgument {
+		if _, err := h.Writer.CreateExperiment(ctx, bad); status.Code(err) != codes.InvalidArgument {
 			t.Errorf("CreateExperiment(%d-byte name, %d-byte description): %v", len(bad.Name), len(bad.Description), err)
 		}
 	}
-	if _, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: strings.Repeat("é", 100), Description: strings.Repeat("d", 600)}); err != nil {
+	if _, err := h.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: strings.Repeat("é", 100), Description: strings.Repeat("d", 600)}); err != nil {
 		t.Errorf("name of 100 and description of 600 characters: %v", err)
 	}
 }
 
 func TestLimitsAreEnforced(t *testing.T) {
-	st, blobs := embedded(t)
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
 	// The byte quota leaves 100 bytes for blobs once the series "loss"
 	// (its metadata), the runs "train" and "r" and ada's token are stored.
 	token := (&store.APIToken{ID: store.NewTokenID(), Name: "test", SecretPrefix: "tbh_abcdef"}).StoredBytes()
-	stored := int64(proto.Size(scalarMetadata())) + store.RowBytes("train") + store.RowBytes("r") + token
+	stored := int64(proto.Size(inprocess.ScalarMetadata())) + store.RowBytes("train") + store.RowBytes("r") + token
 	quota := stored + 100
-	h := newHarness(t, st, blobs, func(c *serve.Config) {
+	h := inprocess.Start(t, st, blobs, func(c *inprocess.Config) {
 		c.Limits.MaxExperimentsPerUser = 2
 		c.Limits.MaxPointsPerUser = 10
 		c.Limits.MaxPointsPerRequest = 8
 		c.Limits.MaxBlobBytesPerUser = quota
 	})
-	ctx := newUserContext(t, h, "ada")
-	if tb := tokenBytes(t, h, st, ctx); tb != token {
+	ctx := h.UserContext(t, "ada")
+	if tb := h.TokenBytes(t, ctx); tb != token {
 		t.Fatalf("ada's token holds %d bytes, want %d", tb, token)
 	}
 	var eid string
 	for range 2 {
-		ce, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
+		ce, err := h.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,23 +148,23 @@ func TestLimitsAreEnforced(t *testing.T) {
 			t.Errorf("%s: %v, want RESOURCE_EXHAUSTED naming %q", what, err, mention)
 		}
 	}
-	_, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
+	_, err := h.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
 	wantExhausted("third experiment", err, "experiments per user is 2")
-	_, err = h.writer.WriteScalar(ctx, scalarRequest(eid, 1, 2, 3, 4, 5, 6, 7, 8, 9))
+	_, err = h.Writer.WriteScalar(ctx, inprocess.ScalarRequest(eid, 1, 2, 3, 4, 5, 6, 7, 8, 9))
 	wantExhausted("9 points in one request", err, "points per request limit is 8")
-	if _, err := h.writer.WriteScalar(ctx, scalarRequest(eid, 1, 2, 3, 4, 5, 6, 7, 8)); err != nil {
+	if _, err := h.Writer.WriteScalar(ctx, inprocess.ScalarRequest(eid, 1, 2, 3, 4, 5, 6, 7, 8)); err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.writer.WriteScalar(ctx, scalarRequest(eid, 11, 12, 13))
+	_, err = h.Writer.WriteScalar(ctx, inprocess.ScalarRequest(eid, 11, 12, 13))
 	wantExhausted("points beyond the quota", err, "points per user is 10")
-	seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+	seq, err := h.Writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
 		ExperimentId: eid, Run: "r", Tag: "b", WallTime: timestamppb.Now(), FinalSequenceLength: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantExhausted("blob beyond the quota", writeWholeBlob(ctx, h, seq.GetBlobSequenceId(), 0, make([]byte, 101)), fmt.Sprintf("blob bytes per user is %d", quota))
+	wantExhausted("blob beyond the quota", h.WriteWholeBlob(ctx, seq.GetBlobSequenceId(), 0, make([]byte, 101)), fmt.Sprintf("blob bytes per user is %d", quota))
 
-	usage, err := h.exps.GetQuotaUsage(ctx, &experimentsv1.GetQuotaUsageRequest{})
+	usage, err := h.Experiments.GetQuotaUsage(ctx, &experimentsv1.GetQuotaUsageRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,20 +182,21 @@ func TestLimitsAreEnforced(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
-	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, func(c *serve.Config) {
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
+	h := inprocess.Start(t, st, blobs, func(c *inprocess.Config) {
 		c.Limits.RequestsPerSecond, c.Limits.Burst = 0.001, 3
 	})
-	ctx := newUserContext(t, h, "ada")
+	ctx := h.UserContext(t, "ada")
 	var last error
 	for range 4 {
-		_, last = h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
+		_, last = h.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
 	}
 	if status.Code(last) != codes.ResourceExhausted || !strings.Contains(last.Error(), "burst 3") {
 		t.Errorf("fourth request within the burst of 3: %v", last)
 	}
 	// Another user is not affected.
-	if _, err := h.writer.CreateExperiment(newUserContext(t, h, "bob"), &servicepb.CreateExperimentRequest{}); err != nil {
+	if _, err := h.Writer.CreateExperiment(h.UserContext(t, "bob"), &servicepb.CreateExperimentRequest{}); err != nil {
 		t.Errorf("other user: %v", err)
 	}
 }
@@ -210,26 +204,27 @@ func TestRateLimit(t *testing.T) {
 // TestSharingAndContinuing covers the tbhub additions: continuing an
 // experiment, visibility and read grants, and the token service.
 func TestSharingAndContinuing(t *testing.T) {
-	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, nil)
-	owner := newUserContext(t, h, "owner")
-	bobOIDC := as(t.Context(), bearer(h.idToken(t, "bob-subject", "bob@example.com", false)))
-	bobWho, err := h.account.WhoAmI(bobOIDC, &authv1.WhoAmIRequest{})
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
+	h := inprocess.Start(t, st, blobs, nil)
+	owner := h.UserContext(t, "owner")
+	bobOIDC := inprocess.As(t.Context(), inprocess.Bearer(h.IDToken(t, "bob-subject", "bob@example.com", false)))
+	bobWho, err := h.Account.WhoAmI(bobOIDC, &authv1.WhoAmIRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if bobWho.GetEmail() != "bob@example.com" || bobWho.GetUserName() != "bob@example.com" || bobWho.GetCredentialKind() != authv1.CredentialKind_CREDENTIAL_KIND_OIDC {
 		t.Errorf("WhoAmI = %v", bobWho)
 	}
-	ce, err := h.writer.CreateExperiment(owner, &servicepb.CreateExperimentRequest{Name: "shared"})
+	ce, err := h.Writer.CreateExperiment(owner, &servicepb.CreateExperimentRequest{Name: "shared"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	eid := ce.GetExperimentId()
-	if _, err := h.writer.WriteScalar(owner, scalarRequest(eid, 1, 5, 3)); err != nil {
+	if _, err := h.Writer.WriteScalar(owner, inprocess.ScalarRequest(eid, 1, 5, 3)); err != nil {
 		t.Fatal(err)
 	}
-	cont, err := h.exps.ContinueExperiment(owner, &experimentsv1.ContinueExperimentRequest{ExperimentId: eid})
+	cont, err := h.Experiments.ContinueExperiment(owner, &experimentsv1.ContinueExperimentRequest{ExperimentId: eid})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,50 +234,50 @@ func TestSharingAndContinuing(t *testing.T) {
 	if cont.GetExperiment().GetVisibility() != experimentsv1.Visibility_VISIBILITY_PRIVATE {
 		t.Errorf("new experiments should be private, got %v", cont.GetExperiment().GetVisibility())
 	}
-	if _, err := h.exps.ContinueExperiment(bobOIDC, &experimentsv1.ContinueExperimentRequest{ExperimentId: eid}); status.Code(err) != codes.NotFound {
+	if _, err := h.Experiments.ContinueExperiment(bobOIDC, &experimentsv1.ContinueExperimentRequest{ExperimentId: eid}); status.Code(err) != codes.NotFound {
 		t.Errorf("another user continuing a private experiment: %v, want NOT_FOUND", err)
 	}
 	get := func(ctx context.Context) codes.Code {
-		_, err := h.exps.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid})
+		_, err := h.Experiments.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: eid})
 		return status.Code(err)
 	}
 	if c := get(bobOIDC); c != codes.NotFound {
 		t.Errorf("bob reads private experiment: %v", c)
 	}
-	if _, err := h.exps.GrantAccess(owner, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
+	if _, err := h.Experiments.GrantAccess(owner, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
 		Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_Email{Email: "bob@example.com"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if c := get(bobOIDC); c != codes.OK {
 		t.Errorf("bob reads after grant: %v", c)
 	}
-	shared, err := h.exps.ListExperiments(bobOIDC, &experimentsv1.ListExperimentsRequest{Scope: experimentsv1.ListExperimentsRequest_SCOPE_SHARED_WITH_ME})
+	shared, err := h.Experiments.ListExperiments(bobOIDC, &experimentsv1.ListExperimentsRequest{Scope: experimentsv1.ListExperimentsRequest_SCOPE_SHARED_WITH_ME})
 	if err != nil || len(shared.GetExperiments()) != 1 || shared.GetExperiments()[0].GetExperimentId() != eid {
 		t.Errorf("shared with bob: %v, %v", shared, err)
 	}
-	if _, err := h.writer.WriteScalar(bobOIDC, scalarRequest(eid, 9)); status.Code(err) != codes.PermissionDenied {
+	if _, err := h.Writer.WriteScalar(bobOIDC, inprocess.ScalarRequest(eid, 9)); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("grantee writes: %v, want PERMISSION_DENIED", err)
 	}
-	grants, err := h.exps.ListGrants(owner, &experimentsv1.ListGrantsRequest{ExperimentId: eid})
+	grants, err := h.Experiments.ListGrants(owner, &experimentsv1.ListGrantsRequest{ExperimentId: eid})
 	if err != nil || len(grants.GetGrants()) != 1 || grants.GetGrants()[0].GetGrantee().GetUserId() != bobWho.GetUserId() ||
 		grants.GetGrants()[0].GetUserName() != "bob@example.com" {
 		t.Errorf("ListGrants = %v, %v", grants, err)
 	}
 	// By user name: local users (tbhub token create --user NAME) have no email.
-	newUserContext(t, h, "carol")
-	if _, err := h.exps.GrantAccess(owner, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
+	h.UserContext(t, "carol")
+	if _, err := h.Experiments.GrantAccess(owner, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
 		Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_UserName{UserName: "carol"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.exps.GrantAccess(owner, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
+	if _, err := h.Experiments.GrantAccess(owner, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
 		Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_UserName{UserName: "nobody"}}}); status.Code(err) != codes.NotFound {
 		t.Errorf("granting to an unknown user name: %v, want NOT_FOUND", err)
 	}
-	if _, err := h.exps.RevokeAccess(owner, &experimentsv1.RevokeAccessRequest{ExperimentId: eid,
+	if _, err := h.Experiments.RevokeAccess(owner, &experimentsv1.RevokeAccessRequest{ExperimentId: eid,
 		Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_UserName{UserName: "carol"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.exps.RevokeAccess(owner, &experimentsv1.RevokeAccessRequest{ExperimentId: eid,
+	if _, err := h.Experiments.RevokeAccess(owner, &experimentsv1.RevokeAccessRequest{ExperimentId: eid,
 		Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_UserId{UserId: bobWho.GetUserId()}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -291,19 +286,19 @@ func TestSharingAndContinuing(t *testing.T) {
 	}
 	// A grant to an email nobody has signed in with yet waits for them, whatever
 	// the case it was typed in.
-	if _, err := h.exps.GrantAccess(owner, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
+	if _, err := h.Experiments.GrantAccess(owner, &experimentsv1.GrantAccessRequest{ExperimentId: eid,
 		Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_Email{Email: "Frank@Example.com"}}}); err != nil {
 		t.Fatal(err)
 	}
-	grants, err = h.exps.ListGrants(owner, &experimentsv1.ListGrantsRequest{ExperimentId: eid})
+	grants, err = h.Experiments.ListGrants(owner, &experimentsv1.ListGrantsRequest{ExperimentId: eid})
 	if err != nil || len(grants.GetGrants()) != 1 || grants.GetGrants()[0].GetGrantee().GetEmail() != "frank@example.com" {
 		t.Errorf("ListGrants with a pending grant = %v, %v", grants, err)
 	}
-	frank := as(t.Context(), bearer(h.idToken(t, "frank-subject", "frank@example.com", false)))
+	frank := inprocess.As(t.Context(), inprocess.Bearer(h.IDToken(t, "frank-subject", "frank@example.com", false)))
 	if c := get(frank); c != codes.OK {
 		t.Errorf("frank reads after his first sign-in: %v", c)
 	}
-	if _, err := h.exps.SetVisibility(owner, &experimentsv1.SetVisibilityRequest{ExperimentId: eid, Visibility: experimentsv1.Visibility_VISIBILITY_UNLISTED}); err != nil {
+	if _, err := h.Experiments.SetVisibility(owner, &experimentsv1.SetVisibilityRequest{ExperimentId: eid, Visibility: experimentsv1.Visibility_VISIBILITY_UNLISTED}); err != nil {
 		t.Fatal(err)
 	}
 	if c := get(t.Context()); c != codes.OK {
@@ -312,25 +307,25 @@ func TestSharingAndContinuing(t *testing.T) {
 
 	// Tokens: a read-only token cannot mint an upload token; listing shows
 	// no secrets; revoked tokens stop working.
-	mint, err := h.account.CreateToken(bobOIDC, &authv1.CreateTokenRequest{Name: "ro", Scopes: []authv1.Scope{authv1.Scope_SCOPE_READ}})
+	mint, err := h.Account.CreateToken(bobOIDC, &authv1.CreateTokenRequest{Name: "ro", Scopes: []authv1.Scope{authv1.Scope_SCOPE_READ}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro := as(t.Context(), bearer(mint.GetSecret()))
-	if _, err := h.account.CreateToken(ro, &authv1.CreateTokenRequest{Scopes: []authv1.Scope{authv1.Scope_SCOPE_UPLOAD}}); status.Code(err) != codes.PermissionDenied {
+	ro := inprocess.As(t.Context(), inprocess.Bearer(mint.GetSecret()))
+	if _, err := h.Account.CreateToken(ro, &authv1.CreateTokenRequest{Scopes: []authv1.Scope{authv1.Scope_SCOPE_UPLOAD}}); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("read-only token minting an upload token: %v", err)
 	}
-	list, err := h.account.ListTokens(bobOIDC, &authv1.ListTokensRequest{})
+	list, err := h.Account.ListTokens(bobOIDC, &authv1.ListTokensRequest{})
 	if err != nil || len(list.GetTokens()) != 1 || strings.Contains(list.String(), mint.GetSecret()) {
 		t.Errorf("ListTokens = %v, %v; want one token, no secret", list, err)
 	}
-	if _, err := h.account.RevokeToken(bobOIDC, &authv1.RevokeTokenRequest{TokenId: mint.GetToken().GetTokenId()}); err != nil {
+	if _, err := h.Account.RevokeToken(bobOIDC, &authv1.RevokeTokenRequest{TokenId: mint.GetToken().GetTokenId()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.account.WhoAmI(ro, &authv1.WhoAmIRequest{}); status.Code(err) != codes.Unauthenticated {
+	if _, err := h.Account.WhoAmI(ro, &authv1.WhoAmIRequest{}); status.Code(err) != codes.Unauthenticated {
 		t.Errorf("revoked token: %v", err)
 	}
-	if _, err := h.account.RevokeToken(owner, &authv1.RevokeTokenRequest{TokenId: mint.GetToken().GetTokenId()}); status.Code(err) != codes.NotFound {
+	if _, err := h.Account.RevokeToken(owner, &authv1.RevokeTokenRequest{TokenId: mint.GetToken().GetTokenId()}); status.Code(err) != codes.NotFound {
 		t.Errorf("revoking another user's token: %v, want NOT_FOUND", err)
 	}
 }
@@ -342,22 +337,23 @@ func TestSharingAndContinuing(t *testing.T) {
 // refused, a blob sequence's metadata is refused the same way, and
 // GetQuotaUsage counts what was stored.
 func TestMetadataCountsTowardTheByteQuota(t *testing.T) {
-	st, blobs := embedded(t)
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
 	const quota = 200 << 10
-	h := newHarness(t, st, blobs, func(c *serve.Config) {
+	h := inprocess.Start(t, st, blobs, func(c *inprocess.Config) {
 		c.Limits.MaxBlobBytesPerUser = quota
 	})
-	ctx, eid := adaExperiment(t, h, st, "metadata")
+	ctx, eid := h.AdaExperiment(t, "metadata")
 	// The series' run, stored with the first, and ada's token
 	// (TestTokensCountTowardTheByteQuota) count too.
-	base := store.RowBytes("train") + tokenBytes(t, h, st, ctx)
+	base := store.RowBytes("train") + h.TokenBytes(t, ctx)
 	stored := base
 	for i := range 20 {
-		req := scalarRequest(eid, 1)
+		req := inprocess.ScalarRequest(eid, 1)
 		tag := req.Runs[0].Tags[0]
 		tag.Name = fmt.Sprintf("fat%d", i)
 		tag.Metadata.PluginData.Content = make([]byte, 60_000)
-		_, err := h.writer.WriteScalar(ctx, req)
+		_, err := h.Writer.WriteScalar(ctx, req)
 		if size := int64(proto.Size(tag.Metadata)); stored+size <= quota {
 			if err != nil {
 				t.Fatalf("series %d, %d bytes of metadata stored: %v", i, stored, err)
@@ -373,12 +369,12 @@ func TestMetadataCountsTowardTheByteQuota(t *testing.T) {
 		t.Fatalf("%d bytes of metadata and runs stored under a quota of %d", stored, quota)
 	}
 	big := &tbpb.SummaryMetadata{PluginData: &tbpb.SummaryMetadata_PluginData{PluginName: "images", Content: make([]byte, 60_000)}}
-	_, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+	_, err := h.Writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
 		ExperimentId: eid, Run: "r", Tag: "b", WallTime: timestamppb.Now(), FinalSequenceLength: 1, Metadata: big})
 	if status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("blob sequence with 60 KB of metadata past the quota: %v, want RESOURCE_EXHAUSTED", err)
 	}
-	usage, err := h.exps.GetQuotaUsage(ctx, &experimentsv1.GetQuotaUsageRequest{})
+	usage, err := h.Experiments.GetQuotaUsage(ctx, &experimentsv1.GetQuotaUsageRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,52 +385,34 @@ func TestMetadataCountsTowardTheByteQuota(t *testing.T) {
 	}
 }
 
-// tokenBytes is what the tokens of the caller of ctx count toward the
-// byte quota.
-func tokenBytes(t *testing.T, h *harness, st store.Store, ctx context.Context) int64 {
-	t.Helper()
-	who, err := h.account.WhoAmI(ctx, &authv1.WhoAmIRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens, err := st.ListAPITokens(ctx, who.GetUserId())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int64
-	for i := range tokens {
-		n += tokens[i].StoredBytes()
-	}
-	return n
-}
-
 // The metadata limit (--max-metadata-bytes) holds on every path that
 // creates a series: WriteScalar, WriteTensor and GetOrCreateBlobSequence
 // (a blob sequence's metadata; WriteBlob carries none). Over it the series
 // is refused naming the limit; within it, accepted.
 func TestMetadataLimitOnEveryPath(t *testing.T) {
-	st, blobs := embedded(t)
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
 	const limit = 1000
-	h := newHarness(t, st, blobs, func(c *serve.Config) { c.Limits.MaxMetadataBytes = limit })
-	ctx, eid := adaExperiment(t, h, st, "metadata-limit")
+	h := inprocess.Start(t, st, blobs, func(c *inprocess.Config) { c.Limits.MaxMetadataBytes = limit })
+	ctx, eid := h.AdaExperiment(t, "metadata-limit")
 	metadata := func(plugin string, n int) *tbpb.SummaryMetadata {
 		return &tbpb.SummaryMetadata{PluginData: &tbpb.SummaryMetadata_PluginData{PluginName: plugin, Content: make([]byte, n)}}
 	}
 	paths := map[string]func(tag string, md *tbpb.SummaryMetadata) error{
 		"WriteScalar": func(tag string, md *tbpb.SummaryMetadata) error {
-			req := scalarRequest(eid, 1)
+			req := inprocess.ScalarRequest(eid, 1)
 			req.Runs[0].Tags[0].Name, req.Runs[0].Tags[0].Metadata = tag, md
-			_, err := h.writer.WriteScalar(ctx, req)
+			_, err := h.Writer.WriteScalar(ctx, req)
 			return err
 		},
 		"WriteTensor": func(tag string, md *tbpb.SummaryMetadata) error {
-			_, err := h.writer.WriteTensor(ctx, &servicepb.WriteTensorRequest{ExperimentId: eid, Runs: []*servicepb.WriteTensorRequest_Run{{
+			_, err := h.Writer.WriteTensor(ctx, &servicepb.WriteTensorRequest{ExperimentId: eid, Runs: []*servicepb.WriteTensorRequest_Run{{
 				Name: "r", Tags: []*servicepb.WriteTensorRequest_Tag{{Name: tag, Metadata: md, Points: []*servicepb.TensorPoint{{
 					Step: 1, WallTime: timestamppb.Now(), Value: &tbpb.TensorProto{Dtype: tbpb.DataType_DT_FLOAT, FloatVal: []float32{1}}}}}}}}})
 			return err
 		},
 		"GetOrCreateBlobSequence": func(tag string, md *tbpb.SummaryMetadata) error {
-			_, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+			_, err := h.Writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
 				ExperimentId: eid, Run: "r", Tag: tag, Step: 1, WallTime: timestamppb.Now(), FinalSequenceLength: 1, Metadata: md})
 			return err
 		},
@@ -453,16 +431,16 @@ func TestMetadataLimitOnEveryPath(t *testing.T) {
 // limits set sets, their clocks stopped (Config.Now), so that neither ever
 // refreshes its cached usage: the deterministic way to make one stale. It
 // returns the store, both, and the context of a user ada.
-func frozenInstances(t *testing.T, set func(*limits.Limits)) (store.Store, *harness, *harness, context.Context) {
+func frozenInstances(t *testing.T, set func(*limits.Limits)) (store.Store, *inprocess.Env, *inprocess.Env, context.Context) {
 	t.Helper()
-	st, blobs := embedded(t)
+	st, blobs := inprocess.Embedded(t)
 	frozen := time.Now()
-	configure := func(c *serve.Config) {
+	configure := func(c *inprocess.Config) {
 		set(&c.Limits)
 		c.Now = func() time.Time { return frozen }
 	}
-	a, b := newHarness(t, st, blobs, configure), newHarness(t, st, blobs, configure)
-	return st, a, b, newUserContext(t, a, "ada")
+	a, b := inprocess.Start(t, st, blobs, configure), inprocess.Start(t, st, blobs, configure)
+	return st, a, b, a.UserContext(t, "ada")
 }
 
 // TestPointsQuotaHoldsAcrossInstances: two instances on one store, each
@@ -472,31 +450,32 @@ func frozenInstances(t *testing.T, set func(*limits.Limits)) (store.Store, *harn
 // is stale is refused by the store, with the numbers, and nothing past
 // the quota is stored.
 func TestPointsQuotaHoldsAcrossInstances(t *testing.T) {
+	t.Parallel()
 	_, a, b, ctx := frozenInstances(t, func(l *limits.Limits) { l.MaxPointsPerUser = 20 })
-	ce, err := a.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
+	ce, err := a.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	eid := ce.GetExperimentId()
 	// b reads ada's usage (0) and keeps it: 10 points.
-	if _, err := b.writer.WriteScalar(ctx, scalarRequest(eid, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109)); err != nil {
+	if _, err := b.Writer.WriteScalar(ctx, inprocess.ScalarRequest(eid, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109)); err != nil {
 		t.Fatal(err)
 	}
 	// a stores 7 more: 17 in all, which b's cache does not know.
-	if _, err := a.writer.WriteScalar(ctx, scalarRequest(eid, 0, 1, 2, 3, 4, 5, 6)); err != nil {
+	if _, err := a.Writer.WriteScalar(ctx, inprocess.ScalarRequest(eid, 0, 1, 2, 3, 4, 5, 6)); err != nil {
 		t.Fatal(err)
 	}
 	// b believes ada has 10 points and admits 8; the store has 17.
-	_, err = b.writer.WriteScalar(ctx, scalarRequest(eid, 20, 21, 22, 23, 24, 25, 26, 27))
+	_, err = b.Writer.WriteScalar(ctx, inprocess.ScalarRequest(eid, 20, 21, 22, 23, 24, 25, 26, 27))
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "points per user is 20: the user has 17 and this request adds 8") {
 		t.Errorf("8 points at 17 of 20 through the other instance: %v, want RESOURCE_EXHAUSTED with the numbers", err)
 	}
-	if n := len(exportAll(t, a, ctx, eid).scalars[[2]string{"train", "loss"}]); n != 17 {
+	if n := len(a.ExportAll(t, ctx, eid).Scalars[[2]string{"train", "loss"}]); n != 17 {
 		t.Errorf("stored %d points, want 17", n)
 	}
 	// What fits still passes through either: b's cache, which counted
 	// the 8 refused points (18), is read again after the refusal.
-	if _, err := b.writer.WriteScalar(ctx, scalarRequest(eid, 20, 21, 22)); err != nil {
+	if _, err := b.Writer.WriteScalar(ctx, inprocess.ScalarRequest(eid, 20, 21, 22)); err != nil {
 		t.Errorf("3 points at 17 of 20: %v", err)
 	}
 }
@@ -504,17 +483,18 @@ func TestPointsQuotaHoldsAcrossInstances(t *testing.T) {
 // TestExperimentsQuotaHoldsAcrossInstances: the same for experiments: the
 // instance whose cached count is stale is refused by the store.
 func TestExperimentsQuotaHoldsAcrossInstances(t *testing.T) {
+	t.Parallel()
 	st, a, b, ctx := frozenInstances(t, func(l *limits.Limits) { l.MaxExperimentsPerUser = 2 })
-	for i, h := range []*harness{b, a} { // b counts 1, the store 2
-		if _, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{}); err != nil {
+	for i, h := range []*inprocess.Env{b, a} { // b counts 1, the store 2
+		if _, err := h.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{}); err != nil {
 			t.Fatalf("experiment %d: %v", i+1, err)
 		}
 	}
-	_, err := b.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
+	_, err := b.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "experiments per user is 2: the user has 2 and this request adds 1") {
 		t.Errorf("third experiment through the other instance: %v, want RESOURCE_EXHAUSTED with the numbers", err)
 	}
-	who, err := a.account.WhoAmI(ctx, &authv1.WhoAmIRequest{})
+	who, err := a.Account.WhoAmI(ctx, &authv1.WhoAmIRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,13 @@
-package serve_test
+package tenancy_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tbhub/tbhub/services/internal/testenv/inprocess"
+	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 	"io"
+	"os"
 	"sync/atomic"
 	"testing"
 
@@ -120,173 +123,133 @@ type target struct {
 type rpcCase struct {
 	name string
 	kind rpcKind
-	call func(ctx context.Context, h *harness, tg target) error
-}
-
-func drain[T any](recv func() (T, error)) error {
-	for {
-		if _, err := recv(); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-	}
-}
-
-func scalarRequest(eid string, steps ...int64) *servicepb.WriteScalarRequest {
-	tag := &servicepb.WriteScalarRequest_Tag{Name: "loss", Metadata: scalarMetadata()}
-	for _, s := range steps {
-		tag.Points = append(tag.Points, &servicepb.ScalarPoint{Step: s, WallTime: timestamppb.Now(), Value: float64(s) / 10})
-	}
-	return &servicepb.WriteScalarRequest{ExperimentId: eid, Runs: []*servicepb.WriteScalarRequest_Run{{Name: "train", Tags: []*servicepb.WriteScalarRequest_Tag{tag}}}}
-}
-
-func scalarMetadata() *tbpb.SummaryMetadata {
-	return &tbpb.SummaryMetadata{PluginData: &tbpb.SummaryMetadata_PluginData{PluginName: "scalars"}, DataClass: tbpb.DataClass_DATA_CLASS_SCALAR}
+	call func(ctx context.Context, h *inprocess.Env, tg target) error
 }
 
 var rpcCases = []rpcCase{
-	{"CreateExperiment", kindCreate, func(ctx context.Context, h *harness, _ target) error {
-		_, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "n"})
+	{"CreateExperiment", kindCreate, func(ctx context.Context, h *inprocess.Env, _ target) error {
+		_, err := h.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: "n"})
 		return err
 	}},
-	{"UpdateExperiment", kindWrite, func(ctx context.Context, h *harness, tg target) error {
-		_, err := h.writer.UpdateExperiment(ctx, &servicepb.UpdateExperimentRequest{
+	{"UpdateExperiment", kindWrite, func(ctx context.Context, h *inprocess.Env, tg target) error {
+		_, err := h.Writer.UpdateExperiment(ctx, &servicepb.UpdateExperimentRequest{
 			Experiment:     &servicepb.Experiment{ExperimentId: tg.eid, Name: "renamed"},
 			ExperimentMask: &servicepb.ExperimentMask{Name: true}})
 		return err
 	}},
-	{"DeleteExperiment", kindWrite, func(ctx context.Context, h *harness, tg target) error {
-		_, err := h.writer.DeleteExperiment(ctx, &servicepb.DeleteExperimentRequest{ExperimentId: tg.eid})
+	{"DeleteExperiment", kindWrite, func(ctx context.Context, h *inprocess.Env, tg target) error {
+		_, err := h.Writer.DeleteExperiment(ctx, &servicepb.DeleteExperimentRequest{ExperimentId: tg.eid})
 		return err
 	}},
-	{"WriteScalar", kindWrite, func(ctx context.Context, h *harness, tg target) error {
-		_, err := h.writer.WriteScalar(ctx, scalarRequest(tg.eid, 100, 101))
+	{"WriteScalar", kindWrite, func(ctx context.Context, h *inprocess.Env, tg target) error {
+		_, err := h.Writer.WriteScalar(ctx, inprocess.ScalarRequest(tg.eid, 100, 101))
 		return err
 	}},
-	{"WriteTensor", kindWrite, func(ctx context.Context, h *harness, tg target) error {
-		_, err := h.writer.WriteTensor(ctx, &servicepb.WriteTensorRequest{ExperimentId: tg.eid, Runs: []*servicepb.WriteTensorRequest_Run{{
+	{"WriteTensor", kindWrite, func(ctx context.Context, h *inprocess.Env, tg target) error {
+		_, err := h.Writer.WriteTensor(ctx, &servicepb.WriteTensorRequest{ExperimentId: tg.eid, Runs: []*servicepb.WriteTensorRequest_Run{{
 			Name: "train", Tags: []*servicepb.WriteTensorRequest_Tag{{Name: "hist", Points: []*servicepb.TensorPoint{{
 				Step: 1, WallTime: timestamppb.Now(), Value: &tbpb.TensorProto{Dtype: tbpb.DataType_DT_DOUBLE, DoubleVal: []float64{1, 2}},
 			}}}}}}})
 		return err
 	}},
-	{"GetOrCreateBlobSequence", kindWrite, func(ctx context.Context, h *harness, tg target) error {
-		_, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+	{"GetOrCreateBlobSequence", kindWrite, func(ctx context.Context, h *inprocess.Env, tg target) error {
+		_, err := h.Writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
 			ExperimentId: tg.eid, Run: "train", Tag: "images", Step: 7, WallTime: timestamppb.Now(), FinalSequenceLength: 1})
 		return err
 	}},
-	{"GetBlobMetadata", kindWrite, func(ctx context.Context, h *harness, tg target) error {
-		_, err := h.writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: tg.seqID, Index: 0})
+	{"GetBlobMetadata", kindWrite, func(ctx context.Context, h *inprocess.Env, tg target) error {
+		_, err := h.Writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: tg.seqID, Index: 0})
 		return err
 	}},
-	{"WriteBlob", kindWrite, func(ctx context.Context, h *harness, tg target) error {
-		return writeWholeBlob(ctx, h, tg.seqID, tg.index, []byte("blob bytes"))
+	{"WriteBlob", kindWrite, func(ctx context.Context, h *inprocess.Env, tg target) error {
+		return h.WriteWholeBlob(ctx, tg.seqID, tg.index, []byte("blob bytes"))
 	}},
-	{"PurgeData", kindTestOnly, func(ctx context.Context, h *harness, _ target) error {
-		_, err := h.writer.PurgeData(ctx, &servicepb.PurgeDataRequest{BatchLimit: 1})
+	{"PurgeData", kindTestOnly, func(ctx context.Context, h *inprocess.Env, _ target) error {
+		_, err := h.Writer.PurgeData(ctx, &servicepb.PurgeDataRequest{BatchLimit: 1})
 		return err
 	}},
-	{"DeleteOwnUser", kindTestOnly, func(ctx context.Context, h *harness, _ target) error {
-		_, err := h.writer.DeleteOwnUser(ctx, &servicepb.DeleteOwnUserRequest{})
+	{"DeleteOwnUser", kindTestOnly, func(ctx context.Context, h *inprocess.Env, _ target) error {
+		_, err := h.Writer.DeleteOwnUser(ctx, &servicepb.DeleteOwnUserRequest{})
 		return err
 	}},
-	{"StreamExperiments", kindList, func(ctx context.Context, h *harness, _ target) error {
-		s, err := h.export.StreamExperiments(ctx, &servicepb.StreamExperimentsRequest{})
+	{"StreamExperiments", kindList, func(ctx context.Context, h *inprocess.Env, _ target) error {
+		s, err := h.Export.StreamExperiments(ctx, &servicepb.StreamExperimentsRequest{})
 		if err != nil {
 			return err
 		}
-		return drain(s.Recv)
+		return inprocess.Drain(s.Recv)
 	}},
-	{"StreamExperimentData", kindRead, func(ctx context.Context, h *harness, tg target) error {
-		s, err := h.export.StreamExperimentData(ctx, &servicepb.StreamExperimentDataRequest{ExperimentId: tg.eid})
+	{"StreamExperimentData", kindRead, func(ctx context.Context, h *inprocess.Env, tg target) error {
+		s, err := h.Export.StreamExperimentData(ctx, &servicepb.StreamExperimentDataRequest{ExperimentId: tg.eid})
 		if err != nil {
 			return err
 		}
-		return drain(s.Recv)
+		return inprocess.Drain(s.Recv)
 	}},
-	{"StreamBlobData", kindRead, func(ctx context.Context, h *harness, tg target) error {
-		s, err := h.export.StreamBlobData(ctx, &servicepb.StreamBlobDataRequest{BlobId: tg.blobID})
+	{"StreamBlobData", kindRead, func(ctx context.Context, h *inprocess.Env, tg target) error {
+		s, err := h.Export.StreamBlobData(ctx, &servicepb.StreamBlobDataRequest{BlobId: tg.blobID})
 		if err != nil {
 			return err
 		}
-		return drain(s.Recv)
+		return inprocess.Drain(s.Recv)
 	}},
 
 	// tbhub's own services.
-	{"experiments.ContinueExperiment", kindWrite, func(ctx context.Context, h *harness, tg target) error {
-		_, err := h.exps.ContinueExperiment(ctx, &experimentsv1.ContinueExperimentRequest{ExperimentId: tg.eid})
+	{"experiments.ContinueExperiment", kindWrite, func(ctx context.Context, h *inprocess.Env, tg target) error {
+		_, err := h.Experiments.ContinueExperiment(ctx, &experimentsv1.ContinueExperimentRequest{ExperimentId: tg.eid})
 		return err
 	}},
-	{"experiments.GetExperiment", kindRead, func(ctx context.Context, h *harness, tg target) error {
-		_, err := h.exps.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: tg.eid})
+	{"experiments.GetExperiment", kindRead, func(ctx context.Context, h *inprocess.Env, tg target) error {
+		_, err := h.Experiments.GetExperiment(ctx, &experimentsv1.GetExperimentRequest{ExperimentId: tg.eid})
 		return err
 	}},
-	{"experiments.ListExperiments", kindList, func(ctx context.Context, h *harness, _ target) error {
-		_, err := h.exps.ListExperiments(ctx, &experimentsv1.ListExperimentsRequest{})
+	{"experiments.ListExperiments", kindList, func(ctx context.Context, h *inprocess.Env, _ target) error {
+		_, err := h.Experiments.ListExperiments(ctx, &experimentsv1.ListExperimentsRequest{})
 		return err
 	}},
-	{"experiments.ListPublicExperiments", kindBrowse, func(ctx context.Context, h *harness, _ target) error {
-		_, err := h.exps.ListPublicExperiments(ctx, &experimentsv1.ListPublicExperimentsRequest{})
+	{"experiments.ListPublicExperiments", kindBrowse, func(ctx context.Context, h *inprocess.Env, _ target) error {
+		_, err := h.Experiments.ListPublicExperiments(ctx, &experimentsv1.ListPublicExperimentsRequest{})
 		return err
 	}},
-	{"experiments.SetVisibility", kindWrite, func(ctx context.Context, h *harness, tg target) error {
-		_, err := h.exps.SetVisibility(ctx, &experimentsv1.SetVisibilityRequest{ExperimentId: tg.eid, Visibility: tg.vis})
+	{"experiments.SetVisibility", kindWrite, func(ctx context.Context, h *inprocess.Env, tg target) error {
+		_, err := h.Experiments.SetVisibility(ctx, &experimentsv1.SetVisibilityRequest{ExperimentId: tg.eid, Visibility: tg.vis})
 		return err
 	}},
-	{"experiments.GrantAccess", kindWrite, func(ctx context.Context, h *harness, tg target) error {
-		_, err := h.exps.GrantAccess(ctx, &experimentsv1.GrantAccessRequest{ExperimentId: tg.eid,
+	{"experiments.GrantAccess", kindWrite, func(ctx context.Context, h *inprocess.Env, tg target) error {
+		_, err := h.Experiments.GrantAccess(ctx, &experimentsv1.GrantAccessRequest{ExperimentId: tg.eid,
 			Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_UserId{UserId: tg.carol}}})
 		return err
 	}},
-	{"experiments.RevokeAccess", kindWrite, func(ctx context.Context, h *harness, tg target) error {
-		_, err := h.exps.RevokeAccess(ctx, &experimentsv1.RevokeAccessRequest{ExperimentId: tg.eid,
+	{"experiments.RevokeAccess", kindWrite, func(ctx context.Context, h *inprocess.Env, tg target) error {
+		_, err := h.Experiments.RevokeAccess(ctx, &experimentsv1.RevokeAccessRequest{ExperimentId: tg.eid,
 			Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_UserId{UserId: tg.carol}}})
 		return err
 	}},
-	{"experiments.ListGrants", kindWrite, func(ctx context.Context, h *harness, tg target) error {
-		_, err := h.exps.ListGrants(ctx, &experimentsv1.ListGrantsRequest{ExperimentId: tg.eid})
+	{"experiments.ListGrants", kindWrite, func(ctx context.Context, h *inprocess.Env, tg target) error {
+		_, err := h.Experiments.ListGrants(ctx, &experimentsv1.ListGrantsRequest{ExperimentId: tg.eid})
 		return err
 	}},
-	{"experiments.GetQuotaUsage", kindAccount, func(ctx context.Context, h *harness, _ target) error {
-		_, err := h.exps.GetQuotaUsage(ctx, &experimentsv1.GetQuotaUsageRequest{})
+	{"experiments.GetQuotaUsage", kindAccount, func(ctx context.Context, h *inprocess.Env, _ target) error {
+		_, err := h.Experiments.GetQuotaUsage(ctx, &experimentsv1.GetQuotaUsageRequest{})
 		return err
 	}},
-	{"auth.WhoAmI", kindAccount, func(ctx context.Context, h *harness, _ target) error {
-		_, err := h.account.WhoAmI(ctx, &authv1.WhoAmIRequest{})
+	{"auth.WhoAmI", kindAccount, func(ctx context.Context, h *inprocess.Env, _ target) error {
+		_, err := h.Account.WhoAmI(ctx, &authv1.WhoAmIRequest{})
 		return err
 	}},
-	{"auth.ListTokens", kindCredentials, func(ctx context.Context, h *harness, _ target) error {
-		_, err := h.account.ListTokens(ctx, &authv1.ListTokensRequest{})
+	{"auth.ListTokens", kindCredentials, func(ctx context.Context, h *inprocess.Env, _ target) error {
+		_, err := h.Account.ListTokens(ctx, &authv1.ListTokensRequest{})
 		return err
 	}},
-	{"auth.CreateToken", kindCredentials, func(ctx context.Context, h *harness, _ target) error {
-		_, err := h.account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: "read", Scopes: []authv1.Scope{authv1.Scope_SCOPE_READ}})
+	{"auth.CreateToken", kindCredentials, func(ctx context.Context, h *inprocess.Env, _ target) error {
+		_, err := h.Account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: "read", Scopes: []authv1.Scope{authv1.Scope_SCOPE_READ}})
 		return err
 	}},
-}
-
-// writeWholeBlob uploads data as one finalized chunk, as a stock uploader
-// does for small blobs (no CRC).
-func writeWholeBlob(ctx context.Context, h *harness, seqID string, index int64, data []byte) error {
-	s, err := h.writer.WriteBlob(ctx)
-	if err != nil {
-		return err
-	}
-	if err := s.Send(&servicepb.WriteBlobRequest{BlobSequenceId: seqID, Index: index, Data: data,
-		BlobBytes: int64(len(data)), FinalizeObject: true}); err != nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	if err := s.CloseSend(); err != nil {
-		return err
-	}
-	return drain(s.Recv)
 }
 
 // matrixFixture holds the principals and experiments of the matrix.
 type matrixFixture struct {
-	h       *harness
+	h       *inprocess.Env
 	headers map[credential]string
 	owner   context.Context // the owner's full-scope API token
 	ownerID string
@@ -295,18 +258,18 @@ type matrixFixture struct {
 	slots   atomic.Int64
 }
 
-func newMatrixFixture(t *testing.T, h *harness) *matrixFixture {
+func newMatrixFixture(t *testing.T, h *inprocess.Env) *matrixFixture {
 	t.Helper()
 	ctx := t.Context()
 	f := &matrixFixture{h: h, headers: map[credential]string{}, exps: map[experimentsv1.Visibility]target{}}
-	ownerOIDC := as(ctx, bearer(h.idToken(t, "owner-subject", "owner@example.com", false)))
-	who, err := h.account.WhoAmI(ownerOIDC, &authv1.WhoAmIRequest{})
+	ownerOIDC := inprocess.As(ctx, inprocess.Bearer(h.IDToken(t, "owner-subject", "owner@example.com", false)))
+	who, err := h.Account.WhoAmI(ownerOIDC, &authv1.WhoAmIRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.ownerID = who.GetUserId()
 	token := func(ctx context.Context, scopes ...authv1.Scope) (string, string) {
-		resp, err := h.account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: "matrix", Scopes: scopes})
+		resp, err := h.Account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: "matrix", Scopes: scopes})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -315,23 +278,23 @@ func newMatrixFixture(t *testing.T, h *harness) *matrixFixture {
 	full, _ := token(ownerOIDC, authv1.Scope_SCOPE_UPLOAD, authv1.Scope_SCOPE_READ, authv1.Scope_SCOPE_TOKENS)
 	readOnly, _ := token(ownerOIDC, authv1.Scope_SCOPE_READ)
 	revoked, revokedID := token(ownerOIDC, authv1.Scope_SCOPE_UPLOAD, authv1.Scope_SCOPE_READ)
-	if _, err := h.account.RevokeToken(ownerOIDC, &authv1.RevokeTokenRequest{TokenId: revokedID}); err != nil {
+	if _, err := h.Account.RevokeToken(ownerOIDC, &authv1.RevokeTokenRequest{TokenId: revokedID}); err != nil {
 		t.Fatal(err)
 	}
-	otherOIDC := as(ctx, bearer(h.idToken(t, "other-subject", "other@example.com", false)))
+	otherOIDC := inprocess.As(ctx, inprocess.Bearer(h.IDToken(t, "other-subject", "other@example.com", false)))
 	other, _ := token(otherOIDC, authv1.Scope_SCOPE_UPLOAD, authv1.Scope_SCOPE_READ, authv1.Scope_SCOPE_TOKENS)
 
 	f.headers = map[credential]string{
 		credNone:      "",
-		credMalformed: bearer("tbh_not-a-real-token"),
-		credExpired:   bearer(h.idToken(t, "owner-subject", "owner@example.com", true)),
-		credRevoked:   bearer(revoked),
-		credReadOnly:  bearer(readOnly),
-		credOther:     bearer(other),
-		credOwner:     bearer(full),
+		credMalformed: inprocess.Bearer("tbh_not-a-real-token"),
+		credExpired:   inprocess.Bearer(h.IDToken(t, "owner-subject", "owner@example.com", true)),
+		credRevoked:   inprocess.Bearer(revoked),
+		credReadOnly:  inprocess.Bearer(readOnly),
+		credOther:     inprocess.Bearer(other),
+		credOwner:     inprocess.Bearer(full),
 	}
-	f.owner = as(ctx, bearer(full))
-	carol, err := h.account.WhoAmI(as(ctx, bearer(h.idToken(t, "carol-subject", "carol@example.com", false))), &authv1.WhoAmIRequest{})
+	f.owner = inprocess.As(ctx, inprocess.Bearer(full))
+	carol, err := h.Account.WhoAmI(inprocess.As(ctx, inprocess.Bearer(h.IDToken(t, "carol-subject", "carol@example.com", false))), &authv1.WhoAmIRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,30 +310,30 @@ func newMatrixFixture(t *testing.T, h *harness) *matrixFixture {
 func (f *matrixFixture) newExperiment(t *testing.T, v experimentsv1.Visibility) target {
 	t.Helper()
 	h, ctx := f.h, f.owner
-	ce, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: v.String()})
+	ce, err := h.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: v.String()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	eid := ce.GetExperimentId()
-	if _, err := h.exps.SetVisibility(ctx, &experimentsv1.SetVisibilityRequest{ExperimentId: eid, Visibility: v}); err != nil {
+	if _, err := h.Experiments.SetVisibility(ctx, &experimentsv1.SetVisibilityRequest{ExperimentId: eid, Visibility: v}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.writer.WriteScalar(ctx, scalarRequest(eid, 1, 2, 3)); err != nil {
+	if _, err := h.Writer.WriteScalar(ctx, inprocess.ScalarRequest(eid, 1, 2, 3)); err != nil {
 		t.Fatal(err)
 	}
-	seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+	seq, err := h.Writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
 		ExperimentId: eid, Run: "train", Tag: "graph", Step: 0, WallTime: timestamppb.Now(), FinalSequenceLength: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeWholeBlob(ctx, h, seq.GetBlobSequenceId(), 0, []byte("the first blob")); err != nil {
+	if err := h.WriteWholeBlob(ctx, seq.GetBlobSequenceId(), 0, []byte("the first blob")); err != nil {
 		t.Fatal(err)
 	}
 	return target{eid: eid, vis: v, carol: f.carol, seqID: seq.GetBlobSequenceId(),
 		blobID: store.BlobID(eid, store.BlobRef{Run: "train", Tag: "graph", Step: 0, Index: 0})}
 }
 
-func runTenancyMatrix(t *testing.T, h *harness) {
+func runTenancyMatrix(t *testing.T, h *inprocess.Env) {
 	f := newMatrixFixture(t, h)
 	for _, rc := range rpcCases {
 		for _, c := range credentials {
@@ -382,7 +345,7 @@ func runTenancyMatrix(t *testing.T, h *harness) {
 				}
 				tg.index = 1 + f.slots.Add(1)
 				t.Run(name, func(t *testing.T) {
-					err := rc.call(as(t.Context(), f.headers[c]), h, tg)
+					err := rc.call(inprocess.As(t.Context(), f.headers[c]), h, tg)
 					want := expectedCode(rc.kind, c, v)
 					if got := status.Code(err); got != want {
 						t.Errorf("got %v (%v), want %v", got, err, want)
@@ -402,7 +365,7 @@ func runTenancyMatrix(t *testing.T, h *harness) {
 			continue
 		}
 		for _, c := range []credential{credNone, credOther} {
-			ctx := as(t.Context(), f.headers[c])
+			ctx := inprocess.As(t.Context(), f.headers[c])
 			priv := f.exps[experimentsv1.Visibility_VISIBILITY_PRIVATE]
 			priv.index = 1 + f.slots.Add(1)
 			a, b := status.Convert(rc.call(ctx, h, priv)), status.Convert(rc.call(ctx, h, missing))
@@ -415,7 +378,7 @@ func runTenancyMatrix(t *testing.T, h *harness) {
 	// The public gallery lists the public experiment, never the unlisted
 	// or private one, to anyone.
 	for _, c := range []credential{credNone, credOther, credOwner} {
-		resp, err := h.exps.ListPublicExperiments(as(t.Context(), f.headers[c]), &experimentsv1.ListPublicExperimentsRequest{PageSize: 50})
+		resp, err := h.Experiments.ListPublicExperiments(inprocess.As(t.Context(), f.headers[c]), &experimentsv1.ListPublicExperimentsRequest{PageSize: 50})
 		if err != nil {
 			t.Fatalf("ListPublicExperiments as %s: %v", c, err)
 		}
@@ -431,7 +394,7 @@ func runTenancyMatrix(t *testing.T, h *harness) {
 	}
 
 	// Listing never shows another user's experiments.
-	s, err := h.export.StreamExperiments(as(t.Context(), f.headers[credOther]), &servicepb.StreamExperimentsRequest{
+	s, err := h.Export.StreamExperiments(inprocess.As(t.Context(), f.headers[credOther]), &servicepb.StreamExperimentsRequest{
 		ExperimentsMask: &servicepb.ExperimentMask{Name: true, Owner: true}})
 	if err != nil {
 		t.Fatal(err)
@@ -452,7 +415,18 @@ func runTenancyMatrix(t *testing.T, h *harness) {
 	}
 }
 
+// The bad-credential throttle is not in the matrix: inprocess has none
+// (the serve package tests it).
 func TestTenancyMatrixEmbedded(t *testing.T) {
-	st, blobs := embedded(t)
-	runTenancyMatrix(t, newHarness(t, st, blobs, noCredentialThrottle))
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
+	runTenancyMatrix(t, inprocess.Start(t, st, blobs, nil))
 }
+
+func TestTenancyMatrixSpanner(t *testing.T) {
+	t.Parallel()
+	st, blobs := inprocess.OnSpanner(t)
+	runTenancyMatrix(t, inprocess.Start(t, st, blobs, nil))
+}
+
+func TestMain(m *testing.M) { os.Exit(spanneremu.MainOnDemand(m)) }

@@ -1,9 +1,10 @@
-package serve_test
+package writer_test
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/tbhub/tbhub/services/internal/testenv/inprocess"
 	"hash/crc32"
 	"math/rand/v2"
 	"strings"
@@ -22,18 +23,20 @@ import (
 // Chinese run name among them (its escaped object name was longer than a
 // file name may be).
 func TestBlobsOfHostileNames(t *testing.T) {
-	st, blobs := embedded(t)
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
 	runBlobsOfHostileNames(t, st, blobs)
 }
 
 func TestBlobsOfHostileNamesSpanner(t *testing.T) {
-	st, blobs := onSpanner(t)
+	t.Parallel()
+	st, blobs := inprocess.OnSpanner(t)
 	runBlobsOfHostileNames(t, st, blobs)
 }
 
 func runBlobsOfHostileNames(t *testing.T, st store.Store, blobs blob.Store) {
-	h := newHarness(t, st, blobs, nil)
-	ctx, eid := adaExperiment(t, h, st, "names")
+	h := inprocess.Start(t, st, blobs, nil)
+	ctx, eid := h.AdaExperiment(t, "names")
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i, name := range blobtest.HostileNames() {
 		if name == "" {
@@ -41,7 +44,7 @@ func runBlobsOfHostileNames(t *testing.T, st store.Store, blobs blob.Store) {
 		}
 		for _, rt := range [][2]string{{name, "images"}, {"train", name}} {
 			data := fmt.Appendf(nil, "image %d of %q/%q", i, rt[0], rt[1])
-			seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+			seq, err := h.Writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
 				ExperimentId: eid, Run: rt[0], Tag: rt[1], Step: int64(i), WallTime: timestamppb.Now(), FinalSequenceLength: 1})
 			if err != nil {
 				t.Fatalf("GetOrCreateBlobSequence(%q, %q): %v", rt[0], rt[1], err)
@@ -50,7 +53,7 @@ func runBlobsOfHostileNames(t *testing.T, st store.Store, blobs blob.Store) {
 				t.Fatalf("WriteBlob(%q, %q): %v", rt[0], rt[1], err)
 			}
 			id := store.BlobID(eid, store.BlobRef{Run: rt[0], Tag: rt[1], Step: int64(i)})
-			if got := readBlob(t, h, ctx, id); !bytes.Equal(got, data) {
+			if got := h.ReadBlob(t, ctx, id); !bytes.Equal(got, data) {
 				t.Errorf("blob of %q/%q reads back as %q, want %q", rt[0], rt[1], got, data)
 			}
 		}
@@ -79,11 +82,12 @@ func oldObjectKey(eid, run, tag string, step, index int64) string {
 // their object was written under), and a partial blob under an old key is
 // resumed from it and moves to the new key.
 func TestBlobsUnderTheOldLayoutStayReadable(t *testing.T) {
-	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, nil)
-	ctx, eid := adaExperiment(t, h, st, "old layout")
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
+	h := inprocess.Start(t, st, blobs, nil)
+	ctx, eid := h.AdaExperiment(t, "old layout")
 	const run, tag, step = "archive/experiments/Exp_0_adam_200_0.2/train", "images", 4
-	seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+	seq, err := h.Writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
 		ExperimentId: eid, Run: run, Tag: tag, Step: step, WallTime: timestamppb.New(time.Unix(1_700_000_000, 0)), FinalSequenceLength: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -105,17 +109,17 @@ func TestBlobsUnderTheOldLayoutStayReadable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := readBlob(t, h, ctx, store.BlobID(eid, store.BlobRef{Run: run, Tag: tag, Step: step})); !bytes.Equal(got, whole) {
+	if got := h.ReadBlob(t, ctx, store.BlobID(eid, store.BlobRef{Run: run, Tag: tag, Step: step})); !bytes.Equal(got, whole) {
 		t.Errorf("old-layout blob reads back as %q, want %q", got, whole)
 	}
-	md, err := h.writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: seq.GetBlobSequenceId(), Index: 1})
+	md, err := h.Writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: seq.GetBlobSequenceId(), Index: 1})
 	if err != nil || md.GetSize() != cut {
 		t.Fatalf("GetBlobMetadata of the partial blob = %v, %v; want %d bytes", md, err, cut)
 	}
 	if err := sendFrom(ctx, h, seq.GetBlobSequenceId(), 1, partial, cut, rand.New(rand.NewPCG(3, 4)), -1, true); err != nil {
 		t.Fatalf("resuming the partial blob: %v", err)
 	}
-	if got := readBlob(t, h, ctx, store.BlobID(eid, store.BlobRef{Run: run, Tag: tag, Step: step, Index: 1})); !bytes.Equal(got, partial) {
+	if got := h.ReadBlob(t, ctx, store.BlobID(eid, store.BlobRef{Run: run, Tag: tag, Step: step, Index: 1})); !bytes.Equal(got, partial) {
 		t.Errorf("resumed blob reads back as %q, want %q", got, partial)
 	}
 	if _, err := blobs.Stat(ctx, oldObjectKey(eid, run, tag, step, 1)); !errors.Is(err, blob.ErrNotFound) {

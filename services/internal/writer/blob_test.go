@@ -1,9 +1,10 @@
-package serve_test
+package writer_test
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/tbhub/tbhub/services/internal/testenv/inprocess"
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
@@ -16,7 +17,6 @@ import (
 
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 	"github.com/tbhub/tbhub/services/internal/blob"
-	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
@@ -27,10 +27,11 @@ import (
 // sending its own chunk CRCs on some streams and none on others. The
 // result must be byte-identical.
 func TestBlobResumesAfterBrokenStreams(t *testing.T) {
-	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, nil)
-	ctx, eid := adaExperiment(t, h, st, "resume")
-	seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
+	h := inprocess.Start(t, st, blobs, nil)
+	ctx, eid := h.AdaExperiment(t, "resume")
+	seq, err := h.Writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
 		ExperimentId: eid, Run: "r", Tag: "audio", Step: 3, WallTime: timestamppb.Now(), FinalSequenceLength: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +49,7 @@ func TestBlobResumesAfterBrokenStreams(t *testing.T) {
 			if attempt > 100 {
 				t.Fatalf("seed %d: no progress after 100 streams", seed)
 			}
-			md, err := h.writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: seq.GetBlobSequenceId(), Index: index})
+			md, err := h.Writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: seq.GetBlobSequenceId(), Index: index})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +83,7 @@ func TestBlobResumesAfterBrokenStreams(t *testing.T) {
 			t.Fatalf("seed %d: no stream was broken", seed)
 		}
 		id := store.BlobID(eid, store.BlobRef{Run: "r", Tag: "audio", Step: 3, Index: index})
-		if got := readBlob(t, h, ctx, id); !bytes.Equal(got, data) {
+		if got := h.ReadBlob(t, ctx, id); !bytes.Equal(got, data) {
 			t.Fatalf("seed %d: stored blob (%d bytes) differs from the %d bytes uploaded", seed, len(got), len(data))
 		}
 	}
@@ -94,10 +95,10 @@ func TestBlobResumesAfterBrokenStreams(t *testing.T) {
 
 // sendFrom streams data[offset:] in random chunks. With cut >= 0 it cancels
 // the stream after cut chunks without finalizing.
-func sendFrom(ctx context.Context, h *harness, seqID string, index int64, data []byte, offset int64, rng *rand.Rand, cut int, withCRC bool) error {
+func sendFrom(ctx context.Context, h *inprocess.Env, seqID string, index int64, data []byte, offset int64, rng *rand.Rand, cut int, withCRC bool) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := h.writer.WriteBlob(sctx)
+	stream, err := h.Writer.WriteBlob(sctx)
 	if err != nil {
 		return err
 	}
@@ -133,29 +134,23 @@ func sendFrom(ctx context.Context, h *harness, seqID string, index int64, data [
 	if err := stream.CloseSend(); err != nil {
 		return err
 	}
-	for {
-		if _, err := stream.Recv(); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-	}
+	return inprocess.Drain(stream.Recv)
 }
 
 // TestBlobProtocolErrors covers the ways a WriteBlob stream is refused.
 func TestBlobProtocolErrors(t *testing.T) {
-	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, func(c *serve.Config) { c.Limits.MaxBlobBytes = 1 << 20 })
-	ctx, eid := adaExperiment(t, h, st, "")
-	seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
+	h := inprocess.Start(t, st, blobs, func(c *inprocess.Config) { c.Limits.MaxBlobBytes = 1 << 20 })
+	ctx, eid := h.AdaExperiment(t, "")
+	seq, err := h.Writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
 		ExperimentId: eid, Run: "r", Tag: "t", Step: 1, WallTime: timestamppb.Now(), FinalSequenceLength: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := seq.GetBlobSequenceId()
 	one := func(reqs ...*servicepb.WriteBlobRequest) error {
-		s, err := h.writer.WriteBlob(ctx)
+		s, err := h.Writer.WriteBlob(ctx)
 		if err != nil {
 			return err
 		}
@@ -197,7 +192,7 @@ func TestBlobProtocolErrors(t *testing.T) {
 		}
 	}
 	// Chunks after the first may leave out blob_sequence_id.
-	seq2, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+	seq2, err := h.Writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
 		ExperimentId: eid, Run: "r", Tag: "t", Step: 2, WallTime: timestamppb.Now(), FinalSequenceLength: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +204,7 @@ func TestBlobProtocolErrors(t *testing.T) {
 	// After the rejected streams, slot 0 holds the 5 bytes of the "gap"
 	// stream's first chunk... or whatever the last refused stream kept;
 	// in any case GetBlobMetadata describes what the store has.
-	md, err := h.writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: id, Index: 0})
+	md, err := h.Writer.GetBlobMetadata(ctx, &servicepb.GetBlobMetadataRequest{BlobSequenceId: id, Index: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,12 +218,13 @@ func TestBlobProtocolErrors(t *testing.T) {
 // another wall time and fewer blobs (a job restarted from a checkpoint) replaces the
 // old sequence: the old objects are deleted, and only the new blobs are served.
 func TestRewrittenBlobStepLastWriteWins(t *testing.T) {
-	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, nil)
-	ctx, eid := adaExperiment(t, h, st, "rewrite")
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
+	h := inprocess.Start(t, st, blobs, nil)
+	ctx, eid := h.AdaExperiment(t, "rewrite")
 	upload := func(wall time.Time, length int64, images ...[]byte) {
 		t.Helper()
-		seq, err := h.writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
+		seq, err := h.Writer.GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{
 			ExperimentId: eid, Run: "r", Tag: "samples", Step: 5, WallTime: timestamppb.New(wall), FinalSequenceLength: length})
 		if err != nil {
 			t.Fatal(err)
@@ -243,12 +239,12 @@ func TestRewrittenBlobStepLastWriteWins(t *testing.T) {
 	upload(first, 3, []byte("old image 0"), []byte("old image 1"), []byte("old image 2"))
 	// The same write again (a resumed session) keeps what is there.
 	upload(first, 3)
-	if got := readBlob(t, h, ctx, store.BlobID(eid, store.BlobRef{Run: "r", Tag: "samples", Step: 5, Index: 2})); string(got) != "old image 2" {
+	if got := h.ReadBlob(t, ctx, store.BlobID(eid, store.BlobRef{Run: "r", Tag: "samples", Step: 5, Index: 2})); string(got) != "old image 2" {
 		t.Fatalf("after the same write again, blob 2 is %q", got)
 	}
 	upload(first.Add(time.Hour), 1, []byte("new image 0"))
 
-	if got := readBlob(t, h, ctx, store.BlobID(eid, store.BlobRef{Run: "r", Tag: "samples", Step: 5, Index: 0})); string(got) != "new image 0" {
+	if got := h.ReadBlob(t, ctx, store.BlobID(eid, store.BlobRef{Run: "r", Tag: "samples", Step: 5, Index: 0})); string(got) != "new image 0" {
 		t.Errorf("blob 0 is %q, want the new image", got)
 	}
 	for _, i := range []int64{1, 2} {
@@ -263,20 +259,4 @@ func TestRewrittenBlobStepLastWriteWins(t *testing.T) {
 	if e.NumBlobSequences != 1 || e.NumBlobs != 1 || e.TotalBlobBytes != int64(len("new image 0")) {
 		t.Errorf("counts = %d sequences, %d blobs, %d bytes; want 1, 1, %d", e.NumBlobSequences, e.NumBlobs, e.TotalBlobBytes, len("new image 0"))
 	}
-}
-
-// adaExperiment signs the user "ada" in and creates an experiment named name; it
-// returns her context and the experiment's ID.
-func adaExperiment(t *testing.T, h *harness, st store.Store, name string) (context.Context, string) {
-	t.Helper()
-	token, err := serve.IssueUserToken(t.Context(), st, h.srv.Authenticator(), "ada", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := as(t.Context(), bearer(token))
-	ce, err := h.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ctx, ce.GetExperimentId()
 }

@@ -1,8 +1,9 @@
-package serve_test
+package writer_test
 
 import (
 	"context"
 	"fmt"
+	"github.com/tbhub/tbhub/services/internal/testenv/inprocess"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,7 +16,6 @@ import (
 	authv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/auth/v1"
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	"github.com/tbhub/tbhub/services/internal/auth/oidctest"
-	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/store"
 )
 
@@ -29,40 +29,41 @@ var (
 
 // mint creates a token with the credential of ctx and returns a context
 // carrying it and its ID.
-func mint(t *testing.T, h *harness, ctx context.Context, name string, scopes []authv1.Scope) (context.Context, string) {
+func mint(t *testing.T, h *inprocess.Env, ctx context.Context, name string, scopes []authv1.Scope) (context.Context, string) {
 	t.Helper()
-	resp, err := h.account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: name, Scopes: scopes})
+	resp, err := h.Account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: name, Scopes: scopes})
 	if err != nil {
 		t.Fatalf("CreateToken %q: %v", name, err)
 	}
-	return as(t.Context(), bearer(resp.GetSecret())), resp.GetToken().GetTokenId()
+	return inprocess.As(t.Context(), inprocess.Bearer(resp.GetSecret())), resp.GetToken().GetTokenId()
 }
 
 // Revoking a token revokes the tokens and web sessions made with it, and
 // those made with them: before, a child token and a session minted with
 // a token (as the web UI's sign-in with a token does) outlived it.
 func TestRevokingATokenRevokesWhatWasMadeWithIt(t *testing.T) {
-	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, nil)
-	alice := as(t.Context(), bearer(h.idToken(t, "alice-subject", "alice@example.com", false)))
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
+	h := inprocess.Start(t, st, blobs, nil)
+	alice := inprocess.As(t.Context(), inprocess.Bearer(h.IDToken(t, "alice-subject", "alice@example.com", false)))
 	parent, parentID := mint(t, h, alice, "laptop", scopesAll)
 	child, _ := mint(t, h, parent, "ci", scopesAll)
 	grandchild, _ := mint(t, h, child, "ci job", scopesRead)
 	sess, _ := mint(t, h, parent, "web session", scopesAll)
 	sibling, _ := mint(t, h, alice, "desktop", scopesAll)
 
-	if _, err := h.account.RevokeToken(alice, &authv1.RevokeTokenRequest{TokenId: parentID}); err != nil {
+	if _, err := h.Account.RevokeToken(alice, &authv1.RevokeTokenRequest{TokenId: parentID}); err != nil {
 		t.Fatal(err)
 	}
 	for name, ctx := range map[string]context.Context{"the token": parent, "its child": child, "its grandchild": grandchild, "its session": sess} {
-		if _, err := h.account.WhoAmI(ctx, &authv1.WhoAmIRequest{}); status.Code(err) != codes.Unauthenticated {
+		if _, err := h.Account.WhoAmI(ctx, &authv1.WhoAmIRequest{}); status.Code(err) != codes.Unauthenticated {
 			t.Errorf("%s after revoking the token: %v, want UNAUTHENTICATED", name, err)
 		}
 	}
-	if _, err := h.account.WhoAmI(sibling, &authv1.WhoAmIRequest{}); err != nil {
+	if _, err := h.Account.WhoAmI(sibling, &authv1.WhoAmIRequest{}); err != nil {
 		t.Errorf("a token not made with the revoked one: %v", err)
 	}
-	list, err := h.account.ListTokens(alice, &authv1.ListTokensRequest{})
+	list, err := h.Account.ListTokens(alice, &authv1.ListTokensRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,29 +82,30 @@ func TestRevokingATokenRevokesWhatWasMadeWithIt(t *testing.T) {
 // than it; before, the OIDC principal carried no expiry and the token
 // never expired. The clock is the server's, injected.
 func TestTokenMadeWithAnIDTokenExpiresWithIt(t *testing.T) {
-	st, blobs := embedded(t)
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
 	start := time.Now().Truncate(time.Second)
 	var offset atomic.Int64 // nanoseconds after start
 	now := func() time.Time { return start.Add(time.Duration(offset.Load())) }
-	h := newHarness(t, st, blobs, func(c *serve.Config) { c.Now = now })
+	h := inprocess.Start(t, st, blobs, func(c *inprocess.Config) { c.Now = now })
 	idExpiry := start.Add(8 * time.Second)
-	raw := h.iss.Sign(t, oidctest.Claims{Subject: "bob-subject", Audience: testClientID, Email: "bob@example.com", EmailVerified: true,
+	raw := h.Issuer.Sign(t, oidctest.Claims{Subject: "bob-subject", Audience: inprocess.ClientID, Email: "bob@example.com", EmailVerified: true,
 		IssuedAt: start.Add(-time.Minute), Expiry: idExpiry})
-	bob := as(t.Context(), bearer(raw))
+	bob := inprocess.As(t.Context(), inprocess.Bearer(raw))
 	for asked, expire := range map[string]*timestamppb.Timestamp{"no expiry": nil, "30 days": timestamppb.New(start.Add(30 * 24 * time.Hour))} {
-		resp, err := h.account.CreateToken(bob, &authv1.CreateTokenRequest{Name: "from an ID token", Scopes: scopesAll, ExpireTime: expire})
+		resp, err := h.Account.CreateToken(bob, &authv1.CreateTokenRequest{Name: "from an ID token", Scopes: scopesAll, ExpireTime: expire})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := resp.GetToken().GetExpireTime(); got == nil || got.AsTime().After(idExpiry) {
 			t.Errorf("asked for %s: the token expires at %v, want no later than the ID token's %v", asked, got, idExpiry)
 		}
-		tok := as(t.Context(), bearer(resp.GetSecret()))
-		if _, err := h.account.WhoAmI(tok, &authv1.WhoAmIRequest{}); err != nil {
+		tok := inprocess.As(t.Context(), inprocess.Bearer(resp.GetSecret()))
+		if _, err := h.Account.WhoAmI(tok, &authv1.WhoAmIRequest{}); err != nil {
 			t.Fatalf("the new token before the ID token expires: %v", err)
 		}
 		offset.Store(int64(9 * time.Second))
-		if _, err := h.account.WhoAmI(tok, &authv1.WhoAmIRequest{}); status.Code(err) != codes.Unauthenticated {
+		if _, err := h.Account.WhoAmI(tok, &authv1.WhoAmIRequest{}); status.Code(err) != codes.Unauthenticated {
 			t.Errorf("the token after the ID token expired: %v, want UNAUTHENTICATED", err)
 		}
 		offset.Store(0)
@@ -114,24 +116,25 @@ func TestTokenMadeWithAnIDTokenExpiresWithIt(t *testing.T) {
 // read-only token could list and revoke every token of its user, upload
 // tokens included, and an upload token could mint tokens.
 func TestCredentialsNeedTheTokensScope(t *testing.T) {
-	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, nil)
-	carol := as(t.Context(), bearer(h.idToken(t, "carol-subject", "carol@example.com", false)))
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
+	h := inprocess.Start(t, st, blobs, nil)
+	carol := inprocess.As(t.Context(), inprocess.Bearer(h.IDToken(t, "carol-subject", "carol@example.com", false)))
 	upload, uploadID := mint(t, h, carol, "upload", []authv1.Scope{authv1.Scope_SCOPE_UPLOAD, authv1.Scope_SCOPE_READ})
 	readOnly, readOnlyID := mint(t, h, carol, "read", scopesRead)
 	manager, _ := mint(t, h, carol, "manager", []authv1.Scope{authv1.Scope_SCOPE_READ, authv1.Scope_SCOPE_TOKENS})
 
 	calls := map[string]func(ctx context.Context) error{
 		"ListTokens": func(ctx context.Context) error {
-			_, err := h.account.ListTokens(ctx, &authv1.ListTokensRequest{})
+			_, err := h.Account.ListTokens(ctx, &authv1.ListTokensRequest{})
 			return err
 		},
 		"RevokeToken(upload token)": func(ctx context.Context) error {
-			_, err := h.account.RevokeToken(ctx, &authv1.RevokeTokenRequest{TokenId: uploadID})
+			_, err := h.Account.RevokeToken(ctx, &authv1.RevokeTokenRequest{TokenId: uploadID})
 			return err
 		},
 		"CreateToken(read)": func(ctx context.Context) error {
-			_, err := h.account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: "x", Scopes: scopesRead})
+			_, err := h.Account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: "x", Scopes: scopesRead})
 			return err
 		},
 	}
@@ -143,11 +146,11 @@ func TestCredentialsNeedTheTokensScope(t *testing.T) {
 			}
 		}
 	}
-	if _, err := h.account.WhoAmI(upload, &authv1.WhoAmIRequest{}); err != nil {
+	if _, err := h.Account.WhoAmI(upload, &authv1.WhoAmIRequest{}); err != nil {
 		t.Errorf("the upload token after the refused revocation: %v", err)
 	}
 	// The tokens scope alone grants no more scopes than it holds.
-	if _, err := h.account.CreateToken(manager, &authv1.CreateTokenRequest{Name: "x", Scopes: []authv1.Scope{authv1.Scope_SCOPE_UPLOAD}}); status.Code(err) != codes.PermissionDenied {
+	if _, err := h.Account.CreateToken(manager, &authv1.CreateTokenRequest{Name: "x", Scopes: []authv1.Scope{authv1.Scope_SCOPE_UPLOAD}}); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("a read+tokens token minting an upload token: %v, want PERMISSION_DENIED", err)
 	}
 	for name, call := range calls {
@@ -155,7 +158,7 @@ func TestCredentialsNeedTheTokensScope(t *testing.T) {
 			t.Errorf("%s with the tokens scope: %v", name, err)
 		}
 	}
-	if _, err := h.account.RevokeToken(manager, &authv1.RevokeTokenRequest{TokenId: readOnlyID}); err != nil {
+	if _, err := h.Account.RevokeToken(manager, &authv1.RevokeTokenRequest{TokenId: readOnlyID}); err != nil {
 		t.Errorf("revoking the read-only token with the tokens scope: %v", err)
 	}
 }
@@ -164,9 +167,10 @@ func TestCredentialsNeedTheTokensScope(t *testing.T) {
 // accepted. The 101st is refused naming the cap; revoking one makes room
 // at once.
 func TestTokenCapPerUser(t *testing.T) {
-	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, nil) // the default cap, 100
-	dave := as(t.Context(), bearer(h.idToken(t, "dave-subject", "dave@example.com", false)))
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
+	h := inprocess.Start(t, st, blobs, nil) // the default cap, 100
+	dave := inprocess.As(t.Context(), inprocess.Bearer(h.IDToken(t, "dave-subject", "dave@example.com", false)))
 	var first string
 	for i := range 100 {
 		_, id := mint(t, h, dave, fmt.Sprintf("token %d", i), scopesRead)
@@ -174,14 +178,14 @@ func TestTokenCapPerUser(t *testing.T) {
 			first = id
 		}
 	}
-	_, err := h.account.CreateToken(dave, &authv1.CreateTokenRequest{Name: "one too many", Scopes: scopesRead})
+	_, err := h.Account.CreateToken(dave, &authv1.CreateTokenRequest{Name: "one too many", Scopes: scopesRead})
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "live API tokens per user is 100") {
 		t.Fatalf("the 101st token: %v, want RESOURCE_EXHAUSTED naming the cap of 100 live tokens", err)
 	}
-	if _, err := h.account.RevokeToken(dave, &authv1.RevokeTokenRequest{TokenId: first}); err != nil {
+	if _, err := h.Account.RevokeToken(dave, &authv1.RevokeTokenRequest{TokenId: first}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.account.CreateToken(dave, &authv1.CreateTokenRequest{Name: "in its place", Scopes: scopesRead}); err != nil {
+	if _, err := h.Account.CreateToken(dave, &authv1.CreateTokenRequest{Name: "in its place", Scopes: scopesRead}); err != nil {
 		t.Errorf("a token after revoking one at the cap: %v", err)
 	}
 }
@@ -190,14 +194,15 @@ func TestTokenCapPerUser(t *testing.T) {
 // does (TestMetadataCountsTowardTheByteQuota): GetQuotaUsage shows their
 // bytes, and a create past the quota is refused naming it.
 func TestTokensCountTowardTheByteQuota(t *testing.T) {
-	st, blobs := embedded(t)
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
 	const quota = 600
-	h := newHarness(t, st, blobs, func(c *serve.Config) { c.Limits.MaxBlobBytesPerUser = quota })
-	erin := as(t.Context(), bearer(h.idToken(t, "erin-subject", "erin@example.com", false)))
+	h := inprocess.Start(t, st, blobs, func(c *inprocess.Config) { c.Limits.MaxBlobBytesPerUser = quota })
+	erin := inprocess.As(t.Context(), inprocess.Bearer(h.IDToken(t, "erin-subject", "erin@example.com", false)))
 	name := strings.Repeat("n", 100)
 	var stored int64
 	for i := 0; ; i++ {
-		resp, err := h.account.CreateToken(erin, &authv1.CreateTokenRequest{Name: name, Scopes: scopesRead})
+		resp, err := h.Account.CreateToken(erin, &authv1.CreateTokenRequest{Name: name, Scopes: scopesRead})
 		if err != nil {
 			if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), fmt.Sprintf("blob bytes per user is %d", quota)) {
 				t.Fatalf("token %d, %d bytes stored: %v, want RESOURCE_EXHAUSTED naming the byte quota", i, stored, err)
@@ -213,7 +218,7 @@ func TestTokensCountTowardTheByteQuota(t *testing.T) {
 	if stored == 0 {
 		t.Fatal("no token fit the quota")
 	}
-	usage, err := h.exps.GetQuotaUsage(erin, &experimentsv1.GetQuotaUsageRequest{})
+	usage, err := h.Experiments.GetQuotaUsage(erin, &experimentsv1.GetQuotaUsageRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,14 +233,15 @@ func TestTokensCountTowardTheByteQuota(t *testing.T) {
 // accepted about 900 tokens a second, and with revocations in between
 // the cap alone would not slow a loop of creates.
 func TestCreateTokenTakesFromTheRateBudget(t *testing.T) {
-	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, func(c *serve.Config) {
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
+	h := inprocess.Start(t, st, blobs, func(c *inprocess.Config) {
 		c.Limits.RequestsPerSecond, c.Limits.Burst = 0.001, 3
 	})
-	frank := as(t.Context(), bearer(h.idToken(t, "frank-subject", "frank@example.com", false)))
+	frank := inprocess.As(t.Context(), inprocess.Bearer(h.IDToken(t, "frank-subject", "frank@example.com", false)))
 	var last error
 	for range 4 {
-		_, last = h.account.CreateToken(frank, &authv1.CreateTokenRequest{Name: "t", Scopes: scopesRead})
+		_, last = h.Account.CreateToken(frank, &authv1.CreateTokenRequest{Name: "t", Scopes: scopesRead})
 	}
 	if status.Code(last) != codes.ResourceExhausted || !strings.Contains(last.Error(), "burst 3") {
 		t.Errorf("fourth token within the burst of 3: %v, want RESOURCE_EXHAUSTED naming the rate limit", last)

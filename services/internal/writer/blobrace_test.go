@@ -1,9 +1,9 @@
-package serve_test
+package writer_test
 
 import (
 	"bytes"
 	"context"
-	"errors"
+	"github.com/tbhub/tbhub/services/internal/testenv/inprocess"
 	"hash/crc32"
 	"io"
 	"sync"
@@ -19,17 +19,6 @@ import (
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/testenv/fakegcs"
 )
-
-// deleteAbandoned removes a swept blob's object the way the writer's
-// sweeper does: exactly the generation its row named.
-func deleteAbandoned(blobs blob.Store) func(context.Context, store.AbandonedBlob) error {
-	return func(ctx context.Context, b store.AbandonedBlob) error {
-		if b.Generation == blob.NoObject {
-			return blobs.Delete(ctx, b.ObjectKey)
-		}
-		return blobs.DeleteGeneration(ctx, b.ObjectKey, b.Generation)
-	}
-}
 
 // heldBlobs is the blob store of instance A in the race tests: one Put is
 // held, either when its stream has ended and before it commits, or right
@@ -82,8 +71,8 @@ func (r *holdAtEOF) Read(p []byte) (int, error) {
 
 // sendPart sends data as one chunk at offset of a blob of total bytes,
 // finalizing it if it is the last part, and ends the stream.
-func sendPart(ctx context.Context, h *harness, seqID string, data []byte, offset, total int64) error {
-	s, err := h.writer.WriteBlob(ctx)
+func sendPart(ctx context.Context, h *inprocess.Env, seqID string, data []byte, offset, total int64) error {
+	s, err := h.Writer.WriteBlob(ctx)
 	if err != nil {
 		return err
 	}
@@ -95,14 +84,7 @@ func sendPart(ctx context.Context, h *harness, seqID string, data []byte, offset
 	if err := s.CloseSend(); err != nil {
 		return err
 	}
-	for {
-		if _, err := s.Recv(); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-	}
+	return inprocess.Drain(s.Recv)
 }
 
 // runBlobRace is the race of issue 22 item 4 between two instances on one
@@ -115,10 +97,10 @@ func sendPart(ctx context.Context, h *harness, seqID string, data []byte, offset
 // must leave it alone.
 func runBlobRace(t *testing.T, st store.Store, blobs blob.Store, afterCommit bool) {
 	held := newHeldBlobs(blobs, afterCommit)
-	a := newHarness(t, st, held, nil)
-	b := newHarness(t, st, blobs, nil)
-	ctx, eid := adaExperiment(t, a, st, "race")
-	id := imageSequence(t, a, ctx, eid, 1)
+	a := inprocess.Start(t, st, held, nil)
+	b := inprocess.Start(t, st, blobs, nil)
+	ctx, eid := a.AdaExperiment(t, "race")
+	id := a.ImageSequence(t, ctx, eid, 1)
 	data := make([]byte, 300<<10)
 	for i := range data {
 		data[i] = byte(i * 7 / 5)
@@ -130,7 +112,7 @@ func runBlobRace(t *testing.T, st store.Store, blobs blob.Store, afterCommit boo
 	if err := sendPart(ctx, b, id, data[:first], 0, total); err != nil {
 		t.Fatalf("first part: %v", err)
 	}
-	if state, size := blobState(t, b, ctx, id, 0); state != servicepb.BlobState_BLOB_STATE_UNFINALIZED || size != first {
+	if state, size := b.BlobState(t, ctx, id, 0); state != servicepb.BlobState_BLOB_STATE_UNFINALIZED || size != first {
 		t.Fatalf("after the first part: %v, %d bytes", state, size)
 	}
 	// The second part, through A, held.
@@ -142,7 +124,7 @@ func runBlobRace(t *testing.T, st store.Store, blobs blob.Store, afterCommit boo
 		t.Fatalf("instance A's stream ended before it was held: %v", err)
 	}
 	// The client resumes on B from what GetBlobMetadata says, and finishes.
-	state, size := blobState(t, b, ctx, id, 0)
+	state, size := b.BlobState(t, ctx, id, 0)
 	if state != servicepb.BlobState_BLOB_STATE_UNFINALIZED || size != first {
 		t.Fatalf("while A is held: %v, %d bytes; want the first part", state, size)
 	}
@@ -176,23 +158,25 @@ func runBlobRace(t *testing.T, st store.Store, blobs blob.Store, afterCommit boo
 	checkBlobBytes("reading the blob after the race")
 	// Every row is abandoned by a cutoff a day ahead: the sweep still
 	// finds nothing to remove, and the object stays.
-	n, err := store.SweepAbandonedBlobs(ctx, st, deleteAbandoned(blobs), nil, time.Now().Add(24*time.Hour), 10)
+	n, err := store.SweepAbandonedBlobs(ctx, st, inprocess.DeleteAbandoned(blobs), nil, time.Now().Add(24*time.Hour), 10)
 	if err != nil || n != 0 {
 		t.Errorf("sweep after the race removed %d blobs (%v); want none", n, err)
 	}
 	checkBlobBytes("reading the blob after the sweep")
-	if state, size := blobState(t, a, ctx, id, 0); state != servicepb.BlobState_BLOB_STATE_CURRENT || size != total {
+	if state, size := a.BlobState(t, ctx, id, 0); state != servicepb.BlobState_BLOB_STATE_CURRENT || size != total {
 		t.Errorf("GetBlobMetadata on A after the race: %v, %d bytes", state, size)
 	}
 }
 
 func TestBlobRaceLateCommit(t *testing.T) {
-	st, blobs := embedded(t)
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
 	runBlobRace(t, st, blobs, false)
 }
 
 func TestBlobRaceLateRow(t *testing.T) {
-	st, blobs := embedded(t)
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
 	runBlobRace(t, st, blobs, true)
 }
 
@@ -200,7 +184,7 @@ func TestBlobRaceLateRow(t *testing.T) {
 // fake-gcs-server; the test must not be parallel (fakegcs.Start).
 func onSpannerGCS(t *testing.T) (store.Store, blob.Store) {
 	t.Helper()
-	st, _ := onSpanner(t)
+	st, _ := inprocess.OnSpanner(t)
 	fakegcs.Start(t, "tbhub")
 	client, err := gcsblob.NewClient(context.Background())
 	if err != nil {
@@ -238,13 +222,14 @@ func (r *recordingBlobs) Put(ctx context.Context, key string, rd io.Reader, opts
 // CRC32C (for GCS to check, WantCRC32C), its size (to fit the upload's
 // buffer) and the generation it may replace (none).
 func TestWholeBlobPutDeclaresChecksumSizeAndGeneration(t *testing.T) {
-	st, blobs := embedded(t)
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
 	rec := &recordingBlobs{Store: blobs}
-	h := newHarness(t, st, rec, nil)
-	ctx, eid := adaExperiment(t, h, st, "declared")
-	id := imageSequence(t, h, ctx, eid, 1)
+	h := inprocess.Start(t, st, rec, nil)
+	ctx, eid := h.AdaExperiment(t, "declared")
+	id := h.ImageSequence(t, ctx, eid, 1)
 	data := []byte("a small image")
-	if err := writeWholeBlob(ctx, h, id, 0, data); err != nil {
+	if err := h.WriteWholeBlob(ctx, id, 0, data); err != nil {
 		t.Fatal(err)
 	}
 	rec.mu.Lock()

@@ -1,13 +1,13 @@
-package serve_test
+package writer_test
 
 import (
+	"github.com/tbhub/tbhub/services/internal/testenv/inprocess"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
-	"github.com/tbhub/tbhub/services/internal/serve"
 )
 
 // TestPlaceholderExperimentIsInvalid: an empty experiment id or TensorBoard's
@@ -15,19 +15,17 @@ import (
 // apart from a missing experiment (NOT_FOUND). (Without credentials a write is
 // UNAUTHENTICATED first.)
 func TestPlaceholderExperimentIsInvalid(t *testing.T) {
-	st, blobs := embedded(t)
-	h := newHarness(t, st, blobs, nil)
-	token, err := serve.IssueUserToken(t.Context(), st, h.srv.Authenticator(), "ada", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Parallel()
+	st, blobs := inprocess.Embedded(t)
+	h := inprocess.Start(t, st, blobs, nil)
+	ctx := h.UserContext(t, "ada")
 	for _, eid := range []string{"", "defaultExperimentId"} {
-		_, err := h.writer.WriteScalar(as(t.Context(), bearer(token)), &servicepb.WriteScalarRequest{ExperimentId: eid})
+		_, err := h.Writer.WriteScalar(ctx, &servicepb.WriteScalarRequest{ExperimentId: eid})
 		if status.Code(err) != codes.InvalidArgument {
 			t.Errorf("WriteScalar(%q): %v, want InvalidArgument", eid, err)
 		}
 	}
-	_, err = h.writer.WriteScalar(as(t.Context(), bearer(token)), &servicepb.WriteScalarRequest{ExperimentId: "AAAAAAAAAAAAAAAAAAAAAA"})
+	_, err := h.Writer.WriteScalar(ctx, &servicepb.WriteScalarRequest{ExperimentId: "AAAAAAAAAAAAAAAAAAAAAA"})
 	if status.Code(err) != codes.NotFound {
 		t.Errorf("a well-formed unknown experiment: %v, want NotFound", err)
 	}
