@@ -102,7 +102,10 @@ require (
 
 replace github.com/tbhub/tbhub/frontend-api => ../frontend-api
 
-require github.com/yuin/goldmark v1.8.7 // indirect
+require (
+	github.com/klauspost/compress v1.20.1 // indirect
+	github.com/yuin/goldmark v1.8.7 // indirect
+)
 
 require github.com/tbhub/tbhub/services/serverkit v0.0.0
 
