@@ -263,19 +263,8 @@ func readScalarBuckets(ctx context.Context, tx *sql.Tx, sq *scalarStmts, si *ser
 		// into their buckets.
 		var edges [2]*int64
 		for i, reverse := range []bool{false, true} {
-			err := forEachScalarBlock(ctx, tx, sq, si.id, lo, hi, reverse, func(points []store.ScalarPoint) (bool, error) {
-				for j := range points {
-					if reverse {
-						j = len(points) - 1 - j
-					}
-					if st := points[j].Step; st >= lo && st <= hi {
-						edges[i] = &st
-						return false, nil
-					}
-				}
-				return true, nil
-			})
-			if err != nil || edges[i] == nil {
+			var err error
+			if edges[i], err = windowEdge(ctx, tx, sq, si.id, lo, hi, reverse); err != nil || edges[i] == nil {
 				if err != nil {
 					return err
 				}
@@ -323,6 +312,46 @@ func readScalarBuckets(ctx context.Context, tx *sql.Tx, sq *scalarStmts, si *ser
 		return exact()
 	}
 	return fn(ts, scalarchunk.BucketsFromSegments(head, segs, tail, q.Buckets))
+}
+
+// windowEdge returns the series' first step in [lo, hi] (its last, if
+// reverse), or nil if it has none there. Where the chunk at that end of
+// the window starts (ends) inside it, that is the chunk's first_step
+// (last_step), read without the chunk: decoding the two chunks at a whole
+// series' ends cost a bucketed card of runs of a few thousand points half
+// as much again as decoding all their points. A chunk crossing the
+// window's end is decoded.
+func windowEdge(ctx context.Context, tx *sql.Tx, sq *scalarStmts, seriesID, lo, hi int64, reverse bool) (*int64, error) {
+	stmt := sq.boundsAsc
+	if reverse {
+		stmt = sq.boundsDesc
+	}
+	var first, last int64
+	err := tx.StmtContext(ctx, stmt).QueryRowContext(ctx, seriesID, lo, hi, allLevels).Scan(&first, &last)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case !reverse && first >= lo: // and first <= hi, by the query
+		return &first, nil
+	case reverse && last >= lo && last <= hi:
+		return &last, nil
+	}
+	var edge *int64
+	err = forEachScalarBlock(ctx, tx, sq, seriesID, lo, hi, reverse, func(points []store.ScalarPoint) (bool, error) {
+		for j := range points {
+			if reverse {
+				j = len(points) - 1 - j
+			}
+			if st := points[j].Step; st >= lo && st <= hi {
+				edge = &st
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	return edge, err
 }
 
 // summarySegments returns the segments of a level of the series that
