@@ -278,15 +278,21 @@ func readScalarBuckets(ctx context.Context, tx *sql.Tx, sq *scalarStmts, si *ser
 		return fn(ts, b.Points())
 	}
 	// From the top level down to the coarsest whose segments are no
-	// larger than a bucket, by the count of the segments in the window.
+	// larger than a bucket, by the count of the segments in the window. A
+	// level cannot fit a series of fewer points than a segment's cap per
+	// bucket (the segments in the window count at most all its points):
+	// such a level is not read (a card of runs of a few thousand points
+	// queried four levels of every run for nothing).
 	var segs []scalarchunk.Segment
 	for level := scalarchunk.TopSummaryLevel; ; level++ {
-		var err error
-		if segs, err = summarySegments(ctx, tx, sq, si.id, level, lo, hi); err != nil {
-			return err
-		}
-		if scalarchunk.LevelFitsBuckets(level, segs, q.Buckets) {
-			break
+		if si.PointCount >= scalarchunk.SegmentCap(level)*buckets {
+			var err error
+			if segs, err = summarySegments(ctx, tx, sq, si.id, level, lo, hi); err != nil {
+				return err
+			}
+			if scalarchunk.LevelFitsBuckets(level, segs, q.Buckets) {
+				break
+			}
 		}
 		if level == scalarchunk.BaseSummaryLevel {
 			return exact()
