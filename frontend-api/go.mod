@@ -70,7 +70,7 @@ replace github.com/tbhub/tbhub/schemas => ../schemas
 
 require (
 	github.com/coreos/go-oidc/v3 v3.21.0
-	github.com/google/go-cmp v0.7.0
+	github.com/klauspost/compress v1.20.1
 	github.com/tbhub/tbhub/services/serverkit v0.0.0
 	golang.org/x/net v0.60.0
 	golang.org/x/oauth2 v0.37.0

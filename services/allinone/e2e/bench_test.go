@@ -33,7 +33,8 @@ func envInt(name string, def int) int {
 // STEPS=10000 IMAGES=1000 (scripts/bench-upload.sh); the defaults are smaller.
 // STORE=spanner serves a database of the Spanner emulator instead (issue 21's
 // measure: RUNS=100 TAGS=2 STEPS=2500 IMAGES=0), blobs in a folder. CARDS=n then
-// reads a scalars card of every run n times (benchCard; SAMPLES per run, 500).
+// reads a scalars card of every run n times (benchCard; SAMPLES per run, 500;
+// BUCKETS=n asks for it bucketed, as the web UI does, with samples=buckets=n).
 func BenchmarkUpload(b *testing.B) {
 	spec := eventgen.Spec{
 		Runs: envInt("RUNS", 10), Tags: envInt("TAGS", 20), Steps: envInt("STEPS", 10_000),
@@ -76,7 +77,7 @@ func BenchmarkUpload(b *testing.B) {
 		b.ReportMetric(wall.Seconds(), "wall-s")
 		eid := verifyBenchUpload(b, s.st, int64(points), int64(spec.Images), int64(spec.Images*spec.ImageBytes))
 		if cards := envInt("CARDS", 0); cards > 0 {
-			benchCard(b, s, eid, cards, envInt("SAMPLES", 500))
+			benchCard(b, s, eid, cards, envInt("SAMPLES", 500), envInt("BUCKETS", 0))
 		}
 		s.stop()
 		b.StartTimer()
@@ -107,20 +108,32 @@ func verifyBenchUpload(b *testing.B, st store.Reader, points, images, imageBytes
 // format=columns, samples points per run) n times and reports the median
 // answer time and the CPU per card of the benchmark's process (server and
 // HTTP client, the answer's gzip included; the Spanner emulator, if any, is
-// another process).
-func benchCard(b *testing.B, s *server, eid string, n, samples int) {
+// another process), and the first read's CPU apart: the embedded store
+// caches downsampled and bucketed answers (sqlitestore's scalarCache), so
+// the later reads measure a card read again. With buckets > 0 it asks as
+// the web UI's cards do: samples=buckets=n, each run's first, last, min
+// and max point of each of n buckets (at most 4n points, every point of a
+// run that has fewer).
+func benchCard(b *testing.B, s *server, eid string, n, samples, buckets int) {
 	runs, err := s.st.ListRuns(b.Context(), eid)
 	if err != nil {
 		b.Fatal(err)
 	}
 	form := url.Values{"tag": {"metrics/tag_00"}, "samples": {strconv.Itoa(samples)}, "format": {"columns"}}
+	if buckets > 0 {
+		samples = buckets
+		form.Set("samples", strconv.Itoa(buckets))
+		form.Set("buckets", strconv.Itoa(buckets))
+	}
 	for _, r := range runs {
 		form.Add("runs", r.Name)
 	}
 	body := form.Encode()
 	var took []time.Duration
 	var cpu time.Duration
-	for range n {
+	var points, bytes int
+	var firstCPU time.Duration // the first read's: later ones may come from the store's scalar cache
+	for i := range n {
 		req, err := http.NewRequestWithContext(b.Context(), http.MethodPost, s.url+"/experiment/"+eid+"/data/plugin/scalars/scalars_multirun", strings.NewReader(body))
 		if err != nil {
 			b.Fatal(err)
@@ -135,6 +148,9 @@ func benchCard(b *testing.B, s *server, eid string, n, samples int) {
 		answer, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		took, cpu = append(took, time.Since(start)), cpu+processCPU()-cpuStart
+		if i == 0 {
+			firstCPU = cpu
+		}
 		if err != nil || resp.StatusCode != http.StatusOK {
 			b.Fatalf("scalars_multirun: status %d, err %v", resp.StatusCode, err)
 		}
@@ -145,16 +161,23 @@ func benchCard(b *testing.B, s *server, eid string, n, samples int) {
 		if err := json.Unmarshal(answer, &columns); err != nil || len(columns) != len(runs) {
 			b.Fatalf("scalars_multirun: %d runs, err %v; want %d runs", len(columns), err, len(runs))
 		}
+		points = 0
 		for run, c := range columns {
-			if len(c.Step) != samples {
-				b.Fatalf("scalars_multirun: run %s has %d points, want %d", run, len(c.Step), samples)
+			if buckets == 0 && len(c.Step) != samples || buckets > 0 && (len(c.Step) < buckets || len(c.Step) > 4*buckets) {
+				b.Fatalf("scalars_multirun: run %s has %d points, want %d (buckets=%d)", run, len(c.Step), samples, buckets)
 			}
+			points += len(c.Step)
 		}
+		bytes = len(answer)
 	}
+	b.ReportMetric(float64(points), "card-points")
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n), "card-cpu-ms")
+	b.ReportMetric(float64(firstCPU.Microseconds())/1000, "first-card-cpu-ms")
+	b.Logf("first read: %v, %v CPU", took[0], firstCPU)
 	slices.Sort(took)
 	b.ReportMetric(float64(took[n/2].Microseconds())/1000, "card-p50-ms")
-	b.Logf("card of %d runs, samples=%d, %d reads: fastest %v, p50 %v, slowest %v", len(runs), samples, n, took[0], took[n/2], took[n-1])
+	b.Logf("card of %d runs, samples=%d, buckets=%d, %d points, %d JSON bytes, %d reads: fastest %v, p50 %v, slowest %v",
+		len(runs), samples, buckets, points, bytes, n, took[0], took[n/2], took[n-1])
 }
 
 // processCPU is the CPU time this process has used (user and system).

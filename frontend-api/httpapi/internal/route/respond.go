@@ -2,7 +2,6 @@ package route
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/tbhub/tbhub/frontend-api/httperr"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -153,7 +153,11 @@ type GzipWriter struct {
 
 // gzipWriters are reused: a new one allocates several hundred KB.
 // BestSpeed: on large JSON answers (scalar charts) the default level took
-// more CPU than reading the data, for about 7% fewer bytes.
+// more CPU than reading the data, for about 7% fewer bytes. The
+// klauspost/compress writer (already in the module graph, by Prometheus's
+// client), not compress/gzip's: at BestSpeed it compressed a 100-run card's
+// 2 MB columns answer in about half the CPU, for 5% more bytes
+// (docs/benchmarks.md, "The card's client CPU").
 var gzipWriters = sync.Pool{New: func() any {
 	w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
 	return w

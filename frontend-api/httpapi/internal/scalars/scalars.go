@@ -123,7 +123,7 @@ func (h Plugin) ScalarsMultirun(w http.ResponseWriter, r *route.Request) error {
 	// this route's time on big answers. Runs in name order, once each, as
 	// encoding/json writes a map.
 	slices.SortStableFunc(answers, func(a, b columnsAnswer) int { return strings.Compare(a.Run, b.Run) })
-	b := []byte{'{'}
+	b := append(make([]byte, 0, answerBytes(answers)), '{')
 	for i, a := range answers {
 		if i+1 < len(answers) && answers[i+1].Run == a.Run {
 			continue // the map kept the last
@@ -143,6 +143,17 @@ func (h Plugin) ScalarsMultirun(w http.ResponseWriter, r *route.Request) error {
 		}
 	}
 	return route.WriteBody(w, "application/json", append(b, '}'))
+}
+
+// answerBytes is about the size of scalars_multirun's answer of answers,
+// a little more for usual values, so that the answer is written into one
+// buffer instead of one that grows and is copied a dozen times.
+func answerBytes(answers []columnsAnswer) int {
+	n := 2
+	for _, a := range answers {
+		n += 128 + len(a.Run) + 32*len(a.Data.GetStep())
+	}
+	return n
 }
 
 // appendScalarColumns appends {"wall_time_base": B, "wall_time": [...],
@@ -178,7 +189,7 @@ func appendScalarColumns(b []byte, a columnsAnswer) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendShortFloat(b, w-base)
+		b = appendWallOffset(b, base, w)
 	}
 	b = append(b, `],"step":[`...)
 	for i, step := range d.GetStep() {
@@ -212,6 +223,67 @@ func wallTimeBase(walls []float64) float64 {
 		}
 	}
 	return base
+}
+
+// appendWallOffset appends the offset of wall time w from base: of the
+// decimals o with base + o == w in float64 arithmetic (as a client adds
+// them), the one with the fewest fractional digits, where the exact offset
+// w - base may need 17 digits ("24.9", not "24.899999856948853", for
+// 1.7e9 + 24.9 - 1.7e9). Base and w are those of wallTimeBase: base + (w -
+// base) == w, or base is 0. The digits are those of an integer m, a
+// fraction of k digits: m / 10^k is, for m below 2^53 and k up to 22, one
+// correctly rounded division of exact numbers, so exactly the float64 a
+// correct parser reads from the digits. Outside [1e-4, 1e15), or when no k
+// fits (base 0 and w not a short decimal), it writes appendShortFloat(w -
+// base), the exact offset.
+func appendWallOffset(b []byte, base, w float64) []byte {
+	d := w - base
+	if a := math.Abs(d); a >= 1e-4 && a < 1e15 {
+		for k, p := range pow10 {
+			s := d * p
+			if math.Abs(s) >= 1<<53 {
+				break
+			}
+			if m := math.Round(s); base+m/p == w {
+				return appendDecimal(b, m, k)
+			}
+		}
+	}
+	return appendShortFloat(b, d)
+}
+
+// pow10 are the powers of ten that appendWallOffset scales by, each exact.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17}
+
+// appendDecimal appends the integer m (below 2^53) divided by 10^k, in
+// positional notation without trailing fractional zeros.
+func appendDecimal(b []byte, m float64, k int) []byte {
+	if m < 0 {
+		b, m = append(b, '-'), -m
+	}
+	u := uint64(m)
+	for k > 0 && u%10 == 0 {
+		u, k = u/10, k-1
+	}
+	start := len(b)
+	b = strconv.AppendUint(b, u, 10)
+	if k == 0 {
+		return b
+	}
+	// Zeros before the digits for a fraction below 1 ("0.05" of 5, k = 2),
+	// then the point k digits from the right.
+	if pad := k + 1 - (len(b) - start); pad > 0 {
+		b = append(b, make([]byte, pad)...)
+		copy(b[start+pad:], b[start:])
+		for i := range pad {
+			b[start+i] = '0'
+		}
+	}
+	b = append(b, 0)
+	dot := len(b) - 1 - k
+	copy(b[dot+1:], b[dot:len(b)-1])
+	b[dot] = '.'
+	return b
 }
 
 // appendFloat32 appends v in its shortest round-trip form as a JSON

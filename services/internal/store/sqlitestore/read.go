@@ -262,22 +262,23 @@ func blobsAt(ctx context.Context, tx *sql.Tx, seriesID, step int64) ([]store.Blo
 	return blobs, rows.Err()
 }
 
-// ReadScalars implements store.Reader. Downsampled series come from the
-// scalar cache when it holds them (see scalarCache).
+// ReadScalars implements store.Reader. Downsampled and bucketed series
+// come from the scalar cache when it holds them (see scalarCache).
 func (s *Store) ReadScalars(ctx context.Context, eid string, q store.Query, fn store.ScalarVisitor) error {
 	gen := s.scalars.gen(eid)
 	err := readPoints(ctx, s, eid, store.DataClassScalar, q, func(tx *sql.Tx, si *seriesInfo) error {
-		if q.Buckets > 0 {
-			return readScalarBuckets(ctx, tx, s.scalarStmts, si, &q, fn)
-		}
-		if q.MaxPoints == 0 || q.MaxPoints >= si.PointCount {
+		read := readScalarSeries
+		switch {
+		case q.Buckets > 0:
+			read = readScalarBuckets
+		case q.MaxPoints == 0 || q.MaxPoints >= si.PointCount:
 			return readScalarSeries(ctx, tx, s.scalarStmts, si, &q, fn)
 		}
 		key := newScalarKey(eid, si, &q)
 		if points, ok := s.scalars.get(key, gen, si); ok {
 			return fn(&si.TimeSeries, points)
 		}
-		return readScalarSeries(ctx, tx, s.scalarStmts, si, &q, func(ts *store.TimeSeries, points []store.ScalarPoint) error {
+		return read(ctx, tx, s.scalarStmts, si, &q, func(ts *store.TimeSeries, points []store.ScalarPoint) error {
 			s.scalars.put(key, gen, si, points)
 			return fn(ts, points)
 		})

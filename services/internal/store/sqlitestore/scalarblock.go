@@ -300,15 +300,20 @@ func sampledScalars(ctx context.Context, tx *sql.Tx, sq *scalarStmts, seriesID i
 // about as much as running it.
 type scalarStmts struct {
 	chunksAsc, chunksDesc, samples *sql.Stmt
+	// boundsAsc and boundsDesc select the first_step and last_step of the
+	// first (last) chunk of chunksAsc, without the chunk.
+	boundsAsc, boundsDesc *sql.Stmt
 }
 
 func prepareScalarStmts(ctx context.Context, db *sql.DB) (*scalarStmts, error) {
 	var sq scalarStmts
-	chunks := "SELECT chunk FROM scalar_chunks WHERE series_id = ?1 AND sample_level = ?4 AND first_step >= " +
+	inRange := " FROM scalar_chunks WHERE series_id = ?1 AND sample_level = ?4 AND first_step >= " +
 		chunkStartSQL + " AND first_step <= ?3 ORDER BY first_step "
 	for stmt, query := range map[**sql.Stmt]string{
-		&sq.chunksAsc:  chunks + "ASC",
-		&sq.chunksDesc: chunks + "DESC",
+		&sq.chunksAsc:  "SELECT chunk" + inRange + "ASC",
+		&sq.chunksDesc: "SELECT chunk" + inRange + "DESC",
+		&sq.boundsAsc:  "SELECT first_step, last_step" + inRange + "ASC LIMIT 1",
+		&sq.boundsDesc: "SELECT first_step, last_step" + inRange + "DESC LIMIT 1",
 		&sq.samples: `SELECT sample_level, chunk FROM scalar_chunks
 			WHERE series_id = ? AND sample_level >= ? AND last_step >= ? AND first_step <= ? ORDER BY sample_level DESC, first_step DESC`,
 	} {

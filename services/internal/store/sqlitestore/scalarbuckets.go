@@ -263,19 +263,8 @@ func readScalarBuckets(ctx context.Context, tx *sql.Tx, sq *scalarStmts, si *ser
 		// into their buckets.
 		var edges [2]*int64
 		for i, reverse := range []bool{false, true} {
-			err := forEachScalarBlock(ctx, tx, sq, si.id, lo, hi, reverse, func(points []store.ScalarPoint) (bool, error) {
-				for j := range points {
-					if reverse {
-						j = len(points) - 1 - j
-					}
-					if st := points[j].Step; st >= lo && st <= hi {
-						edges[i] = &st
-						return false, nil
-					}
-				}
-				return true, nil
-			})
-			if err != nil || edges[i] == nil {
+			var err error
+			if edges[i], err = windowEdge(ctx, tx, sq, si.id, lo, hi, reverse); err != nil || edges[i] == nil {
 				if err != nil {
 					return err
 				}
@@ -289,15 +278,21 @@ func readScalarBuckets(ctx context.Context, tx *sql.Tx, sq *scalarStmts, si *ser
 		return fn(ts, b.Points())
 	}
 	// From the top level down to the coarsest whose segments are no
-	// larger than a bucket, by the count of the segments in the window.
+	// larger than a bucket, by the count of the segments in the window. A
+	// level cannot fit a series of fewer points than a segment's cap per
+	// bucket (the segments in the window count at most all its points):
+	// such a level is not read (a card of runs of a few thousand points
+	// queried four levels of every run for nothing).
 	var segs []scalarchunk.Segment
 	for level := scalarchunk.TopSummaryLevel; ; level++ {
-		var err error
-		if segs, err = summarySegments(ctx, tx, sq, si.id, level, lo, hi); err != nil {
-			return err
-		}
-		if scalarchunk.LevelFitsBuckets(level, segs, q.Buckets) {
-			break
+		if si.PointCount >= scalarchunk.SegmentCap(level)*buckets {
+			var err error
+			if segs, err = summarySegments(ctx, tx, sq, si.id, level, lo, hi); err != nil {
+				return err
+			}
+			if scalarchunk.LevelFitsBuckets(level, segs, q.Buckets) {
+				break
+			}
 		}
 		if level == scalarchunk.BaseSummaryLevel {
 			return exact()
@@ -323,6 +318,46 @@ func readScalarBuckets(ctx context.Context, tx *sql.Tx, sq *scalarStmts, si *ser
 		return exact()
 	}
 	return fn(ts, scalarchunk.BucketsFromSegments(head, segs, tail, q.Buckets))
+}
+
+// windowEdge returns the series' first step in [lo, hi] (its last, if
+// reverse), or nil if it has none there. Where the chunk at that end of
+// the window starts (ends) inside it, that is the chunk's first_step
+// (last_step), read without the chunk: decoding the two chunks at a whole
+// series' ends cost a bucketed card of runs of a few thousand points half
+// as much again as decoding all their points. A chunk crossing the
+// window's end is decoded.
+func windowEdge(ctx context.Context, tx *sql.Tx, sq *scalarStmts, seriesID, lo, hi int64, reverse bool) (*int64, error) {
+	stmt := sq.boundsAsc
+	if reverse {
+		stmt = sq.boundsDesc
+	}
+	var first, last int64
+	err := tx.StmtContext(ctx, stmt).QueryRowContext(ctx, seriesID, lo, hi, allLevels).Scan(&first, &last)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case !reverse && first >= lo: // and first <= hi, by the query
+		return &first, nil
+	case reverse && last >= lo && last <= hi:
+		return &last, nil
+	}
+	var edge *int64
+	err = forEachScalarBlock(ctx, tx, sq, seriesID, lo, hi, reverse, func(points []store.ScalarPoint) (bool, error) {
+		for j := range points {
+			if reverse {
+				j = len(points) - 1 - j
+			}
+			if st := points[j].Step; st >= lo && st <= hi {
+				edge = &st
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	return edge, err
 }
 
 // summarySegments returns the segments of a level of the series that

@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/tbhub/tbhub/services/internal/store"
@@ -84,5 +85,65 @@ func TestScalarCacheBound(t *testing.T) {
 	c.wrote("e")
 	if _, ok := c.get(scalarKey{eid: "e", series: 3}, 0, si); ok {
 		t.Error("an entry read before a write is still served")
+	}
+}
+
+// A bucketed read (a web UI card) is cached as a downsampled one is, and
+// its cached answer never hides a write either: an overwrite by this
+// process of a step inside a bucket, an append by another process.
+func TestScalarCacheBucketedReads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), DefaultFile)
+	a, err := Open(t.Context(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	eid := newTestExperiment(t, a)
+	if err := a.WriteScalars(t.Context(), eid, []store.ScalarSeries{scalarBatch(0, 1000)}); err != nil {
+		t.Fatal(err)
+	}
+	read := func() []store.ScalarPoint {
+		t.Helper()
+		var out []store.ScalarPoint
+		if err := a.ReadScalars(t.Context(), eid, store.Query{Buckets: 10, MaxPoints: 10}, func(_ *store.TimeSeries, ps []store.ScalarPoint) error {
+			out = append(out, ps...)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	first := read()
+	a.scalars.mu.Lock()
+	cached := len(a.scalars.entries)
+	a.scalars.mu.Unlock()
+	if cached != 1 {
+		t.Fatalf("%d cache entries after a bucketed read, want 1", cached)
+	}
+	if again := read(); !slices.Equal(again, first) {
+		t.Fatalf("second read %v, first %v", again, first)
+	}
+
+	// A spike written inside a bucket is its highest point.
+	spike := scalarBatch(555, 1)
+	spike.Points[0].Value = 1e9
+	if err := a.WriteScalars(t.Context(), eid, []store.ScalarSeries{spike}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); !slices.Contains(got, spike.Points[0]) {
+		t.Errorf("after writing a spike at step 555, read %v", got)
+	}
+
+	// Another process (a second Store on the file) appends a step.
+	b, err := Open(t.Context(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.WriteScalars(t.Context(), eid, []store.ScalarSeries{scalarBatch(1000, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got[len(got)-1].Step != 1000 {
+		t.Errorf("after another store appended step 1000, the last point read is %+v", got[len(got)-1])
 	}
 }

@@ -182,7 +182,7 @@ func (s *Store) HasExperiments(ctx context.Context) (bool, error) {
 func (s *Store) Close() error {
 	var errs []error
 	if sq := s.scalarStmts; sq != nil {
-		errs = append(errs, sq.chunksAsc.Close(), sq.chunksDesc.Close(), sq.samples.Close())
+		errs = append(errs, sq.chunksAsc.Close(), sq.chunksDesc.Close(), sq.samples.Close(), sq.boundsAsc.Close(), sq.boundsDesc.Close())
 	}
 	return errors.Join(append(errs, s.r.Close(), s.w.Close())...)
 }
