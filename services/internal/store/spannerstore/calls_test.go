@@ -511,3 +511,63 @@ func TestStepWindowReadsScanNoChunks(t *testing.T) {
 		}
 	}
 }
+
+// A read naming its runs and tags (a card, the HParams page) selects its
+// series by key, with no query (on the emulator the query cost more than
+// the chunk read it precedes): only the named scalar series of the
+// named plugins, and store.ErrNotFound once the experiment is deleted.
+func TestNamedSeriesReadByKey(t *testing.T) {
+	s, calls, eid := countedStore(t)
+	ctx := t.Context()
+	runs := runNames(10)
+	writeRuns(t, s, eid, runs, []string{"loss"}, func(int) int64 { return 30 })
+	// Series the filter names but must not select: another class, another
+	// plugin.
+	err := s.WriteTensors(ctx, eid, []store.TensorSeries{{
+		Series: store.TimeSeries{Run: runs[0], Tag: "img", PluginName: "scalars", DataClass: store.DataClassTensor},
+		Points: []store.TensorPoint{{Step: 1, WallTime: 1.7e9, DType: 1, Tensor: []byte{1}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteScalars(ctx, eid, []store.ScalarSeries{{
+		Series: store.TimeSeries{Run: runs[1], Tag: "x", PluginName: "other"},
+		Points: []store.ScalarPoint{{Step: 1, WallTime: 1.7e9, Value: 1}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	q := store.Query{Filter: store.Filter{Runs: append(runs, "no-such-run", runs[0]), Tags: []string{"loss", "img", "x", "none"}, Plugins: []string{"scalars"}}, MaxPoints: 10}
+	calls.take()
+	var got []string
+	err = s.ReadScalars(ctx, eid, q, func(ts *store.TimeSeries, ps []store.ScalarPoint) error {
+		got = append(got, ts.Run+"/"+ts.Tag)
+		if len(ps) != 10 {
+			t.Errorf("%s/%s: %d points, want 10", ts.Run, ts.Tag, len(ps))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, r := range runs {
+		want = append(want, r+"/loss")
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("read series %v, want %v", got, want)
+	}
+	if byCall, _ := calls.take(); byCall["ExecuteStreamingSql"] != 0 {
+		t.Errorf("calls %v: a query selected the series", byCall)
+	}
+	if err := s.DeleteExperiment(ctx, eid); err != nil {
+		t.Fatal(err)
+	}
+	err = s.ReadScalars(ctx, eid, q, func(*store.TimeSeries, []store.ScalarPoint) error { return nil })
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("read of a deleted experiment: %v, want store.ErrNotFound", err)
+	}
+	err = s.ReadScalars(ctx, store.NewExperimentID(), q, func(*store.TimeSeries, []store.ScalarPoint) error { return nil })
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("read of a missing experiment: %v, want store.ErrNotFound", err)
+	}
+}

@@ -3,6 +3,7 @@ package spannerstore
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"math"
 	"math/bits"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 	"sync"
 
 	"cloud.google.com/go/spanner"
+	"google.golang.org/grpc/codes"
 
 	"github.com/tbhub/tbhub/services/internal/scalarchunk"
 	"github.com/tbhub/tbhub/services/internal/store"
@@ -33,6 +35,9 @@ type scalarSeries struct {
 // 150 ms for a window in the middle of a 10M-point series on the
 // emulator.
 func selectScalarSeries(ctx context.Context, tx txReader, eid string, q *store.Query) ([]scalarSeries, error) {
+	if f := q.Filter; f.Runs != nil && f.Tags != nil && !f.Empty() && len(f.Runs)*len(f.Tags) <= maxNamedSeries {
+		return readNamedSeries(ctx, tx, eid, f)
+	}
 	stmt := seriesStatement(eid, store.DataClassScalar, q.Filter, []string{"ts.SeriesId", "ts.HeadSteps[SAFE_OFFSET(0)]"}, "")
 	var out []scalarSeries
 	err := querySeries(ctx, tx, eid, stmt, func(sum store.SeriesSummary, row *spanner.Row) error {
@@ -42,6 +47,67 @@ func selectScalarSeries(ctx context.Context, tx txReader, eid string, q *store.Q
 		}
 		if err := row.Column(2+len(seriesColumns), &s.head); err != nil {
 			return err
+		}
+		out = append(out, s)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b scalarSeries) int {
+		return cmp.Or(cmp.Compare(a.sum.Run, b.sum.Run), cmp.Compare(a.sum.Tag, b.sum.Tag))
+	})
+	return out, nil
+}
+
+// maxNamedSeries bounds the series (runs × tags) a filter naming both
+// may name for selectScalarSeries to read them by key.
+const maxNamedSeries = 10_000
+
+// readNamedSeries is selectScalarSeries for a filter naming its runs and
+// tags, as a card's read does: a read of the experiment's State, then one
+// of the TimeSeries rows by key, plugins and class checked here. On the
+// emulator the two reads cost about 8 ms for a card of 100 runs where the
+// query cost 13–20 ms (it compiles and joins).
+func readNamedSeries(ctx context.Context, tx txReader, eid string, f store.Filter) ([]scalarSeries, error) {
+	row, err := tx.ReadRow(ctx, "Experiments", spanner.Key{eid}, []string{"State"})
+	if spanner.ErrCode(err) == codes.NotFound {
+		return nil, fmt.Errorf("experiment %q: %w", eid, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var state string
+	if err := row.Column(0, &state); err != nil {
+		return nil, err
+	}
+	if state != stateLive {
+		return nil, fmt.Errorf("experiment %q: %w", eid, store.ErrNotFound)
+	}
+	var keys []spanner.KeySet
+	seen := map[[2]string]bool{}
+	for _, run := range f.Runs {
+		for _, tag := range f.Tags {
+			if !seen[[2]string{run, tag}] {
+				seen[[2]string{run, tag}] = true
+				keys = append(keys, spanner.Key{eid, run, tag})
+			}
+		}
+	}
+	var out []scalarSeries
+	columns := append(slices.Clone(seriesColumns), "SeriesId", "HeadSteps")
+	err = tx.Read(ctx, "TimeSeries", spanner.KeySets(keys...), columns).Do(func(row *spanner.Row) error {
+		sum, _, err := scanSeries(row, 0)
+		if err != nil || sum.DataClass != store.DataClassScalar || !f.Match(&sum.TimeSeries) {
+			return err
+		}
+		s := scalarSeries{sum: sum}
+		var heads []spanner.NullInt64
+		if err := row.Columns(append(make([]any, len(seriesColumns)), &s.id, &heads)...); err != nil {
+			return err
+		}
+		if len(heads) > 0 {
+			s.head = heads[0]
 		}
 		out = append(out, s)
 		return nil
