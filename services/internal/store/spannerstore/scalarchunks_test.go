@@ -73,6 +73,7 @@ func scalarQueries() map[string]store.Query {
 		"k=10":             {MaxPoints: 10},
 		"k=1000":           {MaxPoints: 1000},
 		"k=7000":           {MaxPoints: 7000},
+		"k=3000":           {MaxPoints: 3000},
 		"from 5000, k=100": {MinStep: p(5000), MaxPoints: 100},
 		"to 3000, k=100":   {MaxStep: p(3000), MaxPoints: 100},
 		"to 3000, latest":  {MaxStep: p(3000), MaxPoints: 1},
@@ -332,7 +333,9 @@ func TestStepWindowsInSparseSteps(t *testing.T) {
 		}
 	}
 	for _, w := range []struct{ min, max int64 }{{1_500_500, 1_600_000}, {1_500_500, 1_500_900}, {50_000, 1_700_321}, {-5, 40}, {2_000_000, 3_000_000}} {
-		for _, k := range []int64{store.AllPoints, 1, 10, 1000} {
+		// k = 20,000 and 30,000 of [50,000, 1,700,321] rank every point
+		// of the window (51,600; 80,000 estimated from the mean density).
+		for _, k := range []int64{store.AllPoints, 1, 10, 1000, 20_000, 30_000} {
 			q := store.Query{MinStep: ptr(w.min), MaxStep: ptr(w.max), MaxPoints: k}
 			sameAnswers(t, fmt.Sprintf("window [%d, %d], k=%d", w.min, w.max, k), readAll(t, sp, eid, q), readAll(t, lite, leid, q))
 		}
