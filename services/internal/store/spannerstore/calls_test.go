@@ -28,6 +28,32 @@ import (
 type callCounter struct {
 	mu    sync.Mutex
 	calls map[string]int
+	sql   []string // the statements of the queries
+}
+
+// sqlStream records the statement of each query sent on it.
+type sqlStream struct {
+	grpc.ClientStream
+	c *callCounter
+}
+
+func (s sqlStream) SendMsg(m any) error {
+	if req, ok := m.(*spannerpb.ExecuteSqlRequest); ok {
+		s.c.mu.Lock()
+		s.c.sql = append(s.c.sql, req.GetSql())
+		s.c.mu.Unlock()
+	}
+	return s.ClientStream.SendMsg(m)
+}
+
+// statements returns the statements of the queries sent since the last
+// call.
+func (c *callCounter) statements() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.sql
+	c.sql = nil
+	return out
 }
 
 func (c *callCounter) count(method string) {
@@ -89,7 +115,11 @@ func countingStore(tb testing.TB) (*spannerstore.Store, *callCounter, *commitCou
 		option.WithGRPCDialOption(grpc.WithChainStreamInterceptor(
 			func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 				c.count(method)
-				return streamer(ctx, desc, cc, method, opts...)
+				cs, err := streamer(ctx, desc, cc, method, opts...)
+				if err != nil {
+					return nil, err
+				}
+				return sqlStream{cs, c}, nil
 			})))
 	if err != nil {
 		tb.Fatal(err)
@@ -443,5 +473,101 @@ func TestChunkReadCalls(t *testing.T) {
 				t.Errorf("read of %d series made %d Spanner calls (%s), want at most 4", visits, total, byCall)
 			}
 		})
+	}
+}
+
+// A read of a step window in the middle of a long series finds the chunks
+// its ends fall in by key ranges sized from the series' mean step
+// density: no query scans the series' chunk keys below the window (which
+// cost a 10M-point series' zoomed read 150 ms on the emulator), in every
+// read mode, while steps are dense.
+func TestStepWindowReadsScanNoChunks(t *testing.T) {
+	s, calls, eid := countedStore(t)
+	ctx := t.Context()
+	writeRuns(t, s, eid, []string{"r"}, []string{"loss"}, func(int) int64 { return 60_000 })
+	lo, hi := ptr(int64(30_000)), ptr(int64(36_000))
+	for name, q := range map[string]store.Query{
+		"bucketed":       {MinStep: lo, MaxStep: hi, Buckets: 10},
+		"bucketed exact": {MinStep: lo, MaxStep: hi, Buckets: 1000},
+		"sampled":        {MinStep: lo, MaxStep: hi, MaxPoints: 100},
+		"window":         {MinStep: lo, MaxStep: hi, MaxPoints: 1000},
+		"all":            {MinStep: lo, MaxStep: hi, MaxPoints: store.AllPoints},
+		"latest":         {MaxStep: hi, MaxPoints: 1},
+		"from lo":        {MinStep: lo, MaxPoints: store.AllPoints},
+	} {
+		calls.statements()
+		got := 0
+		err := s.ReadScalars(ctx, eid, q, func(_ *store.TimeSeries, ps []store.ScalarPoint) error {
+			got += len(ps)
+			return nil
+		})
+		if err != nil || got == 0 {
+			t.Fatalf("%s: read %d points, err %v", name, got, err)
+		}
+		for _, sql := range calls.statements() {
+			if strings.Contains(sql, "ScalarChunks") {
+				t.Errorf("%s: a query reads the chunks: %s", name, sql)
+			}
+		}
+	}
+}
+
+// A read naming its runs and tags (a card, the HParams page) selects its
+// series by key, with no query (on the emulator the query cost more than
+// the chunk read it precedes): only the named scalar series of the
+// named plugins, and store.ErrNotFound once the experiment is deleted.
+func TestNamedSeriesReadByKey(t *testing.T) {
+	s, calls, eid := countedStore(t)
+	ctx := t.Context()
+	runs := runNames(10)
+	writeRuns(t, s, eid, runs, []string{"loss"}, func(int) int64 { return 30 })
+	// Series the filter names but must not select: another class, another
+	// plugin.
+	err := s.WriteTensors(ctx, eid, []store.TensorSeries{{
+		Series: store.TimeSeries{Run: runs[0], Tag: "img", PluginName: "scalars", DataClass: store.DataClassTensor},
+		Points: []store.TensorPoint{{Step: 1, WallTime: 1.7e9, DType: 1, Tensor: []byte{1}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteScalars(ctx, eid, []store.ScalarSeries{{
+		Series: store.TimeSeries{Run: runs[1], Tag: "x", PluginName: "other"},
+		Points: []store.ScalarPoint{{Step: 1, WallTime: 1.7e9, Value: 1}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	q := store.Query{Filter: store.Filter{Runs: append(runs, "no-such-run", runs[0]), Tags: []string{"loss", "img", "x", "none"}, Plugins: []string{"scalars"}}, MaxPoints: 10}
+	calls.take()
+	var got []string
+	err = s.ReadScalars(ctx, eid, q, func(ts *store.TimeSeries, ps []store.ScalarPoint) error {
+		got = append(got, ts.Run+"/"+ts.Tag)
+		if len(ps) != 10 {
+			t.Errorf("%s/%s: %d points, want 10", ts.Run, ts.Tag, len(ps))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, r := range runs {
+		want = append(want, r+"/loss")
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("read series %v, want %v", got, want)
+	}
+	if byCall, _ := calls.take(); byCall["ExecuteStreamingSql"] != 0 {
+		t.Errorf("calls %v: a query selected the series", byCall)
+	}
+	if err := s.DeleteExperiment(ctx, eid); err != nil {
+		t.Fatal(err)
+	}
+	err = s.ReadScalars(ctx, eid, q, func(*store.TimeSeries, []store.ScalarPoint) error { return nil })
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("read of a deleted experiment: %v, want store.ErrNotFound", err)
+	}
+	err = s.ReadScalars(ctx, store.NewExperimentID(), q, func(*store.TimeSeries, []store.ScalarPoint) error { return nil })
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("read of a missing experiment: %v, want store.ErrNotFound", err)
 	}
 }

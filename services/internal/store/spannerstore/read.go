@@ -204,27 +204,18 @@ func querySeries(ctx context.Context, tx txReader, eid string, stmt spanner.Stat
 	found := false
 	err := tx.Query(ctx, stmt).Do(func(row *spanner.Row) error {
 		var state string
-		var run, tag, plugin, display, desc spanner.NullString
-		var class, count, maxStep, maxLength spanner.NullInt64
-		var wall spanner.NullFloat64
-		var metadata []byte
-		for i, dst := range []any{&state, &run, &tag, &plugin, &metadata, &class, &display, &desc, &count, &maxStep, &wall, &maxLength} {
-			if err := row.Column(i, dst); err != nil {
-				return err
-			}
+		if err := row.Column(0, &state); err != nil {
+			return err
 		}
 		if state != stateLive {
 			return nil
 		}
 		found = true
-		if !run.Valid {
-			return nil // the experiment has no selected series
+		sum, ok, err := scanSeries(row, 1)
+		if err != nil || !ok {
+			return err // no error: the experiment has no selected series
 		}
-		return fn(store.SeriesSummary{
-			TimeSeries: store.TimeSeries{Run: run.StringVal, Tag: tag.StringVal, PluginName: plugin.StringVal, SummaryMetadata: metadata,
-				DataClass: store.DataClass(class.Int64), DisplayName: display.StringVal, Description: desc.StringVal},
-			PointCount: count.Int64, MaxStep: maxStep.Int64, MaxWallTime: nullFloat(wall), MaxLength: maxLength.Int64,
-		}, row)
+		return fn(sum, row)
 	})
 	if err != nil {
 		return err
@@ -233,6 +224,28 @@ func querySeries(ctx context.Context, tx txReader, eid string, stmt spanner.Stat
 		return fmt.Errorf("experiment %q: %w", eid, store.ErrNotFound)
 	}
 	return nil
+}
+
+// scanSeries reads the seriesColumns of row from column at on: false if
+// they are NULL (a query's outer join matched no series).
+func scanSeries(row *spanner.Row, at int) (store.SeriesSummary, bool, error) {
+	var run, tag, plugin, display, desc spanner.NullString
+	var class, count, maxStep, maxLength spanner.NullInt64
+	var wall spanner.NullFloat64
+	var metadata []byte
+	for i, dst := range []any{&run, &tag, &plugin, &metadata, &class, &display, &desc, &count, &maxStep, &wall, &maxLength} {
+		if err := row.Column(at+i, dst); err != nil {
+			return store.SeriesSummary{}, false, err
+		}
+	}
+	if !run.Valid {
+		return store.SeriesSummary{}, false, nil
+	}
+	return store.SeriesSummary{
+		TimeSeries: store.TimeSeries{Run: run.StringVal, Tag: tag.StringVal, PluginName: plugin.StringVal, SummaryMetadata: metadata,
+			DataClass: store.DataClass(class.Int64), DisplayName: display.StringVal, Description: desc.StringVal},
+		PointCount: count.Int64, MaxStep: maxStep.Int64, MaxWallTime: nullFloat(wall), MaxLength: maxLength.Int64,
+	}, true, nil
 }
 
 // ListSeries implements store.Reader: one single-use read.

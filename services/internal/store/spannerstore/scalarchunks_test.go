@@ -73,6 +73,7 @@ func scalarQueries() map[string]store.Query {
 		"k=10":             {MaxPoints: 10},
 		"k=1000":           {MaxPoints: 1000},
 		"k=7000":           {MaxPoints: 7000},
+		"k=3000":           {MaxPoints: 3000},
 		"from 5000, k=100": {MinStep: p(5000), MaxPoints: 100},
 		"to 3000, k=100":   {MaxStep: p(3000), MaxPoints: 100},
 		"to 3000, latest":  {MaxStep: p(3000), MaxPoints: 1},
@@ -301,5 +302,44 @@ func TestLegacyScalarsConvert(t *testing.T) {
 	check("migrated")
 	if err := s.MigrateScalarChunks(ctx, func(p spannerstore.ConversionProgress) { t.Errorf("a third migration converted %+v", p) }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A step window whose ends fall where the steps before them are much
+// sparser than the series' mean (the chunk holding the end starts further
+// back than a read sized by the mean reaches) reads as the embedded store
+// does, in every read mode; so does a window starting before the series.
+func TestStepWindowsInSparseSteps(t *testing.T) {
+	ctx := t.Context()
+	sp, _, eid := countedStore(t)
+	lite, leid := embeddedStore(t)
+	// 100,000 dense steps, then 2,000 steps 1,000 apart: the mean is
+	// about 21 steps per point, the sparse chunks span about a million.
+	var points []store.ScalarPoint
+	for st := range int64(100_000) {
+		points = append(points, store.ScalarPoint{Step: st, WallTime: 1.7e9 + float64(st), Value: math.Sin(float64(st) / 50)})
+	}
+	for i := range int64(2_000) {
+		st := 100_000 + 1_000*i
+		points = append(points, store.ScalarPoint{Step: st, WallTime: 1.7e9 + float64(st), Value: float64(i)})
+	}
+	ts := store.TimeSeries{Run: "r", Tag: "x", PluginName: "scalars"}
+	for from := 0; from < len(points); from += 20_000 {
+		batch := []store.ScalarSeries{{Series: ts, Points: points[from:min(len(points), from+20_000)]}}
+		for s, e := range map[store.Store]string{sp: eid, lite: leid} {
+			if err := s.WriteScalars(ctx, e, batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, w := range []struct{ min, max int64 }{{1_500_500, 1_600_000}, {1_500_500, 1_500_900}, {50_000, 1_700_321}, {-5, 40}, {2_000_000, 3_000_000}} {
+		// k = 20,000 and 30,000 of [50,000, 1,700,321] rank every point
+		// of the window (51,600; 80,000 estimated from the mean density).
+		for _, k := range []int64{store.AllPoints, 1, 10, 1000, 20_000, 30_000} {
+			q := store.Query{MinStep: ptr(w.min), MaxStep: ptr(w.max), MaxPoints: k}
+			sameAnswers(t, fmt.Sprintf("window [%d, %d], k=%d", w.min, w.max, k), readAll(t, sp, eid, q), readAll(t, lite, leid, q))
+		}
+		q := store.Query{MaxStep: ptr(w.max), MaxPoints: 1}
+		sameAnswers(t, fmt.Sprintf("up to %d, latest", w.max), readAll(t, sp, eid, q), readAll(t, lite, leid, q))
 	}
 }

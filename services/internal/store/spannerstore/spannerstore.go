@@ -30,9 +30,11 @@
 // snapshot) that checks the experiment's State with its first read, which
 // also begins the transaction; a method that needs only one read
 // (GetExperiment, ListSeries) runs it single-use. The point reads
-// (ReadScalars, scalarread.go: one query for the series, then one read of
-// every series' chunks, and one more for series whose sample levels held
-// too few points of a window; its siblings, points.go) make a number of
+// (ReadScalars, scalarread.go: one query for the series, or for a filter
+// naming its runs and tags a read of the experiment's State and one of
+// the series rows by key, then one read of every series' chunks, and one
+// more for series whose sample levels held too few points of a window;
+// its siblings, points.go) make a number of
 // Spanner calls
 // that does not grow with the number of series: one query for the State
 // and the selected series (filtered in SQL, so other series' metadata is

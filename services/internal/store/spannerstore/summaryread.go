@@ -212,14 +212,10 @@ func readEdgeChunks(ctx context.Context, tx txReader, eid string, edges []edgeRa
 	var missed []edgeRange
 	for i, e := range edges {
 		cs := read[levelKey{e.ID, scalarchunk.AllLevels}]
-		start := -1 // the last chunk starting at or before Lo, read in this range
-		kr := keys[i].(spanner.KeyRange)
-		for j, c := range cs {
-			if c.first <= e.Lo && c.first >= kr.Start[3].(int64) {
-				start = j
-			}
-		}
-		if start < 0 {
+		// The last chunk starting at or before Lo, if this range read it
+		// (cs may hold the other edge's range too).
+		start := lastStartAtOrBefore(cs, e.Lo)
+		if start < 0 || cs[start].first < keys[i].(spanner.KeyRange).Start[3].(int64) {
 			missed = append(missed, e)
 			continue
 		}
@@ -232,21 +228,33 @@ func readEdgeChunks(ctx context.Context, tx txReader, eid string, edges []edgeRa
 	if len(missed) == 0 {
 		return out, nil
 	}
-	err = tx.Query(ctx, spanner.Statement{SQL: edgeChunksSQL, Params: map[string]any{"eid": eid, "edges": missed}}).Do(func(row *spanner.Row) error {
+	found, err := queryEdgeChunks(ctx, tx, eid, missed)
+	for e, cs := range found {
+		out[e] = cs
+	}
+	return out, err
+}
+
+// queryEdgeChunks runs edgeChunksSQL: for each edge range, the chunks of
+// all points from the last starting at or before Lo to Hi, in step order;
+// none for a range of no chunk starting at or before Lo.
+func queryEdgeChunks(ctx context.Context, tx txReader, eid string, edges []edgeRange) (map[edgeRange][]storedChunk, error) {
+	out := map[edgeRange][]storedChunk{}
+	err := tx.Query(ctx, spanner.Statement{SQL: edgeChunksSQL, Params: map[string]any{"eid": eid, "edges": edges}}).Do(func(row *spanner.Row) error {
 		var id, lo int64
 		var c storedChunk
 		if err := row.Columns(&id, &lo, &c.first, &c.chunk); err != nil {
 			return err
 		}
-		for _, e := range missed {
+		for _, e := range edges {
 			if e.ID == id && e.Lo == lo {
 				out[e] = append(out[e], c)
 			}
 		}
 		return nil
 	})
-	for _, e := range missed {
-		slices.SortFunc(out[e], func(a, b storedChunk) int { return cmp.Compare(a.first, b.first) })
+	for _, cs := range out {
+		slices.SortFunc(cs, func(a, b storedChunk) int { return cmp.Compare(a.first, b.first) })
 	}
 	return out, err
 }
