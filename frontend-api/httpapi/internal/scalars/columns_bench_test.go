@@ -11,7 +11,7 @@ import (
 )
 
 // benchColumns is a card's answer as BenchmarkUpload's card reads it
-// (services/e2e, issue 21): runs series of n points, wall times 0.1 s
+// (services/allinone/e2e, issue 21): runs series of n points, wall times 0.1 s
 // apart from 1.7e9 and float32 values of a sine, as eventgen writes them.
 func benchColumns(runs, n int) []columnsAnswer {
 	answers := make([]columnsAnswer, runs)
