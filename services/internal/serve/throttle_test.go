@@ -168,9 +168,3 @@ func TestForwardedForNeedsTrustedHops(t *testing.T) {
 		}
 	}
 }
-
-// noCredentialThrottle turns the per-address throttle of invalid
-// credentials off: the matrix sends hundreds of them from one address to
-// check what each is refused, which TestBadCredentialsAreThrottledPerAddress
-// covers.
-func noCredentialThrottle(c *serve.Config) { c.Limits.BadCredentials.PerSecond = 0 }
