@@ -357,6 +357,21 @@ func (e *Enforcer) ReserveToken(ctx context.Context, userID string, n int64) err
 	return e.reserve(ctx, userID, charge{tokensQuota, 1}, charge{bytesQuota, n})
 }
 
+// StoredBesideBlobs returns the user's stored bytes other than blobs
+// (series metadata, tokens, runs, grants, and what this instance admitted
+// of them since it read the usage), reading the usage again if it is
+// stale: what the store adds to the blob bytes it counts when it checks
+// the byte quota (store.Quotas.OtherBytes).
+func (e *Enforcer) StoredBesideBlobs(ctx context.Context, userID string) (int64, error) {
+	u := e.user(userID)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if err := e.refresh(ctx, u, userID, false); err != nil {
+		return 0, err
+	}
+	return u.usage.StoredBytes() - u.usage.BlobBytes, nil
+}
+
 // UsageChanged makes the next quota check of the user read the usage from
 // the store again: call it after a change that frees quota (revoked
 // tokens), so that a user at a cap may use what was freed at once.

@@ -9,7 +9,7 @@ import (
 // pass a per-user quota: the user had Used, the write adds Adding, the
 // quota is Limit. It wraps ErrQuotaExceeded.
 type QuotaError struct {
-	Quota  string // what is counted: PointsQuotaName, ExperimentsQuotaName
+	Quota  string // what is counted: PointsQuotaName, ExperimentsQuotaName, BytesQuotaName
 	Limit  int64
 	Used   int64
 	Adding int64
@@ -26,6 +26,7 @@ func (e *QuotaError) Unwrap() error { return ErrQuotaExceeded }
 const (
 	PointsQuotaName      = "points per user"
 	ExperimentsQuotaName = "experiments per user"
+	BytesQuotaName       = "blob bytes per user" // as the enforcer names it: every stored byte but points
 )
 
 // Quotas are the per-user quotas a store checks inside the transactions
@@ -35,6 +36,14 @@ const (
 type Quotas struct {
 	Points      int64 // WriteScalars, WriteTensors
 	Experiments int64 // CreateExperiment, CreateExperimentOnce
+	// Bytes is the byte quota (Usage.StoredBytes), checked by PutBlob and
+	// PutBlobIf when a row grows. The store counts blob bytes (Usage.
+	// BlobBytes: current and unfinished rows) in the usage row, exactly;
+	// OtherBytes is the caller's count of the user's other stored bytes
+	// (series metadata, tokens, runs, grants), added to it as they were
+	// when the caller last read them.
+	Bytes      int64
+	OtherBytes int64
 }
 
 type quotasKey struct{}

@@ -159,6 +159,21 @@ func (s *Server) withQuotas(ctx context.Context) context.Context {
 	return store.WithQuotas(ctx, store.Quotas{Points: l.MaxPointsPerUser, Experiments: l.MaxExperimentsPerUser})
 }
 
+// withBlobQuota returns ctx carrying the byte quota the store checks,
+// exactly for blob bytes, when a blob's row grows: the user's other
+// stored bytes are this instance's count (store.Quotas.OtherBytes).
+func (s *Server) withBlobQuota(ctx context.Context, userID string) (context.Context, error) {
+	limit := s.limits.Limits().MaxBlobBytesPerUser
+	if limit <= 0 {
+		return ctx, nil
+	}
+	other, err := s.limits.StoredBesideBlobs(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	return store.WithQuotas(ctx, store.Quotas{Bytes: limit, OtherBytes: other}), nil
+}
+
 // storeRefused returns err, the result of a store write under withQuotas.
 // If the store refused it over a quota, the enforcer's cached usage, which
 // counted the refused write and was behind the store, is read again.

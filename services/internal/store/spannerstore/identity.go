@@ -416,9 +416,10 @@ func (s *Store) TouchAPIToken(ctx context.Context, tokenID string, at time.Time,
 	return fail("TouchAPIToken", err)
 }
 
-// UserUsage implements store.IdentityStore from the running totals on
-// TimeSeries rows, so it reads one row per series of the user's live
-// experiments.
+// UserUsage implements store.IdentityStore: experiments, points and blob
+// bytes from the user's UserUsage row, the rest from the TimeSeries rows
+// of the user's live experiments (one per series) and the tokens, runs
+// and grants.
 func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, error) {
 	s, release := s.acquire()
 	defer release()
@@ -429,38 +430,19 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 	if err != nil {
 		return store.Usage{}, fail("UserUsage", err)
 	}
-	u := store.Usage{Experiments: kept.experiments, Points: kept.points}
+	u := store.Usage{Experiments: kept.experiments, Points: kept.points, BlobBytes: kept.blobBytes}
 	row, err := singleRow(tx.Query(ctx, spanner.Statement{
-		SQL: `SELECT
-				COALESCE(SUM(ts.BlobBytes), 0),
-				COALESCE(SUM(BYTE_LENGTH(ts.SummaryMetadata)), 0)
+		SQL: `SELECT COALESCE(SUM(BYTE_LENGTH(ts.SummaryMetadata)), 0)
 			FROM Experiments e JOIN TimeSeries ts ON ts.ExperimentId = e.ExperimentId
 			WHERE e.OwnerId = @user AND e.State = @live`,
 		Params: map[string]any{"user": userID, "live": stateLive},
 	}))
 	if err == nil {
-		err = row.Columns(&u.BlobBytes, &u.MetadataBytes)
+		err = row.Columns(&u.MetadataBytes)
 	}
 	if err != nil {
 		return store.Usage{}, fail("UserUsage", err)
 	}
-	// Unfinished blobs hold stored bytes too; the series' totals count
-	// current blobs only. This reads the user's blob rows (a prefix scan
-	// of Blobs per experiment).
-	row, err = singleRow(tx.Query(ctx, spanner.Statement{
-		SQL: `SELECT COALESCE(SUM(b.Size), 0)
-			FROM Experiments e JOIN Blobs b ON b.ExperimentId = e.ExperimentId
-			WHERE e.OwnerId = @user AND e.State = @live AND b.State = @unfinished`,
-		Params: map[string]any{"user": userID, "live": stateLive, "unfinished": int64(store.BlobStateUnfinalized)},
-	}))
-	var unfinished int64
-	if err == nil {
-		err = row.Columns(&unfinished)
-	}
-	if err != nil {
-		return store.Usage{}, fail("UserUsage", err)
-	}
-	u.BlobBytes += unfinished
 	// Tokens (store.APIToken.StoredBytes each; a read-only transaction's
 	// CURRENT_TIMESTAMP is its read time), runs and grants (store.RowBytes
 	// each: their text's UTF-8 bytes and store.RowOverheadBytes), in one

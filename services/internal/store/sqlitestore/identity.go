@@ -360,26 +360,16 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 	var u store.Usage
 	var pendingBytes int64
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		// Experiments and points by key: the row the writes keep.
-		err := tx.QueryRowContext(ctx, "SELECT experiments, points FROM user_usage WHERE user_id = ?", userID).Scan(&u.Experiments, &u.Points)
+		// Experiments, points and blob bytes by key: the row the writes
+		// keep.
+		err := tx.QueryRowContext(ctx, "SELECT experiments, points, blob_bytes FROM user_usage WHERE user_id = ?", userID).
+			Scan(&u.Experiments, &u.Points, &u.BlobBytes)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		if err := tx.QueryRowContext(ctx, `SELECT
-				COALESCE(SUM(CASE WHEN s.data_class = 3 THEN s.total_bytes END), 0),
-				COALESCE(SUM(LENGTH(s.metadata)), 0)
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(LENGTH(s.metadata)), 0)
 			FROM experiments e JOIN series s ON s.experiment_id = e.id
-			WHERE e.owner = ? AND e.deleted = 0`, userID).Scan(&u.BlobBytes, &u.MetadataBytes); err != nil {
-			return err
-		}
-		// Unfinished blobs hold stored bytes too; the series' totals count
-		// current blobs only.
-		var unfinished int64
-		err = tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(b.size), 0)
-			FROM experiments e JOIN series s ON s.experiment_id = e.id JOIN blobs b ON b.series_id = s.id
-			WHERE e.owner = ? AND e.deleted = 0 AND b.state = ?`, userID, int(store.BlobStateUnfinalized)).Scan(&unfinished)
-		u.BlobBytes += unfinished
-		if err != nil {
+			WHERE e.owner = ? AND e.deleted = 0`, userID).Scan(&u.MetadataBytes); err != nil {
 			return err
 		}
 		// Token bytes as store.APIToken.StoredBytes counts them.
