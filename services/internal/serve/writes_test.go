@@ -586,3 +586,45 @@ func TestBytesQuotaHoldsAcrossInstances(t *testing.T) {
 		t.Errorf("ada stores %d bytes, want the quota, %d", got, quota)
 	}
 }
+
+// TestTokenAndPendingGrantCapsHoldAcrossInstances: the live tokens cap
+// and the pending grants cap are checked by the store in the transaction
+// that creates the token or the grant, so the instance whose cached
+// counts are stale is refused, with the numbers.
+func TestTokenAndPendingGrantCapsHoldAcrossInstances(t *testing.T) {
+	_, a, b, ctx := frozenInstances(t, func(l *limits.Limits) { l.MaxTokensPerUser = 3; l.MaxPendingGrantsPerUser = 2 })
+	// ada has the token frozenInstances made. b counts it and one more;
+	// a makes a third, which b does not know.
+	for i, h := range []*harness{b, a} {
+		if _, err := h.account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: fmt.Sprint(i), Scopes: scopesRead}); err != nil {
+			t.Fatalf("token %d: %v", i+2, err)
+		}
+	}
+	_, err := b.account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: "one too many", Scopes: scopesRead})
+	wantRefused(t, "a fourth token through the other instance", err, codes.ResourceExhausted,
+		"live API tokens per user is 3: the user has 3 and this request adds 1")
+
+	ce, err := a.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant := func(h *harness, email string) error {
+		_, err := h.exps.GrantAccess(ctx, &experimentsv1.GrantAccessRequest{ExperimentId: ce.GetExperimentId(),
+			Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_Email{Email: email}}})
+		return err
+	}
+	for i, h := range []*harness{b, a} {
+		if err := grant(h, fmt.Sprintf("g%d@example.com", i)); err != nil {
+			t.Fatalf("pending grant %d: %v", i+1, err)
+		}
+	}
+	wantRefused(t, "a third pending grant through the other instance", grant(b, "g2@example.com"), codes.ResourceExhausted,
+		"pending grants per user is 2: the user has 2 and this request adds 1")
+	list, err := a.exps.ListGrants(ctx, &experimentsv1.ListGrantsRequest{ExperimentId: ce.GetExperimentId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(list.GetGrants()); n != 2 {
+		t.Errorf("%d grants stored, want 2", n)
+	}
+}

@@ -24,9 +24,11 @@ func (e *QuotaError) Unwrap() error { return ErrQuotaExceeded }
 
 // The quotas a store checks, by their names in QuotaError.
 const (
-	PointsQuotaName      = "points per user"
-	ExperimentsQuotaName = "experiments per user"
-	BytesQuotaName       = "blob bytes per user" // as the enforcer names it: every stored byte but points
+	PointsQuotaName        = "points per user"
+	ExperimentsQuotaName   = "experiments per user"
+	BytesQuotaName         = "blob bytes per user" // as the enforcer names it: every stored byte but points
+	TokensQuotaName        = "live API tokens per user"
+	PendingGrantsQuotaName = "pending grants per user"
 )
 
 // Quotas are the per-user quotas a store checks inside the transactions
@@ -44,6 +46,12 @@ type Quotas struct {
 	// when the caller last read them.
 	Bytes      int64
 	OtherBytes int64
+	// Tokens caps the user's live API tokens (neither revoked nor
+	// expired; CreateAPIToken); PendingGrants the pending grants on the
+	// user's live experiments (a new one by AddPendingGrant). Each is
+	// counted, from the rows, in the transaction that adds one.
+	Tokens        int64
+	PendingGrants int64
 }
 
 type quotasKey struct{}

@@ -156,7 +156,8 @@ func countPoints[P any, T pointTag[P], R pointRun[P, T]](runs []R) int64 {
 // inside the transactions that change what they count (store.WithQuotas).
 func (s *Server) withQuotas(ctx context.Context) context.Context {
 	l := s.limits.Limits()
-	return store.WithQuotas(ctx, store.Quotas{Points: l.MaxPointsPerUser, Experiments: l.MaxExperimentsPerUser})
+	return store.WithQuotas(ctx, store.Quotas{Points: l.MaxPointsPerUser, Experiments: l.MaxExperimentsPerUser,
+		Tokens: l.MaxTokensPerUser, PendingGrants: l.MaxPendingGrantsPerUser})
 }
 
 // withBlobQuota returns ctx carrying the byte quota the store checks,

@@ -121,6 +121,27 @@ func (s *Store) AddPendingGrant(ctx context.Context, eid, email string) error {
 		if err := checkLive(ctx, tx, eid); err != nil {
 			return err
 		}
+		if limit := store.QuotasOf(ctx).PendingGrants; limit > 0 {
+			// A new grant is checked against the owner's pending grants,
+			// counted in this transaction: the query locks what it reads
+			// (the owner's experiments and their pending grants), so two
+			// grants of one owner, from any instances, serialize.
+			row, err := singleRow(tx.Query(ctx, spanner.Statement{SQL: `SELECT
+					(SELECT COUNT(*) FROM PendingGrants WHERE Email = @email AND ExperimentId = @eid),
+					(SELECT COUNT(*) FROM Experiments e JOIN PendingGrants p ON p.ExperimentId = e.ExperimentId
+						WHERE e.OwnerId = (SELECT OwnerId FROM Experiments WHERE ExperimentId = @eid) AND e.State = @live)`,
+				Params: map[string]any{"email": email, "eid": eid, "live": stateLive}}))
+			if err != nil {
+				return err
+			}
+			var exists, used int64
+			if err := row.Columns(&exists, &used); err != nil {
+				return err
+			}
+			if err := store.CheckQuota(store.PendingGrantsQuotaName, limit, used, 1-exists); err != nil {
+				return err
+			}
+		}
 		return tx.BufferWrite([]*spanner.Mutation{spanner.InsertOrUpdate("PendingGrants",
 			[]string{"Email", "ExperimentId", "CreateTime"}, []any{email, eid, spanner.CommitTimestamp})})
 	})
@@ -274,6 +295,23 @@ func (s *Store) CreateAPIToken(ctx context.Context, t store.APIToken) (store.API
 			return fmt.Errorf("token %q: %w", t.ID, store.ErrAlreadyExists)
 		} else if spanner.ErrCode(err) != codes.NotFound {
 			return err
+		}
+		if limit := store.QuotasOf(ctx).Tokens; limit > 0 {
+			// Counted in this transaction, which locks the user's token
+			// rows it reads: two creates of one user serialize.
+			row, err := singleRow(tx.Query(ctx, spanner.Statement{SQL: `SELECT COUNT(*) FROM ApiTokens
+				WHERE UserId = @user AND RevokeTime IS NULL AND (ExpireTime IS NULL OR ExpireTime > CURRENT_TIMESTAMP())`,
+				Params: map[string]any{"user": t.UserID}}))
+			if err != nil {
+				return err
+			}
+			var live int64
+			if err := row.Columns(&live); err != nil {
+				return err
+			}
+			if err := store.CheckQuota(store.TokensQuotaName, limit, live, 1); err != nil {
+				return err
+			}
 		}
 		// Insert fails with AlreadyExists if the hash is taken.
 		return tx.BufferWrite([]*spanner.Mutation{spanner.Insert("ApiTokens",

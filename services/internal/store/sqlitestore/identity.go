@@ -143,6 +143,21 @@ func (s *Store) AddPendingGrant(ctx context.Context, eid, email string) error {
 		if err := liveExperiment(ctx, tx, eid); err != nil {
 			return err
 		}
+		if limit := store.QuotasOf(ctx).PendingGrants; limit > 0 {
+			// A new grant is checked against the owner's pending grants,
+			// counted in this transaction: the database's only writer.
+			var exists, used int64
+			if err := tx.QueryRowContext(ctx, `SELECT
+					(SELECT COUNT(*) FROM pending_grants WHERE email = ?1 AND experiment_id = ?2),
+					(SELECT COUNT(*) FROM experiments e JOIN pending_grants p ON p.experiment_id = e.id
+						WHERE e.owner = (SELECT owner FROM experiments WHERE id = ?2) AND e.deleted = 0)`,
+				email, eid).Scan(&exists, &used); err != nil {
+				return err
+			}
+			if err := store.CheckQuota(store.PendingGrantsQuotaName, limit, used, 1-exists); err != nil {
+				return err
+			}
+		}
 		_, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO pending_grants (email, experiment_id) VALUES (?, ?)", email, eid)
 		return err
 	})
@@ -247,6 +262,17 @@ func (s *Store) CreateAPIToken(ctx context.Context, t store.APIToken) (store.API
 		}
 		if n > 0 {
 			return fmt.Errorf("token %q: %w", t.ID, store.ErrAlreadyExists)
+		}
+		if limit := store.QuotasOf(ctx).Tokens; limit > 0 {
+			var live int64
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM api_tokens
+				WHERE user_id = ? AND revoke_time IS NULL AND (expire_time IS NULL OR expire_time > ?)`,
+				t.UserID, nanos(t.CreateTime)).Scan(&live); err != nil {
+				return err
+			}
+			if err := store.CheckQuota(store.TokensQuotaName, limit, live, 1); err != nil {
+				return err
+			}
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO api_tokens
 			(id, hash, user_id, name, scopes, secret_prefix, create_time, expire_time, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,

@@ -169,21 +169,9 @@ func testExperimentsQuota(t *testing.T, s store.Store) {
 
 	racer := newUser(t, s, "racer-"+store.NewExperimentID())
 	c = store.WithQuotas(ctx(t), store.Quotas{Experiments: 5})
-	var fns []func() error
-	for range 12 {
-		fns = append(fns, func() error {
-			return s.CreateExperiment(c, store.Experiment{ID: store.NewExperimentID(), Owner: racer, Visibility: store.VisibilityPrivate})
-		})
-	}
-	created := 0
-	for _, err := range runAll(fns...) {
-		switch {
-		case err == nil:
-			created++
-		case !errors.Is(err, store.ErrQuotaExceeded):
-			t.Errorf("CreateExperiment at once: %v", err)
-		}
-	}
+	created := admittedAtOnce(t, "CreateExperiment", 12, func(int) error {
+		return s.CreateExperiment(c, store.Experiment{ID: store.NewExperimentID(), Owner: racer, Visibility: store.VisibilityPrivate})
+	})
 	if u := usageOf(t, s, racer); created != 5 || (u != nil && u.Experiments != 5) {
 		t.Errorf("12 creates at once under a quota of 5 made %d (usage says %+v), want 5", created, u)
 	}
@@ -250,4 +238,25 @@ func testBytesQuota(t *testing.T, s store.Store) {
 	must(t, "DeleteExperiment", s.DeleteExperiment(ctx(t), other))
 	blobBytes(0, "after deleting the experiment holding the rest")
 	must(t, "a blob of 900 after the delete", put(eid, 2, 1, 900, store.BlobStateCurrent))
+}
+
+// admittedAtOnce runs n calls of fn (given 0..n-1) at once, which a quota
+// may refuse, and returns how many passed; an error other than a quota
+// error fails the test.
+func admittedAtOnce(t *testing.T, what string, n int, fn func(i int) error) int {
+	t.Helper()
+	fns := make([]func() error, n)
+	for i := range fns {
+		fns[i] = func() error { return fn(i) }
+	}
+	passed := 0
+	for _, err := range runAll(fns...) {
+		switch {
+		case err == nil:
+			passed++
+		case !errors.Is(err, store.ErrQuotaExceeded):
+			t.Errorf("%s at once: %v", what, err)
+		}
+	}
+	return passed
 }
