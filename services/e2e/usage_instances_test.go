@@ -63,26 +63,9 @@ func TestPointsQuotaAcrossInstances(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	errs := make([]error, len(writers))
-	var wg sync.WaitGroup
-	for i, w := range writers {
-		wg.Go(func() { errs[i] = upload(ctx, w, eids[i], each, perRequest, request) })
-	}
-	wg.Wait()
-	refused := 0
-	for i, err := range errs {
-		if err == nil {
-			continue
-		}
-		refused++
-		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), fmt.Sprintf("points per user is %d", quota)) {
-			t.Errorf("upload through instance %d: %v, want RESOURCE_EXHAUSTED naming the %d-point quota", i, err, quota)
-		}
-		t.Logf("upload through instance %d refused: %v", i, err)
-	}
-	if refused == 0 {
-		t.Errorf("both uploads of %d points passed a quota of %d", each, quota)
-	}
+	uploadThroughEach(t, writers, fmt.Sprintf("points per user is %d", quota), func(i int, w servicepb.TensorBoardWriterServiceClient) error {
+		return upload(ctx, w, eids[i], each, perRequest, request)
+	})
 	st := db.Store(t)
 	var stored int64
 	for _, eid := range eids {
@@ -121,6 +104,34 @@ func upload(ctx context.Context, w servicepb.TensorBoardWriterServiceClient, eid
 		}
 	}
 	return nil
+}
+
+// uploadThroughEach runs upload through each writer at once and wants at
+// least one refused, every refusal RESOURCE_EXHAUSTED naming the quota
+// (quota is a piece of its message).
+func uploadThroughEach(t *testing.T, writers []servicepb.TensorBoardWriterServiceClient, quota string,
+	upload func(i int, w servicepb.TensorBoardWriterServiceClient) error) {
+	t.Helper()
+	errs := make([]error, len(writers))
+	var wg sync.WaitGroup
+	for i, w := range writers {
+		wg.Go(func() { errs[i] = upload(i, w) })
+	}
+	wg.Wait()
+	refused := 0
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		refused++
+		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), quota) {
+			t.Errorf("upload through instance %d: %v, want RESOURCE_EXHAUSTED naming the quota (%q)", i, err, quota)
+		}
+		t.Logf("upload through instance %d refused: %v", i, err)
+	}
+	if refused == 0 {
+		t.Errorf("the uploads through every instance passed the quota (%q)", quota)
+	}
 }
 
 // staleWriters starts two write service processes with env added, whose
@@ -185,32 +196,14 @@ func TestBytesQuotaAcrossInstances(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	errs := make([]error, len(writers))
-	var wg sync.WaitGroup
-	for i, w := range writers {
-		wg.Go(func() {
-			for index := range int64(each) {
-				if errs[i] = writeImage(ctx, w, seqs[i], index, image); errs[i] != nil {
-					return
-				}
+	uploadThroughEach(t, writers, fmt.Sprintf("blob bytes per user is %d", quota), func(i int, w servicepb.TensorBoardWriterServiceClient) error {
+		for index := range int64(each) {
+			if err := writeImage(ctx, w, seqs[i], index, image); err != nil {
+				return err
 			}
-		})
-	}
-	wg.Wait()
-	refused := 0
-	for i, err := range errs {
-		if err == nil {
-			continue
 		}
-		refused++
-		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), fmt.Sprintf("blob bytes per user is %d", quota)) {
-			t.Errorf("images through instance %d: %v, want RESOURCE_EXHAUSTED naming the %d-byte quota", i, err, quota)
-		}
-		t.Logf("images through instance %d refused: %v", i, err)
-	}
-	if refused == 0 {
-		t.Errorf("both instances stored %d images of %d bytes under a quota of %d", each, image, quota)
-	}
+		return nil
+	})
 	st := db.Store(t)
 	eid, _, err := store.ParseBlobSequenceID(seqs[0])
 	if err != nil {
