@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,20 @@ func loadDuration(t *testing.T) time.Duration {
 	return 20 * time.Second
 }
 
+// loadWriteInstances is how many write service processes TestManyTenants
+// runs behind a round-robin proxy (as Cloud Run spreads calls over a
+// service's instances): $TBHUB_LOAD_WRITE_INSTANCES, else 1 (no proxy).
+func loadWriteInstances(t *testing.T) int {
+	if v := os.Getenv("TBHUB_LOAD_WRITE_INSTANCES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("TBHUB_LOAD_WRITE_INSTANCES=%q: want a positive number", v)
+		}
+		return n
+	}
+	return 1
+}
+
 // TestManyTenants is a bounded load test of the three-process shape (write
 // service, read service, frontend) on the Spanner emulator and
 // fake-gcs-server: 20 uploaders, each a different user with its own
@@ -47,17 +62,28 @@ func TestManyTenants(t *testing.T) {
 	bins := buildServerBinaries(t)
 	db := spanneremu.NewDatabase(t)
 	base := cloudEnv(t, db)
-	writePort, readPort, frontPort := freePort(t), freePort(t), freePort(t)
+	readPort, frontPort := freePort(t), freePort(t)
 	frontURL := "http://127.0.0.1:" + frontPort
-	writeURL := "http://127.0.0.1:" + writePort
-	startProcess(t, bins["write-service"], append(base, "PORT="+writePort,
-		"TBHUB_PUBLIC_ORIGIN="+frontURL, "TBHUB_API_ENDPOINT=127.0.0.1:"+writePort))
-	waitHTTPReady(t, writeURL+"/readyz")
+	var writeAddrs []string
+	for range loadWriteInstances(t) {
+		writeAddrs = append(writeAddrs, "127.0.0.1:"+freePort(t))
+	}
+	// One write instance is called directly, several through a proxy.
+	writeAddr := writeAddrs[0]
+	if len(writeAddrs) > 1 {
+		writeAddr = newRoundRobin(t, writeAddrs...).addr
+	}
+	writeURL := "http://" + writeAddr
+	for _, addr := range writeAddrs {
+		startProcess(t, bins["write-service"], append(base, "PORT="+addr[len("127.0.0.1:"):],
+			"TBHUB_PUBLIC_ORIGIN="+frontURL, "TBHUB_API_ENDPOINT="+writeAddr))
+		waitHTTPReady(t, "http://"+addr+"/readyz")
+	}
 	startProcess(t, bins["read-service"], append(base, "PORT="+readPort, "TBHUB_PUBLIC_ORIGIN="+frontURL,
 		"TBHUB_BLOB_KEY_SECRET=Y2xvdWQtcnVuLXNoYXBlLXRlc3Qta2V5"))
 	waitGRPCServing(t, "127.0.0.1:"+readPort)
 	startProcess(t, bins["frontend"], []string{"PORT=" + frontPort,
-		"TBHUB_READ_SERVICE=127.0.0.1:" + readPort, "TBHUB_EXPERIMENT_SERVICE=127.0.0.1:" + writePort, "TBHUB_GRPC_INSECURE=true"})
+		"TBHUB_READ_SERVICE=127.0.0.1:" + readPort, "TBHUB_EXPERIMENT_SERVICE=" + writeAddr, "TBHUB_GRPC_INSECURE=true"})
 	waitHTTPReady(t, frontURL+"/readyz")
 
 	type tenant struct {
@@ -164,8 +190,8 @@ func TestManyTenants(t *testing.T) {
 	for _, tn := range tenants {
 		rounds += tn.rounds - 1
 	}
-	t.Logf("%d uploaders, %d readers, %v: %d upload rounds of %d points (+%d images), %.0f points/s; upload round p50 %v p99 %v; %d reads, %.1f reads/s, p50 %v p99 %v",
-		uploaders, readers, elapsed.Round(time.Second), rounds, pointsPerRound, spec.Images,
+	t.Logf("%d write instances, %d uploaders, %d readers, %v: %d upload rounds of %d points (+%d images), %.0f points/s; upload round p50 %v p99 %v; %d reads, %.1f reads/s, p50 %v p99 %v",
+		len(writeAddrs), uploaders, readers, elapsed.Round(time.Second), rounds, pointsPerRound, spec.Images,
 		float64(rounds*pointsPerRound)/elapsed.Seconds(), quantile(uploadLat, 0.5), quantile(uploadLat, 0.99),
 		len(readLat), float64(len(readLat))/elapsed.Seconds(), quantile(readLat, 0.5), quantile(readLat, 0.99))
 	if rounds == 0 {

@@ -2,7 +2,9 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -38,20 +40,7 @@ func TestPointsQuotaAcrossInstances(t *testing.T) {
 	token := createToken(t, bins, base, db, "researcher")
 	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+token)
 
-	var writers []servicepb.TensorBoardWriterServiceClient
-	for range 2 {
-		port := freePort(t)
-		startProcess(t, bins["write-service"], append(base, "PORT="+port,
-			"TBHUB_PUBLIC_ORIGIN=http://127.0.0.1:"+port, fmt.Sprintf("TBHUB_MAX_POINTS_PER_USER=%d", quota),
-			"TBHUB_USAGE_REFRESH=1h"))
-		waitHTTPReady(t, "http://127.0.0.1:"+port+"/readyz")
-		conn, err := grpc.NewClient("127.0.0.1:"+port, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		writers = append(writers, servicepb.NewTensorBoardWriterServiceClient(conn))
-	}
+	writers := staleWriters(t, bins, base, fmt.Sprintf("TBHUB_MAX_POINTS_PER_USER=%d", quota))
 	request := func(eid string, lo, n int64) *servicepb.WriteScalarRequest {
 		tag := &servicepb.WriteScalarRequest_Tag{Name: "loss",
 			Metadata: &tbpb.SummaryMetadata{PluginData: &tbpb.SummaryMetadata_PluginData{PluginName: "scalars"}, DataClass: tbpb.DataClass_DATA_CLASS_SCALAR}}
@@ -74,26 +63,9 @@ func TestPointsQuotaAcrossInstances(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	errs := make([]error, len(writers))
-	var wg sync.WaitGroup
-	for i, w := range writers {
-		wg.Go(func() { errs[i] = upload(ctx, w, eids[i], each, perRequest, request) })
-	}
-	wg.Wait()
-	refused := 0
-	for i, err := range errs {
-		if err == nil {
-			continue
-		}
-		refused++
-		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), fmt.Sprintf("points per user is %d", quota)) {
-			t.Errorf("upload through instance %d: %v, want RESOURCE_EXHAUSTED naming the %d-point quota", i, err, quota)
-		}
-		t.Logf("upload through instance %d refused: %v", i, err)
-	}
-	if refused == 0 {
-		t.Errorf("both uploads of %d points passed a quota of %d", each, quota)
-	}
+	uploadThroughEach(t, writers, fmt.Sprintf("points per user is %d", quota), func(i int, w servicepb.TensorBoardWriterServiceClient) error {
+		return upload(ctx, w, eids[i], each, perRequest, request)
+	})
 	st := db.Store(t)
 	var stored int64
 	for _, eid := range eids {
@@ -132,4 +104,147 @@ func upload(ctx context.Context, w servicepb.TensorBoardWriterServiceClient, eid
 		}
 	}
 	return nil
+}
+
+// uploadThroughEach runs upload through each writer at once and wants at
+// least one refused, every refusal RESOURCE_EXHAUSTED naming the quota
+// (quota is a piece of its message).
+func uploadThroughEach(t *testing.T, writers []servicepb.TensorBoardWriterServiceClient, quota string,
+	upload func(i int, w servicepb.TensorBoardWriterServiceClient) error) {
+	t.Helper()
+	errs := make([]error, len(writers))
+	var wg sync.WaitGroup
+	for i, w := range writers {
+		wg.Go(func() { errs[i] = upload(i, w) })
+	}
+	wg.Wait()
+	refused := 0
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		refused++
+		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), quota) {
+			t.Errorf("upload through instance %d: %v, want RESOURCE_EXHAUSTED naming the quota (%q)", i, err, quota)
+		}
+		t.Logf("upload through instance %d refused: %v", i, err)
+	}
+	if refused == 0 {
+		t.Errorf("the uploads through every instance passed the quota (%q)", quota)
+	}
+}
+
+// staleWriters starts two write service processes with env added, whose
+// cached usage is trusted for an hour (--usage-refresh), and returns a
+// client of each.
+func staleWriters(t *testing.T, bins map[string]string, base []string, env ...string) []servicepb.TensorBoardWriterServiceClient {
+	t.Helper()
+	var writers []servicepb.TensorBoardWriterServiceClient
+	for range 2 {
+		port := freePort(t)
+		startProcess(t, bins["write-service"], append(append(base, "PORT="+port,
+			"TBHUB_PUBLIC_ORIGIN=http://127.0.0.1:"+port, "TBHUB_USAGE_REFRESH=1h"), env...))
+		waitHTTPReady(t, "http://127.0.0.1:"+port+"/readyz")
+		conn, err := grpc.NewClient("127.0.0.1:"+port, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		writers = append(writers, servicepb.NewTensorBoardWriterServiceClient(conn))
+	}
+	return writers
+}
+
+// TestBytesQuotaAcrossInstances is the byte quota's counterpart: two write
+// service processes on one emulator database and one fake-gcs-server, one
+// user under a byte quota uploading images through each at once, each
+// instance's cached usage read before the uploads and kept for an hour.
+// Every stored blob is counted in the usage row and the quota checked in
+// the transaction writing the blob's row, so the user's stored bytes never
+// pass the quota, and the refused upload says it hit the quota.
+func TestBytesQuotaAcrossInstances(t *testing.T) {
+	const image, each = 100_000, 30 // bytes per image, images per instance
+	bins := buildServerBinaries(t)
+	db := spanneremu.NewDatabase(t)
+	base := cloudEnv(t, db)
+	token := createToken(t, bins, base, db, "researcher")
+	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+token)
+	// The quota leaves room for one and a half instances' images beside
+	// the token, runs and series metadata (well under 100 KB).
+	const quota = 100_000 + each*image*3/2
+	writers := staleWriters(t, bins, base, fmt.Sprintf("TBHUB_MAX_BLOB_BYTES_PER_USER=%d", quota))
+
+	// Both experiments and image sequences are made through the first
+	// instance; then each instance reads the user's usage (no blobs) with
+	// its first image, and keeps it.
+	seqs := make([]string, len(writers))
+	for i := range writers {
+		ce, err := writers[0].CreateExperiment(ctx, &servicepb.CreateExperimentRequest{Name: fmt.Sprintf("through instance %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq, err := writers[0].GetOrCreateBlobSequence(ctx, &servicepb.GetOrCreateBlobSequenceRequest{ExperimentId: ce.GetExperimentId(),
+			Run: "train", Tag: "images", Step: 1, WallTime: timestamppb.Now(), FinalSequenceLength: each + 1,
+			Metadata: &tbpb.SummaryMetadata{PluginData: &tbpb.SummaryMetadata_PluginData{PluginName: "images"}, DataClass: tbpb.DataClass_DATA_CLASS_BLOB_SEQUENCE}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs[i] = seq.GetBlobSequenceId()
+	}
+	for i, w := range writers {
+		if err := writeImage(ctx, w, seqs[i], each, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uploadThroughEach(t, writers, fmt.Sprintf("blob bytes per user is %d", quota), func(i int, w servicepb.TensorBoardWriterServiceClient) error {
+		for index := range int64(each) {
+			if err := writeImage(ctx, w, seqs[i], index, image); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	st := db.Store(t)
+	eid, _, err := store.ParseBlobSequenceID(seqs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := st.GetExperiment(t.Context(), eid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := st.UserUsage(t.Context(), e.Owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stored %d bytes (%d of blobs) under a quota of %d", u.StoredBytes(), u.BlobBytes, quota)
+	if u.StoredBytes() > quota || u.StoredBytes() <= quota-image {
+		t.Errorf("stored %d bytes under a quota of %d: want at most the quota, and less than one image (%d) short of it", u.StoredBytes(), quota, image)
+	}
+}
+
+// writeImage uploads n bytes as blob index of the sequence in one request.
+func writeImage(ctx context.Context, w servicepb.TensorBoardWriterServiceClient, seq string, index, n int64) error {
+	s, err := w.WriteBlob(ctx)
+	if err != nil {
+		return err
+	}
+	data := make([]byte, n)
+	for i := range data {
+		data[i] = byte(int64(i) * (index + 1))
+	}
+	if err := s.Send(&servicepb.WriteBlobRequest{BlobSequenceId: seq, Index: index, Data: data, BlobBytes: n, FinalizeObject: true}); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if err := s.CloseSend(); err != nil {
+		return err
+	}
+	for {
+		if _, err := s.Recv(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
 }

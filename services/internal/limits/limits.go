@@ -65,10 +65,11 @@ type Limits struct {
 	MaxTokensPerUser int64
 	// UsageRefresh is how long an instance trusts its cached copy of a
 	// user's usage before reading it again. The cache is a pre-check:
-	// the points and experiments quotas are checked exactly by the store,
-	// in the write's transaction (store.WithQuotas), so a longer refresh
-	// costs nothing in exactness there, only in the other quotas'
-	// overshoot.
+	// the points, experiments, tokens and pending grants quotas, and the
+	// byte quota's blob bytes, are checked exactly by the store, in the
+	// write's transaction (store.WithQuotas), so a longer refresh costs
+	// nothing in exactness there, only in the overshoot of the byte
+	// quota's other bytes (metadata, tokens, runs, grants).
 	UsageRefresh time.Duration
 
 	// MaxRunsPerExperiment bounds the runs of one experiment, however
@@ -188,9 +189,10 @@ type UsageSource interface {
 // between, admitted work is added to it, and a refresh corrects rewrites
 // of existing points (counted as new) and deletions. Quota checks are as
 // exact as one process can make them: with several server processes each
-// may admit up to one refresh interval's work beyond a quota. For points
-// and experiments the enforcer is only a pre-check: the store refuses, exactly, what
-// passes the quota (store.WithQuotas).
+// may admit up to one refresh interval's work beyond a quota. For points,
+// experiments, tokens, pending grants and blob bytes the enforcer is only
+// a pre-check: the store refuses, exactly, what passes the quota
+// (store.WithQuotas).
 type Enforcer struct {
 	l     Limits
 	usage UsageSource
@@ -355,6 +357,21 @@ func (e *Enforcer) ReserveStoredBytes(ctx context.Context, userID string, n int6
 // byte quota, both or neither.
 func (e *Enforcer) ReserveToken(ctx context.Context, userID string, n int64) error {
 	return e.reserve(ctx, userID, charge{tokensQuota, 1}, charge{bytesQuota, n})
+}
+
+// StoredBesideBlobs returns the user's stored bytes other than blobs
+// (series metadata, tokens, runs, grants, and what this instance admitted
+// of them since it read the usage), reading the usage again if it is
+// stale: what the store adds to the blob bytes it counts when it checks
+// the byte quota (store.Quotas.OtherBytes).
+func (e *Enforcer) StoredBesideBlobs(ctx context.Context, userID string) (int64, error) {
+	u := e.user(userID)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if err := e.refresh(ctx, u, userID, false); err != nil {
+		return 0, err
+	}
+	return u.usage.StoredBytes() - u.usage.BlobBytes, nil
 }
 
 // UsageChanged makes the next quota check of the user read the usage from

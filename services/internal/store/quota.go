@@ -9,7 +9,7 @@ import (
 // pass a per-user quota: the user had Used, the write adds Adding, the
 // quota is Limit. It wraps ErrQuotaExceeded.
 type QuotaError struct {
-	Quota  string // what is counted: PointsQuotaName, ExperimentsQuotaName
+	Quota  string // what is counted: PointsQuotaName, ExperimentsQuotaName, BytesQuotaName
 	Limit  int64
 	Used   int64
 	Adding int64
@@ -24,8 +24,11 @@ func (e *QuotaError) Unwrap() error { return ErrQuotaExceeded }
 
 // The quotas a store checks, by their names in QuotaError.
 const (
-	PointsQuotaName      = "points per user"
-	ExperimentsQuotaName = "experiments per user"
+	PointsQuotaName        = "points per user"
+	ExperimentsQuotaName   = "experiments per user"
+	BytesQuotaName         = "blob bytes per user" // as the enforcer names it: every stored byte but points
+	TokensQuotaName        = "live API tokens per user"
+	PendingGrantsQuotaName = "pending grants per user"
 )
 
 // Quotas are the per-user quotas a store checks inside the transactions
@@ -35,6 +38,20 @@ const (
 type Quotas struct {
 	Points      int64 // WriteScalars, WriteTensors
 	Experiments int64 // CreateExperiment, CreateExperimentOnce
+	// Bytes is the byte quota (Usage.StoredBytes), checked by PutBlob and
+	// PutBlobIf when a row grows. The store counts blob bytes (Usage.
+	// BlobBytes: current and unfinished rows) in the usage row, exactly;
+	// OtherBytes is the caller's count of the user's other stored bytes
+	// (series metadata, tokens, runs, grants), added to it as they were
+	// when the caller last read them.
+	Bytes      int64
+	OtherBytes int64
+	// Tokens caps the user's live API tokens (neither revoked nor
+	// expired; CreateAPIToken); PendingGrants the pending grants on the
+	// user's live experiments (a new one by AddPendingGrant). Each is
+	// counted, from the rows, in the transaction that adds one.
+	Tokens        int64
+	PendingGrants int64
 }
 
 type quotasKey struct{}

@@ -180,8 +180,8 @@ func (a *authService) CreateToken(ctx context.Context, req *authv1.CreateTokenRe
 	if err := a.s.limits.ReserveToken(ctx, p.UserID, t.StoredBytes()); err != nil {
 		return nil, err
 	}
-	if t, err = a.s.st.CreateAPIToken(ctx, t); err != nil {
-		return nil, err
+	if t, err = a.s.st.CreateAPIToken(a.s.withQuotas(ctx), t); err != nil {
+		return nil, a.s.storeRefused(p.UserID, err)
 	}
 	return &authv1.CreateTokenResponse{Token: tokenProto(&t), Secret: secret}, nil
 }

@@ -286,6 +286,10 @@ type upload struct {
 	pw       *io.PipeWriter
 	putDone  chan putResult
 	settle   func(stored int64) // of the quota reservation
+	userID   string
+	// quotaCtx carries the byte quota the store checks when the row
+	// grows (withBlobQuota); it survives the stream.
+	quotaCtx context.Context
 }
 
 type putResult struct {
@@ -341,12 +345,16 @@ func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, 
 	}
 	// The bytes the stream may add are reserved now, against streams the
 	// user runs at once, and settled to what was stored when it ends.
+	quotaCtx, err := s.withBlobQuota(context.WithoutCancel(ctx), userID)
+	if err != nil {
+		return nil, err
+	}
 	settle, err := s.limits.ReserveBlobBytes(ctx, userID, total-offset)
 	if err != nil {
 		return nil, err
 	}
 	up := &upload{s: s, slot: slot, total: total, key: key, base: base, row: store.MatchOf(slot.row),
-		putDone: make(chan putResult, 1), settle: settle}
+		putDone: make(chan putResult, 1), settle: settle, userID: userID, quotaCtx: quotaCtx}
 	if slot.row != nil || base != blob.NoObject {
 		claim := store.Blob{Index: slot.ref.Index, ObjectKey: key, State: store.BlobStateUnfinalized}
 		if slot.row != nil {
@@ -378,7 +386,7 @@ func (s *Server) startUpload(ctx context.Context, userID string, slot blobSlot, 
 			// prefix, the row says nothing is stored and the client
 			// starts over.
 			settle(0)
-			_ = up.record(ctx, blob.Attrs{Generation: base}, store.BlobStateUnfinalized)
+			_ = up.record(blob.Attrs{Generation: base}, store.BlobStateUnfinalized)
 			return nil, rpcerr.New(codes.Aborted, "the partial upload could not be resumed; restart from offset 0")
 		}
 		if err != nil {
@@ -463,7 +471,7 @@ func (up *upload) run(ctx context.Context, stream servicepb.TensorBoardWriterSer
 		case errors.Is(err, errPrefixChanged):
 			// The stored partial is not what its row says: make the
 			// client start over.
-			_ = up.record(ctx, blob.Attrs{Generation: up.base}, store.BlobStateUnfinalized)
+			_ = up.record(blob.Attrs{Generation: up.base}, store.BlobStateUnfinalized)
 			return rpcerr.New(codes.Aborted, "the partial upload could not be resumed; restart from offset 0")
 		case errors.Is(err, blob.ErrPrecondition):
 			return errLostRace
@@ -475,11 +483,20 @@ func (up *upload) run(ctx context.Context, stream servicepb.TensorBoardWriterSer
 		state = store.BlobStateCurrent
 	}
 	put.attrs.Size, put.attrs.CRC32C = up.received, up.crc
-	if err := up.record(ctx, put.attrs, state); err != nil {
+	if err := up.record(put.attrs, state); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			// Another stream claimed the row after this one's Put
 			// committed: its Put replaces this object.
 			return errLostRace
+		}
+		if errors.Is(err, store.ErrQuotaExceeded) {
+			// The store refused the row: no row names the object just
+			// written, which goes (only that generation: another stream
+			// may have replaced it since).
+			if derr := up.s.blobs.DeleteGeneration(context.WithoutCancel(ctx), up.key, put.attrs.Generation); derr != nil && !errors.Is(derr, blob.ErrNotFound) {
+				up.s.logger.WarnContext(ctx, "deleting a blob's object the byte quota refused", "object_key", up.key, "error", derr.Error())
+			}
+			return up.s.storeRefused(up.userID, err)
 		}
 		return err
 	}
@@ -524,13 +541,14 @@ func (up *upload) check(req *servicepb.WriteBlobRequest) error {
 }
 
 // record writes the blob's row for the object a (its generation, size and
-// CRC32C), on a context that survives the stream, if the row is still the
-// one the stream read or claimed.
-func (up *upload) record(ctx context.Context, a blob.Attrs, state store.BlobState) error {
+// CRC32C), on a context that survives the stream and carries the byte
+// quota (quotaCtx), if the row is still the one the stream read or
+// claimed.
+func (up *upload) record(a blob.Attrs, state store.BlobState) error {
 	b := store.Blob{
 		Index: up.slot.ref.Index, ObjectKey: up.key, Size: a.Size, CRC32C: a.CRC32C, State: state, Generation: a.Generation,
 	}
-	if err := up.s.st.PutBlobIf(context.WithoutCancel(ctx), up.slot.eid, up.slot.ref, b, up.row); err != nil {
+	if err := up.s.st.PutBlobIf(up.quotaCtx, up.slot.eid, up.slot.ref, b, up.row); err != nil {
 		return fmt.Errorf("writer: record blob %s: %w", up.key, err)
 	}
 	up.row = store.MatchOf(&b)

@@ -509,7 +509,7 @@ func (x *experimentService) GrantAccess(ctx context.Context, req *experimentsv1.
 				return err
 			}
 		}
-		return x.s.st.AddPendingGrant(ctx, eid, email)
+		return x.s.storeRefused(p.UserID, x.s.st.AddPendingGrant(x.s.withQuotas(ctx), eid, email))
 	}
 	eid, err := x.changeGrant(ctx, req.GetGrantee(), grantRead, addPending)
 	if err != nil {

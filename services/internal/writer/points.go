@@ -156,7 +156,23 @@ func countPoints[P any, T pointTag[P], R pointRun[P, T]](runs []R) int64 {
 // inside the transactions that change what they count (store.WithQuotas).
 func (s *Server) withQuotas(ctx context.Context) context.Context {
 	l := s.limits.Limits()
-	return store.WithQuotas(ctx, store.Quotas{Points: l.MaxPointsPerUser, Experiments: l.MaxExperimentsPerUser})
+	return store.WithQuotas(ctx, store.Quotas{Points: l.MaxPointsPerUser, Experiments: l.MaxExperimentsPerUser,
+		Tokens: l.MaxTokensPerUser, PendingGrants: l.MaxPendingGrantsPerUser})
+}
+
+// withBlobQuota returns ctx carrying the byte quota the store checks,
+// exactly for blob bytes, when a blob's row grows: the user's other
+// stored bytes are this instance's count (store.Quotas.OtherBytes).
+func (s *Server) withBlobQuota(ctx context.Context, userID string) (context.Context, error) {
+	limit := s.limits.Limits().MaxBlobBytesPerUser
+	if limit <= 0 {
+		return ctx, nil
+	}
+	other, err := s.limits.StoredBesideBlobs(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	return store.WithQuotas(ctx, store.Quotas{Bytes: limit, OtherBytes: other}), nil
 }
 
 // storeRefused returns err, the result of a store write under withQuotas.

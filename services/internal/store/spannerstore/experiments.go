@@ -330,17 +330,18 @@ func (s *Store) DeleteExperiment(ctx context.Context, eid string) error {
 		// It and its points leave the owner's usage now: the sweep
 		// removes what no one can read any more.
 		row, err := singleRow(tx.Query(ctx, spanner.Statement{SQL: `SELECT e.OwnerId,
-				(SELECT COALESCE(SUM(ts.PointCount), 0) FROM TimeSeries ts WHERE ts.ExperimentId = e.ExperimentId AND ts.DataClass IN (1, 2))
+				(SELECT COALESCE(SUM(ts.PointCount), 0) FROM TimeSeries ts WHERE ts.ExperimentId = e.ExperimentId AND ts.DataClass IN (1, 2)),
+				(SELECT COALESCE(SUM(b.Size), 0) FROM Blobs b WHERE b.ExperimentId = e.ExperimentId)
 			FROM Experiments e WHERE e.ExperimentId = @eid`, Params: map[string]any{"eid": eid}}))
 		if err != nil {
 			return err
 		}
 		var owner string
-		var points int64
-		if err := row.Columns(&owner, &points); err != nil {
+		var points, blobBytes int64
+		if err := row.Columns(&owner, &points, &blobBytes); err != nil {
 			return err
 		}
-		if err := charge(ctx, tx, owner, usage{points: -points, experiments: -1}); err != nil {
+		if err := charge(ctx, tx, owner, usage{points: -points, experiments: -1, blobBytes: -blobBytes}); err != nil {
 			return err
 		}
 		return tx.BufferWrite([]*spanner.Mutation{spanner.Update("Experiments",
@@ -508,22 +509,25 @@ func (s *Store) DeleteAbandonedBlob(ctx context.Context, eid string, ref store.B
 			return err
 		}
 		key := spanner.Key{eid, ref.Run, ref.Tag, ref.Step, ref.Index}
-		row, err := tx.ReadRow(ctx, "Blobs", key, []string{"State", "UnfinishedWriteTime"})
+		row, err := tx.ReadRow(ctx, "Blobs", key, []string{"State", "UnfinishedWriteTime", "Size"})
 		if spanner.ErrCode(err) == codes.NotFound {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		var state int64
+		var state, size int64
 		var written spanner.NullTime
-		if err := row.Columns(&state, &written); err != nil {
+		if err := row.Columns(&state, &written, &size); err != nil {
 			return err
 		}
 		if store.BlobState(state) != store.BlobStateUnfinalized || !written.Valid || !written.Time.Before(before) {
 			return nil
 		}
 		deleted = true
+		if err := chargeBlobBytes(ctx, tx, eid, -size); err != nil {
+			return err
+		}
 		return tx.BufferWrite([]*spanner.Mutation{
 			spanner.Delete("Blobs", key),
 			spanner.Update("TimeSeries", []string{"ExperimentId", "RunName", "Tag", "UpdateTime"},

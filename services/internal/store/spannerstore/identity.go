@@ -121,6 +121,27 @@ func (s *Store) AddPendingGrant(ctx context.Context, eid, email string) error {
 		if err := checkLive(ctx, tx, eid); err != nil {
 			return err
 		}
+		if limit := store.QuotasOf(ctx).PendingGrants; limit > 0 {
+			// A new grant is checked against the owner's pending grants,
+			// counted in this transaction: the query locks what it reads
+			// (the owner's experiments and their pending grants), so two
+			// grants of one owner, from any instances, serialize.
+			row, err := singleRow(tx.Query(ctx, spanner.Statement{SQL: `SELECT
+					(SELECT COUNT(*) FROM PendingGrants WHERE Email = @email AND ExperimentId = @eid),
+					(SELECT COUNT(*) FROM Experiments e JOIN PendingGrants p ON p.ExperimentId = e.ExperimentId
+						WHERE e.OwnerId = (SELECT OwnerId FROM Experiments WHERE ExperimentId = @eid) AND e.State = @live)`,
+				Params: map[string]any{"email": email, "eid": eid, "live": stateLive}}))
+			if err != nil {
+				return err
+			}
+			var exists, used int64
+			if err := row.Columns(&exists, &used); err != nil {
+				return err
+			}
+			if err := store.CheckQuota(store.PendingGrantsQuotaName, limit, used, 1-exists); err != nil {
+				return err
+			}
+		}
 		return tx.BufferWrite([]*spanner.Mutation{spanner.InsertOrUpdate("PendingGrants",
 			[]string{"Email", "ExperimentId", "CreateTime"}, []any{email, eid, spanner.CommitTimestamp})})
 	})
@@ -275,6 +296,23 @@ func (s *Store) CreateAPIToken(ctx context.Context, t store.APIToken) (store.API
 		} else if spanner.ErrCode(err) != codes.NotFound {
 			return err
 		}
+		if limit := store.QuotasOf(ctx).Tokens; limit > 0 {
+			// Counted in this transaction, which locks the user's token
+			// rows it reads: two creates of one user serialize.
+			row, err := singleRow(tx.Query(ctx, spanner.Statement{SQL: `SELECT COUNT(*) FROM ApiTokens
+				WHERE UserId = @user AND RevokeTime IS NULL AND (ExpireTime IS NULL OR ExpireTime > CURRENT_TIMESTAMP())`,
+				Params: map[string]any{"user": t.UserID}}))
+			if err != nil {
+				return err
+			}
+			var live int64
+			if err := row.Columns(&live); err != nil {
+				return err
+			}
+			if err := store.CheckQuota(store.TokensQuotaName, limit, live, 1); err != nil {
+				return err
+			}
+		}
 		// Insert fails with AlreadyExists if the hash is taken.
 		return tx.BufferWrite([]*spanner.Mutation{spanner.Insert("ApiTokens",
 			[]string{"TokenHash", "TokenId", "UserId", "Description", "Scopes", "SecretPrefix", "CreateTime", "ExpireTime", "ParentTokenId"},
@@ -416,9 +454,10 @@ func (s *Store) TouchAPIToken(ctx context.Context, tokenID string, at time.Time,
 	return fail("TouchAPIToken", err)
 }
 
-// UserUsage implements store.IdentityStore from the running totals on
-// TimeSeries rows, so it reads one row per series of the user's live
-// experiments.
+// UserUsage implements store.IdentityStore: experiments, points and blob
+// bytes from the user's UserUsage row, the rest from the TimeSeries rows
+// of the user's live experiments (one per series) and the tokens, runs
+// and grants.
 func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, error) {
 	s, release := s.acquire()
 	defer release()
@@ -429,38 +468,19 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 	if err != nil {
 		return store.Usage{}, fail("UserUsage", err)
 	}
-	u := store.Usage{Experiments: kept.experiments, Points: kept.points}
+	u := store.Usage{Experiments: kept.experiments, Points: kept.points, BlobBytes: kept.blobBytes}
 	row, err := singleRow(tx.Query(ctx, spanner.Statement{
-		SQL: `SELECT
-				COALESCE(SUM(ts.BlobBytes), 0),
-				COALESCE(SUM(BYTE_LENGTH(ts.SummaryMetadata)), 0)
+		SQL: `SELECT COALESCE(SUM(BYTE_LENGTH(ts.SummaryMetadata)), 0)
 			FROM Experiments e JOIN TimeSeries ts ON ts.ExperimentId = e.ExperimentId
 			WHERE e.OwnerId = @user AND e.State = @live`,
 		Params: map[string]any{"user": userID, "live": stateLive},
 	}))
 	if err == nil {
-		err = row.Columns(&u.BlobBytes, &u.MetadataBytes)
+		err = row.Columns(&u.MetadataBytes)
 	}
 	if err != nil {
 		return store.Usage{}, fail("UserUsage", err)
 	}
-	// Unfinished blobs hold stored bytes too; the series' totals count
-	// current blobs only. This reads the user's blob rows (a prefix scan
-	// of Blobs per experiment).
-	row, err = singleRow(tx.Query(ctx, spanner.Statement{
-		SQL: `SELECT COALESCE(SUM(b.Size), 0)
-			FROM Experiments e JOIN Blobs b ON b.ExperimentId = e.ExperimentId
-			WHERE e.OwnerId = @user AND e.State = @live AND b.State = @unfinished`,
-		Params: map[string]any{"user": userID, "live": stateLive, "unfinished": int64(store.BlobStateUnfinalized)},
-	}))
-	var unfinished int64
-	if err == nil {
-		err = row.Columns(&unfinished)
-	}
-	if err != nil {
-		return store.Usage{}, fail("UserUsage", err)
-	}
-	u.BlobBytes += unfinished
 	// Tokens (store.APIToken.StoredBytes each; a read-only transaction's
 	// CURRENT_TIMESTAMP is its read time), runs and grants (store.RowBytes
 	// each: their text's UTF-8 bytes and store.RowOverheadBytes), in one

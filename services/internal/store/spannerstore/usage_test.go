@@ -96,4 +96,31 @@ func TestBackfillUserUsage(t *testing.T) {
 	if got, n := points("u-cy"), experiments("u-cy"); got != 10 || n != 1 {
 		t.Errorf("cy after a write: %d points in %d experiments, want 10 in 1", got, n)
 	}
+
+	// A row backfilled before BlobBytes existed (DDL 0016) gets its blob
+	// rows counted by the next backfill, and only that row.
+	eid := write("u-ada", 1)
+	img := store.TimeSeries{Run: "r", Tag: "img", PluginName: "images"}
+	if _, _, err := s.GetOrCreateBlobSequence(ctx, eid, img, 1, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range []store.Blob{{ObjectKey: "a", Size: 70, State: store.BlobStateCurrent}, {ObjectKey: "b", Size: 30, State: store.BlobStateUnfinalized}} {
+		if err := s.PutBlob(ctx, eid, store.BlobRef{Run: "r", Tag: "img", Step: 1, Index: int64(i)}, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Client.Apply(ctx, []*spanner.Mutation{spanner.Update("UserUsage",
+		[]string{"UserId", "BlobBytes", "BlobBytesBackfilled"}, []any{"u-ada", nil, nil})}); err != nil {
+		t.Fatal(err)
+	}
+	if got := usage("u-ada").BlobBytes; got != 0 {
+		t.Fatalf("ada's blob bytes with a NULL column: %d, want 0", got)
+	}
+	calls = nil
+	if err := s.BackfillUserUsage(ctx, func(done, total int64) { calls = append(calls, total) }); err != nil {
+		t.Fatal(err)
+	}
+	if got := usage("u-ada").BlobBytes; len(calls) != 1 || got != 100 {
+		t.Errorf("a backfill after DDL 0016: %d users counted, ada has %d blob bytes; want 1 user, 100 bytes", len(calls), got)
+	}
 }

@@ -551,11 +551,16 @@ func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, series 
 			}
 			// A rewrite of the step: drop its blobs and take the new shape.
 			replaced = point.Blobs
+			var rowBytes int64
 			for _, b := range replaced {
+				rowBytes += b.Size
 				if b.State == store.BlobStateCurrent {
 					st.blobCount--
 					st.blobBytes -= b.Size
 				}
+			}
+			if err := chargeBlobBytes(ctx, tx, eid, -rowBytes); err != nil {
+				return err
 			}
 			ms = append(ms, spanner.Delete("Blobs", key.AsPrefix()),
 				spanner.Update("BlobSequences", []string{"ExperimentId", "RunName", "Tag", "Step", "WallTime", "Length"},
@@ -657,6 +662,13 @@ func (s *Store) putBlob(ctx context.Context, eid string, ref store.BlobRef, b st
 		if b.State == store.BlobStateCurrent {
 			st.blobCount++
 			st.blobBytes += b.Size
+		}
+		grown := b.Size
+		if old != nil {
+			grown -= old.Size
+		}
+		if err := chargeBlobBytes(ctx, tx, eid, grown); err != nil {
+			return err
 		}
 		ts := store.TimeSeries{Run: ref.Run, Tag: ref.Tag}
 		var unfinishedWrite any = spanner.NullTime{}

@@ -358,7 +358,8 @@ func (s *Store) DeleteExperiment(ctx context.Context, eid string) error {
 		// It and its points leave the owner's usage now: the sweep
 		// removes what no one can read any more.
 		if _, err := tx.ExecContext(ctx, `UPDATE user_usage SET experiments = experiments - 1,
-			points = points - (SELECT COALESCE(SUM(point_count), 0) FROM series WHERE experiment_id = ?1 AND data_class IN (1, 2))
+			points = points - (SELECT COALESCE(SUM(point_count), 0) FROM series WHERE experiment_id = ?1 AND data_class IN (1, 2)),
+			blob_bytes = blob_bytes - (SELECT COALESCE(SUM(b.size), 0) FROM series s JOIN blobs b ON b.series_id = s.id WHERE s.experiment_id = ?1)
 			WHERE user_id = (SELECT owner FROM experiments WHERE id = ?1)`, eid); err != nil {
 			return err
 		}
@@ -534,15 +535,19 @@ func (s *Store) DeleteAbandonedBlob(ctx context.Context, eid string, ref store.B
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM blobs WHERE series_id = ? AND step = ? AND idx = ?
-			AND state = ? AND unfinished_write_time < ?`, r.id, ref.Step, ref.Index, int(store.BlobStateUnfinalized), nanos(before))
+		var size int64
+		err = tx.QueryRowContext(ctx, `DELETE FROM blobs WHERE series_id = ? AND step = ? AND idx = ?
+			AND state = ? AND unfinished_write_time < ? RETURNING size`, r.id, ref.Step, ref.Index, int(store.BlobStateUnfinalized), nanos(before)).Scan(&size)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
+		deleted = true
+		if err := addBlobBytes(ctx, tx, eid, -size); err != nil {
 			return err
 		}
-		deleted = true
 		_, err = tx.ExecContext(ctx, "UPDATE experiments SET update_time = ? WHERE id = ?", nanos(s.now()), eid)
 		return err
 	})

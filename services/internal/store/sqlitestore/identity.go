@@ -143,6 +143,21 @@ func (s *Store) AddPendingGrant(ctx context.Context, eid, email string) error {
 		if err := liveExperiment(ctx, tx, eid); err != nil {
 			return err
 		}
+		if limit := store.QuotasOf(ctx).PendingGrants; limit > 0 {
+			// A new grant is checked against the owner's pending grants,
+			// counted in this transaction: the database's only writer.
+			var exists, used int64
+			if err := tx.QueryRowContext(ctx, `SELECT
+					(SELECT COUNT(*) FROM pending_grants WHERE email = ?1 AND experiment_id = ?2),
+					(SELECT COUNT(*) FROM experiments e JOIN pending_grants p ON p.experiment_id = e.id
+						WHERE e.owner = (SELECT owner FROM experiments WHERE id = ?2) AND e.deleted = 0)`,
+				email, eid).Scan(&exists, &used); err != nil {
+				return err
+			}
+			if err := store.CheckQuota(store.PendingGrantsQuotaName, limit, used, 1-exists); err != nil {
+				return err
+			}
+		}
 		_, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO pending_grants (email, experiment_id) VALUES (?, ?)", email, eid)
 		return err
 	})
@@ -247,6 +262,17 @@ func (s *Store) CreateAPIToken(ctx context.Context, t store.APIToken) (store.API
 		}
 		if n > 0 {
 			return fmt.Errorf("token %q: %w", t.ID, store.ErrAlreadyExists)
+		}
+		if limit := store.QuotasOf(ctx).Tokens; limit > 0 {
+			var live int64
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM api_tokens
+				WHERE user_id = ? AND revoke_time IS NULL AND (expire_time IS NULL OR expire_time > ?)`,
+				t.UserID, nanos(t.CreateTime)).Scan(&live); err != nil {
+				return err
+			}
+			if err := store.CheckQuota(store.TokensQuotaName, limit, live, 1); err != nil {
+				return err
+			}
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO api_tokens
 			(id, hash, user_id, name, scopes, secret_prefix, create_time, expire_time, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -360,26 +386,16 @@ func (s *Store) UserUsage(ctx context.Context, userID string) (store.Usage, erro
 	var u store.Usage
 	var pendingBytes int64
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		// Experiments and points by key: the row the writes keep.
-		err := tx.QueryRowContext(ctx, "SELECT experiments, points FROM user_usage WHERE user_id = ?", userID).Scan(&u.Experiments, &u.Points)
+		// Experiments, points and blob bytes by key: the row the writes
+		// keep.
+		err := tx.QueryRowContext(ctx, "SELECT experiments, points, blob_bytes FROM user_usage WHERE user_id = ?", userID).
+			Scan(&u.Experiments, &u.Points, &u.BlobBytes)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		if err := tx.QueryRowContext(ctx, `SELECT
-				COALESCE(SUM(CASE WHEN s.data_class = 3 THEN s.total_bytes END), 0),
-				COALESCE(SUM(LENGTH(s.metadata)), 0)
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(LENGTH(s.metadata)), 0)
 			FROM experiments e JOIN series s ON s.experiment_id = e.id
-			WHERE e.owner = ? AND e.deleted = 0`, userID).Scan(&u.BlobBytes, &u.MetadataBytes); err != nil {
-			return err
-		}
-		// Unfinished blobs hold stored bytes too; the series' totals count
-		// current blobs only.
-		var unfinished int64
-		err = tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(b.size), 0)
-			FROM experiments e JOIN series s ON s.experiment_id = e.id JOIN blobs b ON b.series_id = s.id
-			WHERE e.owner = ? AND e.deleted = 0 AND b.state = ?`, userID, int(store.BlobStateUnfinalized)).Scan(&unfinished)
-		u.BlobBytes += unfinished
-		if err != nil {
+			WHERE e.owner = ? AND e.deleted = 0`, userID).Scan(&u.MetadataBytes); err != nil {
 			return err
 		}
 		// Token bytes as store.APIToken.StoredBytes counts them.

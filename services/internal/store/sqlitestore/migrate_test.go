@@ -339,7 +339,8 @@ func sameScalarBits(a, b []store.ScalarPoint) bool {
 
 // TestMigrateFillsUserUsage: a database of the version before user_usage
 // (the table dropped from one written now) gets each user's live
-// experiments and their points counted from the series when it is opened.
+// experiments and their points counted from the series, and their blob
+// rows' bytes, when it is opened.
 func TestMigrateFillsUserUsage(t *testing.T) {
 	t.Parallel()
 	c := t.Context()
@@ -367,9 +368,28 @@ func TestMigrateFillsUserUsage(t *testing.T) {
 		}
 		return eid
 	}
-	write("ada", 30)
+	// blobs stores unfinished and current blobs of these sizes in eid.
+	blobs := func(eid string, sizes ...int64) {
+		img := store.TimeSeries{Run: "r", Tag: "img", PluginName: "images"}
+		if _, _, err := s.GetOrCreateBlobSequence(c, eid, img, 1, 1, int64(len(sizes))); err != nil {
+			t.Fatal(err)
+		}
+		for i, size := range sizes {
+			state := store.BlobStateCurrent
+			if i%2 == 0 {
+				state = store.BlobStateUnfinalized
+			}
+			if err := s.PutBlob(c, eid, store.BlobRef{Run: "r", Tag: "img", Step: 1, Index: int64(i)},
+				store.Blob{ObjectKey: fmt.Sprintf("%s/%d", eid, i), Size: size, State: state}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	blobs(write("ada", 30), 250, 50)
 	write("ada", 12)
-	if err := s.DeleteExperiment(c, write("bob", 8)); err != nil {
+	gone := write("bob", 8)
+	blobs(gone, 40)
+	if err := s.DeleteExperiment(c, gone); err != nil {
 		t.Fatal(err)
 	}
 	write("bob", 3)
@@ -380,7 +400,7 @@ func TestMigrateFillsUserUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"DROP TABLE user_usage", fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion-1)} {
+	for _, q := range []string{"DROP TABLE user_usage", "PRAGMA user_version = 15"} {
 		if _, err := db.ExecContext(c, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -393,13 +413,14 @@ func TestMigrateFillsUserUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	for user, want := range map[string][2]int64{"ada": {42, 2}, "bob": {3, 1}} {
+	for user, want := range map[string][3]int64{"ada": {42, 2, 300}, "bob": {3, 1, 0}} {
 		u, err := s.UserUsage(c, user)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if u.Points != want[0] || u.Experiments != want[1] {
-			t.Errorf("%s after the migration: %d points in %d experiments, want %d in %d", user, u.Points, u.Experiments, want[0], want[1])
+		if u.Points != want[0] || u.Experiments != want[1] || u.BlobBytes != want[2] {
+			t.Errorf("%s after the migration: %d points in %d experiments, %d blob bytes, want %d in %d, %d bytes",
+				user, u.Points, u.Experiments, u.BlobBytes, want[0], want[1], want[2])
 		}
 	}
 }

@@ -323,12 +323,37 @@ INSERT OR REPLACE INTO user_usage (user_id, points, experiments)
 		COUNT(*)
 	FROM experiments e WHERE e.deleted = 0 GROUP BY e.owner;
 `,
+	// Version 17: blob bytes in the usage row (addBlobBytes), added and
+	// filled by countBlobBytes.
+	`SELECT 1;`,
 }
 
 // dataMigrations are Go steps that run, in the same transaction, after the
 // SQL of the version they are keyed by: moves that SQL cannot express.
 var dataMigrations = map[int]func(context.Context, *sql.Tx) error{
-	3: migrateScalarBlocks,
+	3:  migrateScalarBlocks,
+	17: countBlobBytes,
+}
+
+// countBlobBytes adds user_usage.blob_bytes, if missing, and sets it from
+// the blob rows of the user's live experiments, current and unfinished:
+// the byte quota's share the blob writes keep from now on (addBlobBytes).
+// Idempotent, as version 16's SQL is, so that a database migrated again
+// from an earlier version counts anew.
+func countBlobBytes(ctx context.Context, tx *sql.Tx) error {
+	var has int
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM pragma_table_info('user_usage') WHERE name = 'blob_bytes'").Scan(&has); err != nil {
+		return err
+	}
+	if has == 0 {
+		if _, err := tx.ExecContext(ctx, "ALTER TABLE user_usage ADD COLUMN blob_bytes INTEGER NOT NULL DEFAULT 0"); err != nil {
+			return err
+		}
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE user_usage SET blob_bytes = (SELECT COALESCE(SUM(b.size), 0)
+		FROM experiments e JOIN series s ON s.experiment_id = e.id JOIN blobs b ON b.series_id = s.id
+		WHERE e.owner = user_usage.user_id AND e.deleted = 0)`)
+	return err
 }
 
 // batchedMigrations are Go steps too long for one transaction: after the

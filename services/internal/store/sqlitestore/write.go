@@ -246,6 +246,20 @@ func writeBatch[B any](ctx context.Context, s *Store, eid string, c store.DataCl
 // *store.QuotaError; the caller rolls back) if that passes the points
 // quota of ctx.
 func chargePoints(ctx context.Context, tx *sql.Tx, eid string, n int64) error {
+	return chargeOwner(ctx, tx, eid, "points", store.PointsQuotaName, store.QuotasOf(ctx).Points, 0, n)
+}
+
+// addBlobBytes adds n bytes of blob rows (negative: rows shrunk or gone)
+// to the usage of eid's owner, refusing growth (a *store.QuotaError; the
+// caller rolls back) that passes the byte quota of ctx, counted with the
+// other stored bytes ctx says the owner has.
+func addBlobBytes(ctx context.Context, tx *sql.Tx, eid string, n int64) error {
+	q := store.QuotasOf(ctx)
+	return chargeOwner(ctx, tx, eid, "blob_bytes", store.BytesQuotaName, q.Bytes, q.OtherBytes, n)
+}
+
+// chargeOwner is chargeUsageBeside of eid's owner; nothing if n is 0.
+func chargeOwner(ctx context.Context, tx *sql.Tx, eid, column, quota string, limit, beside, n int64) error {
 	if n == 0 {
 		return nil
 	}
@@ -253,7 +267,7 @@ func chargePoints(ctx context.Context, tx *sql.Tx, eid string, n int64) error {
 	if err := tx.QueryRowContext(ctx, "SELECT owner FROM experiments WHERE id = ?", eid).Scan(&owner); err != nil {
 		return err
 	}
-	return chargeUsage(ctx, tx, owner, "points", store.PointsQuotaName, store.QuotasOf(ctx).Points, n)
+	return chargeUsageBeside(ctx, tx, owner, column, quota, limit, beside, n)
 }
 
 // chargeUsage adds n to column of user's usage row, refusing (a
@@ -261,12 +275,18 @@ func chargePoints(ctx context.Context, tx *sql.Tx, eid string, n int64) error {
 // none). The write transaction holds the database's only writer, so the
 // check is exact.
 func chargeUsage(ctx context.Context, tx *sql.Tx, user, column, quota string, limit, n int64) error {
+	return chargeUsageBeside(ctx, tx, user, column, quota, limit, 0, n)
+}
+
+// chargeUsageBeside is chargeUsage of a quota that also counts beside,
+// which the row does not keep.
+func chargeUsageBeside(ctx context.Context, tx *sql.Tx, user, column, quota string, limit, beside, n int64) error {
 	var used int64
 	err := tx.QueryRowContext(ctx, "SELECT "+column+" FROM user_usage WHERE user_id = ?", user).Scan(&used)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
-	if err := store.CheckQuota(quota, limit, used, n); err != nil {
+	if err := store.CheckQuota(quota, limit, used+beside, n); err != nil {
 		return err
 	}
 	_, err = tx.ExecContext(ctx, "INSERT INTO user_usage (user_id, "+column+") VALUES (?1, ?2) "+
@@ -420,11 +440,15 @@ func (s *Store) GetOrCreateBlobSequence(ctx context.Context, eid string, ts stor
 			}
 			// A rewrite of the step: drop its blobs and take the new shape.
 			replaced = out.Blobs
-			var count, bytes int64
+			var count, bytes, rowBytes int64
 			for _, b := range replaced {
+				rowBytes += b.Size
 				if b.State == store.BlobStateCurrent {
 					count, bytes = count+1, bytes+b.Size
 				}
+			}
+			if err := addBlobBytes(ctx, tx, eid, -rowBytes); err != nil {
+				return err
 			}
 			if _, err := tx.ExecContext(ctx, "DELETE FROM blobs WHERE series_id = ? AND step = ?", r.id, step); err != nil {
 				return err
@@ -516,6 +540,13 @@ func (s *Store) putBlob(ctx context.Context, eid string, ref store.BlobRef, b st
 		}
 		if oldRow != nil && old.State == store.BlobStateCurrent {
 			count, bytes = count-1, bytes-old.Size
+		}
+		grown := b.Size
+		if oldRow != nil {
+			grown -= old.Size
+		}
+		if err := addBlobBytes(ctx, tx, eid, grown); err != nil {
+			return err
 		}
 		var unfinishedWrite any // NULL for a current blob
 		if b.State == store.BlobStateUnfinalized {

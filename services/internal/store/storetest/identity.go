@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ func RunIdentity(t *testing.T, newStore func(t *testing.T) IdentityBackend) {
 		{"Usage", testUsage},
 		{"PendingGrants", testPendingGrants},
 		{"RunAndGrantUsage", testRunAndGrantUsage},
+		{"TokenAndPendingGrantCaps", testTokenAndPendingGrantCaps},
 		{"ExperimentAccess", testExperimentAccess},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -443,5 +445,64 @@ func testRunAndGrantUsage(t *testing.T, s IdentityBackend) {
 	}
 	if got, want := u.StoredBytes(), want.RunBytes+want.GrantBytes; got != want {
 		t.Errorf("StoredBytes = %d, want runs and grants, %d", got, want)
+	}
+}
+
+// testTokenAndPendingGrantCaps: the live tokens cap and the pending
+// grants cap (store.Quotas.Tokens, PendingGrants) are checked in the
+// transactions that create them: past one, CreateAPIToken and a new
+// AddPendingGrant are refused with a *store.QuotaError and store nothing;
+// revoked tokens, removed grants and a grant that exists already do not
+// count; creates at once make exactly the cap.
+func testTokenAndPendingGrantCaps(t *testing.T, s IdentityBackend) {
+	owner := newUser(t, s, "capped-"+store.NewExperimentID())
+	c := store.WithQuotas(ctx(t), store.Quotas{Tokens: 2, PendingGrants: 2})
+	token := func(user string) (string, error) {
+		id := "cap-" + store.NewExperimentID()
+		_, err := s.CreateAPIToken(c, store.APIToken{ID: id, UserID: user, Scopes: store.ScopeRead,
+			Hash: store.HashTokenSecret(id)})
+		return id, err
+	}
+	first, err := token(owner)
+	must(t, "first token", err)
+	_, err = token(owner)
+	must(t, "second token", err)
+	var q *store.QuotaError
+	if _, err := token(owner); !errors.As(err, &q) || *q != (store.QuotaError{Quota: store.TokensQuotaName, Limit: 2, Used: 2, Adding: 1}) {
+		t.Errorf("a third token under a cap of 2: got %v, want a QuotaError of live API tokens 2, used 2, adding 1", err)
+	}
+	if toks, err := s.ListAPITokens(ctx(t), owner); err != nil || len(toks) != 2 {
+		t.Errorf("tokens after the refusal: %d (%v), want 2", len(toks), err)
+	}
+	must(t, "RevokeAPIToken", s.RevokeAPIToken(ctx(t), owner, first, time.Now()))
+	_, err = token(owner)
+	must(t, "a token after one was revoked", err)
+
+	racer := newUser(t, s, "token-racer-"+store.NewExperimentID())
+	if made := admittedAtOnce(t, "CreateAPIToken", 8, func(int) error { _, err := token(racer); return err }); made != 2 {
+		t.Errorf("8 tokens at once under a cap of 2 made %d, want 2", made)
+	}
+
+	eids := ownedExperiments(t, s, owner, 2)
+	must(t, "a pending grant", s.AddPendingGrant(c, eids[0], "a@example.com"))
+	must(t, "a pending grant on the other experiment", s.AddPendingGrant(c, eids[1], "b@example.com"))
+	must(t, "the same grant again, at the cap", s.AddPendingGrant(c, eids[0], "a@example.com"))
+	err = s.AddPendingGrant(c, eids[0], "c@example.com")
+	if !errors.As(err, &q) || *q != (store.QuotaError{Quota: store.PendingGrantsQuotaName, Limit: 2, Used: 2, Adding: 1}) {
+		t.Errorf("a third pending grant under a cap of 2: got %v, want a QuotaError of pending grants 2, used 2, adding 1", err)
+	}
+	if p, err := s.ListPendingGrants(ctx(t), eids[0]); err != nil || len(p) != 1 {
+		t.Errorf("pending grants after the refusal: %q (%v), want a@example.com only", p, err)
+	}
+	must(t, "RemovePendingGrant", s.RemovePendingGrant(ctx(t), eids[1], "b@example.com"))
+	must(t, "a pending grant after one was removed", s.AddPendingGrant(c, eids[0], "c@example.com"))
+
+	grantor := newUser(t, s, "grant-racer-"+store.NewExperimentID())
+	eid := ownedExperiments(t, s, grantor, 1)[0]
+	made := admittedAtOnce(t, "AddPendingGrant", 8, func(i int) error {
+		return s.AddPendingGrant(c, eid, fmt.Sprintf("g%d@example.com", i))
+	})
+	if p, err := s.ListPendingGrants(ctx(t), eid); made != 2 || err != nil || len(p) != 2 {
+		t.Errorf("8 pending grants at once under a cap of 2: %d made, %d stored (%v), want 2", made, len(p), err)
 	}
 }

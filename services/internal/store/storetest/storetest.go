@@ -70,6 +70,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"PointsQuota", testPointsQuota},
 		{"PointsQuotaRace", testPointsQuotaRace},
 		{"ExperimentsQuota", testExperimentsQuota},
+		{"BytesQuota", testBytesQuota},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

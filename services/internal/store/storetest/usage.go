@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -168,22 +169,94 @@ func testExperimentsQuota(t *testing.T, s store.Store) {
 
 	racer := newUser(t, s, "racer-"+store.NewExperimentID())
 	c = store.WithQuotas(ctx(t), store.Quotas{Experiments: 5})
-	var fns []func() error
-	for range 12 {
-		fns = append(fns, func() error {
-			return s.CreateExperiment(c, store.Experiment{ID: store.NewExperimentID(), Owner: racer, Visibility: store.VisibilityPrivate})
-		})
-	}
-	created := 0
-	for _, err := range runAll(fns...) {
-		switch {
-		case err == nil:
-			created++
-		case !errors.Is(err, store.ErrQuotaExceeded):
-			t.Errorf("CreateExperiment at once: %v", err)
-		}
-	}
+	created := admittedAtOnce(t, "CreateExperiment", 12, func(int) error {
+		return s.CreateExperiment(c, store.Experiment{ID: store.NewExperimentID(), Owner: racer, Visibility: store.VisibilityPrivate})
+	})
 	if u := usageOf(t, s, racer); created != 5 || (u != nil && u.Experiments != 5) {
 		t.Errorf("12 creates at once under a quota of 5 made %d (usage says %+v), want 5", created, u)
 	}
+}
+
+// testBytesQuota: blob rows count their size toward the byte quota, in
+// the usage row the blob writes keep (UserUsage.BlobBytes), unfinished or
+// current; a row that would take the user past the quota, counting the
+// other stored bytes the caller says it has, is refused with the numbers
+// and not written; a rewrite of a step, a swept abandoned blob and a
+// deleted experiment give their bytes back.
+func testBytesQuota(t *testing.T, s store.Store) {
+	eid, owner := ownedExperiment(t, s)
+	other := ownedExperiments(t, s, owner, 1)[0]
+	c := store.WithQuotas(ctx(t), store.Quotas{Bytes: 1000, OtherBytes: 100})
+	img := store.TimeSeries{Run: "r", Tag: "img", PluginName: "images"}
+	for _, e := range []string{eid, other} {
+		for step := int64(1); step <= 2; step++ {
+			if _, _, err := s.GetOrCreateBlobSequence(c, e, img, step, 1, 3); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	blobBytes := func(want int64, when string) {
+		t.Helper()
+		if u := usageOf(t, s, owner); u != nil && u.BlobBytes != want {
+			t.Errorf("UserUsage.BlobBytes %s = %d, want %d", when, u.BlobBytes, want)
+		}
+	}
+	put := func(e string, step, index, size int64, state store.BlobState) error {
+		return s.PutBlob(c, e, store.BlobRef{Run: "r", Tag: "img", Step: step, Index: index},
+			store.Blob{ObjectKey: fmt.Sprintf("%s/%d/%d", e, step, index), Size: size, State: state})
+	}
+	must(t, "unfinished blob of 300", put(eid, 1, 0, 300, store.BlobStateUnfinalized))
+	must(t, "the same blob, current, 500", put(eid, 1, 0, 500, store.BlobStateCurrent))
+	must(t, "a blob of 300 in the other experiment", put(other, 1, 0, 300, store.BlobStateUnfinalized))
+	blobBytes(800, "after 500 current and 300 unfinished bytes")
+	var q *store.QuotaError
+	err := put(eid, 1, 1, 101, store.BlobStateCurrent)
+	if !errors.As(err, &q) || !errors.Is(err, store.ErrQuotaExceeded) ||
+		*q != (store.QuotaError{Quota: store.BytesQuotaName, Limit: 1000, Used: 900, Adding: 101}) {
+		t.Fatalf("a blob of 101 bytes at 800 + 100 of 1000: got %v, want a QuotaError of 1000 used 900 adding 101", err)
+	}
+	if p, _, err := s.GetOrCreateBlobSequence(c, eid, img, 1, 1, 3); err != nil || len(p.Blobs) != 1 {
+		t.Errorf("the sequence after a refused row: %d blobs (%v), want the first only", len(p.Blobs), err)
+	}
+	// Growing the other experiment's unfinished row by 100 fits exactly;
+	// a row that does not grow passes at the quota.
+	must(t, "growing an unfinished blob to the quota", put(other, 1, 0, 400, store.BlobStateUnfinalized))
+	must(t, "the same row, current, at the quota", put(other, 1, 0, 400, store.BlobStateCurrent))
+	blobBytes(900, "at the quota")
+	// A rewrite of the step with another shape drops its blob.
+	if _, _, err := s.GetOrCreateBlobSequence(c, eid, img, 1, 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	blobBytes(400, "after a rewrite of the step dropped 500 bytes")
+	must(t, "a blob of 500 after the rewrite", put(eid, 2, 0, 500, store.BlobStateUnfinalized))
+	blobBytes(900, "with a new unfinished blob")
+	if _, err := store.SweepAbandonedBlobs(ctx(t), s, func(context.Context, store.AbandonedBlob) error { return nil },
+		nil, time.Now().Add(24*time.Hour), 10); err != nil {
+		t.Fatal(err)
+	}
+	blobBytes(400, "after the unfinished blob was swept")
+	must(t, "DeleteExperiment", s.DeleteExperiment(ctx(t), other))
+	blobBytes(0, "after deleting the experiment holding the rest")
+	must(t, "a blob of 900 after the delete", put(eid, 2, 1, 900, store.BlobStateCurrent))
+}
+
+// admittedAtOnce runs n calls of fn (given 0..n-1) at once, which a quota
+// may refuse, and returns how many passed; an error other than a quota
+// error fails the test.
+func admittedAtOnce(t *testing.T, what string, n int, fn func(i int) error) int {
+	t.Helper()
+	fns := make([]func() error, n)
+	for i := range fns {
+		fns[i] = func() error { return fn(i) }
+	}
+	passed := 0
+	for _, err := range runAll(fns...) {
+		switch {
+		case err == nil:
+			passed++
+		case !errors.Is(err, store.ErrQuotaExceeded):
+			t.Errorf("%s at once: %v", what, err)
+		}
+	}
+	return passed
 }
