@@ -514,12 +514,12 @@ func TestExperimentsQuotaHoldsAcrossInstances(t *testing.T) {
 func TestBytesQuotaHoldsAcrossInstances(t *testing.T) {
 	const quota = 1 << 20
 	st, a, b, ctx := frozenInstances(t, func(l *limits.Limits) { l.MaxBlobBytesPerUser = quota })
-	ce, err := a.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
+	ce, err := a.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	eid := ce.GetExperimentId()
-	seq := imageSequence(t, a, ctx, eid, 3)
+	seq := a.ImageSequence(t, ctx, eid, 3)
 	e, err := st.GetExperiment(t.Context(), eid)
 	if err != nil {
 		t.Fatal(err)
@@ -539,19 +539,19 @@ func TestBytesQuotaHoldsAcrossInstances(t *testing.T) {
 	// Both instances read ada's usage without blobs (a when it made the
 	// sequence, b now), and keep it. b stores all but 400 bytes of the
 	// room, which a does not know.
-	if err := writeWholeBlob(ctx, b, seq, 0, image(room-400, 1)); err != nil {
+	if err := b.WriteWholeBlob(ctx, seq, 0, image(room-400, 1)); err != nil {
 		t.Fatal(err)
 	}
 	// a believes there is room for 600 more; the store has 400.
-	err = writeWholeBlob(ctx, a, seq, 1, image(600, 2))
+	err = a.WriteWholeBlob(ctx, seq, 1, image(600, 2))
 	want := fmt.Sprintf("blob bytes per user is %d: the user has %d and this request adds 600", quota, quota-400)
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), want) {
 		t.Errorf("600 bytes with 400 left through the other instance: %v, want RESOURCE_EXHAUSTED saying %q", err, want)
 	}
-	if state, size := blobState(t, a, ctx, seq, 1); state == servicepb.BlobState_BLOB_STATE_CURRENT || size != 0 {
+	if state, size := a.BlobState(t, ctx, seq, 1); state == servicepb.BlobState_BLOB_STATE_CURRENT || size != 0 {
 		t.Errorf("the refused blob: %v, %d bytes; want nothing stored", state, size)
 	}
-	if _, err := a.blobs.Stat(t.Context(), blob.ObjectKey(eid, "r", "images", 1, 1)); !errors.Is(err, blob.ErrNotFound) {
+	if _, err := a.Blobs.Stat(t.Context(), blob.ObjectKey(eid, "r", "images", 1, 1)); !errors.Is(err, blob.ErrNotFound) {
 		t.Errorf("the refused blob's object: %v; want it removed", err)
 	}
 	if got := usage().BlobBytes; got != room-400 {
@@ -559,7 +559,7 @@ func TestBytesQuotaHoldsAcrossInstances(t *testing.T) {
 	}
 	// What fits passes through either: a reads the usage again after the
 	// store refused.
-	if err := writeWholeBlob(ctx, a, seq, 1, image(400, 3)); err != nil {
+	if err := a.WriteWholeBlob(ctx, seq, 1, image(400, 3)); err != nil {
 		t.Errorf("the last 400 bytes of the quota: %v", err)
 	}
 	if got := usage().StoredBytes(); got != quota {
@@ -575,32 +575,32 @@ func TestTokenAndPendingGrantCapsHoldAcrossInstances(t *testing.T) {
 	_, a, b, ctx := frozenInstances(t, func(l *limits.Limits) { l.MaxTokensPerUser = 3; l.MaxPendingGrantsPerUser = 2 })
 	// ada has the token frozenInstances made. b counts it and one more;
 	// a makes a third, which b does not know.
-	for i, h := range []*harness{b, a} {
-		if _, err := h.account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: fmt.Sprint(i), Scopes: scopesRead}); err != nil {
+	for i, h := range []*inprocess.Env{b, a} {
+		if _, err := h.Account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: fmt.Sprint(i), Scopes: scopesRead}); err != nil {
 			t.Fatalf("token %d: %v", i+2, err)
 		}
 	}
-	_, err := b.account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: "one too many", Scopes: scopesRead})
+	_, err := b.Account.CreateToken(ctx, &authv1.CreateTokenRequest{Name: "one too many", Scopes: scopesRead})
 	wantRefused(t, "a fourth token through the other instance", err, codes.ResourceExhausted,
 		"live API tokens per user is 3: the user has 3 and this request adds 1")
 
-	ce, err := a.writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
+	ce, err := a.Writer.CreateExperiment(ctx, &servicepb.CreateExperimentRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	grant := func(h *harness, email string) error {
-		_, err := h.exps.GrantAccess(ctx, &experimentsv1.GrantAccessRequest{ExperimentId: ce.GetExperimentId(),
+	grant := func(h *inprocess.Env, email string) error {
+		_, err := h.Experiments.GrantAccess(ctx, &experimentsv1.GrantAccessRequest{ExperimentId: ce.GetExperimentId(),
 			Grantee: &experimentsv1.Grantee{Grantee: &experimentsv1.Grantee_Email{Email: email}}})
 		return err
 	}
-	for i, h := range []*harness{b, a} {
+	for i, h := range []*inprocess.Env{b, a} {
 		if err := grant(h, fmt.Sprintf("g%d@example.com", i)); err != nil {
 			t.Fatalf("pending grant %d: %v", i+1, err)
 		}
 	}
 	wantRefused(t, "a third pending grant through the other instance", grant(b, "g2@example.com"), codes.ResourceExhausted,
 		"pending grants per user is 2: the user has 2 and this request adds 1")
-	list, err := a.exps.ListGrants(ctx, &experimentsv1.ListGrantsRequest{ExperimentId: ce.GetExperimentId()})
+	list, err := a.Experiments.ListGrants(ctx, &experimentsv1.ListGrantsRequest{ExperimentId: ce.GetExperimentId()})
 	if err != nil {
 		t.Fatal(err)
 	}
