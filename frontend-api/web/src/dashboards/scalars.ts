@@ -88,8 +88,8 @@ function sortedY(y: number[]): Float64Array {
  * What a card's chart depends on besides its data and which runs it shows:
  * a chart built for another view is built anew.
  */
-function chartView(tag: string, s: ViewState): string {
-  return JSON.stringify([s.smoothing, s.x, s.logx, s.logy, s.group, s.band, s.ignoreOutliers, s.ttsort, s.tttime, s.zoom, s.colors, s.expand.includes(tag)]);
+function chartView(tag: string, s: ViewState, fullScreen: boolean): string {
+  return JSON.stringify([s.smoothing, s.x, s.logx, s.logy, s.group, s.band, s.ignoreOutliers, s.ttsort, s.tttime, s.zoom, s.colors, s.expand.includes(tag), fullScreen]);
 }
 
 /** Numbers as they are; any "NaN"/"Infinity" string turned into a number. */
@@ -268,6 +268,17 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   const heavy = limiter(2);
   let firstRead: Promise<unknown> | null = null;
   const charts = new Map<string, Card>();
+  // The tag of the card shown full screen (its □ button), if any: its
+  // chart is built as tall as the screen, and again at its size after.
+  let fullTag: string | null = null;
+  const onFullScreen = () => {
+    const el = document.fullscreenElement;
+    const tag = el instanceof HTMLElement && el.classList.contains("scalar-card") ? (el.dataset.tag ?? null) : null;
+    const was = fullTag;
+    fullTag = tag;
+    for (const t of new Set([was, tag])) if (t !== null) redraw(t, true);
+  };
+  document.addEventListener("fullscreenchange", onFullScreen);
   // The charts of cards a layout removed, by tag, kept for the next layout
   // to take up where they are still good (see card): None removes every
   // card, and All after it would otherwise build every chart again.
@@ -342,7 +353,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     // Groups are made of the shown runs; log y counts the hidden values
     // of the lines drawn: both are built anew.
     const toggleOnly = !s.group && !s.logy;
-    const view = chartView(tag, s);
+    const view = chartView(tag, s, tag === fullTag);
     if (c.chart && c.built === d && c.view === view && toggleOnly && c.chart.lines.some((l) => l.run && shown.has(l.run))) {
       c.chart.setHidden((l) => !!l.run && !shown.has(l.run), yRangeOf(c.chart.lines.filter((l) => !l.run || shown.has(l.run)), s));
       return;
@@ -374,7 +385,8 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       onZoom: (zoom) => store.set({ zoom }),
       tooltipSort: s.ttsort,
       onOnly: (run) => showOnly(store, run),
-      height: s.expand.includes(tag) ? EXPANDED_HEIGHT : undefined,
+      // Full screen: down to the window's bottom, less the card's padding.
+      height: tag === fullTag ? Math.max(220, innerHeight - c.body.getBoundingClientRect().top - 24) : s.expand.includes(tag) ? EXPANDED_HEIGHT : undefined,
     });
   }
 
@@ -532,6 +544,15 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     // TensorBoard's expand button: the card takes the grid's whole width, and a taller chart.
     const expanded = store.get().expand.includes(tag);
     const expand = listButton("expand", expanded, ["Expand to the full width", "Back to the grid"], ["⤢", "⤡"]);
+    const full = h(
+      "button.icon",
+      {
+        className: "icon fullscreen",
+        title: "Full screen (Esc leaves it)",
+        onclick: () => void (document.fullscreenElement === el ? document.exitFullscreen() : el.requestFullscreen()).catch(() => {}),
+      },
+      "□",
+    );
     // The menu's rows (three elements per run, for every card) are built
     // when it is first opened, not with the page.
     const menu = h("div.menu");
@@ -569,7 +590,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
         ),
       );
     });
-    const el = h("div.card.scalar-card", { "data-tag": tag }, h("div.card-head", null, h("span.card-title", { title: tag }, tag), pin, expand, dl), body);
+    const el = h("div.card.scalar-card", { "data-tag": tag }, h("div.card-head", null, h("span.card-title", { title: tag }, tag), pin, expand, full, dl), body);
     el.classList.toggle("expanded", expanded);
     let started = false;
     const load = async () => {
@@ -580,7 +601,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
         // again if the experiment changed since. A chart kept from the
         // last layout for this view is drawn now (lines shown or hidden:
         // no frame of its own needed).
-        if (c.chart && c.view === chartView(tag, store.get())) redraw(tag, false);
+        if (c.chart && c.view === chartView(tag, store.get(), tag === fullTag)) redraw(tag, false);
         else drawSoon(tag);
         if (!stale.has(tag)) return;
       }
@@ -746,6 +767,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       void refresh();
     },
     destroy() {
+      document.removeEventListener("fullscreenchange", onFullScreen);
       for (const stop of stops) stop();
       near.disconnect();
       for (const c of [...charts.values(), ...spare.values()]) c.chart?.destroy();
