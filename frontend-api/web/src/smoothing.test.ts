@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { alignSeries, emaDebiased, groupStats, robustRange } from "./smoothing";
+import { alignSeries, emaDebiased, groupStats, quantileRange, robustRange, sortedFinite } from "./smoothing";
 
 describe("emaDebiased", () => {
   it("keeps the first point and follows the debiased average", () => {
@@ -86,6 +86,20 @@ describe("robustRange", () => {
       const cut = sorted[sorted.length - 1] - sorted[0] >= 2 * (b - a);
       expect(robustRange(series)).toEqual(cut ? [a - (b - a) * 0.05, b + (b - a) * 0.05] : null);
       if (trial >= 10) expect(cut).toBe(true);
+    }
+  });
+  it("finds the quantiles across signs, magnitudes and repeated values", () => {
+    const odd = [-1e300, -3, -0, 0, 0, 0, 1e-300, 5e-324, 2, 2, 2, 7.5, 1e12, 1e300, -Infinity, NaN];
+    let seed = 11;
+    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    for (let trial = 0; trial < 30; trial++) {
+      const series = Array.from({ length: 1 + (trial % 4) }, () => Array.from({ length: 10 + trial * 5 }, () => odd[Math.floor(rnd() * odd.length)] * (rnd() < 0.3 ? rnd() : 1)));
+      const sorted = series.flat().filter(Number.isFinite).sort((x, y) => x - y);
+      if (sorted.length < 20) continue;
+      const a = sorted[Math.floor(0.1 * (sorted.length - 1))];
+      const b = sorted[Math.ceil(0.9 * (sorted.length - 1))];
+      const cut = b > a && sorted[sorted.length - 1] - sorted[0] >= 2 * (b - a);
+      expect(quantileRange(series.map(sortedFinite), 0.1, 0.9)).toEqual(cut ? [a - (b - a) * 0.05, b + (b - a) * 0.05] : null);
     }
   });
   it("gives up on short or flat series", () => {

@@ -91,6 +91,15 @@ export function groupByPrefix<T>(items: T[], key: (t: T) => string): Map<string,
 }
 
 /** A message in place of a dashboard's content. */
+/**
+ * A card's run, named whole on a line of its own below the card's other
+ * head items (in the run's colour), wrapping where it must: a name cut to
+ * fit beside the tag lost the part that tells runs apart.
+ */
+export function cardRun(ctx: DashboardContext, run: string): HTMLElement {
+  return h("span.card-run", { style: { color: ctx.colorOf(run) } }, run);
+}
+
 export function notice(text: string, cls = "notice"): HTMLElement {
   return h(`div.${cls}` as "div.x", null, text);
 }
@@ -216,7 +225,7 @@ export function runTagDashboard(el: HTMLElement, ctx: DashboardContext, o: RunTa
     const el = h(
       "div.card",
       { className: `card ${o.cardClass}`, "data-run": run, "data-tag": tag },
-      h("div.card-head", null, h("span.card-title", { title: tag }, tag), run ? h("span.card-run", { style: { color: ctx.colorOf(run) }, title: run }, run) : null),
+      h("div.card-head", null, h("span.card-title", { title: tag }, tag), run ? cardRun(ctx, run) : null),
       body,
     );
     stops.push(fillWhenVisible(el, body, () => o.fill(body, run, tag, info)));

@@ -12,7 +12,7 @@ import { fmtSI, TOOLTIP_SORTS, type TooltipSort } from "../charts/format";
 import { LineChart, type Line } from "../charts/linechart";
 import { compileFilter, debounce, fmtDuration, h, setChildren } from "../dom";
 import { toggled, type ViewState } from "../state";
-import { emaDebiased, groupStats, robustRange } from "../smoothing";
+import { emaDebiased, groupStats, quantileRange, sortedFinite } from "../smoothing";
 import { cardDownload, type RunPoints } from "./carddownload";
 import { groupByPrefix, notice, runsChanged, showOnly, shownRuns, whenVisible, type Dashboard, type DashboardContext } from "./dashboard";
 
@@ -56,6 +56,8 @@ interface Card {
   chart?: LineChart;
   /** The data the chart was built from (undefined: build it anew). */
   built?: Record<string, Points>;
+  /** The view the chart was built for (chartView). */
+  view?: string;
   body: HTMLElement;
   /** The runs shown (of those holding the tag). */
   runs: string[];
@@ -70,7 +72,24 @@ interface Card {
  * bold: smoothed, or group means); undefined: the chart fits it.
  */
 function yRangeOf(lines: Line[], s: ViewState): [number, number] | undefined {
-  return (s.ignoreOutliers && !s.logy ? robustRange(lines.filter((l) => !l.faint).map((l) => l.y)) : null) ?? undefined;
+  return (s.ignoreOutliers && !s.logy ? quantileRange(lines.filter((l) => !l.faint).map((l) => sortedY(l.y))) : null) ?? undefined;
+}
+
+// Each line's values sorted, kept while the line is (a line's values never
+// change once made), so that a toggle's y range is a search (quantileRange).
+const sortedYs = new WeakMap<number[], Float64Array>();
+function sortedY(y: number[]): Float64Array {
+  let v = sortedYs.get(y);
+  if (!v) sortedYs.set(y, (v = sortedFinite(y)));
+  return v;
+}
+
+/**
+ * What a card's chart depends on besides its data and which runs it shows:
+ * a chart built for another view is built anew.
+ */
+function chartView(tag: string, s: ViewState, fullScreen: boolean): string {
+  return JSON.stringify([s.smoothing, s.x, s.logx, s.logy, s.group, s.band, s.ignoreOutliers, s.ttsort, s.tttime, s.zoom, s.colors, s.expand.includes(tag), fullScreen]);
 }
 
 /** Numbers as they are; any "NaN"/"Infinity" string turned into a number. */
@@ -249,6 +268,21 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   const heavy = limiter(2);
   let firstRead: Promise<unknown> | null = null;
   const charts = new Map<string, Card>();
+  // The tag of the card shown full screen (its □ button), if any: its
+  // chart is built as tall as the screen, and again at its size after.
+  let fullTag: string | null = null;
+  const onFullScreen = () => {
+    const el = document.fullscreenElement;
+    const tag = el instanceof HTMLElement && el.classList.contains("scalar-card") ? (el.dataset.tag ?? null) : null;
+    const was = fullTag;
+    fullTag = tag;
+    for (const t of new Set([was, tag])) if (t !== null) redraw(t, true);
+  };
+  document.addEventListener("fullscreenchange", onFullScreen);
+  // The charts of cards a layout removed, by tag, kept for the next layout
+  // to take up where they are still good (see card): None removes every
+  // card, and All after it would otherwise build every chart again.
+  const spare = new Map<string, Pick<Card, "chart" | "built" | "view" | "body">>();
   // The runs each card's data was last asked for (a run shown later that
   // was not is read then).
   const asked = new Map<string, Set<string>>();
@@ -319,13 +353,15 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     // Groups are made of the shown runs; log y counts the hidden values
     // of the lines drawn: both are built anew.
     const toggleOnly = !s.group && !s.logy;
-    if (c.chart && c.built === d && toggleOnly && c.chart.lines.some((l) => l.run && shown.has(l.run))) {
+    const view = chartView(tag, s, tag === fullTag);
+    if (c.chart && c.built === d && c.view === view && toggleOnly && c.chart.lines.some((l) => l.run && shown.has(l.run))) {
       c.chart.setHidden((l) => !!l.run && !shown.has(l.run), yRangeOf(c.chart.lines.filter((l) => !l.run || shown.has(l.run)), s));
       return;
     }
     c.chart?.destroy();
     c.chart = undefined;
     c.built = d;
+    c.view = view;
     // Every run read is a line (the hidden ones shown again by a toggle
     // without building the chart), unless runs are grouped.
     const order = index?.get(tag) ?? c.runs;
@@ -349,7 +385,8 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       onZoom: (zoom) => store.set({ zoom }),
       tooltipSort: s.ttsort,
       onOnly: (run) => showOnly(store, run),
-      height: s.expand.includes(tag) ? EXPANDED_HEIGHT : undefined,
+      // Full screen: down to the window's bottom, less the card's padding.
+      height: tag === fullTag ? Math.max(220, innerHeight - c.body.getBoundingClientRect().top - 24) : s.expand.includes(tag) ? EXPANDED_HEIGHT : undefined,
     });
   }
 
@@ -489,8 +526,12 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   }
 
   function card(tag: string, runs: string[], pinned: boolean): HTMLElement {
-    const body = h("div.chart.loading", null, "Loading…");
-    const c: Card = { body, runs, inView: false, dirty: false };
+    // The chart the last layout had for the tag, if any: drawn from its
+    // data it only shows and hides lines (see draw).
+    const kept = spare.get(tag);
+    spare.delete(tag);
+    const body = kept?.body ?? h("div.chart.loading", null, "Loading…");
+    const c: Card = { body, runs, inView: false, dirty: false, chart: kept?.chart, built: kept?.built, view: kept?.view };
     charts.set(tag, c);
     // A button putting the tag in a list of the view state, or taking it out: [off, on] titles and glyphs.
     const listButton = (key: "pin" | "expand", on: boolean, titles: [string, string], glyphs: [string, string]) =>
@@ -503,6 +544,15 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     // TensorBoard's expand button: the card takes the grid's whole width, and a taller chart.
     const expanded = store.get().expand.includes(tag);
     const expand = listButton("expand", expanded, ["Expand to the full width", "Back to the grid"], ["⤢", "⤡"]);
+    const full = h(
+      "button.icon",
+      {
+        className: "icon fullscreen",
+        title: "Full screen (Esc leaves it)",
+        onclick: () => void (document.fullscreenElement === el ? document.exitFullscreen() : el.requestFullscreen()).catch(() => {}),
+      },
+      "□",
+    );
     // The menu's rows (three elements per run, for every card) are built
     // when it is first opened, not with the page.
     const menu = h("div.menu");
@@ -540,7 +590,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
         ),
       );
     });
-    const el = h("div.card.scalar-card", { "data-tag": tag }, h("div.card-head", null, h("span.card-title", { title: tag }, tag), pin, expand, dl), body);
+    const el = h("div.card.scalar-card", { "data-tag": tag }, h("div.card-head", null, h("span.card-title", { title: tag }, tag), pin, expand, full, dl), body);
     el.classList.toggle("expanded", expanded);
     let started = false;
     const load = async () => {
@@ -548,8 +598,11 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       started = true;
       if (data.has(tag)) {
         // Drawn from what it had (a live page laid out again), then read
-        // again if the experiment changed since.
-        drawSoon(tag);
+        // again if the experiment changed since. A chart kept from the
+        // last layout for this view is drawn now (lines shown or hidden:
+        // no frame of its own needed).
+        if (c.chart && c.view === chartView(tag, store.get(), tag === fullTag)) redraw(tag, false);
+        else drawSoon(tag);
         if (!stale.has(tag)) return;
       }
       if (await read(tag, c.runs, body, data.has(tag))) drawSoon(tag);
@@ -588,8 +641,14 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     for (const stop of stops) stop();
     stops = [];
     near.disconnect();
-    for (const c of charts.values()) c.chart?.destroy();
+    for (const [tag, c] of charts) if (c.chart) spare.set(tag, c);
     charts.clear();
+    // Charts of tags gone from the index will not be wanted again.
+    for (const [tag, c] of spare) {
+      if (index?.has(tag)) continue;
+      c.chart?.destroy();
+      spare.delete(tag);
+    }
     if (!index) return;
     const s = store.get();
     const withRuns = cardsFor(s);
@@ -708,9 +767,10 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       void refresh();
     },
     destroy() {
+      document.removeEventListener("fullscreenchange", onFullScreen);
       for (const stop of stops) stop();
       near.disconnect();
-      for (const c of charts.values()) c.chart?.destroy();
+      for (const c of [...charts.values(), ...spare.values()]) c.chart?.destroy();
     },
   };
 }

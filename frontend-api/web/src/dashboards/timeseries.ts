@@ -9,7 +9,7 @@ import { getJSON, postForm, type ScalarDatum } from "../api";
 import { LineChart } from "../charts/linechart";
 import { compileFilter, debounce, h, setChildren } from "../dom";
 import { toggled, type ViewState } from "../state";
-import { groupByPrefix, notice, fillWhenVisible, rangeSlider, runsChanged, shownRuns, stepIndex, type Dashboard, type DashboardContext } from "./dashboard";
+import { cardRun, groupByPrefix, notice, fillWhenVisible, rangeSlider, runsChanged, shownRuns, stepIndex, type Dashboard, type DashboardContext } from "./dashboard";
 import { fillHistogram } from "./histograms";
 import { fillMedia, sampleImage } from "./images";
 import { imageFilter } from "./imageview";
@@ -114,7 +114,7 @@ export function timeSeriesDashboard(el: HTMLElement, ctx: DashboardContext): Das
         "div.card-head",
         null,
         h("span.card-title", { title: c.tag }, c.tag),
-        c.run ? h("span.card-run", { style: { color: ctx.colorOf(c.run) }, title: c.run }, c.run) : null,
+        c.run ? cardRun(ctx, c.run) : null,
         pin,
       ),
       body,
