@@ -176,7 +176,7 @@ func BenchmarkUPlotMillionPoints(b *testing.B) {
 	if env.setupErr != nil {
 		b.Fatal(env.setupErr)
 	}
-	lib := filepath.Join("..", "..", "web", "node_modules", "uplot", "dist", "uPlot.iife.min.js")
+	lib := filepath.Join("..", "..", "..", "frontend-api", "web", "node_modules", "uplot", "dist", "uPlot.iife.min.js")
 	if _, err := os.Stat(lib); err != nil {
 		b.Fatalf("%v (run scripts/build-ui.sh)", err)
 	}
