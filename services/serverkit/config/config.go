@@ -7,9 +7,11 @@
 // releases read, with a warning.
 //
 // Precedence, highest first: the command line, TBHUB_<FLAG>, the aliases in
-// the order given, the flag's default. Only main (or a command's wiring)
-// calls Parse, with os.LookupEnv; packages below define flags and take
-// values, and never read the environment themselves.
+// the order given, the flag's default. Only a binary's assembly (its main,
+// or the package main calls: tbhubcmd, readservice, frontend, readpath,
+// uploader's cli) defines flags, binding the Settings the library packages
+// describe, and calls Parse, with os.LookupEnv; packages below take values
+// and never read the environment themselves (assembly_test.go checks).
 package config
 
 import (
