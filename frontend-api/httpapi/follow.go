@@ -16,7 +16,7 @@ import (
 // LiveLimits bound the long polls of live pages (?waitPast= on an
 // experiment's or a comparison's metadata route): how often the one check
 // per followed experiment runs, how long a poll is held, and how many one
-// client holds (docs/operations.md). RegisterFlags defines their flags.
+// client holds (docs/operations.md). Settings lists their flags.
 type LiveLimits = live.Limits
 
 // DefaultLiveLimits: a check every second, 25 s per poll, 128 per client.

@@ -117,7 +117,7 @@ type Config struct {
 // graphs/run_metadata): the bytes of one text, the nesting of its
 // messages and of Keras models, a Keras node's name, the bytes of answers
 // kept by blob, and how many are computed at once (docs/operations.md).
-// RegisterFlags defines their flags.
+// Settings lists their flags.
 type GraphLimits = graphs.Limits
 
 // DefaultGraphLimits: 320 MiB per answer, 100 levels, 4 KiB names,
@@ -127,7 +127,7 @@ func DefaultGraphLimits() GraphLimits { return graphs.DefaultLimits() }
 // MarkdownLimits bound the rendering of markdown: the bytes of one text
 // rendered, how long a request waits for it, the bytes of HTML kept for
 // later requests, and how many renders run at once (docs/operations.md).
-// RegisterFlags defines their flags.
+// Settings lists their flags.
 type MarkdownLimits = markdown.Limits
 
 // DefaultMarkdownLimits: 32 KiB per text, 2 s, 32 MiB of cache, half the
@@ -136,14 +136,14 @@ func DefaultMarkdownLimits() MarkdownLimits { return markdown.DefaultLimits() }
 
 // CompareLimits bound a comparison (/compare/{id1}+{id2}+…/): how many
 // experiments it holds, and how many of them one request reads at once
-// (docs/operations.md). RegisterFlags defines their flags.
+// (docs/operations.md). Settings lists their flags.
 type CompareLimits = compare.Limits
 
 // DefaultCompareLimits: 10 experiments, 4 read at once.
 func DefaultCompareLimits() CompareLimits { return compare.DefaultLimits() }
 
 // RunsTableLimits bound the runs table route (data/runs_table): the runs
-// × tags one answer reads. RegisterFlags defines their flag.
+// × tags one answer reads. Settings lists their flag.
 type RunsTableLimits = runstable.Limits
 
 // DefaultRunsTableLimits: 20,000 series.

@@ -32,6 +32,7 @@ import (
 	"github.com/tbhub/tbhub/services/internal/serve"
 	"github.com/tbhub/tbhub/services/internal/store"
 	"github.com/tbhub/tbhub/services/internal/tbhubcmd"
+	"github.com/tbhub/tbhub/services/serverkit/config"
 )
 
 // Config configures both halves.
@@ -140,11 +141,11 @@ func NewServe() *Serve {
 // RegisterFlags defines the HTTP API's flags on fs.
 func (s *Serve) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&s.samples, "samples_per_plugin", httpapi.SamplesFlagUsage)
-	s.markdown.RegisterFlags(fs)
-	s.graphs.RegisterFlags(fs)
-	s.compare.RegisterFlags(fs)
-	s.runsTable.RegisterFlags(fs)
-	s.live.RegisterFlags(fs)
+	config.Bind(fs, s.markdown.Settings()...)
+	config.Bind(fs, s.graphs.Settings()...)
+	config.Bind(fs, s.compare.Settings()...)
+	config.Bind(fs, s.runsTable.Settings()...)
+	config.Bind(fs, s.live.Settings()...)
 }
 
 // Config is the read path's configuration from serve's settings and the

@@ -12,13 +12,14 @@
 package diskspace
 
 import (
-	"flag"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/tbhub/tbhub/services/internal/store"
+
+	"github.com/tbhub/tbhub/services/serverkit/config"
 )
 
 // Reserve is the free space writes must leave: both MinFreeBytes and
@@ -32,11 +33,13 @@ type Reserve struct {
 // SQLite to commit a purge (and its write-ahead log) on a full disk.
 func DefaultReserve() Reserve { return Reserve{MinFreeBytes: 256 << 20, MinFreePercent: 1} }
 
-// RegisterFlags defines --min-free-disk-bytes and --min-free-disk-percent
-// on fs, defaulting to r's values.
-func (r *Reserve) RegisterFlags(fs *flag.FlagSet) {
-	fs.Int64Var(&r.MinFreeBytes, "min-free-disk-bytes", r.MinFreeBytes, "embedded store: writes that add data are refused (UNAVAILABLE, \"the server's disk is full\") and /readyz is not ready while the data folder's file system has less free space than this (0: no bound)")
-	fs.Float64Var(&r.MinFreePercent, "min-free-disk-percent", r.MinFreePercent, "embedded store: the same, as a percentage of the file system's size (0: no bound)")
+// Settings describes --min-free-disk-bytes and --min-free-disk-percent
+// for an assembly's flag set, defaulting to r's values.
+func (r *Reserve) Settings() []config.Setting {
+	return []config.Setting{
+		{Name: "min-free-disk-bytes", Usage: "embedded store: writes that add data are refused (UNAVAILABLE, \"the server's disk is full\") and /readyz is not ready while the data folder's file system has less free space than this (0: no bound)", Value: &r.MinFreeBytes},
+		{Name: "min-free-disk-percent", Usage: "embedded store: the same, as a percentage of the file system's size (0: no bound)", Value: &r.MinFreePercent},
+	}
 }
 
 // Validate reports a reserve that cannot work.

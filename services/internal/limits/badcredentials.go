@@ -3,13 +3,14 @@ package limits
 import (
 	"container/list"
 	"crypto/sha256"
-	"flag"
 	"fmt"
 	"net/netip"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/tbhub/tbhub/services/serverkit/config"
 )
 
 // Invalid credentials (a token guessed, a revoked token retried in a
@@ -75,11 +76,13 @@ func DefaultCredentialLimits() CredentialLimits {
 	return CredentialLimits{PerSecond: BadCredentialsPerSecond, Burst: BadCredentialBurst}
 }
 
-// RegisterFlags defines --bad-credentials-per-second and
-// --bad-credentials-burst on fs, defaulting to l's values.
-func (l *CredentialLimits) RegisterFlags(fs *flag.FlagSet) {
-	fs.Float64Var(&l.PerSecond, "bad-credentials-per-second", l.PerSecond, "failed credential checks allowed per client address and second; beyond them unknown credentials get RESOURCE_EXHAUSTED without a lookup (0: no throttle)")
-	fs.IntVar(&l.Burst, "bad-credentials-burst", l.Burst, "failed credential checks one client address may make at once")
+// Settings describes --bad-credentials-per-second and
+// --bad-credentials-burst for an assembly's flag set, defaulting to l's values.
+func (l *CredentialLimits) Settings() []config.Setting {
+	return []config.Setting{
+		{Name: "bad-credentials-per-second", Usage: "failed credential checks allowed per client address and second; beyond them unknown credentials get RESOURCE_EXHAUSTED without a lookup (0: no throttle)", Value: &l.PerSecond},
+		{Name: "bad-credentials-burst", Usage: "failed credential checks one client address may make at once", Value: &l.Burst},
+	}
 }
 
 // Validate reports a budget that cannot work.

@@ -38,12 +38,14 @@ func NewFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.issuer, "oidc-issuer", "https://accounts.google.com", "OpenID Connect issuer")
 	fs.StringVar(&f.clientIDs, "oidc-client-ids", "", "accepted OAuth client IDs, comma-separated; ID tokens are refused without one")
 	f.cfg.BadCredentials = limits.DefaultCredentialLimits()
-	f.cfg.BadCredentials.RegisterFlags(fs)
-	f.cfg.TrustedProxyHops.RegisterFlag(fs)
-	clientaddr.SecretFlag(fs, &f.cfg.ForwardingSecret)
+	config.Bind(fs, f.cfg.BadCredentials.Settings()...)
+	config.Bind(fs, f.cfg.TrustedProxyHops.Setting())
+	config.Bind(fs, clientaddr.SecretSetting(&f.cfg.ForwardingSecret))
 	fs.StringVar(&f.cfg.MetricsAddr, "metrics-addr", "", "HTTP address serving Prometheus GET /metrics and the probes /healthz, /readyz (off if empty)")
 	f.Telemetry.Service = "tbhub-read"
-	f.aliases = append([]config.Alias{config.Port("addr")}, f.Telemetry.RegisterFlags(fs)...)
+	telemetrySettings, telemetryAliases := f.Telemetry.Settings()
+	config.Bind(fs, telemetrySettings...)
+	f.aliases = append([]config.Alias{config.Port("addr")}, telemetryAliases...)
 	return f
 }
 

@@ -311,24 +311,26 @@ func newServeFlags(fs *flag.FlagSet, proc process, rp ReadPath) *serveFlags {
 	f.abandonedBlobAge = fs.Duration("abandoned-blob-age", serve.DefaultAbandonedBlobAge,
 		"an unfinished blob not written for this long is removed and its bytes leave the owner's quota; at least twice --blob-stream-timeout (negative: never)")
 	f.reserve = diskspace.DefaultReserve()
-	f.reserve.RegisterFlags(fs)
+	config.Bind(fs, f.reserve.Settings()...)
 	f.createRequestTTL = fs.Duration("create-request-ttl", writer.DefaultCreateRequestTTL,
 		"how long a CreateExperiment request ID is remembered: a retry within it answers the same experiment")
 	f.sweepLeaseTTL = fs.Duration("sweep-lease-ttl", serve.DefaultSweepLeaseTTL,
 		"one process at a time runs each background sweep, under a lease it renews every minute; a process that stops without releasing it hands the sweep over after this long (more than a minute)")
-	f.lim.BadCredentials.RegisterFlags(fs)
-	f.hops.RegisterFlag(fs)
-	clientaddr.SecretFlag(fs, &f.forwardingSecret)
+	config.Bind(fs, f.lim.BadCredentials.Settings()...)
+	config.Bind(fs, f.hops.Setting())
+	config.Bind(fs, clientaddr.SecretSetting(&f.forwardingSecret))
 	f.http = lifecycle.DefaultHTTPLimits()
 	if proc.direct {
 		f.http.MaxConnsPerIP = DirectMaxConnsPerIP
 	}
-	f.http.RegisterFlags(fs)
+	config.Bind(fs, f.http.Settings()...)
 	if rp != nil {
 		rp.RegisterFlags(fs)
 	}
 	f.tcfg = telemetry.Config{Service: proc.service}
-	f.aliases = append([]config.Alias{config.Port("addr")}, f.tcfg.RegisterFlags(fs)...)
+	telemetrySettings, telemetryAliases := f.tcfg.Settings()
+	config.Bind(fs, telemetrySettings...)
+	f.aliases = append([]config.Alias{config.Port("addr")}, telemetryAliases...)
 	return f
 }
 

@@ -25,13 +25,13 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
 
+	"github.com/tbhub/tbhub/services/serverkit/config"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
@@ -50,16 +50,16 @@ const clientKey = "tbhub-client-addr"
 // X-Forwarded-For and are trusted to: 0 (the default) trusts none.
 type Hops int
 
-// RegisterFlag defines --trusted-proxy-hops on fs.
-func (h *Hops) RegisterFlag(fs *flag.FlagSet) {
-	fs.Func("trusted-proxy-hops", "proxies in front of this server that append the client's address to X-Forwarded-For (Cloud Run: 1); 0 trusts only the connection's peer (default 0)", func(v string) error {
+// Setting describes --trusted-proxy-hops for an assembly's flag set.
+func (h *Hops) Setting() config.Setting {
+	return config.Setting{Name: "trusted-proxy-hops", Usage: "proxies in front of this server that append the client's address to X-Forwarded-For (Cloud Run: 1); 0 trusts only the connection's peer (default 0)", Value: func(v string) error {
 		var n int
 		if _, err := fmt.Sscan(v, &n); err != nil || n < 0 || n > 16 {
 			return fmt.Errorf("want a number of proxies from 0 to 16, not %q", v)
 		}
 		*h = Hops(n)
 		return nil
-	})
+	}}
 }
 
 // Resolve is the client's address given the connection's peer address
@@ -186,9 +186,10 @@ func SharedInternal(secret string) (*Internal, error) {
 	return &Internal{secret: secret}, nil
 }
 
-// SecretFlag defines --forwarding-secret on fs.
-func SecretFlag(fs *flag.FlagSet, p *string) {
-	fs.StringVar(p, "forwarding-secret", "", "secret shared by the frontend and the read and write services: the frontend's calls carry it with the browser's address, which per-client limits then key on (>= 16 bytes; off if empty)")
+// SecretSetting describes --forwarding-secret, setting *p, for an
+// assembly's flag set; it defaults to *p (empty: off).
+func SecretSetting(p *string) config.Setting {
+	return config.Setting{Name: "forwarding-secret", Usage: "secret shared by the frontend and the read and write services: the frontend's calls carry it with the browser's address, which per-client limits then key on (>= 16 bytes; off if empty)", Value: p}
 }
 
 func (in *Internal) marked(md metadata.MD) bool {

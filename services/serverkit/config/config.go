@@ -7,9 +7,11 @@
 // releases read, with a warning.
 //
 // Precedence, highest first: the command line, TBHUB_<FLAG>, the aliases in
-// the order given, the flag's default. Only main (or a command's wiring)
-// calls Parse, with os.LookupEnv; packages below define flags and take
-// values, and never read the environment themselves.
+// the order given, the flag's default. Only a binary's assembly (its main,
+// or the package main calls: tbhubcmd, readservice, frontend, readpath,
+// uploader's cli) defines flags, binding the Settings the library packages
+// describe, and calls Parse, with os.LookupEnv; packages below take values
+// and never read the environment themselves (assembly_test.go checks).
 package config
 
 import (
@@ -17,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // Env looks up one environment variable: os.LookupEnv, or a map in tests.
@@ -171,4 +174,40 @@ func PortFlag(fs *flag.FlagSet, addrFlag string) {
 		fmt.Fprintf(fs.Output(), "%s: --port is deprecated and will stop working in the next release; use --%s :%s\n", fs.Name(), addrFlag, v)
 		return fs.Set(addrFlag, ":"+v)
 	})
+}
+
+// Setting is one value a library package takes, described for the flag
+// set of the binaries that assemble it: libraries never see a FlagSet,
+// they list their settings and an assembly Binds them. Value points at
+// the field the flag sets (an *int, *int64, *float64, *string, *bool or
+// *time.Duration, whose value when bound is the flag's default), or is a
+// func(string) error parsing the flag's text itself.
+type Setting struct {
+	Name, Usage string
+	Value       any
+}
+
+// Bind defines each setting as a flag on fs. Called only by a binary's
+// assembly, with the settings of the packages it wires.
+func Bind(fs *flag.FlagSet, settings ...Setting) {
+	for _, s := range settings {
+		switch p := s.Value.(type) {
+		case *int:
+			fs.IntVar(p, s.Name, *p, s.Usage)
+		case *int64:
+			fs.Int64Var(p, s.Name, *p, s.Usage)
+		case *float64:
+			fs.Float64Var(p, s.Name, *p, s.Usage)
+		case *string:
+			fs.StringVar(p, s.Name, *p, s.Usage)
+		case *bool:
+			fs.BoolVar(p, s.Name, *p, s.Usage)
+		case *time.Duration:
+			fs.DurationVar(p, s.Name, *p, s.Usage)
+		case func(string) error:
+			fs.Func(s.Name, s.Usage, p)
+		default:
+			panic(fmt.Sprintf("config: setting --%s has a value of type %T", s.Name, s.Value))
+		}
+	}
 }

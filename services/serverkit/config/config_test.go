@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 func newFlags(out *bytes.Buffer) (*flag.FlagSet, *string, *string, *int) {
@@ -137,4 +139,60 @@ func TestHelp(t *testing.T) {
 	if err := Parse(fs, []string{"--", "-h"}, MapEnv(nil)); errors.Is(err, flag.ErrHelp) {
 		t.Error("-h after -- asked for help")
 	}
+}
+
+// Bind defines each setting with the field's value as its default, and
+// the flags, their variables and the command line set the fields.
+func TestBind(t *testing.T) {
+	v := struct {
+		n       int
+		n64     int64
+		ratio   float64
+		name    string
+		on      bool
+		wait    time.Duration
+		checked string
+	}{n: 1, n64: 2, ratio: 0.5, name: "a", wait: time.Second}
+	fs := flag.NewFlagSet("svc", flag.ContinueOnError)
+	Bind(fs,
+		Setting{Name: "n", Usage: "an int", Value: &v.n},
+		Setting{Name: "n64", Usage: "an int64", Value: &v.n64},
+		Setting{Name: "ratio", Usage: "a float", Value: &v.ratio},
+		Setting{Name: "name", Usage: "a string", Value: &v.name},
+		Setting{Name: "on", Usage: "a bool", Value: &v.on},
+		Setting{Name: "wait", Usage: "a duration", Value: &v.wait},
+		Setting{Name: "checked", Usage: "parsed by its package", Value: func(s string) error {
+			if s == "bad" {
+				return errors.New("not that")
+			}
+			v.checked = s
+			return nil
+		}},
+	)
+	var defaults []string
+	fs.VisitAll(func(f *flag.Flag) { defaults = append(defaults, f.Name+"="+f.DefValue) })
+	if got, want := strings.Join(defaults, " "), "checked= n=1 n64=2 name=a on=false ratio=0.5 wait=1s"; got != want {
+		t.Errorf("defaults %s, want %s", got, want)
+	}
+	env := MapEnv(map[string]string{"TBHUB_N64": "64", "TBHUB_WAIT": "3m"})
+	if err := Parse(fs, []string{"--n=7", "--ratio=0.25", "--name=b", "--on", "--checked=ok"}, env); err != nil {
+		t.Fatal(err)
+	}
+	if v.n != 7 || v.n64 != 64 || v.ratio != 0.25 || v.name != "b" || !v.on || v.wait != 3*time.Minute || v.checked != "ok" {
+		t.Errorf("parsed %+v", v)
+	}
+	if err := fs.Set("checked", "bad"); err == nil || v.checked != "ok" {
+		t.Errorf("a value its func refuses: %v, field %q", err, v.checked)
+	}
+}
+
+// A setting of a type Bind cannot define is a programming error, caught
+// when the binary starts.
+func TestBindUnknownType(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "--bytes") {
+			t.Errorf("recovered %v, want a panic naming --bytes", r)
+		}
+	}()
+	Bind(flag.NewFlagSet("svc", flag.ContinueOnError), Setting{Name: "bytes", Value: new(uint8)})
 }

@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tbhub/tbhub/services/serverkit/config"
 )
 
 // HTTPLimits bound what one client can hold of an HTTP server: how long
@@ -43,14 +44,16 @@ func DefaultHTTPLimits() HTTPLimits {
 	return HTTPLimits{HeaderTimeout: 10 * time.Second, BodyTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 }
 
-// RegisterFlags defines --http-header-timeout, --http-body-timeout,
-// --http-idle-timeout and --max-conns-per-ip on fs, defaulting to l's
+// Settings describes --http-header-timeout, --http-body-timeout,
+// --http-idle-timeout and --max-conns-per-ip for an assembly's flag set, defaulting to l's
 // values.
-func (l *HTTPLimits) RegisterFlags(fs *flag.FlagSet) {
-	fs.DurationVar(&l.HeaderTimeout, "http-header-timeout", l.HeaderTimeout, "longest time a client may take to send an HTTP request's headers")
-	fs.DurationVar(&l.BodyTimeout, "http-body-timeout", l.BodyTimeout, "longest time a client may take to send an HTTP request's body (gRPC calls are exempt)")
-	fs.DurationVar(&l.IdleTimeout, "http-idle-timeout", l.IdleTimeout, "an idle keep-alive connection is closed after this long")
-	fs.IntVar(&l.MaxConnsPerIP, "max-conns-per-ip", l.MaxConnsPerIP, "open connections allowed per client IP address (0: unlimited; keep 0 behind a proxy)")
+func (l *HTTPLimits) Settings() []config.Setting {
+	return []config.Setting{
+		{Name: "http-header-timeout", Usage: "longest time a client may take to send an HTTP request's headers", Value: &l.HeaderTimeout},
+		{Name: "http-body-timeout", Usage: "longest time a client may take to send an HTTP request's body (gRPC calls are exempt)", Value: &l.BodyTimeout},
+		{Name: "http-idle-timeout", Usage: "an idle keep-alive connection is closed after this long", Value: &l.IdleTimeout},
+		{Name: "max-conns-per-ip", Usage: "open connections allowed per client IP address (0: unlimited; keep 0 behind a proxy)", Value: &l.MaxConnsPerIP},
+	}
 }
 
 // Validate reports limits that would leave a server unbounded.

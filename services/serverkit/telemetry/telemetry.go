@@ -19,7 +19,6 @@ package telemetry
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -79,25 +78,28 @@ type Config struct {
 	MetricsInterval time.Duration
 }
 
-// RegisterFlags defines the telemetry flags on fs and returns the standard
-// variables that also set them (for config.Parse): GOOGLE_CLOUD_PROJECT
-// sets --gcp-project, and an OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT or
-// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) makes --trace-exporter default to
-// otlp. Call Validate after parsing.
-func (c *Config) RegisterFlags(fs *flag.FlagSet) []config.Alias {
-	fs.StringVar(&c.TraceExporter, "trace-exporter", ExporterNone,
-		"where spans go: none, otlp (OTEL_EXPORTER_OTLP_ENDPOINT) or gcp (Cloud Trace)")
-	fs.StringVar(&c.MetricsExporter, "metrics-exporter", ExporterNone,
-		"where metrics go besides GET /metrics: none or gcp (Cloud Monitoring)")
-	fs.StringVar(&c.Project, "gcp-project", "",
-		"Google Cloud project for Cloud Trace, Cloud Monitoring and the logs' trace field (default on Cloud Run: the metadata server's) [$GOOGLE_CLOUD_PROJECT]")
-	fs.Float64Var(&c.SampleRatio, "trace-sample-ratio", 1, "share of traces started here that are recorded (an incoming sampled flag is followed)")
+// Settings describes the telemetry flags for an assembly's flag set,
+// setting c's fields to their defaults as flag definitions do, and returns
+// the standard variables that also set them (for config.Parse):
+// GOOGLE_CLOUD_PROJECT sets --gcp-project, and an OTLP endpoint
+// (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) makes
+// --trace-exporter default to otlp. Call Validate after parsing.
+func (c *Config) Settings() ([]config.Setting, []config.Alias) {
+	c.TraceExporter, c.MetricsExporter, c.Project, c.SampleRatio = ExporterNone, ExporterNone, "", 1
 	otlp := func(string) string { return ExporterOTLP }
-	return []config.Alias{
-		{Var: "GOOGLE_CLOUD_PROJECT", Flag: "gcp-project"},
-		{Var: "OTEL_EXPORTER_OTLP_ENDPOINT", Flag: "trace-exporter", Value: otlp},
-		{Var: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", Flag: "trace-exporter", Value: otlp},
-	}
+	return []config.Setting{
+			{Name: "trace-exporter", Value: &c.TraceExporter,
+				Usage: "where spans go: none, otlp (OTEL_EXPORTER_OTLP_ENDPOINT) or gcp (Cloud Trace)"},
+			{Name: "metrics-exporter", Value: &c.MetricsExporter,
+				Usage: "where metrics go besides GET /metrics: none or gcp (Cloud Monitoring)"},
+			{Name: "gcp-project", Value: &c.Project,
+				Usage: "Google Cloud project for Cloud Trace, Cloud Monitoring and the logs' trace field (default on Cloud Run: the metadata server's) [$GOOGLE_CLOUD_PROJECT]"},
+			{Name: "trace-sample-ratio", Value: &c.SampleRatio, Usage: "share of traces started here that are recorded (an incoming sampled flag is followed)"},
+		}, []config.Alias{
+			{Var: "GOOGLE_CLOUD_PROJECT", Flag: "gcp-project"},
+			{Var: "OTEL_EXPORTER_OTLP_ENDPOINT", Flag: "trace-exporter", Value: otlp},
+			{Var: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", Flag: "trace-exporter", Value: otlp},
+		}
 }
 
 // Validate checks the exporter names and the ratio.

@@ -115,7 +115,9 @@ func TestConfigFlags(t *testing.T) {
 	parse := func(env map[string]string, args ...string) (Config, error) {
 		var c Config
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		if err := config.Parse(fs, args, config.MapEnv(env), c.RegisterFlags(fs)...); err != nil {
+		settings, aliases := c.Settings()
+		config.Bind(fs, settings...)
+		if err := config.Parse(fs, args, config.MapEnv(env), aliases...); err != nil {
 			return c, err
 		}
 		return c, c.Validate()

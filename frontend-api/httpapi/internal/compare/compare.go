@@ -16,7 +16,6 @@ package compare
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 	"sync"
@@ -26,6 +25,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
+
+	"github.com/tbhub/tbhub/services/serverkit/config"
 )
 
 // Sep joins the member experiments' IDs in a comparison's ID.
@@ -63,11 +64,13 @@ func (l Limits) Validate() error {
 	return nil
 }
 
-// RegisterFlags defines --compare-max-experiments and
-// --compare-max-parallel on fs, defaulting to l's values.
-func (l *Limits) RegisterFlags(fs *flag.FlagSet) {
-	fs.IntVar(&l.MaxMembers, "compare-max-experiments", l.MaxMembers, "experiments one comparison (/compare/ID+ID+…/) may hold; more is answered 400")
-	fs.IntVar(&l.MaxParallel, "compare-max-parallel", l.MaxParallel, "member experiments of a comparison one request reads at once")
+// Settings describes --compare-max-experiments and
+// --compare-max-parallel for an assembly's flag set, defaulting to l's values.
+func (l *Limits) Settings() []config.Setting {
+	return []config.Setting{
+		{Name: "compare-max-experiments", Usage: "experiments one comparison (/compare/ID+ID+…/) may hold; more is answered 400", Value: &l.MaxMembers},
+		{Name: "compare-max-parallel", Usage: "member experiments of a comparison one request reads at once", Value: &l.MaxParallel},
+	}
 }
 
 // ParseID splits a comparison's ID into its members' experiment IDs, in

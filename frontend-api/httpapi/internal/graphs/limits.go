@@ -3,7 +3,6 @@ package graphs
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"sync"
@@ -14,6 +13,8 @@ import (
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	"github.com/tbhub/tbhub/frontend-api/httperr"
 	"github.com/tbhub/tbhub/schemas/pbtxt"
+
+	"github.com/tbhub/tbhub/services/serverkit/config"
 )
 
 // A graph answer is text computed from a blob anyone who may read the
@@ -68,15 +69,17 @@ func (l Limits) OrDefaults() Limits {
 	return l
 }
 
-// RegisterFlags defines --graph-max-answer-bytes, --graph-max-depth,
+// Settings describes --graph-max-answer-bytes, --graph-max-depth,
 // --graph-max-name-bytes, --graph-cache-bytes and --graph-max-conversions
-// on fs, defaulting to l's values.
-func (l *Limits) RegisterFlags(fs *flag.FlagSet) {
-	fs.IntVar(&l.MaxAnswerBytes, "graph-max-answer-bytes", l.MaxAnswerBytes, "bytes of one graph's text (graphs/graph, graphs/run_metadata); a larger one is answered 413")
-	fs.IntVar(&l.MaxDepth, "graph-max-depth", l.MaxDepth, "nesting of messages in a graph's text, and of models in a Keras model; deeper is answered 413")
-	fs.IntVar(&l.MaxNameBytes, "graph-max-name-bytes", l.MaxNameBytes, "bytes of a Keras layer's name under its models' scopes; longer is answered 413")
-	fs.IntVar(&l.MaxCacheBytes, "graph-cache-bytes", l.MaxCacheBytes, "bytes of graph answers kept for later readers of the same graph")
-	fs.IntVar(&l.MaxConversions, "graph-max-conversions", l.MaxConversions, "graphs converted to text at once; other readers wait for a turn")
+// for an assembly's flag set, defaulting to l's values.
+func (l *Limits) Settings() []config.Setting {
+	return []config.Setting{
+		{Name: "graph-max-answer-bytes", Usage: "bytes of one graph's text (graphs/graph, graphs/run_metadata); a larger one is answered 413", Value: &l.MaxAnswerBytes},
+		{Name: "graph-max-depth", Usage: "nesting of messages in a graph's text, and of models in a Keras model; deeper is answered 413", Value: &l.MaxDepth},
+		{Name: "graph-max-name-bytes", Usage: "bytes of a Keras layer's name under its models' scopes; longer is answered 413", Value: &l.MaxNameBytes},
+		{Name: "graph-cache-bytes", Usage: "bytes of graph answers kept for later readers of the same graph", Value: &l.MaxCacheBytes},
+		{Name: "graph-max-conversions", Usage: "graphs converted to text at once; other readers wait for a turn", Value: &l.MaxConversions},
+	}
 }
 
 // Validate reports limits that would leave graph answers unbounded.

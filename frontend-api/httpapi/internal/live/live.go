@@ -11,10 +11,11 @@ package live
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/tbhub/tbhub/services/serverkit/config"
 )
 
 // Limits bound the long polls.
@@ -65,11 +66,13 @@ func (l Limits) Validate() error {
 	return nil
 }
 
-// RegisterFlags defines the limits' flags on fs, defaulting to l's values.
-func (l *Limits) RegisterFlags(fs *flag.FlagSet) {
-	fs.DurationVar(&l.Check, "live-check-interval", l.Check, "how often one shared check per followed experiment reads whether it changed, for all the pages waiting on it")
-	fs.DurationVar(&l.Wait, "live-max-wait", l.Wait, "how long a page's long poll for changes is held at most before it is answered unchanged")
-	fs.IntVar(&l.PerClient, "live-max-waits-per-client", l.PerClient, "long polls for changes one credential (or address, signed out) may hold at once; more are answered 429 and the page polls")
+// Settings describes the limits' flags for an assembly's flag set, defaulting to l's values.
+func (l *Limits) Settings() []config.Setting {
+	return []config.Setting{
+		{Name: "live-check-interval", Usage: "how often one shared check per followed experiment reads whether it changed, for all the pages waiting on it", Value: &l.Check},
+		{Name: "live-max-wait", Usage: "how long a page's long poll for changes is held at most before it is answered unchanged", Value: &l.Wait},
+		{Name: "live-max-waits-per-client", Usage: "long polls for changes one credential (or address, signed out) may hold at once; more are answered 429 and the page polls", Value: &l.PerClient},
+	}
 }
 
 // ErrTooMany is Wait's answer past Limits.PerClient.

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tbhub/tbhub/services/serverkit/config"
 )
 
 func newRenderer(t *testing.T, l Limits) *Renderer {
@@ -218,7 +220,7 @@ func TestQueuedRenderIsDroppedWhenItsCallersGo(t *testing.T) {
 func TestLimitsFlags(t *testing.T) {
 	l := DefaultLimits()
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	l.RegisterFlags(fs)
+	config.Bind(fs, l.Settings()...)
 	if err := fs.Parse([]string{"--markdown-max-input-bytes=1000", "--markdown-render-timeout=3s",
 		"--markdown-cache-bytes=5000", "--markdown-max-renders=7"}); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"flag"
 	"fmt"
 	"html"
 	"net/url"
@@ -22,6 +21,8 @@ import (
 	"github.com/yuin/goldmark/extension"
 	gmhtml "github.com/yuin/goldmark/renderer/html"
 	nethtml "golang.org/x/net/html"
+
+	"github.com/tbhub/tbhub/services/serverkit/config"
 )
 
 // Descriptions and text summaries are markdown written by whoever uploaded
@@ -106,14 +107,16 @@ func (l Limits) OrDefaults() Limits {
 	return l
 }
 
-// RegisterFlags defines --markdown-max-input-bytes,
+// Settings describes --markdown-max-input-bytes,
 // --markdown-render-timeout, --markdown-cache-bytes and
-// --markdown-max-renders on fs, defaulting to l's values.
-func (l *Limits) RegisterFlags(fs *flag.FlagSet) {
-	fs.IntVar(&l.MaxInputBytes, "markdown-max-input-bytes", l.MaxInputBytes, "bytes of one text or description rendered as markdown; the rest is cut, with a note to the reader")
-	fs.DurationVar(&l.RenderTimeout, "markdown-render-timeout", l.RenderTimeout, "longest a request waits for markdown to render before showing the text unformatted")
-	fs.IntVar(&l.MaxCacheBytes, "markdown-cache-bytes", l.MaxCacheBytes, "bytes of rendered markdown kept for later requests")
-	fs.IntVar(&l.MaxConcurrentRenders, "markdown-max-renders", l.MaxConcurrentRenders, "markdown renders running at once (default: half the cores)")
+// --markdown-max-renders for an assembly's flag set, defaulting to l's values.
+func (l *Limits) Settings() []config.Setting {
+	return []config.Setting{
+		{Name: "markdown-max-input-bytes", Usage: "bytes of one text or description rendered as markdown; the rest is cut, with a note to the reader", Value: &l.MaxInputBytes},
+		{Name: "markdown-render-timeout", Usage: "longest a request waits for markdown to render before showing the text unformatted", Value: &l.RenderTimeout},
+		{Name: "markdown-cache-bytes", Usage: "bytes of rendered markdown kept for later requests", Value: &l.MaxCacheBytes},
+		{Name: "markdown-max-renders", Usage: "markdown renders running at once (default: half the cores)", Value: &l.MaxConcurrentRenders},
+	}
 }
 
 // Validate reports limits that would leave rendering unbounded.

@@ -6,7 +6,6 @@ package runstable
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"math"
 	"net/http"
@@ -15,6 +14,8 @@ import (
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/hparams"
 	"github.com/tbhub/tbhub/frontend-api/httpapi/internal/route"
 	"github.com/tbhub/tbhub/schemas/readhint"
+
+	"github.com/tbhub/tbhub/services/serverkit/config"
 )
 
 // Limits bound one answer: MaxSeries is the most runs × tags it reads
@@ -42,9 +43,11 @@ func (l Limits) Validate() error {
 	return nil
 }
 
-// RegisterFlags defines --runs-table-max-series on fs, defaulting to l's value.
-func (l *Limits) RegisterFlags(fs *flag.FlagSet) {
-	fs.IntVar(&l.MaxSeries, "runs-table-max-series", l.MaxSeries, "runs × tags one runs table answer reads; more is answered 400")
+// Settings describes --runs-table-max-series for an assembly's flag set, defaulting to l's value.
+func (l *Limits) Settings() []config.Setting {
+	return []config.Setting{
+		{Name: "runs-table-max-series", Usage: "runs × tags one runs table answer reads; more is answered 400", Value: &l.MaxSeries},
+	}
 }
 
 // extremesPoints is how many points per series the extremes read asks

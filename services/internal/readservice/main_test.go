@@ -1,11 +1,10 @@
-package main
+package readservice
 
 import (
 	"flag"
 	"io"
 	"testing"
 
-	"github.com/tbhub/tbhub/services/internal/readservice"
 	"github.com/tbhub/tbhub/services/serverkit/config"
 	"github.com/tbhub/tbhub/services/serverkit/config/configtest"
 )
@@ -14,7 +13,7 @@ import (
 // variable on stdout and end without serving; --nope is a usage error.
 func TestHelp(t *testing.T) {
 	all := flag.NewFlagSet("all", flag.ContinueOnError)
-	readservice.NewFlags(all)
+	NewFlags(all)
 	configtest.CheckHelp(t, "read-service", all, func(args []string, stdout, stderr io.Writer) error {
 		_, _, err := parseFlags(args, config.MapEnv(nil), stdout, stderr)
 		return err

@@ -1,11 +1,10 @@
-package main
+package frontend
 
 import (
 	"flag"
 	"io"
 	"testing"
 
-	"github.com/tbhub/tbhub/frontend-api/frontend"
 	"github.com/tbhub/tbhub/services/serverkit/config"
 	"github.com/tbhub/tbhub/services/serverkit/config/configtest"
 )
@@ -14,7 +13,7 @@ import (
 // on stdout and end without serving; --nope is a usage error.
 func TestHelp(t *testing.T) {
 	all := flag.NewFlagSet("all", flag.ContinueOnError)
-	var cfg frontend.Config
+	var cfg Config
 	cfg.RegisterFlags(all)
 	configtest.CheckHelp(t, "frontend", all, func(args []string, stdout, stderr io.Writer) error {
 		_, err := parseFlags(args, config.MapEnv(nil), stdout, stderr)
