@@ -35,6 +35,9 @@ locals {
         # Cloud Run's front end appends the client's address to X-Forwarded-For:
         # the invalid-credentials throttle keys on it, not on the proxy's.
         TBHUB_TRUSTED_PROXY_HOPS = "1"
+        # Per-process budgets (write rate, blob streams, the credential
+        # throttle) are each instance's share of the configured ones.
+        TBHUB_INSTANCES = tostring(var.scaling["write"].max)
       })
       secrets = merge(local.oidc_secret, { TBHUB_FORWARDING_SECRET = "forwarding-secret" })
     }
@@ -52,6 +55,7 @@ locals {
         TBHUB_OIDC_ISSUER   = var.oidc_issuer
         # As the write service's: one proxy (Cloud Run's front end).
         TBHUB_TRUSTED_PROXY_HOPS = "1"
+        TBHUB_INSTANCES          = tostring(var.scaling["read"].max)
       }
       secrets = merge(local.oidc_secret, { TBHUB_BLOB_KEY_SECRET = "blob-key-secret", TBHUB_FORWARDING_SECRET = "forwarding-secret" })
     }

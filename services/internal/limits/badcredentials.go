@@ -68,6 +68,17 @@ const (
 type CredentialLimits struct {
 	PerSecond float64
 	Burst     int
+	// Instances is how many processes of the service may run at once
+	// (Limits.Instances): each throttles an address at its share of
+	// PerSecond and Burst.
+	Instances int
+}
+
+// PerInstance returns l cut to one process's share of Instances.
+func (l CredentialLimits) PerInstance() CredentialLimits {
+	l.PerSecond = shareRate(l.PerSecond, l.Instances)
+	l.Burst = share(l.Burst, l.Instances)
+	return l
 }
 
 // DefaultCredentialLimits are BadCredentialsPerSecond and
@@ -90,6 +101,9 @@ func (l CredentialLimits) Validate() error {
 	if l.PerSecond < 0 || (l.PerSecond > 0 && l.Burst < 1) {
 		return fmt.Errorf("limits: the invalid-credentials budget needs a non-negative rate and, if on, a burst of at least 1")
 	}
+	if l.Instances < 0 {
+		return fmt.Errorf("limits: instances must not be negative")
+	}
 	return nil
 }
 
@@ -105,17 +119,17 @@ type BadCredentials struct {
 	known      knownCredentials
 }
 
-// NewBadCredentials returns the sampler and throttle of l; now is the
-// clock (time.Now if nil).
+// NewBadCredentials returns the sampler and throttle of l (this process's
+// share of it, l.PerInstance); now is the clock (time.Now if nil).
 func NewBadCredentials(l CredentialLimits, now func() time.Time) *BadCredentials {
 	if now == nil {
 		now = time.Now
 	}
-	return &BadCredentials{now: now, lim: l, log: rate.NewLimiter(BadCredentialLogsPerSecond, BadCredentialLogBurst),
+	return &BadCredentials{now: now, lim: l.PerInstance(), log: rate.NewLimiter(BadCredentialLogsPerSecond, BadCredentialLogBurst),
 		budgets: newLRU[netip.Addr, *bucket](MaxThrottledAddresses), known: newKnownCredentials()}
 }
 
-// Limits returns the budget it enforces.
+// Limits returns the budget it enforces (this process's share).
 func (b *BadCredentials) Limits() CredentialLimits { return b.lim }
 
 // Check is one credential check admitted by Admit (its methods do

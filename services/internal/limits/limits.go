@@ -18,6 +18,7 @@ import (
 
 	"github.com/tbhub/tbhub/services/internal/rpcerr"
 	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/serverkit/config"
 )
 
 // Limits are the service's limits. Sizes are bytes; a zero quota is
@@ -100,6 +101,59 @@ type Limits struct {
 	// BadCredentials is each client address's budget of failed
 	// credential checks (BadCredentials).
 	BadCredentials CredentialLimits
+
+	// Instances is how many processes of this service may run at once
+	// (Cloud Run's maximum instance count; 0 or 1: one). The budgets a
+	// process keeps in its own memory (the per-user write rate and burst,
+	// the blob stream caps) are partitioned: each process enforces its
+	// share, the budget divided by Instances and rounded up, so that all
+	// of them together allow at most the budget (plus one unit per process
+	// from the rounding), however calls spread over them. A user whose
+	// calls all reach one process gets that process's share. The bad
+	// credential throttle is shared out the same way
+	// (CredentialLimits.Instances).
+	Instances int
+}
+
+// InstancesSetting describes --instances for an assembly's flag set.
+func InstancesSetting(n *int) config.Setting {
+	return config.Setting{Name: "instances", Usage: "processes of this service that may run at once (Cloud Run's maximum instances): each enforces its share of the per-user write rate, the blob stream caps and the invalid-credentials throttle, so that together they allow at most the configured budget", Value: n}
+}
+
+// share is one of instances processes' share of the budget n: n divided
+// by instances, rounded up (at least 1 of a positive budget).
+func share(n, instances int) int {
+	if instances <= 1 || n <= 0 {
+		return n
+	}
+	return (n + instances - 1) / instances
+}
+
+// shareRate is one of instances processes' share of the rate r.
+func shareRate(r float64, instances int) float64 {
+	if instances <= 1 {
+		return r
+	}
+	return r / float64(instances)
+}
+
+// ofInstances says, in a refusal, that the number is this process's share.
+func ofInstances(instances int) string {
+	if instances <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" on this instance (a 1/%d share: the service runs up to %d)", instances, instances)
+}
+
+// PerInstance returns l with the budgets a process keeps in memory (the
+// write rate and burst, the blob stream caps) cut to one process's share
+// of Instances (see Instances).
+func (l Limits) PerInstance() Limits {
+	l.RequestsPerSecond = shareRate(l.RequestsPerSecond, l.Instances)
+	l.Burst = share(l.Burst, l.Instances)
+	l.MaxBlobStreamsPerUser = share(l.MaxBlobStreamsPerUser, l.Instances)
+	l.MaxBlobStreamsPerConn = share(l.MaxBlobStreamsPerConn, l.Instances)
+	return l
 }
 
 // Default returns the limits tbhub runs with unless configured otherwise.
@@ -171,6 +225,8 @@ func (l Limits) Validate() error {
 		return fmt.Errorf("limits: a rate limit needs a burst of at least 1")
 	case l.MaxBlobStreamsPerUser <= 0 || l.MaxBlobStreamsPerConn <= 0:
 		return fmt.Errorf("limits: blob streams per user and per connection must be positive")
+	case l.Instances < 0:
+		return fmt.Errorf("limits: instances must not be negative")
 	case l.UsageRefresh <= 0:
 		return fmt.Errorf("limits: the usage refresh must be positive")
 	case l.BlobStreamIdleTimeout <= 0 || l.BlobStreamTimeout < l.BlobStreamIdleTimeout:
@@ -194,7 +250,8 @@ type UsageSource interface {
 // a pre-check: the store refuses, exactly, what passes the quota
 // (store.WithQuotas).
 type Enforcer struct {
-	l     Limits
+	l     Limits // as configured
+	mine  Limits // l.PerInstance(): what this process enforces
 	usage UsageSource
 	now   func() time.Time
 
@@ -221,7 +278,7 @@ func NewEnforcer(l Limits, src UsageSource, now func() time.Time) (*Enforcer, er
 	if now == nil {
 		now = time.Now
 	}
-	return &Enforcer{l: l, usage: src, now: now, users: map[string]*userState{}, streams: map[string]int{}}, nil
+	return &Enforcer{l: l, mine: l.PerInstance(), usage: src, now: now, users: map[string]*userState{}, streams: map[string]int{}}, nil
 }
 
 // Limits returns the enforced limits.
@@ -233,10 +290,10 @@ func (e *Enforcer) user(id string) *userState {
 	u, ok := e.users[id]
 	if !ok {
 		limit := rate.Inf
-		if e.l.RequestsPerSecond > 0 {
-			limit = rate.Limit(e.l.RequestsPerSecond)
+		if e.mine.RequestsPerSecond > 0 {
+			limit = rate.Limit(e.mine.RequestsPerSecond)
 		}
-		u = &userState{limiter: rate.NewLimiter(limit, e.l.Burst)}
+		u = &userState{limiter: rate.NewLimiter(limit, e.mine.Burst)}
 		e.users[id] = u
 	}
 	return u
@@ -248,7 +305,7 @@ func (e *Enforcer) Allow(userID string) error {
 		return nil
 	}
 	return rpcerr.New(codes.ResourceExhausted,
-		"rate limit exceeded: %g requests/s per user (burst %d); retry later", e.l.RequestsPerSecond, e.l.Burst)
+		"rate limit exceeded: %g requests/s per user (burst %d)%s; retry later", e.mine.RequestsPerSecond, e.mine.Burst, ofInstances(e.l.Instances))
 }
 
 // Usage returns the user's usage read from the store now.
@@ -403,13 +460,13 @@ func (e *Enforcer) AcquireBlobStream(userID, client string) (release func(), err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.streams[keys[0]] >= e.l.MaxBlobStreamsPerUser {
+	if e.streams[keys[0]] >= e.mine.MaxBlobStreamsPerUser {
 		return nil, rpcerr.New(codes.ResourceExhausted,
-			"too many blob uploads at once: %d WriteBlob streams per user; finish one first", e.l.MaxBlobStreamsPerUser)
+			"too many blob uploads at once: %d WriteBlob streams per user%s; finish one first", e.mine.MaxBlobStreamsPerUser, ofInstances(e.l.Instances))
 	}
-	if len(keys) > 1 && e.streams[keys[1]] >= e.l.MaxBlobStreamsPerConn {
+	if len(keys) > 1 && e.streams[keys[1]] >= e.mine.MaxBlobStreamsPerConn {
 		return nil, rpcerr.New(codes.ResourceExhausted,
-			"too many blob uploads at once: %d WriteBlob streams per user from one client address; finish one first", e.l.MaxBlobStreamsPerConn)
+			"too many blob uploads at once: %d WriteBlob streams per user from one client address%s; finish one first", e.mine.MaxBlobStreamsPerConn, ofInstances(e.l.Instances))
 	}
 	for _, k := range keys {
 		e.streams[k]++

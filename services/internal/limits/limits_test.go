@@ -2,6 +2,7 @@ package limits
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -230,5 +231,74 @@ func TestMetadataSharesTheByteQuota(t *testing.T) {
 	}
 	if err := e.ReserveStoredBytes(ctx, "u", 1<<40); err != nil {
 		t.Errorf("unlimited quota: %v", err)
+	}
+}
+
+// With --instances N, what a process keeps in its own memory is its share
+// of the budget: N processes a user's calls spread over (a round robin,
+// as Cloud Run's front end spreads them) admit at most the configured
+// budget together, plus one unit per process from rounding up, where
+// before each admitted the whole budget. A refusal says it is a share.
+func TestBudgetsPartitionedOverInstances(t *testing.T) {
+	const instances = 3
+	l := Default()
+	l.RequestsPerSecond, l.Burst = 30, 10
+	l.MaxBlobStreamsPerUser, l.MaxBlobStreamsPerConn = 64, 16
+	l.Instances = instances
+	now := time.Unix(1000, 0)
+	var procs []*Enforcer
+	for range instances {
+		e, err := NewEnforcer(l, &fixedUsage{}, func() time.Time { return now })
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, e)
+	}
+	admitted := func(try func(e *Enforcer) error) (n int, last error) {
+		for i := 0; i < 1000; i++ {
+			if err := try(procs[i%instances]); err != nil {
+				last = err
+				continue
+			}
+			n++
+		}
+		return n, last
+	}
+	// The burst, at one instant: 10 across 3 processes is 4 each.
+	n, err := admitted(func(e *Enforcer) error { return e.Allow("u") })
+	if n > l.Burst+instances || n < l.Burst {
+		t.Errorf("requests admitted at once by %d instances: %d, want %d to %d", instances, n, l.Burst, l.Burst+instances)
+	}
+	wantExhausted(t, err, "rate limit", "10 requests/s", "burst 4", "on this instance (a 1/3 share")
+	// Streams from one client address, and from many.
+	n, err = admitted(func(e *Enforcer) error { _, err := e.AcquireBlobStream("u", "192.0.2.1"); return err })
+	if n > l.MaxBlobStreamsPerConn+instances || n < l.MaxBlobStreamsPerConn {
+		t.Errorf("streams from one address admitted by %d instances: %d, want %d to %d", instances, n, l.MaxBlobStreamsPerConn, l.MaxBlobStreamsPerConn+instances)
+	}
+	wantExhausted(t, err, "6 WriteBlob streams per user from one client address on this instance")
+	k := 0
+	n, _ = admitted(func(e *Enforcer) error {
+		k++
+		_, err := e.AcquireBlobStream("v", fmt.Sprint("192.0.2.", k))
+		return err
+	})
+	if n > l.MaxBlobStreamsPerUser+instances || n < l.MaxBlobStreamsPerUser {
+		t.Errorf("streams of one user admitted by %d instances: %d, want %d to %d", instances, n, l.MaxBlobStreamsPerUser, l.MaxBlobStreamsPerUser+instances)
+	}
+	// One process (the default) enforces the whole budget.
+	l.Instances = 0
+	one, err := NewEnforcer(l, &fixedUsage{}, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	n = 0
+	for one.Allow("u") == nil {
+		n++
+	}
+	if n != l.Burst {
+		t.Errorf("one instance admitted %d at once, want the burst %d", n, l.Burst)
+	}
+	if got := NewBadCredentials(CredentialLimits{PerSecond: 10, Burst: 100, Instances: 4}, nil).Limits(); got.PerSecond != 2.5 || got.Burst != 25 {
+		t.Errorf("invalid-credentials budget of 1 of 4 instances: %g/s, burst %d; want 2.5/s, burst 25", got.PerSecond, got.Burst)
 	}
 }

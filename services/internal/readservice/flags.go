@@ -39,6 +39,7 @@ func NewFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.clientIDs, "oidc-client-ids", "", "accepted OAuth client IDs, comma-separated; ID tokens are refused without one")
 	f.cfg.BadCredentials = limits.DefaultCredentialLimits()
 	config.Bind(fs, f.cfg.BadCredentials.Settings()...)
+	config.Bind(fs, limits.InstancesSetting(&f.cfg.BadCredentials.Instances))
 	config.Bind(fs, f.cfg.TrustedProxyHops.Setting())
 	config.Bind(fs, clientaddr.SecretSetting(&f.cfg.ForwardingSecret))
 	fs.StringVar(&f.cfg.MetricsAddr, "metrics-addr", "", "HTTP address serving Prometheus GET /metrics and the probes /healthz, /readyz (off if empty)")

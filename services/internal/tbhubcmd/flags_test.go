@@ -16,7 +16,7 @@ import (
 // above services and frontend-api (services/allinone/readpath).
 func TestEveryFlagAndItsVariable(t *testing.T) {
 	blobStreamFlags := []string{"abandoned-blob-age", "blob-stream-idle-timeout", "blob-stream-timeout", "max-blob-streams-per-conn", "max-blob-streams-per-user", "max-metadata-bytes", "max-upload-buffer-bytes", "max-pending-grants-per-user", "max-runs-per-experiment"}
-	credentialFlags := []string{"bad-credentials-burst", "bad-credentials-per-second", "forwarding-secret", "trusted-proxy-hops"}
+	credentialFlags := []string{"bad-credentials-burst", "bad-credentials-per-second", "forwarding-secret", "instances", "trusted-proxy-hops"}
 	diskFlags := []string{"min-free-disk-bytes", "min-free-disk-percent"}
 	instanceFlags := []string{"create-request-ttl", "sweep-lease-ttl", "usage-refresh"}
 	binaries := []struct {

@@ -317,6 +317,7 @@ func newServeFlags(fs *flag.FlagSet, proc process, rp ReadPath) *serveFlags {
 	f.sweepLeaseTTL = fs.Duration("sweep-lease-ttl", serve.DefaultSweepLeaseTTL,
 		"one process at a time runs each background sweep, under a lease it renews every minute; a process that stops without releasing it hands the sweep over after this long (more than a minute)")
 	config.Bind(fs, f.lim.BadCredentials.Settings()...)
+	config.Bind(fs, limits.InstancesSetting(&f.lim.Instances))
 	config.Bind(fs, f.hops.Setting())
 	config.Bind(fs, clientaddr.SecretSetting(&f.forwardingSecret))
 	f.http = lifecycle.DefaultHTTPLimits()
@@ -349,6 +350,7 @@ func serveProcess(ctx context.Context, proc process, args []string, env config.E
 	spec, addr, grpcAddr, origin, endpoint := f.spec, f.addr, f.grpcAddr, f.origin, f.endpoint
 	issuer, clientIDs, deviceClient, deviceSecret, webClient := f.issuer, f.clientIDs, f.deviceClient, f.deviceSecret, f.webClient
 	testRPCs, lim, tcfg := f.testRPCs, f.lim, f.tcfg
+	lim.BadCredentials.Instances = lim.Instances
 	if err := completeSpec(spec, env); err != nil {
 		return err
 	}
