@@ -54,10 +54,11 @@
 //   tsstep=N           the Time Series view's global step (image and
 //                      histogram cards); absent: each card's latest
 
-import { TOOLTIP_SORTS, type TooltipSort } from "./charts/format";
 import { BRIGHTNESS, CONTRAST, parseLevel } from "./dashboards/imageview";
+import { scalarsSlice, type ScalarsState } from "./dashboards/scalars-model";
 
-export type XAxis = "step" | "relative" | "wall";
+export { DEFAULT_SMOOTHING, scalarsSlice, type ScalarsState, type XAxis } from "./dashboards/scalars-model";
+
 
 /**
  * One dashboard's part of the URL: how its fields are read from the query
@@ -93,58 +94,6 @@ export const sharedSlice: UrlSlice<SharedState> = {
     for (const r of s.off) q.append("off", r);
     for (const [r, c] of Object.entries(s.colors)) q.append("color", `${r}~${c.slice(1)}`);
     if (s.tagFilter) q.set("tagFilter", s.tagFilter);
-  },
-};
-
-/** The scalar charts' options. */
-export interface ScalarsState {
-  smoothing: number;
-  x: XAxis;
-  logy: boolean;
-  logx: boolean;
-  ignoreOutliers: boolean;
-  zoom: [number, number] | null;
-  pin: string[];
-  expand: string[];
-  group: string;
-  band: "minmax" | "std";
-  ttsort: TooltipSort;
-  /** The scalar tooltip shows wall and relative time. */
-  tttime: boolean;
-}
-
-export const scalarsSlice: UrlSlice<ScalarsState> = {
-  parse(q) {
-    const sm = q.has("smoothing") ? Number(q.get("smoothing")) : DEFAULT_SMOOTHING;
-    const x = q.get("x");
-    return {
-      smoothing: Number.isFinite(sm) ? Math.min(Math.max(sm, 0), 0.999) : DEFAULT_SMOOTHING,
-      x: x === "relative" || x === "wall" ? x : "step",
-      logy: q.get("logy") === "1",
-      logx: q.get("logx") === "1",
-      ignoreOutliers: q.get("outliers") !== "0",
-      zoom: parseZoom(q.get("zoom")),
-      pin: q.getAll("pin"),
-      expand: q.getAll("expand"),
-      group: q.get("group") ?? "",
-      band: q.get("band") === "std" ? "std" : "minmax",
-      ttsort: TOOLTIP_SORTS.find((o) => o.value === q.get("ttsort"))?.value ?? "descending",
-      tttime: q.get("tttime") === "1",
-    };
-  },
-  format(s, q) {
-    if (s.smoothing !== DEFAULT_SMOOTHING) q.set("smoothing", String(s.smoothing));
-    if (s.x !== "step") q.set("x", s.x);
-    if (s.logy) q.set("logy", "1");
-    if (s.logx) q.set("logx", "1");
-    if (!s.ignoreOutliers) q.set("outliers", "0");
-    if (s.zoom) q.set("zoom", `${s.zoom[0]},${s.zoom[1]}`);
-    for (const p of s.pin) q.append("pin", p);
-    for (const e of s.expand) q.append("expand", e);
-    if (s.group) q.set("group", s.group);
-    if (s.band !== "minmax") q.set("band", s.band);
-    if (s.ttsort !== "descending") q.set("ttsort", s.ttsort);
-    if (s.tttime) q.set("tttime", "1");
   },
 };
 
@@ -303,8 +252,6 @@ const SLICES: UrlSlice<Partial<ViewState>>[] = [
   timeSeriesSlice,
 ];
 
-export const DEFAULT_SMOOTHING = 0.6;
-
 /** A card's sliders: the step shown (a step number, not an index) and the sample. */
 export interface Slide {
   step: number;
@@ -366,10 +313,6 @@ export function toggled(list: string[], item: string): string[] {
   return list.includes(item) ? list.filter((x) => x !== item) : [...list, item];
 }
 
-function parseZoom(v: string | null): [number, number] | null {
-  const [a, b] = (v ?? "").split(",").map(Number);
-  return v && Number.isFinite(a) && Number.isFinite(b) && a < b ? [a, b] : null;
-}
 
 export function formatState(s: ViewState): string {
   const q = new URLSearchParams();
