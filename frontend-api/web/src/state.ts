@@ -55,8 +55,10 @@
 //                      histogram cards); absent: each card's latest
 
 import { BRIGHTNESS, CONTRAST, parseLevel } from "./dashboards/imageview";
+import { graphsSlice, type GraphsState } from "./dashboards/graphs-model";
 import { scalarsSlice, type ScalarsState } from "./dashboards/scalars-model";
 
+export { graphsSlice, type GraphsState } from "./dashboards/graphs-model";
 export { DEFAULT_SMOOTHING, scalarsSlice, type ScalarsState, type XAxis } from "./dashboards/scalars-model";
 
 
@@ -163,34 +165,6 @@ export const runsTableSlice: UrlSlice<RunsTableState> = {
   format(s, q) {
     for (const t of s.rtag) q.append("rtag", t);
     for (const k of RUNS_TEXT) if (s[k]) q.set(k, s[k]);
-  },
-};
-
-export interface GraphsState {
-  grun: string;
-  ggraph: string;
-  gopen: string[];
-  gnode: string;
-  gstats: string;
-  gcolor: string;
-}
-
-export const graphsSlice: UrlSlice<GraphsState> = {
-  parse: (q) => ({
-    grun: q.get("grun") ?? "",
-    ggraph: q.get("ggraph") ?? "",
-    gopen: [...q.getAll("gopen"), ...scopePrefixes(q.get("gscope") ?? "")],
-    gnode: q.get("gnode") ?? "",
-    gstats: q.get("gstats") ?? "",
-    gcolor: q.get("gcolor") ?? "",
-  }),
-  format(s, q) {
-    if (s.grun) q.set("grun", s.grun);
-    if (s.ggraph) q.set("ggraph", s.ggraph);
-    for (const o of s.gopen) q.append("gopen", o);
-    if (s.gnode) q.set("gnode", s.gnode);
-    if (s.gstats) q.set("gstats", s.gstats);
-    if (s.gcolor) q.set("gcolor", s.gcolor);
   },
 };
 
@@ -302,11 +276,6 @@ export function parseState(search: string): ViewState {
   return Object.assign({}, ...SLICES.map((sl) => sl.parse(q)));
 }
 
-/** "a/b/" -> ["a/", "a/b/"]. */
-function scopePrefixes(scope: string): string[] {
-  const parts = scope.split("/").filter(Boolean);
-  return parts.map((_, i) => parts.slice(0, i + 1).join("/") + "/");
-}
 
 /** list with item taken out if it holds it, else added at the end (a pin, an expanded card). */
 export function toggled(list: string[], item: string): string[] {
