@@ -1,5 +1,7 @@
 // View state of an experiment page, kept in the URL's query so that a
-// copied link reproduces the view. Defaults are left out of the URL.
+// copied link reproduces the view. Defaults are left out of the URL. Each
+// dashboard owns a slice (its fields, how they are read and written); the
+// ViewState is their union, composed below in the URL's parameter order.
 //
 //   tab=scalars        the dashboard
 //   runFilter=RE       runs shown (case-insensitive regex)
@@ -52,34 +54,76 @@
 //   tsstep=N           the Time Series view's global step (image and
 //                      histogram cards); absent: each card's latest
 
-import { TOOLTIP_SORTS, type TooltipSort } from "./charts/format";
 import { BRIGHTNESS, CONTRAST, parseLevel } from "./dashboards/imageview";
+import { graphsSlice, type GraphsState } from "./dashboards/graphs-model";
+import { scalarsSlice, type ScalarsState } from "./dashboards/scalars-model";
 
-export type XAxis = "step" | "relative" | "wall";
+export { graphsSlice, type GraphsState } from "./dashboards/graphs-model";
+export { DEFAULT_SMOOTHING, scalarsSlice, type ScalarsState, type XAxis } from "./dashboards/scalars-model";
 
-export interface ViewState {
+
+/**
+ * One dashboard's part of the URL: how its fields are read from the query
+ * (absent or malformed values give the defaults) and written back (defaults
+ * left out). ViewState is the union of the slices, in URL order.
+ */
+export interface UrlSlice<T> {
+  parse(q: URLSearchParams): T;
+  format(s: T, q: URLSearchParams): void;
+}
+
+/** Shared by every dashboard: the tab, which runs are shown, their colours, the tag filter. */
+export interface SharedState {
   tab: string;
   runFilter: string;
   off: string[];
   /** Run colours chosen by the reader, "#rrggbb" by run name. */
   colors: Record<string, string>;
   tagFilter: string;
-  smoothing: number;
-  x: XAxis;
-  logy: boolean;
-  logx: boolean;
-  ignoreOutliers: boolean;
-  zoom: [number, number] | null;
-  pin: string[];
-  expand: string[];
-  group: string;
-  band: "minmax" | "std";
-  ttsort: TooltipSort;
-  /** The scalar tooltip shows wall and relative time. */
-  tttime: boolean;
+}
+
+export const sharedSlice: UrlSlice<SharedState> = {
+  parse: (q) => ({
+    tab: q.get("tab") ?? "",
+    runFilter: q.get("runFilter") ?? "",
+    off: q.getAll("off"),
+    colors: parseColors(q.getAll("color")),
+    tagFilter: q.get("tagFilter") ?? "",
+  }),
+  format(s, q) {
+    if (s.tab) q.set("tab", s.tab);
+    if (s.runFilter) q.set("runFilter", s.runFilter);
+    for (const r of s.off) q.append("off", r);
+    for (const [r, c] of Object.entries(s.colors)) q.append("color", `${r}~${c.slice(1)}`);
+    if (s.tagFilter) q.set("tagFilter", s.tagFilter);
+  },
+};
+
+/** Media and PR curve cards' sliders (images, audio, PR curves). */
+export interface SlidesState {
   /** Slider positions of cards, by slideKey: the step and sample shown. */
   slides: Record<string, Slide>;
+}
+
+export const slidesSlice: UrlSlice<SlidesState> = {
+  parse: (q) => ({ slides: parseSlides(q.getAll("slide")) }),
+  format(s, q) {
+    for (const [k, v] of Object.entries(s.slides)) q.append("slide", JSON.stringify([...JSON.parse(k), v.step, v.sample]));
+  },
+};
+
+export interface HistogramsState {
   hmode: "offset" | "overlay";
+}
+
+export const histogramsSlice: UrlSlice<HistogramsState> = {
+  parse: (q) => ({ hmode: q.get("hmode") === "overlay" ? "overlay" : "offset" }),
+  format(s, q) {
+    if (s.hmode !== "offset") q.set("hmode", s.hmode);
+  },
+};
+
+export interface HparamsState {
   hview: "table" | "parallel" | "scatter";
   hsort: string;
   hfilter: string;
@@ -87,24 +131,100 @@ export interface ViewState {
   hy: string;
   hcolor: string;
   hbrush: string[];
+}
+
+const HPARAMS_TEXT = ["hsort", "hfilter", "hx", "hy", "hcolor"] as const;
+
+export const hparamsSlice: UrlSlice<HparamsState> = {
+  parse(q) {
+    const v = q.get("hview");
+    return {
+      hview: v === "parallel" || v === "scatter" ? v : "table",
+      ...textFields(q, HPARAMS_TEXT),
+      hbrush: q.getAll("hbrush"),
+    };
+  },
+  format(s, q) {
+    if (s.hview !== "table") q.set("hview", s.hview);
+    for (const k of HPARAMS_TEXT) if (s[k]) q.set(k, s[k]);
+    for (const b of s.hbrush) q.append("hbrush", b);
+  },
+};
+
+export interface RunsTableState {
   rtag: string[];
   rsort: string;
   rfilter: string;
   rgroup: string;
-  grun: string;
-  ggraph: string;
-  gopen: string[];
-  gnode: string;
-  gstats: string;
-  gcolor: string;
+}
+
+const RUNS_TEXT = ["rsort", "rfilter", "rgroup"] as const;
+
+export const runsTableSlice: UrlSlice<RunsTableState> = {
+  parse: (q) => ({ rtag: q.getAll("rtag"), ...textFields(q, RUNS_TEXT) }),
+  format(s, q) {
+    for (const t of s.rtag) q.append("rtag", t);
+    for (const k of RUNS_TEXT) if (s[k]) q.set(k, s[k]);
+  },
+};
+
+export interface ImagesState {
   ibright: number;
   icontrast: number;
   iactual: boolean;
+}
+
+export const imagesSlice: UrlSlice<ImagesState> = {
+  parse: (q) => ({
+    ibright: parseLevel(q.get("ibright"), BRIGHTNESS),
+    icontrast: parseLevel(q.get("icontrast"), CONTRAST),
+    iactual: q.get("iactual") === "1",
+  }),
+  format(s, q) {
+    if (s.ibright !== 1) q.set("ibright", String(s.ibright));
+    if (s.icontrast !== 1) q.set("icontrast", String(s.icontrast));
+    if (s.iactual) q.set("iactual", "1");
+  },
+};
+
+export interface TimeSeriesState {
   tspin: string[];
   tsstep: number | null;
 }
 
-export const DEFAULT_SMOOTHING = 0.6;
+export const timeSeriesSlice: UrlSlice<TimeSeriesState> = {
+  parse: (q) => ({
+    tspin: q.getAll("tspin"),
+    tsstep: /^-?\d+$/.test(q.get("tsstep") ?? "") ? Number(q.get("tsstep")) : null,
+  }),
+  format(s, q) {
+    for (const p of s.tspin) q.append("tspin", p);
+    if (s.tsstep !== null) q.set("tsstep", String(s.tsstep));
+  },
+};
+
+export type ViewState = SharedState &
+  ScalarsState &
+  SlidesState &
+  HistogramsState &
+  HparamsState &
+  RunsTableState &
+  GraphsState &
+  ImagesState &
+  TimeSeriesState;
+
+/** The slices in the order their parameters appear in the URL. */
+const SLICES: UrlSlice<Partial<ViewState>>[] = [
+  sharedSlice,
+  scalarsSlice,
+  slidesSlice,
+  histogramsSlice,
+  hparamsSlice,
+  runsTableSlice,
+  graphsSlice,
+  imagesSlice,
+  timeSeriesSlice,
+];
 
 /** A card's sliders: the step shown (a step number, not an index) and the sample. */
 export interface Slide {
@@ -146,108 +266,26 @@ function parseColors(values: string[]): Record<string, string> {
   return out;
 }
 
-export function parseState(search: string): ViewState {
-  const q = new URLSearchParams(search);
-  const sm = q.has("smoothing") ? Number(q.get("smoothing")) : DEFAULT_SMOOTHING;
-  const x = q.get("x");
-  return {
-    tab: q.get("tab") ?? "",
-    runFilter: q.get("runFilter") ?? "",
-    off: q.getAll("off"),
-    colors: parseColors(q.getAll("color")),
-    tagFilter: q.get("tagFilter") ?? "",
-    smoothing: Number.isFinite(sm) ? Math.min(Math.max(sm, 0), 0.999) : DEFAULT_SMOOTHING,
-    x: x === "relative" || x === "wall" ? x : "step",
-    logy: q.get("logy") === "1",
-    logx: q.get("logx") === "1",
-    ignoreOutliers: q.get("outliers") !== "0",
-    zoom: parseZoom(q.get("zoom")),
-    pin: q.getAll("pin"),
-    expand: q.getAll("expand"),
-    group: q.get("group") ?? "",
-    band: q.get("band") === "std" ? "std" : "minmax",
-    ttsort: TOOLTIP_SORTS.find((o) => o.value === q.get("ttsort"))?.value ?? "descending",
-    tttime: q.get("tttime") === "1",
-    slides: parseSlides(q.getAll("slide")),
-    hmode: q.get("hmode") === "overlay" ? "overlay" : "offset",
-    hview: q.get("hview") === "parallel" || q.get("hview") === "scatter" ? (q.get("hview") as "parallel" | "scatter") : "table",
-    hsort: q.get("hsort") ?? "",
-    hfilter: q.get("hfilter") ?? "",
-    hx: q.get("hx") ?? "",
-    hy: q.get("hy") ?? "",
-    hcolor: q.get("hcolor") ?? "",
-    hbrush: q.getAll("hbrush"),
-    rtag: q.getAll("rtag"),
-    rsort: q.get("rsort") ?? "",
-    rfilter: q.get("rfilter") ?? "",
-    rgroup: q.get("rgroup") ?? "",
-    grun: q.get("grun") ?? "",
-    ggraph: q.get("ggraph") ?? "",
-    gopen: [...q.getAll("gopen"), ...scopePrefixes(q.get("gscope") ?? "")],
-    gnode: q.get("gnode") ?? "",
-    gstats: q.get("gstats") ?? "",
-    gcolor: q.get("gcolor") ?? "",
-    ibright: parseLevel(q.get("ibright"), BRIGHTNESS),
-    icontrast: parseLevel(q.get("icontrast"), CONTRAST),
-    iactual: q.get("iactual") === "1",
-    tspin: q.getAll("tspin"),
-    tsstep: /^-?\d+$/.test(q.get("tsstep") ?? "") ? Number(q.get("tsstep")) : null,
-  };
+/** Single-valued text parameters, "" when absent. */
+function textFields<K extends string>(q: URLSearchParams, keys: readonly K[]): Record<K, string> {
+  return Object.fromEntries(keys.map((k) => [k, q.get(k) ?? ""])) as Record<K, string>;
 }
 
-/** "a/b/" -> ["a/", "a/b/"]. */
-function scopePrefixes(scope: string): string[] {
-  const parts = scope.split("/").filter(Boolean);
-  return parts.map((_, i) => parts.slice(0, i + 1).join("/") + "/");
+export function parseState(search: string): ViewState {
+  const q = new URLSearchParams(search);
+  return Object.assign({}, ...SLICES.map((sl) => sl.parse(q)));
 }
+
 
 /** list with item taken out if it holds it, else added at the end (a pin, an expanded card). */
 export function toggled(list: string[], item: string): string[] {
   return list.includes(item) ? list.filter((x) => x !== item) : [...list, item];
 }
 
-function parseZoom(v: string | null): [number, number] | null {
-  const [a, b] = (v ?? "").split(",").map(Number);
-  return v && Number.isFinite(a) && Number.isFinite(b) && a < b ? [a, b] : null;
-}
 
 export function formatState(s: ViewState): string {
   const q = new URLSearchParams();
-  if (s.tab) q.set("tab", s.tab);
-  if (s.runFilter) q.set("runFilter", s.runFilter);
-  for (const r of s.off) q.append("off", r);
-  for (const [r, c] of Object.entries(s.colors)) q.append("color", `${r}~${c.slice(1)}`);
-  if (s.tagFilter) q.set("tagFilter", s.tagFilter);
-  if (s.smoothing !== DEFAULT_SMOOTHING) q.set("smoothing", String(s.smoothing));
-  if (s.x !== "step") q.set("x", s.x);
-  if (s.logy) q.set("logy", "1");
-  if (s.logx) q.set("logx", "1");
-  if (!s.ignoreOutliers) q.set("outliers", "0");
-  if (s.zoom) q.set("zoom", `${s.zoom[0]},${s.zoom[1]}`);
-  for (const p of s.pin) q.append("pin", p);
-  for (const e of s.expand) q.append("expand", e);
-  if (s.group) q.set("group", s.group);
-  if (s.band !== "minmax") q.set("band", s.band);
-  if (s.ttsort !== "descending") q.set("ttsort", s.ttsort);
-  if (s.tttime) q.set("tttime", "1");
-  for (const [k, v] of Object.entries(s.slides)) q.append("slide", JSON.stringify([...JSON.parse(k), v.step, v.sample]));
-  if (s.hmode !== "offset") q.set("hmode", s.hmode);
-  if (s.hview !== "table") q.set("hview", s.hview);
-  for (const k of ["hsort", "hfilter", "hx", "hy", "hcolor"] as const) if (s[k]) q.set(k, s[k]);
-  for (const b of s.hbrush) q.append("hbrush", b);
-  for (const t of s.rtag) q.append("rtag", t);
-  for (const k of ["rsort", "rfilter", "rgroup"] as const) if (s[k]) q.set(k, s[k]);
-  if (s.grun) q.set("grun", s.grun);
-  if (s.ggraph) q.set("ggraph", s.ggraph);
-  for (const o of s.gopen) q.append("gopen", o);
-  if (s.gnode) q.set("gnode", s.gnode);
-  if (s.gstats) q.set("gstats", s.gstats);
-  if (s.gcolor) q.set("gcolor", s.gcolor);
-  if (s.ibright !== 1) q.set("ibright", String(s.ibright));
-  if (s.icontrast !== 1) q.set("icontrast", String(s.icontrast));
-  if (s.iactual) q.set("iactual", "1");
-  for (const p of s.tspin) q.append("tspin", p);
-  if (s.tsstep !== null) q.set("tsstep", String(s.tsstep));
+  for (const sl of SLICES) sl.format(s, q);
   const out = q.toString();
   return out ? `?${out}` : "";
 }

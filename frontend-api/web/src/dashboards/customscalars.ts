@@ -10,7 +10,7 @@ import { assignColors } from "../colors";
 import { exactRegex, h, setChildren } from "../dom";
 import type { ViewState } from "../state";
 import { notice, showOnly, shownRuns, whenVisible, type Dashboard, type DashboardContext } from "./dashboard";
-import { scalarLines } from "./scalars";
+import { scalarLines } from "./scalars-model";
 
 interface Layout {
   category?: {

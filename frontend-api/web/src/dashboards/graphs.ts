@@ -19,53 +19,28 @@
 import { getJSON, getText } from "../api";
 import { h, setChildren } from "../dom";
 import { parsePbtxt } from "../graph/pbtxt";
-import { ancestors, attrText, Graph } from "../graph/model";
+import { attrText, Graph } from "../graph/model";
 import { BOX_H, HEADER, layoutGraph, type Box } from "../graph/layout";
 import { fmtBytes, fmtMicros, nodeStats, type NodeStats } from "../graph/stats";
 import type { ViewState } from "../state";
 import { notice, runsChanged, shownRuns, type Dashboard, type DashboardContext } from "./dashboard";
-
-interface GraphTagInfo {
-  tag: string;
-  conceptual_graph: boolean;
-  op_graph: boolean;
-  profile: boolean;
-}
-
-interface GraphInfo {
-  run: string;
-  run_graph: boolean;
-  tags: Record<string, GraphTagInfo>;
-}
-
-/** The graphs of a run: "" (its run graph), "op:TAG", "keras:TAG". */
-function graphsOf(info: GraphInfo): { value: string; label: string }[] {
-  const out: { value: string; label: string }[] = [];
-  if (info.run_graph) out.push({ value: "", label: "Run graph" });
-  for (const t of Object.values(info.tags ?? {}).sort((a, b) => a.tag.localeCompare(b.tag))) {
-    if (t.op_graph) out.push({ value: `op:${t.tag}`, label: `Op graph: ${t.tag}` });
-    if (t.conceptual_graph) out.push({ value: `keras:${t.tag}`, label: `Keras model: ${t.tag}` });
-  }
-  return out;
-}
+import {
+  choiceChanged,
+  chooseGraph,
+  COLOR_MODES,
+  deviceOf as deviceIn,
+  drawingChanged,
+  fillFor as fillOf,
+  graphParams,
+  keyColor,
+  openScopes,
+  revealed,
+  statsOf as statsIn,
+  toggledScope,
+  type GraphInfo,
+} from "./graphs-model";
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-
-/** A hue for a key (an op or a device), stable across loads. */
-function hue(key: string): number {
-  let x = 2166136261;
-  for (let i = 0; i < key.length; i++) x = Math.imul(x ^ key.charCodeAt(i), 16777619);
-  return (x >>> 0) % 360;
-}
-const keyColor = (key: string, alpha = 0.4) => `hsla(${hue(key)}, 70%, 55%, ${alpha})`;
-
-const COLOR_MODES: [string, string][] = [
-  ["", "Structure"],
-  ["op", "Op type"],
-  ["device", "Device"],
-  ["time", "Compute time"],
-  ["memory", "Memory"],
-];
 
 export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboard {
   const { store } = ctx;
@@ -187,29 +162,12 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
 
   /** Compute time and memory of an op, or summed over a scope's ops. */
   function statsOf(id: string): NodeStats | undefined {
-    if (!stats || !graph) return undefined;
-    if (!graph.isScope(id)) return stats.get(id);
-    let t = scopeTotals.get(id);
-    if (!t) {
-      t = { micros: 0, bytes: 0, device: "" };
-      for (const n of graph.opsIn(id)) {
-        const s = stats.get(n.name);
-        if (s) (t.micros += s.micros), (t.bytes += s.bytes);
-      }
-      scopeTotals.set(id, t);
-    }
-    return t;
+    return stats && graph ? statsIn(graph, stats, id, scopeTotals) : undefined;
   }
 
   /** The device of an op, or the most common one of a scope's ops. */
   function deviceOf(id: string): string {
-    if (!graph) return "";
-    if (!graph.isScope(id)) return graph.nodes.get(id)?.device || stats?.get(id)?.device || "";
-    const count = new Map<string, number>();
-    for (const n of graph.opsIn(id)) if (n.device) count.set(n.device, (count.get(n.device) ?? 0) + 1);
-    let best = "";
-    for (const [d, c] of count) if (c > (count.get(best) ?? 0)) best = d;
-    return best;
+    return graph ? deviceIn(graph, stats, id) : "";
   }
 
   function showDetails(name: string) {
@@ -243,8 +201,7 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
   function reveal(name: string) {
     results.replaceChildren();
     const s = store.get();
-    const open = [...s.gopen];
-    for (const a of ancestors(name)) if (!open.includes(a)) open.push(a);
+    const open = revealed(s.gopen, name);
     centrePending = name;
     store.set({ gopen: open, gnode: name });
     if (s.gnode === name && open.length === s.gopen.length) centreOn(name);
@@ -253,15 +210,13 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
   /** Opens a closed scope (and any closed scope above it), or closes an open one and all inside it. */
   function toggle(id: string, b: Box) {
     anchor = { id, sx: b.x * view.k + view.x, sy: b.y * view.k + view.y };
-    const open = store.get().gopen;
-    if (open.includes(id)) store.set({ gopen: open.filter((o) => !o.startsWith(id)) });
-    else store.set({ gopen: [...open, ...[...ancestors(id), id].filter((a) => !open.includes(a))] });
+    store.set({ gopen: toggledScope(store.get().gopen, id) });
   }
 
   /** Shows the state's open scopes, colours and selection. */
   function show(s: ViewState) {
     if (!graph) return;
-    const open = new Set(s.gopen.filter((o) => graph!.isScope(o)));
+    const open = openScopes(graph, s.gopen);
     const key = [...open].sort().join("\n") + "\t" + s.gcolor + "\t" + (stats ? "stats" : "");
     if (key !== drawnKey) {
       drawnKey = key;
@@ -286,22 +241,7 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
   }
 
   function fillFor(b: Box, mode: string, max: number): string {
-    if (b.open) return "";
-    switch (mode) {
-      case "op":
-        return b.kind === "op" ? keyColor(b.op || "?") : "";
-      case "device": {
-        const d = deviceOf(b.id);
-        return d ? keyColor(d) : "";
-      }
-      case "time":
-      case "memory": {
-        const st = statsOf(b.id);
-        const v = st ? (mode === "time" ? st.micros : st.bytes) : 0;
-        return v > 0 && max > 0 ? `hsla(12, 85%, 55%, ${(0.1 + (0.85 * v) / max).toFixed(3)})` : "";
-      }
-    }
-    return "";
+    return fillOf(b, mode, max, deviceOf, statsOf);
   }
 
   /** Lays out the graph with the open scopes, then renders what is in view. */
@@ -535,12 +475,7 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
     setChildren(canvas, notice("Loading graph…"));
     root = null;
     try {
-      const i = which.indexOf(":");
-      const params: Record<string, string> = { run };
-      if (i > 0) params.tag = which.slice(i + 1);
-      // keras2_inputs: tbhub links a Keras 2 model's layers, which TensorBoard leaves unconnected.
-      if (which.startsWith("keras:")) Object.assign(params, { conceptual: "true", keras2_inputs: "true" });
-      const g = new Graph(parsePbtxt(await getText(ctx.api.plugin("graphs", "graph", params))));
+      const g = new Graph(parsePbtxt(await getText(ctx.api.plugin("graphs", "graph", graphParams(run, which)))));
       if (loadedKey !== key) return;
       graph = g;
       if (!graph.nodes.size) setChildren(canvas, notice("This graph has no nodes."));
@@ -577,30 +512,21 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
   function fillRuns() {
     const s = store.get();
     colorSelect.value = s.gcolor;
-    const shown = shownRuns(ctx, s);
-    const order = new Map(ctx.runs.map((r, i) => [r.name, i]));
-    const list = Object.values(info)
-      .filter((g) => shown.has(g.run) && graphsOf(g).length)
-      .map((g) => g.run)
-      .sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0));
-    setChildren(runSelect, list.map((r) => h("option", { value: r }, r)));
-    if (!list.length) {
+    const choice = chooseGraph(info, shownRuns(ctx, s), ctx.runs.map((r) => r.name), s);
+    setChildren(runSelect, (choice?.runs ?? []).map((r) => h("option", { value: r }, r)));
+    if (!choice) {
       loadedKey = "";
       graph = null;
       root = null;
       setChildren(canvas, notice("No graphs among the shown runs."));
       return;
     }
-    const run = list.includes(s.grun) ? s.grun : list[0];
+    const { run, graphs, which, profiles, statsTag } = choice;
     runSelect.value = run;
-    const graphs = graphsOf(info[run]);
     setChildren(graphSelect, graphs.map((g) => h("option", { value: g.value }, g.label)));
-    const which = graphs.some((g) => g.value === s.ggraph) ? s.ggraph : graphs[0].value;
     graphSelect.value = which;
-    const profiles = Object.values(info[run].tags ?? {}).filter((t) => t.profile).map((t) => t.tag).sort();
     setChildren(statsSelect, h("option", { value: "" }, profiles.length ? "none" : "none recorded"), profiles.map((t) => h("option", { value: t }, t)));
     statsSelect.disabled = !profiles.length;
-    const statsTag = profiles.includes(s.gstats) ? s.gstats : "";
     statsSelect.value = statsTag;
     if (run + "\n" + which !== loadedKey) load(run, which);
     loadStats(run, statsTag);
@@ -615,8 +541,8 @@ export function graphsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboa
 
   return {
     update(s, prev) {
-      if (runsChanged(s, prev) || s.grun !== prev.grun || s.ggraph !== prev.ggraph || s.gstats !== prev.gstats || s.gcolor !== prev.gcolor) fillRuns();
-      if (s.gopen.join("\n") !== prev.gopen.join("\n") || s.gnode !== prev.gnode || s.gcolor !== prev.gcolor) show(s);
+      if (runsChanged(s, prev) || choiceChanged(s, prev)) fillRuns();
+      if (drawingChanged(s, prev)) show(s);
     },
     // New data: the list of runs and graphs is read again; the graph in
     // view stays as it is (Reload reads it again).

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { mergeColumns, pointDetail, scalarLines, type Held, type Points } from "./scalars";
+import { mergeColumns, pointDetail, scalarLines, type Held, type Points } from "./scalars-model";
 import { parseState } from "../state";
 
 const held = (): { had: Record<string, Points>; live: Record<string, Held> } => ({

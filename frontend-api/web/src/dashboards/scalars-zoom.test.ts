@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { zoomKey, zoomWindow, type Points } from "./scalars";
+import { zoomKey, zoomWindow, type Points } from "./scalars-model";
 
 // Two runs held as a whole bucketed read: a, steps 0..1000 every 100
 // (wall = 1000 + step); b, steps 500..1500 every 250, started later.

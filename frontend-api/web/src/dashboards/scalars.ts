@@ -7,49 +7,36 @@
 // again at screen resolution (every stored point once it holds fewer than
 // about two per pixel).
 
-import { download, getJSON, getOnce, limiter, num, postForm, saveBlob, type RunTagIndex, type ScalarDatum } from "../api";
-import { fmtSI, TOOLTIP_SORTS, type TooltipSort } from "../charts/format";
-import { LineChart, type Line } from "../charts/linechart";
-import { compileFilter, debounce, fmtDuration, h, setChildren } from "../dom";
+import { download, getJSON, getOnce, limiter, postForm, saveBlob, type RunTagIndex } from "../api";
+import { TOOLTIP_SORTS, type TooltipSort } from "../charts/format";
+import { LineChart } from "../charts/linechart";
+import { compileFilter, debounce, h, setChildren } from "../dom";
 import { toggled, type ViewState } from "../state";
-import { emaDebiased, groupStats, quantileRange, sortedFinite } from "../smoothing";
 import { cardDownload, type RunPoints } from "./carddownload";
 import { groupByPrefix, notice, runsChanged, showOnly, shownRuns, whenVisible, type Dashboard, type DashboardContext } from "./dashboard";
+import {
+  cardsChanged,
+  chartsChanged,
+  chartView,
+  indexKey,
+  mergeColumns,
+  pointsInZoom,
+  samplesFor,
+  scalarCards,
+  scalarLines,
+  scalarsForm,
+  tagRuns,
+  tailAfter,
+  yRangeOf,
+  zoomKey,
+  zoomWindow,
+  type Held,
+  type Points,
+  type ScalarColumns,
+} from "./scalars-model";
 
 /** The chart height of an expanded card, in CSS pixels (others: the chart's default, 220). */
 const EXPANDED_HEIGHT = 440;
-
-/** A series' points as columns. */
-export interface Points {
-  step: number[];
-  wall: number[];
-  value: number[];
-}
-
-/**
- * A series as scalars_multirun answers it with format=columns: wall times
- * as offsets from wall_time_base.
- */
-export interface ScalarColumns {
-  wall_time_base?: number;
-  /** The series' largest wall time, as the server listed it (live reads). */
-  max_wall_time?: number | string;
-  /** Present on a tail: the points are those past this step only. */
-  after?: number;
-  wall_time: (number | string)[];
-  step: number[];
-  value: (number | string)[];
-}
-
-/**
- * What a live card knows of a run's series beyond its points: the
- * series' max_wall_time from the answer it came from, and how many points
- * were appended from tails since its last full (downsampled) read.
- */
-export interface Held {
-  maxWall: number;
-  appended: number;
-}
 
 /** A scalar card as drawn. */
 interface Card {
@@ -66,132 +53,6 @@ interface Card {
   /** Out of date: drawn when it comes near the viewport. */
   dirty: boolean;
 }
-
-/**
- * The y range of a card ignoring outliers (judged on the lines drawn
- * bold: smoothed, or group means); undefined: the chart fits it.
- */
-function yRangeOf(lines: Line[], s: ViewState): [number, number] | undefined {
-  return (s.ignoreOutliers && !s.logy ? quantileRange(lines.filter((l) => !l.faint).map((l) => sortedY(l.y))) : null) ?? undefined;
-}
-
-// Each line's values sorted, kept while the line is (a line's values never
-// change once made), so that a toggle's y range is a search (quantileRange).
-const sortedYs = new WeakMap<number[], Float64Array>();
-function sortedY(y: number[]): Float64Array {
-  let v = sortedYs.get(y);
-  if (!v) sortedYs.set(y, (v = sortedFinite(y)));
-  return v;
-}
-
-/**
- * What a card's chart depends on besides its data and which runs it shows:
- * a chart built for another view is built anew.
- */
-function chartView(tag: string, s: ViewState, fullScreen: boolean): string {
-  return JSON.stringify([s.smoothing, s.x, s.logx, s.logy, s.group, s.band, s.ignoreOutliers, s.ttsort, s.tttime, s.zoom, s.colors, s.expand.includes(tag), fullScreen]);
-}
-
-/** Numbers as they are; any "NaN"/"Infinity" string turned into a number. */
-function numbers(vs: (number | string)[]): number[] {
-  return vs.every((v) => typeof v === "number") ? (vs as number[]) : vs.map(num);
-}
-
-function fromColumns(c: ScalarColumns): Points {
-  const base = c.wall_time_base ?? 0;
-  const wall = numbers(c.wall_time);
-  return { step: c.step, wall: base ? wall.map((w) => base + w) : wall, value: numbers(c.value) };
-}
-
-function toPoints(data: ScalarDatum[] | Points): Points {
-  if (!Array.isArray(data)) return data;
-  const p: Points = { step: [], wall: [], value: [] };
-  for (const [wall, step, value] of data) {
-    p.wall.push(wall);
-    p.step.push(step);
-    p.value.push(num(value));
-  }
-  return p;
-}
-
-/** The x values of a series under the chosen x-axis, in seconds for times. */
-function xValues(p: Points, x: ViewState["x"]): number[] {
-  if (x === "step") return p.step;
-  if (x === "wall") return p.wall;
-  let t0 = Infinity;
-  for (const w of p.wall) if (w < t0) t0 = w;
-  return p.wall.map((w) => w - t0);
-}
-
-/** Sorts a series' points by x (wall time need not grow with step). */
-function sortedBy(xs: number[], ...cols: number[][]): [number[], ...number[][]] {
-  let sorted = true;
-  for (let i = 1; i < xs.length && sorted; i++) sorted = xs[i - 1] <= xs[i];
-  if (sorted) return [xs, ...cols];
-  const order = xs.map((_, i) => i).sort((a, b) => xs[a] - xs[b]);
-  return [order.map((i) => xs[i]), ...cols.map((c) => order.map((i) => c[i]))];
-}
-
-/**
- * A point's tooltip text after its (smoothed) value: the raw value when
- * smoothed, its step, and with tttime its wall time and its time since
- * its run's first point (wall0), as TensorBoard's tooltip has them.
- */
-export function pointDetail(value: number, step: number, wall: number, wall0: number, s: Pick<ViewState, "smoothing" | "tttime">): string {
-  const parts = s.smoothing > 0 ? [`raw ${fmtSI(value)}`] : [];
-  parts.push(`step ${step}`);
-  if (s.tttime) parts.push(new Date(wall * 1000).toLocaleString(), fmtDuration(wall - wall0));
-  return parts.join(" · ");
-}
-
-/** The lines of one card for the view state. */
-export function scalarLines(data: Record<string, ScalarDatum[] | Points>, runs: string[], colorOf: (r: string) => string, s: ViewState): Line[] {
-  const lines: Line[] = [];
-  const per = runs
-    .map((run) => ({ run, p: toPoints(data[run] ?? []) }))
-    .filter(({ p }) => p.step.length)
-    .map(({ run, p }) => {
-      const [x, value, step, wall] = sortedBy(xValues(p, s.x), p.value, p.step, p.wall);
-      return { run, x, value, step, wall, wall0: Math.min(...p.wall), smooth: emaDebiased(value, s.smoothing) };
-    });
-  if (s.group) {
-    const re = compileFilter(s.group).error ? null : new RegExp(s.group);
-    const groups = new Map<string, typeof per>();
-    for (const r of per) {
-      const m = re ? re.exec(r.run) : null;
-      const key = m ? (m[1] ?? m[0]) : r.run;
-      if (!groups.has(key)) groups.set(key, []);
-      groups.get(key)!.push(r);
-    }
-    for (const [key, members] of groups) {
-      const color = colorOf(members[0].run);
-      const g = groupStats(members.map((m) => ({ x: m.x, y: m.smooth })));
-      const label = `${key} (${members.length} run${members.length > 1 ? "s" : ""})`;
-      lines.push({ label, color, x: g.x, y: g.mean, width: 2 });
-      if (members.length > 1) {
-        const [top, bottom] = s.band === "std" ? [g.mean.map((m, i) => m + g.std[i]), g.mean.map((m, i) => m - g.std[i])] : [g.max, g.min];
-        const [hi, lo] = s.band === "std" ? ["+std", "−std"] : ["max", "min"];
-        lines.push({ label: `${label} ${hi}`, color, x: g.x, y: top, faint: true, width: 0.5, bandTo: `${label} ${lo}` });
-        lines.push({ label: `${label} ${lo}`, color, x: g.x, y: bottom, faint: true, width: 0.5 });
-      }
-    }
-    return lines;
-  }
-  for (const r of per) {
-    const color = colorOf(r.run);
-    if (s.smoothing > 0) lines.push({ label: `${r.run} raw`, run: r.run, color, x: r.x, y: r.value, faint: true });
-    lines.push({
-      label: r.run,
-      run: r.run,
-      color,
-      x: r.x,
-      y: r.smooth,
-      detail: (i) => pointDetail(r.value[i], r.step[i], r.wall[i], r.wall0, s),
-    });
-  }
-  return lines;
-}
-
 export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashboard {
   const { api, store } = ctx;
   const tagFilter = h("input", { type: "search", placeholder: "Filter tags (regex)", "aria-label": "tag filter", className: "tag-filter" });
@@ -348,7 +209,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     c.body.dataset.points = String(c.runs.reduce((n, r) => n + (d[r]?.step.length ?? 0), 0));
     // Zoomed, how many of them lie in the zoom's x range.
     const zoom = s.zoom;
-    c.body.dataset.inview = zoom ? String(c.runs.reduce((n, r) => n + (d[r] ? xValues(d[r], s.x).filter((x) => x >= zoom[0] && x <= zoom[1]).length : 0), 0)) : "";
+    c.body.dataset.inview = zoom ? String(pointsInZoom(d, c.runs, s.x, zoom)) : "";
     const shown = new Set(c.runs);
     // Groups are made of the shown runs; log y counts the hidden values
     // of the lines drawn: both are built anew.
@@ -434,11 +295,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     if (!c || !s.zoom) return;
     zoomReading.set(tag, key);
     const [lo, hi] = zoomWindow(whole, c.runs, s.x, s.zoom);
-    const buckets = samplesFor(c.body.clientWidth);
-    const form = new URLSearchParams({ tag, samples: String(buckets), buckets: String(buckets), format: "columns" });
-    if (lo !== null) form.set("min_step", String(lo));
-    if (hi !== null) form.set("max_step", String(hi));
-    for (const r of c.runs) form.append("runs", r);
+    const form = scalarsForm(tag, c.runs, samplesFor(c.body.clientWidth), { minStep: lo, maxStep: hi });
     let byRun: Record<string, Points>;
     try {
       byRun = mergeColumns({}, {}, await heavy(() => postForm<Record<string, ScalarColumns>>(api.plugin("scalars", "scalars_multirun"), form))).byRun;
@@ -489,25 +346,10 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
     // server, the network and the drawing and show nothing more (every
     // point is in the card's download).
     const samples = samplesFor(body.clientWidth);
-    const form = new URLSearchParams({ tag, samples: String(samples), buckets: String(samples), format: "columns" });
-    for (const r of runs) form.append("runs", r);
     const had = data.get(tag) ?? {};
     const hadLive = held.get(tag) ?? {};
+    const form = scalarsForm(tag, runs, samples, { after: tail ? tailAfter(had, hadLive, runs, samples) : null });
     asked.set(tag, new Set(runs));
-    if (tail) {
-      // A value JSON cannot hold (NaN, ±Inf) goes as null.
-      const after: Record<string, { step: number; wall_time: number; value: number | null; max_wall_time: number }> = {};
-      for (const r of runs) {
-        const p = had[r];
-        const h = hadLive[r];
-        const n = p?.step.length ?? 0;
-        if (n && h && h.appended < samples && Number.isFinite(h.maxWall)) {
-          const v = p.value[n - 1];
-          after[r] = { step: p.step[n - 1], wall_time: p.wall[n - 1], value: Number.isFinite(v) ? v : null, max_wall_time: h.maxWall };
-        }
-      }
-      if (Object.keys(after).length) form.set("after", JSON.stringify(after));
-    }
     stale.delete(tag);
     try {
       const ask = () => postForm<Record<string, ScalarColumns>>(api.plugin("scalars", "scalars_multirun"), form);
@@ -615,11 +457,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
 
   /** The cards the view state asks for: each tag shown with its shown runs, in page order. */
   function cardsFor(s: ViewState): { tag: string; runs: string[] }[] {
-    if (!index) return [];
-    const shown = shownRuns(ctx, s);
-    const filter = compileFilter(s.tagFilter);
-    const tags = [...index.keys()].filter((t) => filter.test(t)).sort();
-    return tags.map((t) => ({ tag: t, runs: index!.get(t)!.filter((r) => shown.has(r)) })).filter((t) => t.runs.length);
+    return index ? scalarCards(index, shownRuns(ctx, s), s.tagFilter) : [];
   }
 
   /**
@@ -691,15 +529,7 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
 
   /** The tag → runs index of the scalars plugin. */
   async function readIndex(): Promise<Map<string, string[]>> {
-    const idx = await getJSON<RunTagIndex>(api.plugin("scalars", "tags"));
-    const m = new Map<string, string[]>();
-    for (const [run, tags] of Object.entries(idx)) {
-      for (const tag of Object.keys(tags)) {
-        if (!m.has(tag)) m.set(tag, []);
-        m.get(tag)!.push(run);
-      }
-    }
-    return m;
+    return tagRuns(await getJSON<RunTagIndex>(api.plugin("scalars", "tags")));
   }
 
   syncControls(store.get());
@@ -710,8 +540,6 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       layout();
     })
     .catch((e) => setChildren(content, notice(String(e.message), "error")));
-
-  const indexKey = (m: Map<string, string[]> | null) => (m ? [...m].map(([t, rs]) => `${t}\n${rs.join("\n")}`).join("\n\n") : "");
 
   /**
    * New data: every series read so far is out of date. Cards drawn read
@@ -751,17 +579,13 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
   return {
     update(s, prev) {
       syncControls(s);
-      const cardsChanged = s.tagFilter !== prev.tagFilter || s.pin.join("\n") !== prev.pin.join("\n") || s.expand.join("\n") !== prev.expand.join("\n");
-      if (cardsChanged || (runsChanged(s, prev) && !reshow(s))) {
+      if (cardsChanged(s, prev) || (runsChanged(s, prev) && !reshow(s))) {
         layout();
         return;
       }
       // Runs shown or hidden are drawn by reshow; a change of the view as
       // well (a URL from history) builds the charts anew.
-      if (s.ttsort !== prev.ttsort || s.tttime !== prev.tttime ||
-        s.smoothing !== prev.smoothing || s.x !== prev.x || s.logy !== prev.logy || s.logx !== prev.logx || s.group !== prev.group || s.band !== prev.band || s.ignoreOutliers !== prev.ignoreOutliers || String(s.zoom) !== String(prev.zoom)) {
-        drawAll();
-      }
+      if (chartsChanged(s, prev)) drawAll();
     },
     refresh() {
       void refresh();
@@ -773,81 +597,6 @@ export function scalarsDashboard(el: HTMLElement, ctx: DashboardContext): Dashbo
       for (const c of [...charts.values(), ...spare.values()]) c.chart?.destroy();
     },
   };
-}
-
-/**
- * A card's series after a scalars_multirun answer in columns: a run
- * answered as a tail ("after" = the last step held) has its new points
- * appended; any other is taken as the answer has it (a full read, or a
- * series the server says was rewritten); runs missing from the answer
- * (their series gone) are dropped. A tail past another step than the last
- * one held (the card's data changed while it was asked for) is not
- * merged: broken is then true, and the card reads in full.
- */
-export function mergeColumns(
-  had: Record<string, Points>,
-  hadLive: Record<string, Held>,
-  answer: Record<string, ScalarColumns>,
-): { byRun: Record<string, Points>; live: Record<string, Held>; broken: boolean } {
-  const byRun: Record<string, Points> = {};
-  const live: Record<string, Held> = {};
-  let broken = false;
-  for (const [run, c] of Object.entries(answer)) {
-    const got = fromColumns(c);
-    const p = had[run];
-    const maxWall = num(c.max_wall_time ?? NaN);
-    if (c.after !== undefined && !(p?.step.length && p.step[p.step.length - 1] === c.after)) {
-      broken = true;
-    } else if (c.after !== undefined) {
-      byRun[run] = got.step.length ? { step: p.step.concat(got.step), wall: p.wall.concat(got.wall), value: p.value.concat(got.value) } : p;
-      live[run] = { maxWall, appended: (hadLive[run]?.appended ?? 0) + got.step.length };
-    } else {
-      byRun[run] = got;
-      live[run] = { maxWall, appended: 0 };
-    }
-  }
-  return { byRun, live, broken };
-}
-
-/** What a zoom's read is keyed by: the x axis and the range; null unzoomed. */
-export function zoomKey(s: Pick<ViewState, "x" | "zoom">): string | null {
-  return s.zoom ? `${s.x}:${s.zoom[0]}:${s.zoom[1]}` : null;
-}
-
-/**
- * The step range to read for a zoom [a, b] on x axis x, mapped back to
- * steps through the points held (the whole read): of each run, from the
- * step of its last point at or before a (its first point, if none) to
- * that of its first point at or after b, so the lines run on past the
- * chart's edges; the union over the runs that have points. With no point
- * at or after b the window is open above (null: to the series' last step,
- * which points written since the whole read may have moved); with no run
- * holding points, open at both ends. For wall and relative time it relies on time growing
- * with step, as it does in a run that was not restarted.
- */
-export function zoomWindow(byRun: Record<string, Points>, runs: string[], x: ViewState["x"], [a, b]: [number, number]): [number | null, number | null] {
-  let lo = Infinity;
-  let hi: number | null = -Infinity;
-  for (const run of runs) {
-    const p = byRun[run];
-    if (!p?.step.length) continue;
-    const xs = xValues(p, x);
-    let from = -1;
-    let to = -1;
-    for (let i = 0; i < xs.length; i++) if (xs[i] <= a) from = i;
-    for (let i = xs.length - 1; i >= 0; i--) if (xs[i] >= b) to = i;
-    lo = Math.min(lo, p.step[Math.max(from, 0)]);
-    hi = to < 0 || hi === null ? null : Math.max(hi, p.step[to]);
-  }
-  return [lo === Infinity ? null : lo, hi === -Infinity ? null : hi];
-}
-
-/**
- * Points per run for a chart width CSS pixels wide: one per column (200 at
- * least, for narrow charts zoomed in later).
- */
-export function samplesFor(width: number): number {
-  return Math.round(Math.min(Math.max(width, 200), 2000));
 }
 
 function safeName(run: string, tag: string): string {

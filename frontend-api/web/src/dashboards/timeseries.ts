@@ -13,7 +13,7 @@ import { cardRun, groupByPrefix, notice, fillWhenVisible, rangeSlider, runsChang
 import { fillHistogram } from "./histograms";
 import { fillMedia, sampleImage } from "./images";
 import { imageFilter } from "./imageview";
-import { samplesFor, scalarLines } from "./scalars";
+import { samplesFor, scalarLines } from "./scalars-model";
 import { globalSteps, timeSeriesCards, type TimeSeriesCard, type TimeSeriesTags } from "./timeseries-model";
 
 /**
