@@ -106,12 +106,12 @@ if ! $short; then
   # services in process, and serve, the process), both stores, limits,
   # the readers, the blob stores, the HTTP answer cache (httpapi) and the
   # shared server infrastructure.
-  go test -race -count=1 ./uploader/... ./services/internal/serve/ ./services/internal/writer/ \
-    ./services/internal/tenancy/ ./services/internal/store/... \
-    ./services/internal/limits/ ./services/internal/auth/ ./services/internal/reader/ \
+  go test -race -count=1 ./uploader/... ./services/internal/assembly/serve/ ./services/internal/api/writer/ \
+    ./services/internal/policy/tenancy/ ./services/internal/storage/store/... \
+    ./services/internal/policy/limits/ ./services/internal/policy/auth/ ./services/internal/api/reader/ \
     ./frontend-api/httpapi/... ./services/serverkit/...
   # The blob stores without their 64 MiB object (the plain pass streams it).
-  go test -race -short -count=1 ./services/internal/blob/...
+  go test -race -short -count=1 ./services/internal/storage/blob/...
 
   stage "fuzz (every target, bounded)"
   FUZZTIME=${FUZZTIME:-10s} scripts/fuzz.sh

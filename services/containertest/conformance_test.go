@@ -10,8 +10,8 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
 
-	"github.com/tbhub/tbhub/services/internal/store"
-	"github.com/tbhub/tbhub/services/internal/store/storetest"
+	"github.com/tbhub/tbhub/services/internal/storage/store"
+	"github.com/tbhub/tbhub/services/internal/storage/store/storetest"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 )
 

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tbhub/tbhub/services/internal/blob/fileblob"
-	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/storage/blob/fileblob"
+	"github.com/tbhub/tbhub/services/internal/storage/store"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 	"github.com/tbhub/tbhub/uploader/eventgen"
 )

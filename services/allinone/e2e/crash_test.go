@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tbhub/tbhub/services/internal/blob/gcsblob"
-	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/storage/blob/gcsblob"
+	"github.com/tbhub/tbhub/services/internal/storage/store"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 )
 

@@ -26,13 +26,13 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tbhub/tbhub/services/allinone/readpath"
-	"github.com/tbhub/tbhub/services/internal/blob"
-	"github.com/tbhub/tbhub/services/internal/blob/fileblob"
-	"github.com/tbhub/tbhub/services/internal/limits"
-	"github.com/tbhub/tbhub/services/internal/reader"
-	"github.com/tbhub/tbhub/services/internal/serve"
-	"github.com/tbhub/tbhub/services/internal/store"
-	"github.com/tbhub/tbhub/services/internal/store/sqlitestore"
+	"github.com/tbhub/tbhub/services/internal/api/reader"
+	"github.com/tbhub/tbhub/services/internal/assembly/serve"
+	"github.com/tbhub/tbhub/services/internal/policy/limits"
+	"github.com/tbhub/tbhub/services/internal/storage/blob"
+	"github.com/tbhub/tbhub/services/internal/storage/blob/fileblob"
+	"github.com/tbhub/tbhub/services/internal/storage/store"
+	"github.com/tbhub/tbhub/services/internal/storage/store/sqlitestore"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 )
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tbhub/tbhub/services/internal/auth"
+	"github.com/tbhub/tbhub/services/internal/policy/auth"
 )
 
 // observed is where TestCloudRunShape's processes can be watched from.

@@ -11,8 +11,8 @@ import (
 	"cloud.google.com/go/storage"
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 
-	"github.com/tbhub/tbhub/services/internal/blob/blobtest"
-	"github.com/tbhub/tbhub/services/internal/blob/gcsblob"
+	"github.com/tbhub/tbhub/services/internal/storage/blob/blobtest"
+	"github.com/tbhub/tbhub/services/internal/storage/blob/gcsblob"
 	"github.com/tbhub/tbhub/services/internal/testenv/fakegcs"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 	"github.com/tbhub/tbhub/uploader/eventgen"

@@ -18,7 +18,7 @@ import (
 
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
-	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/storage/store"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 )
 

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/tbhub/tbhub/services/allinone/readpath"
-	"github.com/tbhub/tbhub/services/internal/reader/readertest"
-	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/api/reader/readertest"
+	"github.com/tbhub/tbhub/services/internal/storage/store"
 )
 
 // Read-path benchmarks on the embedded store, through the whole stack a

@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi/golden"
-	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/storage/store"
 	"github.com/tbhub/tbhub/services/internal/testenv/corpus"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
-	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/storage/store"
 )
 
 // TensorBoard's uploader sends a zero-byte blob as a WriteBlob stream with

@@ -13,9 +13,9 @@ import (
 	"github.com/tbhub/tbhub/frontend-api/frontend"
 	"github.com/tbhub/tbhub/frontend-api/httpapi"
 	"github.com/tbhub/tbhub/services/allinone/readpath"
-	"github.com/tbhub/tbhub/services/internal/reader/readertest"
-	"github.com/tbhub/tbhub/services/internal/tbhubcmd"
-	"github.com/tbhub/tbhub/services/internal/tbhubcmd/tbhubcmdtest"
+	"github.com/tbhub/tbhub/services/internal/api/reader/readertest"
+	"github.com/tbhub/tbhub/services/internal/assembly/tbhubcmd"
+	"github.com/tbhub/tbhub/services/internal/assembly/tbhubcmd/tbhubcmdtest"
 	"github.com/tbhub/tbhub/services/serverkit/config"
 )
 

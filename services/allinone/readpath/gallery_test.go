@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/tbhub/tbhub/services/allinone/readpath"
-	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/storage/store"
 	"github.com/tbhub/tbhub/services/internal/testenv/spanneremu"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi/golden"
-	"github.com/tbhub/tbhub/services/internal/serve"
+	"github.com/tbhub/tbhub/services/internal/assembly/serve"
 	"github.com/tbhub/tbhub/services/internal/testenv/corpus"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	"github.com/tbhub/tbhub/services/allinone/readpath"
-	"github.com/tbhub/tbhub/services/internal/reader/readertest"
-	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/api/reader/readertest"
+	"github.com/tbhub/tbhub/services/internal/storage/store"
 )
 
 // A hostile text series (issue 14 #3: ten texts of "[a](" × 225,000, each

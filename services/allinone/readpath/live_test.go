@@ -14,7 +14,7 @@ import (
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
-	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/storage/store"
 )
 
 type (

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tbhub/tbhub/services/allinone/readpath"
-	"github.com/tbhub/tbhub/services/internal/serve"
-	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/assembly/serve"
+	"github.com/tbhub/tbhub/services/internal/storage/store"
 )
 
 // The management routes of the HTTP API (frontend-api/httpapi/manage.go)

@@ -19,8 +19,8 @@ import (
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
 	"github.com/tbhub/tbhub/services/allinone/readpath"
-	"github.com/tbhub/tbhub/services/internal/reader"
-	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/api/reader"
+	"github.com/tbhub/tbhub/services/internal/storage/store"
 )
 
 // PutRuns creates runs with no data, which data/runs lists in start-time

@@ -26,12 +26,12 @@ import (
 	experimentsv1 "github.com/tbhub/tbhub/schemas/gen/go/tbhub/experiments/v1"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
-	"github.com/tbhub/tbhub/services/internal/auth"
-	"github.com/tbhub/tbhub/services/internal/blob"
-	"github.com/tbhub/tbhub/services/internal/reader"
-	"github.com/tbhub/tbhub/services/internal/serve"
-	"github.com/tbhub/tbhub/services/internal/store"
-	"github.com/tbhub/tbhub/services/internal/tbhubcmd"
+	"github.com/tbhub/tbhub/services/internal/api/reader"
+	"github.com/tbhub/tbhub/services/internal/assembly/serve"
+	"github.com/tbhub/tbhub/services/internal/assembly/tbhubcmd"
+	"github.com/tbhub/tbhub/services/internal/policy/auth"
+	"github.com/tbhub/tbhub/services/internal/storage/blob"
+	"github.com/tbhub/tbhub/services/internal/storage/store"
 	"github.com/tbhub/tbhub/services/serverkit/config"
 )
 

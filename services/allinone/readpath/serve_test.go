@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/tbhub/tbhub/services/allinone/readpath"
-	"github.com/tbhub/tbhub/services/internal/tbhubcmd"
-	"github.com/tbhub/tbhub/services/internal/tbhubcmd/tbhubcmdtest"
+	"github.com/tbhub/tbhub/services/internal/assembly/tbhubcmd"
+	"github.com/tbhub/tbhub/services/internal/assembly/tbhubcmd/tbhubcmdtest"
 )
 
 // httpFrom is an HTTP client whose connections come from the loopback

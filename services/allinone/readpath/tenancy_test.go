@@ -11,11 +11,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
-	"github.com/tbhub/tbhub/services/internal/auth"
-	"github.com/tbhub/tbhub/services/internal/reader/readertest"
-	"github.com/tbhub/tbhub/services/internal/serve"
-	"github.com/tbhub/tbhub/services/internal/store"
-	"github.com/tbhub/tbhub/services/internal/tenancy"
+	"github.com/tbhub/tbhub/services/internal/api/reader/readertest"
+	"github.com/tbhub/tbhub/services/internal/assembly/serve"
+	"github.com/tbhub/tbhub/services/internal/policy/auth"
+	"github.com/tbhub/tbhub/services/internal/policy/tenancy"
+	"github.com/tbhub/tbhub/services/internal/storage/store"
 )
 
 // The tenancy matrix over HTTP: every route, every kind of caller, every

@@ -23,12 +23,12 @@ import (
 
 	"github.com/tbhub/tbhub/frontend-api/httpapi"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
-	"github.com/tbhub/tbhub/services/internal/auth"
-	"github.com/tbhub/tbhub/services/internal/backend"
-	"github.com/tbhub/tbhub/services/internal/reader"
-	"github.com/tbhub/tbhub/services/internal/readservice"
-	"github.com/tbhub/tbhub/services/internal/serve"
-	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/api/reader"
+	"github.com/tbhub/tbhub/services/internal/assembly/readservice"
+	"github.com/tbhub/tbhub/services/internal/assembly/serve"
+	"github.com/tbhub/tbhub/services/internal/policy/auth"
+	"github.com/tbhub/tbhub/services/internal/run/backend"
+	"github.com/tbhub/tbhub/services/internal/storage/store"
 	"github.com/tbhub/tbhub/services/serverkit/telemetry"
 )
 

@@ -13,7 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/tbhub/tbhub/services/internal/readservice"
+	"github.com/tbhub/tbhub/services/internal/assembly/readservice"
 )
 
 func main() {

@@ -13,7 +13,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/tbhub/tbhub/services/internal/tbhubcmd"
+	"github.com/tbhub/tbhub/services/internal/assembly/tbhubcmd"
 )
 
 func main() {

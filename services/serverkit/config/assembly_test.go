@@ -18,12 +18,12 @@ import (
 // variables. Library packages describe their settings (Setting) and take
 // values.
 var assemblies = []string{
-	"services/serverkit/config",     // Parse, Bind: the TBHUB_<FLAG> rule itself
-	"services/internal/tbhubcmd",    // tbhub serve, migrate, token; write-service
-	"services/internal/readservice", // read-service
-	"services/allinone/readpath",    // tbhub serve's HTTP API flags
-	"frontend-api/frontend",         // frontend
-	"uploader/internal/cli",         // tbup
+	"services/serverkit/config",              // Parse, Bind: the TBHUB_<FLAG> rule itself
+	"services/internal/assembly/tbhubcmd",    // tbhub serve, migrate, token; write-service
+	"services/internal/assembly/readservice", // read-service
+	"services/allinone/readpath",             // tbhub serve's HTTP API flags
+	"frontend-api/frontend",                  // frontend
+	"uploader/internal/cli",                  // tbup
 }
 
 // testHelpers are packages only tests import: they may read TBHUB_CORPUS
@@ -32,7 +32,7 @@ var assemblies = []string{
 var testHelpers = []string{
 	"services/internal/testenv/corpus",
 	"uploader/internal/corpustest",
-	"services/internal/tbhubcmd/tbhubcmdtest",
+	"services/internal/assembly/tbhubcmd/tbhubcmdtest",
 }
 
 // flagDefiners are the flag package's functions and FlagSet's methods that

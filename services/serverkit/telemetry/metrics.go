@@ -7,7 +7,7 @@ package telemetry
 // requests the write and read services take (points and blob bytes written, blob
 // bytes served, experiments created), an HTTP middleware times every route by its
 // mux pattern, and ObserveStore times store calls (package
-// services/internal/store/instrumented). No handler needs to know about them.
+// services/internal/storage/store/instrumented). No handler needs to know about them.
 
 import (
 	"context"

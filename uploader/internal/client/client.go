@@ -376,7 +376,7 @@ func (r Retry) Do(ctx context.Context, fn func(ctx context.Context) error) error
 }
 
 // RetryDelay is the wait err's google.rpc.RetryInfo detail asks for: what
-// tbhub's rate limit answers with RESOURCE_EXHAUSTED (services/internal/rpcerr.Throttled).
+// tbhub's rate limit answers with RESOURCE_EXHAUSTED (services/internal/policy/rpcerr.Throttled).
 func RetryDelay(err error) (time.Duration, bool) {
 	st, ok := status.FromError(err)
 	if !ok || err == nil {

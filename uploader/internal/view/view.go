@@ -171,7 +171,7 @@ func BindExperiment(msg []byte, eid string) ([]byte, error) {
 
 // CheckBlobKey refuses a serialized ReadBlobRequest whose blob key (field 1)
 // was not issued for experiment eid. A key starts with the experiment it was
-// issued for and a dot (services/internal/store/blobids.go and the read
+// issued for and a dot (services/internal/storage/store/blobids.go and the read
 // service's blobkey.go), as the server's tenancy check reads it; experiment
 // IDs are base64url, so they hold no dot. The rest of the key is the server's
 // to check.

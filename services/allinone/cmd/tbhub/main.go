@@ -11,7 +11,7 @@ import (
 	"os"
 
 	"github.com/tbhub/tbhub/services/allinone/readpath"
-	"github.com/tbhub/tbhub/services/internal/tbhubcmd"
+	"github.com/tbhub/tbhub/services/internal/assembly/tbhubcmd"
 )
 
 func main() {

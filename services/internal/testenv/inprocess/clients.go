@@ -16,10 +16,10 @@ import (
 	tbpb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard"
 	datapb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/data"
 	servicepb "github.com/tbhub/tbhub/schemas/gen/go/tensorboard/service"
-	"github.com/tbhub/tbhub/services/internal/auth"
-	"github.com/tbhub/tbhub/services/internal/auth/oidctest"
-	"github.com/tbhub/tbhub/services/internal/blob"
-	"github.com/tbhub/tbhub/services/internal/store"
+	"github.com/tbhub/tbhub/services/internal/policy/auth"
+	"github.com/tbhub/tbhub/services/internal/policy/auth/oidctest"
+	"github.com/tbhub/tbhub/services/internal/storage/blob"
+	"github.com/tbhub/tbhub/services/internal/storage/store"
 )
 
 // Clients reach the services of one process: a client of every service on

@@ -43,7 +43,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/tbhub/tbhub/services/internal/store/spannerstore"
+	"github.com/tbhub/tbhub/services/internal/storage/store/spannerstore"
 )
 
 const (
