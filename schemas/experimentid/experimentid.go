@@ -29,8 +29,10 @@ func Valid(id string) bool {
 	if len(id) != Len {
 		return false
 	}
-	_, err := base64.RawURLEncoding.Strict().DecodeString(id)
-	return err == nil
+	// Strict decoding still skips CR and LF: the ID must be its own
+	// spelling.
+	b, err := base64.RawURLEncoding.Strict().DecodeString(id)
+	return err == nil && base64.RawURLEncoding.EncodeToString(b) == id
 }
 
 // OfBlobKey returns the experiment a blob key names: its part before the

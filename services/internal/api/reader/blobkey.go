@@ -56,8 +56,10 @@ func (c blobKeyCodec) Decode(key string) (eid string, ref store.BlobRef, crc uin
 		return "", store.BlobRef{}, 0, fmt.Errorf("blob key: no MAC: %w", store.ErrInvalidArgument)
 	}
 	id := key[:i]
+	// Strict decoding still skips CR and LF: only the key's one spelling
+	// (what Encode writes) is accepted.
 	got, err := base64.RawURLEncoding.Strict().DecodeString(key[i+1:])
-	if err != nil || len(got) != 4+blobKeyMACBytes {
+	if err != nil || len(got) != 4+blobKeyMACBytes || base64.RawURLEncoding.EncodeToString(got) != key[i+1:] {
 		return "", store.BlobRef{}, 0, fmt.Errorf("blob key: malformed: %w", store.ErrInvalidArgument)
 	}
 	crc = binary.BigEndian.Uint32(got)

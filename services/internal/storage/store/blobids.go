@@ -84,8 +84,9 @@ func parseBlobKey(id string) (eid string, ref BlobRef, rest []byte, err error) {
 	if err := ValidateExperimentID(eid); err != nil {
 		return "", BlobRef{}, nil, err
 	}
+	// Strict decoding still skips CR and LF: one spelling per reference.
 	b, err := base64.RawURLEncoding.Strict().DecodeString(enc)
-	if err != nil {
+	if err != nil || base64.RawURLEncoding.EncodeToString(b) != enc {
 		return "", BlobRef{}, nil, fmt.Errorf("blob key %q: %w", id, ErrInvalidArgument)
 	}
 	var okRun, okTag bool

@@ -37,6 +37,13 @@ func TestBlobIDsRoundTrip(t *testing.T) {
 		}
 	}
 	good := BlobID(eid, BlobRef{Run: "run", Tag: "tag", Step: 1, Index: 2})
+	// A line break inside the reference (base64 decoding skips it) is
+	// another spelling of the same blob: refused.
+	if cut := strings.LastIndexByte(good, '.') + 3; cut < len(good) {
+		if _, _, err := ParseBlobID(good[:cut] + "\r\n" + good[cut:]); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("ParseBlobID with a line break in its reference: %v, want invalid", err)
+		}
+	}
 	goodSeq := BlobSequenceID(eid, "run", "tag", 1)
 	for _, bad := range []string{"", "nodot", eid + ".", eid + ".!!", "short.AAAA", eid + ".AQ",
 		// The decoder skips line breaks; an ID with one names the same key
